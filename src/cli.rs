@@ -1,0 +1,263 @@
+//! Command-line definitions and the glue from arguments to a request. All exit-code mapping
+//! happens here, in [`Error::exit_code`].
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use thiserror::Error;
+
+use crate::exit;
+use crate::parse::{self, BindSpec, ParseError};
+use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
+use crate::record::{self, RecordError, RecordSink, RunRecord};
+use crate::sandbox::{self, SandboxError};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "reprorun",
+    version,
+    about = "Run a command so that time, environment, identity and network cannot leak in",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one command in a fresh sandbox and exit with its status.
+    Exec(ExecArgs),
+}
+
+/// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
+/// current directory at /work, no network, and the pinned environment.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: the command's own; 124 timeout; 125 reprorun error; \
+126 command not executable; 127 command not found; 128+N killed by signal N."
+)]
+pub struct ExecArgs {
+    /// Root filesystem to run in (default: the host's /, read-only).
+    #[arg(long, value_name = "DIR")]
+    pub rootfs: Option<PathBuf>,
+    /// Host directory mounted read-write at /work, the working directory (default: current directory).
+    #[arg(long, value_name = "HOST_DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Bind a host path into the sandbox (default rw); repeatable, applied in order.
+    #[arg(long, value_name = "SRC:DST[:ro|rw]", value_parser = parse::bind)]
+    pub bind: Vec<BindSpec>,
+    /// Mount an empty tmpfs at DST; repeatable, applied in order with --bind.
+    #[arg(long, value_name = "DST", value_parser = parse::target)]
+    pub tmpfs: Vec<PathBuf>,
+    /// Network: `none` (new namespace, loopback only) or `host`.
+    #[arg(long, value_enum, default_value_t = NetMode::None)]
+    pub net: NetMode,
+    /// Set an environment variable (after the pins and --env-file); repeatable.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse::env_entry)]
+    pub env: Vec<(String, String)>,
+    /// Read KEY=VALUE lines from a file; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Vec<PathBuf>,
+    /// Hostname inside the sandbox.
+    #[arg(long, default_value = "reprorun", value_parser = parse::hostname)]
+    pub hostname: String,
+    /// Identity inside the sandbox (default 0:0); the caller's ids map to it.
+    #[arg(long, value_name = "UID:GID", value_parser = parse::user)]
+    pub user: Option<(u32, u32)>,
+    /// Kill everything in the sandbox after DURATION (e.g. 90s, 10m) and exit 124.
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub timeout: Option<Duration>,
+    /// `full` fails when namespaces are unavailable; `auto` falls back to pins only with a
+    /// warning; `none` asks for pins only.
+    #[arg(long, value_enum, env = "REPRORUN_ISOLATION", default_value_t = Isolation::Full)]
+    pub isolation: Isolation,
+    /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Print the resolved plan as JSON and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    #[error("--env-file {path}: {source}")]
+    EnvFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Plan(#[from] PlanError),
+    #[error("{0}")]
+    Record(#[from] RecordError),
+    #[error("{0}")]
+    Sandbox(#[from] SandboxError),
+    #[error("print plan: {0}")]
+    Print(std::io::Error),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Sandbox(e) => e.exit_code(),
+            _ => exit::RUNTIME_ERROR,
+        }
+    }
+}
+
+/// Parses the command line and runs it; returns the process exit status.
+pub fn main() -> i32 {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    match cli.command {
+        Command::Exec(args) => {
+            let sub = matches.subcommand_matches("exec").expect("exec matched");
+            exec(args, sub)
+        }
+    }
+}
+
+fn usage_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            125
+        } else {
+            0
+        };
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("reprorun: {first} (see `reprorun --help`)");
+    exit::RUNTIME_ERROR
+}
+
+/// `--bind` and `--tmpfs` merged back into command-line order.
+fn extra_mounts(args: &ExecArgs, m: &ArgMatches) -> Vec<ExtraMount> {
+    let idx = |name| {
+        m.indices_of(name)
+            .map(|i| i.collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let mut all: Vec<(usize, ExtraMount)> = idx("bind")
+        .into_iter()
+        .zip(args.bind.iter().cloned().map(ExtraMount::Bind))
+        .chain(
+            idx("tmpfs")
+                .into_iter()
+                .zip(args.tmpfs.iter().cloned().map(ExtraMount::Tmpfs)),
+        )
+        .collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, m)| m).collect()
+}
+
+/// Builds the request from parsed arguments (reads --env-file files).
+pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
+    let mut env = Vec::new();
+    for path in &args.env_file {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::EnvFile {
+            path: path.clone(),
+            source,
+        })?;
+        env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
+    }
+    env.extend(args.env.iter().cloned());
+    Ok(ExecRequest {
+        rootfs: args.rootfs.clone(),
+        workdir: args.workdir.clone(),
+        extra_mounts: extra_mounts(args, m),
+        net: args.net,
+        env,
+        hostname: args.hostname.clone(),
+        user: args.user,
+        timeout: args.timeout,
+        isolation: args.isolation,
+        argv: args.command.clone(),
+    })
+}
+
+fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
+    let fail = |e: Error| {
+        eprintln!("reprorun: {e}");
+        e.exit_code()
+    };
+    let plan = match request(&args, m).and_then(|req| {
+        let host = HostFacts::current()?;
+        Ok(plan::resolve(&req, &host)?)
+    }) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    if args.dry_run {
+        let text = serde_json::to_string_pretty(&plan).expect("plans serialize");
+        use std::io::Write;
+        return match writeln!(std::io::stdout(), "{text}") {
+            Ok(()) => 0,
+            Err(e) => fail(Error::Print(e)),
+        };
+    }
+    let sink = match args.record.as_deref().map(RecordSink::open).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(e.into()),
+    };
+
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let result = sandbox::run(&plan, &mut |line| eprintln!("reprorun: {line}"));
+    let ended = SystemTime::now();
+    let (code, error, outcome) = match result {
+        Ok(o) => (o.exit_code, None, Some(o)),
+        Err(e) => {
+            let e = Error::from(e);
+            eprintln!("reprorun: {e}");
+            (e.exit_code(), Some(e.to_string()), None)
+        }
+    };
+    if let Some(sink) = sink {
+        let rec = RunRecord {
+            record_version: record::RECORD_VERSION,
+            reprorun_version: env!("CARGO_PKG_VERSION"),
+            argv: std::env::args().collect(),
+            plan: &plan,
+            isolation_used: outcome.as_ref().map(|o| o.isolation),
+            started_at: record::timestamp(started),
+            ended_at: record::timestamp(ended),
+            duration_s: clock.elapsed().as_secs_f64(),
+            exit_code: code,
+            timed_out: outcome.as_ref().is_some_and(|o| o.timed_out),
+            error,
+            rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
+        };
+        if let Err(e) = sink.write(&rec) {
+            eprintln!("reprorun: {e}");
+            if code == 0 {
+                return exit::RUNTIME_ERROR;
+            }
+        }
+    }
+    code
+}

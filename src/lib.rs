@@ -1,0 +1,14 @@
+//! reprorun: a deterministic execution sandbox runtime for Linux.
+//!
+//! Layers, each using only the ones below it: `cli` → `plan` (request → [`plan::Plan`]) →
+//! `sandbox` (the one executor) → `sys` (raw system calls). `determinism` holds the pins as
+//! data; `record` the run record.
+
+pub mod cli;
+pub mod determinism;
+pub mod exit;
+pub mod parse;
+pub mod plan;
+pub mod record;
+pub mod sandbox;
+pub mod sys;

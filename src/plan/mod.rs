@@ -1,0 +1,436 @@
+//! Resolution of a request (CLI flags today; OCI bundles and pipelines later) into a [`Plan`]:
+//! a printable, testable value that says everything the executor will do. Resolution reads
+//! the host (it lists the root filesystem and checks that sources exist) but changes nothing.
+
+pub mod mounts;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use mounts::MountOp;
+
+use crate::determinism::{EnvError, EnvProfile, DEFAULT_EPOCH};
+use crate::parse::BindSpec;
+
+/// Plan format version; bumped when a field changes meaning.
+pub const PLAN_VERSION: u32 = 1;
+/// CLOCK_MONOTONIC and CLOCK_BOOTTIME read this many seconds when the workload starts.
+pub const UPTIME_START_SECS: i64 = 10;
+/// The working directory inside the sandbox.
+pub const WORKDIR: &str = "/work";
+/// Top-level entries the sandbox always provides itself instead of taking from the rootfs.
+const PROVIDED: &[&str] = &["dev", "home", "proc", "run", "sys", "tmp", "work"];
+
+#[derive(Debug, Error)]
+pub enum PlanError {
+    #[error("--rootfs {0}: not a directory; pass the path of an unpacked root filesystem")]
+    Rootfs(PathBuf),
+    #[error("read root filesystem {path}: {source}")]
+    ListRootfs {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--workdir {0}: not a directory; pass an existing directory to mount at /work")]
+    Workdir(PathBuf),
+    #[error("--bind source {0}: no such file or directory")]
+    BindSource(PathBuf),
+    #[error("no command given: pass the command after `--`, e.g. `reprorun exec -- python3 -V`")]
+    EmptyCommand,
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("current directory: {0}; pass --workdir")]
+    Cwd(std::io::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Namespaces are required; refuse to run without them.
+    Full,
+    /// Use namespaces when the host allows them, else run with pins only and warn.
+    Auto,
+    /// No namespaces: environment and determinism pins only.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetMode {
+    /// A new network namespace with only loopback up.
+    None,
+    /// The host's network namespace.
+    Host,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Namespace {
+    User,
+    Pid,
+    Mount,
+    Net,
+    Uts,
+    Ipc,
+    Cgroup,
+    Time,
+}
+
+impl Namespace {
+    /// The `clone(2)`/`unshare(2)` flag for this namespace.
+    pub fn flag(self) -> libc::c_int {
+        match self {
+            Namespace::User => libc::CLONE_NEWUSER,
+            Namespace::Pid => libc::CLONE_NEWPID,
+            Namespace::Mount => libc::CLONE_NEWNS,
+            Namespace::Net => libc::CLONE_NEWNET,
+            Namespace::Uts => libc::CLONE_NEWUTS,
+            Namespace::Ipc => libc::CLONE_NEWIPC,
+            Namespace::Cgroup => libc::CLONE_NEWCGROUP,
+            Namespace::Time => libc::CLONE_NEWTIME,
+        }
+    }
+}
+
+/// One line of `/proc/PID/uid_map` or `gid_map`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdMap {
+    pub inside: u32,
+    pub outside: u32,
+    pub count: u32,
+}
+
+/// An extra mount the user asked for, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtraMount {
+    Bind(BindSpec),
+    Tmpfs(PathBuf),
+}
+
+/// What the caller asked for, independent of how it was asked (CLI, OCI, pipeline).
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub rootfs: Option<PathBuf>,
+    pub workdir: Option<PathBuf>,
+    pub extra_mounts: Vec<ExtraMount>,
+    pub net: NetMode,
+    /// User additions, applied in order over the pins.
+    pub env: Vec<(String, String)>,
+    pub hostname: String,
+    pub user: Option<(u32, u32)>,
+    pub timeout: Option<Duration>,
+    pub isolation: Isolation,
+    pub argv: Vec<String>,
+}
+
+impl ExecRequest {
+    /// A request with every option at its default.
+    pub fn new(argv: Vec<String>) -> Self {
+        ExecRequest {
+            rootfs: None,
+            workdir: None,
+            extra_mounts: Vec::new(),
+            net: NetMode::None,
+            env: Vec::new(),
+            hostname: "reprorun".into(),
+            user: None,
+            timeout: None,
+            isolation: Isolation::Full,
+            argv,
+        }
+    }
+}
+
+/// Facts about the caller that resolution depends on, gathered once.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    pub uid: u32,
+    pub gid: u32,
+    pub cwd: PathBuf,
+    /// The caller's `SOURCE_DATE_EPOCH`, if it is set to an integer.
+    pub source_date_epoch: Option<i64>,
+}
+
+impl HostFacts {
+    pub fn current() -> Result<Self, PlanError> {
+        Ok(HostFacts {
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            cwd: std::env::current_dir().map_err(PlanError::Cwd)?,
+            source_date_epoch: std::env::var("SOURCE_DATE_EPOCH")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+        })
+    }
+}
+
+/// The sandbox, fully resolved. `reprorun exec --dry-run` prints this as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub version: u32,
+    pub isolation: Isolation,
+    pub namespaces: Vec<Namespace>,
+    pub uid_map: IdMap,
+    pub gid_map: IdMap,
+    pub rootfs: PathBuf,
+    pub mounts: Vec<MountOp>,
+    pub hostname: String,
+    pub domainname: String,
+    /// Working directory inside the sandbox.
+    pub cwd: PathBuf,
+    /// The host directory bound at `cwd`; the working directory of a pins-only run.
+    pub host_workdir: PathBuf,
+    pub env: Vec<String>,
+    #[serde(with = "mounts::octal")]
+    pub umask: u32,
+    pub argv: Vec<String>,
+    pub timeout_ms: Option<u64>,
+    /// Seconds CLOCK_MONOTONIC and CLOCK_BOOTTIME read at start (time namespace offsets).
+    pub uptime_start_secs: i64,
+}
+
+impl Plan {
+    pub fn has(&self, ns: Namespace) -> bool {
+        self.namespaces.contains(&ns)
+    }
+
+    /// `clone(2)` flags for every namespace except time, which init enters by `unshare` so
+    /// that its offsets can be written before the workload is forked into it.
+    pub fn clone_flags(&self) -> libc::c_int {
+        self.namespaces
+            .iter()
+            .filter(|ns| **ns != Namespace::Time)
+            .fold(0, |acc, ns| acc | ns.flag())
+    }
+}
+
+/// Resolves a request into a plan.
+pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
+    if req.argv.is_empty() || req.argv[0].is_empty() {
+        return Err(PlanError::EmptyCommand);
+    }
+    let absolute = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            host.cwd.join(p)
+        }
+    };
+
+    let host_root = req.rootfs.is_none();
+    let rootfs = match &req.rootfs {
+        None => PathBuf::from("/"),
+        Some(dir) => {
+            let dir = absolute(dir);
+            if !dir.is_dir() {
+                return Err(PlanError::Rootfs(dir));
+            }
+            dir
+        }
+    };
+    let workdir = match &req.workdir {
+        None => host.cwd.clone(),
+        Some(dir) => absolute(dir),
+    };
+    if !workdir.is_dir() {
+        return Err(PlanError::Workdir(workdir));
+    }
+
+    let mut mounts = vec![MountOp::Tmpfs {
+        dest: "/".into(),
+        mode: 0o755,
+        size: None,
+    }];
+    mounts.extend(rootfs_binds(&rootfs, host_root)?);
+    mounts.extend(system_mounts());
+    mounts.push(MountOp::Bind {
+        src: workdir.clone(),
+        dest: WORKDIR.into(),
+        readonly: false,
+    });
+    for extra in &req.extra_mounts {
+        mounts.push(match extra {
+            ExtraMount::Bind(b) => {
+                let src = absolute(&b.src);
+                if std::fs::symlink_metadata(&src).is_err() {
+                    return Err(PlanError::BindSource(src));
+                }
+                MountOp::Bind {
+                    src,
+                    dest: b.dest.clone(),
+                    readonly: b.readonly,
+                }
+            }
+            ExtraMount::Tmpfs(dest) => MountOp::Tmpfs {
+                dest: dest.clone(),
+                mode: 0o755,
+                size: None,
+            },
+        });
+    }
+    mounts.push(MountOp::ReadonlyRoot);
+
+    let mut env = EnvProfile::pinned(host.source_date_epoch.unwrap_or(DEFAULT_EPOCH));
+    for (k, v) in &req.env {
+        env.set(k, v)?;
+    }
+
+    let (in_uid, in_gid) = req.user.unwrap_or((0, 0));
+    let mut namespaces = vec![
+        Namespace::User,
+        Namespace::Pid,
+        Namespace::Mount,
+        Namespace::Net,
+        Namespace::Uts,
+        Namespace::Ipc,
+        Namespace::Cgroup,
+        Namespace::Time,
+    ];
+    if req.net == NetMode::Host {
+        namespaces.retain(|ns| *ns != Namespace::Net);
+    }
+
+    Ok(Plan {
+        version: PLAN_VERSION,
+        isolation: req.isolation,
+        namespaces,
+        uid_map: IdMap {
+            inside: in_uid,
+            outside: host.uid,
+            count: 1,
+        },
+        gid_map: IdMap {
+            inside: in_gid,
+            outside: host.gid,
+            count: 1,
+        },
+        rootfs,
+        mounts,
+        hostname: req.hostname.clone(),
+        domainname: "(none)".into(),
+        cwd: WORKDIR.into(),
+        host_workdir: workdir,
+        env: env.to_vec(),
+        umask: 0o022,
+        argv: req.argv.clone(),
+        timeout_ms: req
+            .timeout
+            .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+        uptime_start_secs: UPTIME_START_SECS,
+    })
+}
+
+/// Read-only binds of the rootfs's top-level entries into the skeleton root, in name order.
+/// On the host root, `/root` is replaced by an empty directory (the host admin's files stay
+/// out of the sandbox).
+fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanError> {
+    let list_err = |source| PlanError::ListRootfs {
+        path: rootfs.to_path_buf(),
+        source,
+    };
+    let mut names: Vec<_> = std::fs::read_dir(rootfs)
+        .map_err(list_err)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    let mut ops = Vec::new();
+    for name in names {
+        let Some(text) = name.to_str() else { continue };
+        if PROVIDED.contains(&text) {
+            continue;
+        }
+        let src = rootfs.join(&name);
+        let dest = Path::new("/").join(&name);
+        if host_root && text == "root" {
+            ops.push(MountOp::Dir { dest, mode: 0o700 });
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+            continue;
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(list_err)?;
+            ops.push(MountOp::Symlink { target, dest });
+        } else if ft.is_dir() || ft.is_file() {
+            ops.push(MountOp::Bind {
+                src,
+                dest,
+                readonly: true,
+            });
+        }
+    }
+    Ok(ops)
+}
+
+/// The mounts every sandbox gets: /proc, /sys, a minimal /dev, private /run, /tmp and HOME.
+fn system_mounts() -> Vec<MountOp> {
+    let mut ops = vec![
+        MountOp::Proc {
+            dest: "/proc".into(),
+        },
+        MountOp::Sysfs {
+            dest: "/sys".into(),
+        },
+        MountOp::Tmpfs {
+            dest: "/dev".into(),
+            mode: 0o755,
+            size: None,
+        },
+    ];
+    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+        ops.push(MountOp::DevNode {
+            src: Path::new("/dev").join(node),
+            dest: Path::new("/dev").join(node),
+        });
+    }
+    ops.push(MountOp::Devpts {
+        dest: "/dev/pts".into(),
+    });
+    ops.push(MountOp::Symlink {
+        target: "pts/ptmx".into(),
+        dest: "/dev/ptmx".into(),
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/dev/shm".into(),
+        mode: 0o1777,
+        size: None,
+    });
+    for (target, dest) in [
+        ("/proc/self/fd", "/dev/fd"),
+        ("/proc/self/fd/0", "/dev/stdin"),
+        ("/proc/self/fd/1", "/dev/stdout"),
+        ("/proc/self/fd/2", "/dev/stderr"),
+    ] {
+        ops.push(MountOp::Symlink {
+            target: target.into(),
+            dest: dest.into(),
+        });
+    }
+    ops.push(MountOp::Tmpfs {
+        dest: "/run".into(),
+        mode: 0o755,
+        size: None,
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/tmp".into(),
+        mode: 0o1777,
+        size: None,
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/home".into(),
+        mode: 0o755,
+        size: None,
+    });
+    ops.push(MountOp::Dir {
+        dest: crate::determinism::HOME_DIR.into(),
+        mode: 0o755,
+    });
+    ops
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+//! Mount operations: the ordered list the executor performs inside the new mount namespace.
+//! Destinations are paths inside the sandbox; sources are paths on the host (or in `--rootfs`).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One setup step. The list is performed in order; a later step may cover an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum MountOp {
+    /// A fresh tmpfs. With `dest` = `/` it is the skeleton root every other step builds on.
+    Tmpfs {
+        dest: PathBuf,
+        #[serde(with = "octal")]
+        mode: u32,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        size: Option<u64>,
+    },
+    /// A recursive bind of a host directory or file; `readonly` applies to every submount.
+    Bind {
+        src: PathBuf,
+        dest: PathBuf,
+        readonly: bool,
+    },
+    /// A host device node (`/dev/null`, ...) bound onto an empty file.
+    DevNode {
+        src: PathBuf,
+        dest: PathBuf,
+    },
+    /// A fresh procfs of the sandbox's pid namespace.
+    Proc {
+        dest: PathBuf,
+    },
+    /// A fresh read-only sysfs of the sandbox's net namespace (a read-only bind of the host's
+    /// `/sys` when the net namespace is the host's).
+    Sysfs {
+        dest: PathBuf,
+    },
+    /// A private devpts instance (`newinstance`) with its own `ptmx`.
+    Devpts {
+        dest: PathBuf,
+    },
+    Symlink {
+        target: PathBuf,
+        dest: PathBuf,
+    },
+    /// An empty directory (created in a tmpfs; used to hide host content).
+    Dir {
+        dest: PathBuf,
+        #[serde(with = "octal")]
+        mode: u32,
+    },
+    /// Makes the skeleton root read-only once every mount point exists.
+    ReadonlyRoot,
+}
+
+impl MountOp {
+    /// The path inside the sandbox this step creates or covers.
+    pub fn dest(&self) -> Option<&std::path::Path> {
+        match self {
+            MountOp::Tmpfs { dest, .. }
+            | MountOp::Bind { dest, .. }
+            | MountOp::DevNode { dest, .. }
+            | MountOp::Proc { dest }
+            | MountOp::Sysfs { dest }
+            | MountOp::Devpts { dest }
+            | MountOp::Symlink { dest, .. }
+            | MountOp::Dir { dest, .. } => Some(dest),
+            MountOp::ReadonlyRoot => None,
+        }
+    }
+}
+
+/// File modes print as octal strings (`"0755"`) so a printed plan reads like `ls -l`.
+pub(crate) mod octal {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{mode:04o}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        let text = String::deserialize(d)?;
+        u32::from_str_radix(&text, 8).map_err(D::Error::custom)
+    }
+}

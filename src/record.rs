@@ -1,0 +1,104 @@
+//! The run record (`--record FILE`): what ran, how it was sandboxed, and how it ended.
+//! Format documented in spec/record.md.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::determinism::date::format_rfc3339;
+use crate::plan::{Isolation, Plan};
+use crate::sys::Usage;
+
+/// Record format version; bumped when a field changes meaning.
+pub const RECORD_VERSION: u32 = 1;
+
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("--record {path}: {source}; pass a writable file path")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("write run record {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rusage {
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_kib: u64,
+}
+
+impl From<Usage> for Rusage {
+    fn from(u: Usage) -> Self {
+        Rusage {
+            user_s: u.user_us as f64 / 1e6,
+            sys_s: u.sys_us as f64 / 1e6,
+            max_rss_kib: u.max_rss_kib,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunRecord<'a> {
+    pub record_version: u32,
+    pub reprorun_version: &'static str,
+    /// reprorun's own command line.
+    pub argv: Vec<String>,
+    pub plan: &'a Plan,
+    /// `full` or `none`; null when the run never started.
+    pub isolation_used: Option<Isolation>,
+    pub started_at: String,
+    pub ended_at: String,
+    pub duration_s: f64,
+    pub exit_code: i32,
+    pub timed_out: bool,
+    /// The one-line error reprorun printed, if any.
+    pub error: Option<String>,
+    pub rusage: Rusage,
+}
+
+/// Wall-clock time as an RFC 3339 string (the host's real clock, not the sandbox's).
+pub fn timestamp(t: SystemTime) -> String {
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    format_rfc3339(d.as_secs() as i64, d.subsec_nanos())
+}
+
+/// The record file, opened (and so checked) before the run starts.
+pub struct RecordSink {
+    path: PathBuf,
+    file: File,
+}
+
+impl RecordSink {
+    pub fn open(path: &Path) -> Result<Self, RecordError> {
+        // std opens with O_CLOEXEC.
+        let file = File::create(path).map_err(|source| RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(RecordSink {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    pub fn write(mut self, record: &RunRecord) -> Result<(), RecordError> {
+        let err = |source| RecordError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let mut text = serde_json::to_vec_pretty(record).map_err(|e| err(e.into()))?;
+        text.push(b'\n');
+        self.file.write_all(&text).map_err(err)?;
+        self.file.sync_data().map_err(err)
+    }
+}

@@ -1,0 +1,90 @@
+//! The last steps of the workload process before `execve`: identity hygiene, descriptors,
+//! signals, and a `PATH` search over the sandbox's own `PATH` (not the caller's).
+
+use std::ffi::CString;
+
+use caps::CapSet;
+use nix::errno::Errno;
+use nix::sys::stat::{umask, Mode};
+
+/// What a failed exec means for the exit status, as a shell reports it.
+pub fn exit_code_for(errno: i32) -> i32 {
+    if errno == libc::ENOENT || errno == libc::ENOTDIR {
+        127
+    } else {
+        126
+    }
+}
+
+/// Drops every capability (bounding, ambient, inheritable, then effective and permitted) and
+/// sets no_new_privs, so neither the workload nor anything it executes can gain privilege.
+pub fn drop_privileges() -> Result<(), Errno> {
+    let io = |_| Errno::EPERM;
+    caps::clear(None, CapSet::Bounding).map_err(io)?;
+    caps::clear(None, CapSet::Ambient).map_err(io)?;
+    caps::clear(None, CapSet::Inheritable).map_err(io)?;
+    nix::sys::prctl::set_no_new_privs()?;
+    caps::clear(None, CapSet::Effective).map_err(io)?;
+    caps::clear(None, CapSet::Permitted).map_err(io)?;
+    Ok(())
+}
+
+/// Prepares the process and executes `argv` with exactly `env`. Returns only on failure, with
+/// the errno that decides between 126 and 127.
+pub fn exec(argv: &[String], env: &[String], mask: u32, sandboxed: bool) -> Errno {
+    match prepare_and_exec(argv, env, mask, sandboxed) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
+}
+
+fn prepare_and_exec(
+    argv: &[String],
+    env: &[String],
+    mask: u32,
+    sandboxed: bool,
+) -> Result<std::convert::Infallible, Errno> {
+    umask(Mode::from_bits_truncate(mask as libc::mode_t));
+    super::signals::reset_for_exec()?;
+    if sandboxed {
+        drop_privileges()?;
+    }
+    crate::sys::cloexec_from(3)?;
+
+    let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
+    let args = argv
+        .iter()
+        .map(|a| cstr(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let envp = env.iter().map(|e| cstr(e)).collect::<Result<Vec<_>, _>>()?;
+    let program = &argv[0];
+    if program.contains('/') {
+        return nix::unistd::execve(&args[0], &args, &envp);
+    }
+    let path = env
+        .iter()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or(crate::determinism::FROZEN_PATH);
+    let mut denied = None;
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = cstr(&format!("{dir}/{program}"))?;
+        match nix::unistd::execve(&candidate, &args, &envp) {
+            Err(Errno::ENOENT | Errno::ENOTDIR) => continue,
+            Err(Errno::EACCES) => denied = Some(Errno::EACCES),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(denied.unwrap_or(Errno::ENOENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_shell_convention() {
+        assert_eq!(exit_code_for(libc::ENOENT), 127);
+        assert_eq!(exit_code_for(libc::EACCES), 126);
+        assert_eq!(exit_code_for(libc::ENOEXEC), 126);
+    }
+}

@@ -1,0 +1,231 @@
+//! Pid 1 inside the sandbox. Sets the sandbox up from the plan (identity maps, hostname,
+//! loopback, mounts, pivot_root, time namespace), forks the workload, then reaps zombies and
+//! forwards signals until the workload exits, and exits with the workload's status.
+
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{fork, ForkResult, Pid};
+use thiserror::Error;
+
+use super::mounts::{build_root, MountError};
+use super::protocol::{post, InitMsg};
+use super::{exec, signals};
+use crate::plan::{Namespace, Plan};
+
+#[derive(Debug, Error)]
+pub enum InitError {
+    #[error("the supervisor exited before the sandbox started")]
+    ParentGone,
+    #[error("write {file}: {errno}")]
+    IdMap { file: &'static str, errno: Errno },
+    #[error("set hostname: {0}")]
+    Hostname(Errno),
+    #[error("bring up loopback: {0}")]
+    Loopback(Errno),
+    #[error("{0}")]
+    Mount(#[from] MountError),
+    #[error("chdir {0}: {1}")]
+    Chdir(String, Errno),
+    #[error("time namespace: {0}")]
+    TimeNs(Errno),
+    #[error("signalfd: {0}")]
+    Signals(Errno),
+    #[error("fork workload: {0}")]
+    Fork(Errno),
+    #[error("exec {program}: {errno}")]
+    Exec { program: String, errno: Errno },
+}
+
+impl InitError {
+    fn to_msg(&self) -> InitMsg {
+        match self {
+            InitError::Exec { program, errno } => InitMsg::ExecFailed {
+                program: program.clone(),
+                errno: *errno as i32,
+            },
+            other => {
+                let errno = match other {
+                    InitError::IdMap { errno, .. } => *errno,
+                    InitError::Mount(m) => m.errno(),
+                    InitError::Hostname(e)
+                    | InitError::Loopback(e)
+                    | InitError::Chdir(_, e)
+                    | InitError::TimeNs(e)
+                    | InitError::Signals(e)
+                    | InitError::Fork(e) => *e,
+                    _ => Errno::UnknownErrno,
+                };
+                let refusal = match other {
+                    InitError::IdMap { errno, .. } => matches!(errno, Errno::EPERM | Errno::EACCES),
+                    InitError::Mount(m) => m.is_refusal(),
+                    InitError::TimeNs(e) => {
+                        matches!(e, Errno::EPERM | Errno::EINVAL | Errno::ENOSYS)
+                    }
+                    _ => false,
+                };
+                InitMsg::SetupFailed {
+                    step: other.to_string(),
+                    errno: errno as i32,
+                    refusal,
+                }
+            }
+        }
+    }
+
+    fn exit_code(&self) -> i32 {
+        match self {
+            InitError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
+            _ => 125,
+        }
+    }
+}
+
+/// Runs as pid 1 and never returns.
+pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
+    let code = match run(plan, &sock) {
+        Ok(code) => code,
+        Err(e) => {
+            post(&sock, &e.to_msg());
+            e.exit_code()
+        }
+    };
+    // SAFETY: _exit ends the process at once without running the parent's atexit handlers or
+    // flushing stdio buffers copied from it at clone time, which belong to the supervisor.
+    unsafe { libc::_exit(code) }
+}
+
+fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
+    // Die with the supervisor; if it is already gone, its end of the socket has hung up.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
+    let mut fds = [nix::poll::PollFd::new(
+        sock.as_fd(),
+        nix::poll::PollFlags::empty(),
+    )];
+    if nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLHUP))
+    {
+        return Err(InitError::ParentGone);
+    }
+
+    write_id_maps(plan)?;
+    if plan.has(Namespace::Uts) {
+        nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
+        crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)?;
+    }
+    if plan.has(Namespace::Net) {
+        crate::sys::loopback_up().map_err(InitError::Loopback)?;
+    }
+    build_root(&plan.mounts)?;
+    let cwd = plan.cwd.to_string_lossy().to_string();
+    nix::unistd::chdir(&plan.cwd).map_err(|e| InitError::Chdir(cwd.clone(), e))?;
+    // The working directory must resolve inside the new root (CVE-2024-21626).
+    match nix::unistd::getcwd() {
+        Ok(p) if p == plan.cwd => {}
+        _ => return Err(InitError::Chdir(cwd, Errno::EXDEV)),
+    }
+    if plan.has(Namespace::Time) {
+        enter_time_namespace(plan.uptime_start_secs).map_err(InitError::TimeNs)?;
+    }
+
+    let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
+        .map_err(InitError::Signals)?;
+    let (status_r, status_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(InitError::Fork)?;
+    // SAFETY: init is single-threaded, so the child may allocate and run arbitrary code.
+    let workload = match unsafe { fork() }.map_err(InitError::Fork)? {
+        ForkResult::Child => {
+            drop(status_r);
+            let errno = exec::exec(&plan.argv, &plan.env, plan.umask, true);
+            let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
+            // SAFETY: see `main`; the exec failed and the child must end without cleanup.
+            unsafe { libc::_exit(exec::exit_code_for(errno as i32)) }
+        }
+        ForkResult::Parent { child } => child,
+    };
+    drop(status_w);
+    let mut buf = [0u8; 4];
+    let mut reader = std::fs::File::from(status_r);
+    if let Ok(4) = reader.read(&mut buf) {
+        let errno = Errno::from_raw(i32::from_ne_bytes(buf));
+        let _ = waitpid(workload, None);
+        return Err(InitError::Exec {
+            program: plan.argv[0].clone(),
+            errno,
+        });
+    }
+    Ok(supervise(&sfd, workload))
+}
+
+fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
+    if !plan.has(Namespace::User) {
+        return Ok(());
+    }
+    let write = |file: &'static str, text: String| {
+        std::fs::write(file, text).map_err(|e| InitError::IdMap {
+            file,
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        })
+    };
+    let line = |m: &crate::plan::IdMap| format!("{} {} {}\n", m.inside, m.outside, m.count);
+    write("/proc/self/setgroups", "deny\n".into())?;
+    write("/proc/self/uid_map", line(&plan.uid_map))?;
+    write("/proc/self/gid_map", line(&plan.gid_map))?;
+    Ok(())
+}
+
+/// Enters a new time namespace whose CLOCK_MONOTONIC and CLOCK_BOOTTIME read `start` seconds
+/// now. Only children forked afterwards live in it (the workload), which is the point.
+fn enter_time_namespace(start: i64) -> Result<(), Errno> {
+    use nix::time::{clock_gettime, ClockId};
+    nix::sched::unshare(nix::sched::CloneFlags::from_bits_retain(
+        libc::CLONE_NEWTIME,
+    ))?;
+    let mut text = String::new();
+    for (name, clock) in [
+        ("monotonic", ClockId::CLOCK_MONOTONIC),
+        ("boottime", ClockId::CLOCK_BOOTTIME),
+    ] {
+        let now = clock_gettime(clock)?;
+        let now_ns = now.tv_sec() as i128 * 1_000_000_000 + now.tv_nsec() as i128;
+        let off = start as i128 * 1_000_000_000 - now_ns;
+        let (secs, nanos) = (off.div_euclid(1_000_000_000), off.rem_euclid(1_000_000_000));
+        text.push_str(&format!("{name} {secs} {nanos}\n"));
+    }
+    std::fs::write("/proc/self/timens_offsets", text)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+}
+
+/// Reaps every child and forwards signals until the workload exits; returns its status as
+/// an exit code (128+N when killed by signal N).
+fn supervise(sfd: &SignalFd, workload: Pid) -> i32 {
+    loop {
+        let info = match sfd.read_signal() {
+            Ok(Some(info)) => info,
+            Ok(None) | Err(Errno::EINTR) => continue,
+            Err(_) => return 125,
+        };
+        if info.ssi_signo == Signal::SIGCHLD as u32 {
+            loop {
+                match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::Exited(pid, code)) if pid == workload => return code,
+                    Ok(WaitStatus::Signaled(pid, sig, _)) if pid == workload => {
+                        return 128 + sig as i32
+                    }
+                    Ok(WaitStatus::StillAlive) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+        } else if signals::should_forward(info.ssi_signo, info.ssi_code) {
+            if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+                let _ = kill(workload, sig);
+            }
+        }
+    }
+}

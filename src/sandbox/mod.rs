@@ -1,0 +1,82 @@
+//! The executor: turns a [`Plan`] into running processes. Nothing outside this module
+//! creates namespaces or performs mounts.
+//!
+//! Process model (full isolation): the supervisor (caller's namespaces) clones init into new
+//! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
+//! enters a new time namespace and forks the workload, then reaps and forwards signals.
+
+mod exec;
+mod init;
+mod mounts;
+mod pins_only;
+mod protocol;
+mod signals;
+mod supervisor;
+
+use nix::errno::Errno;
+use thiserror::Error;
+
+pub use mounts::MountError;
+
+use crate::plan::{Isolation, Plan};
+use crate::sys::Usage;
+
+#[derive(Debug, Error)]
+pub enum SandboxError {
+    /// The host refuses namespaces or mounts (e.g. a container's default seccomp profile).
+    #[error("{reason}; isolation is unavailable here — pass --isolation=auto (or set REPRORUN_ISOLATION=auto) to fall back to environment pins only, or --isolation=none")]
+    Unavailable { reason: String },
+    #[error("{reason}")]
+    Setup { reason: String },
+    #[error("{program}: {}", exec_reason(*.errno))]
+    Exec { program: String, errno: Errno },
+    #[error("{step}: {errno}")]
+    Supervise { step: &'static str, errno: Errno },
+}
+
+fn exec_reason(errno: Errno) -> String {
+    match errno {
+        Errno::ENOENT | Errno::ENOTDIR => "command not found".into(),
+        Errno::EACCES => "permission denied (not executable)".into(),
+        e => format!("cannot execute: {e}"),
+    }
+}
+
+impl SandboxError {
+    /// The exit status reprorun reports for this failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SandboxError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
+            _ => crate::exit::RUNTIME_ERROR,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What reprorun exits with: the workload's status, 128+N, or 124 on timeout.
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub usage: Usage,
+    /// The isolation actually used (`full` or `none`).
+    pub isolation: Isolation,
+}
+
+/// Runs the plan. With `Isolation::Auto`, a host that refuses namespaces gets a pins-only
+/// run, announced through `warn` before the workload starts.
+pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
+    match plan.isolation {
+        Isolation::None => pins_only::run(plan),
+        Isolation::Full => supervisor::run(plan),
+        Isolation::Auto => match supervisor::run(plan) {
+            Err(SandboxError::Unavailable { reason }) => {
+                warn(&format!(
+                    "warning: namespaces unavailable ({reason}); running with environment pins only (--isolation=auto)"
+                ));
+                pins_only::run(plan)
+            }
+            other => other,
+        },
+    }
+}

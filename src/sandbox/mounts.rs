@@ -1,0 +1,275 @@
+//! Performs a plan's mount operations inside the new mount namespace, bubblewrap-style: pivot
+//! into a private staging tmpfs (old root at /oldroot), build the new root at /newroot from
+//! the ordered operations, then pivot into it and detach everything else.
+
+use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use thiserror::Error;
+
+use crate::plan::MountOp;
+use crate::sys::{mount_setattr, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+
+const NEWROOT: &str = "/newroot";
+const OLDROOT: &str = "/oldroot";
+/// Host directories one of which hosts the staging tmpfs (inside our mount namespace only).
+const STAGING_CANDIDATES: &[&str] = &["/tmp", "/run", "/mnt", "/var/tmp"];
+
+#[derive(Debug, Error)]
+pub enum MountError {
+    #[error("make mounts private: {0}")]
+    Private(Errno),
+    #[error("staging tmpfs: no usable directory among /tmp, /run, /mnt, /var/tmp")]
+    NoStaging,
+    #[error("staging tmpfs on {0}: {1}")]
+    Staging(String, Errno),
+    #[error("pivot_root: {0}")]
+    Pivot(Errno),
+    #[error("mount {kind} on {dest}: {errno}")]
+    Op {
+        kind: &'static str,
+        dest: PathBuf,
+        errno: Errno,
+    },
+    #[error("mount point {dest}: {errno}; its parent directory is read-only or missing — choose a target under /work, /tmp or an existing directory")]
+    Target { dest: PathBuf, errno: Errno },
+    #[error("detach old root: {0}")]
+    Detach(Errno),
+}
+
+impl MountError {
+    pub fn errno(&self) -> Errno {
+        match self {
+            MountError::Private(e)
+            | MountError::Staging(_, e)
+            | MountError::Pivot(e)
+            | MountError::Detach(e)
+            | MountError::Op { errno: e, .. }
+            | MountError::Target { errno: e, .. } => *e,
+            MountError::NoStaging => Errno::ENOENT,
+        }
+    }
+
+    /// Whether the failure means the kernel refuses mounts here at all (a locked-down
+    /// container), rather than a problem with one of the user's paths.
+    pub fn is_refusal(&self) -> bool {
+        let perm = matches!(self.errno(), Errno::EPERM | Errno::EACCES | Errno::ENOSYS);
+        match self {
+            MountError::Private(_) | MountError::Staging(..) | MountError::Pivot(_) => perm,
+            MountError::Op { kind, .. } => perm && matches!(*kind, "proc" | "sysfs" | "tmpfs"),
+            _ => false,
+        }
+    }
+}
+
+/// Builds the new root from `ops` and pivots into it. On return the process's root is the
+/// new root, the host's root is detached, and the working directory is `/`.
+pub fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(MountError::Private)?;
+    enter_staging()?;
+    for op in ops {
+        apply(op)?;
+    }
+    std::env::set_current_dir(NEWROOT).map_err(|e| MountError::Pivot(io_errno(&e)))?;
+    nix::unistd::pivot_root(".", ".").map_err(MountError::Pivot)?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(MountError::Detach)?;
+    nix::unistd::chdir("/").map_err(MountError::Pivot)?;
+    Ok(())
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn enter_staging() -> Result<(), MountError> {
+    let base = STAGING_CANDIDATES
+        .iter()
+        .find(|p| Path::new(p).is_dir())
+        .ok_or(MountError::NoStaging)?;
+    let staging = |e| MountError::Staging(base.to_string(), e);
+    mount(
+        Some("tmpfs"),
+        *base,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(staging)?;
+    for dir in ["newroot", "oldroot"] {
+        std::fs::create_dir(Path::new(base).join(dir)).map_err(|e| staging(io_errno(&e)))?;
+    }
+    nix::unistd::pivot_root(*base, Path::new(base).join("oldroot").as_path())
+        .map_err(MountError::Pivot)?;
+    nix::unistd::chdir("/").map_err(MountError::Pivot)
+}
+
+/// The staging path of a destination inside the new root.
+fn staged(dest: &Path) -> PathBuf {
+    Path::new(NEWROOT).join(dest.strip_prefix("/").unwrap_or(dest))
+}
+
+/// The staging path of a host source (the host root sits at /oldroot).
+fn host(src: &Path) -> PathBuf {
+    Path::new(OLDROOT).join(src.strip_prefix("/").unwrap_or(src))
+}
+
+fn ensure_dir(dest: &Path) -> Result<PathBuf, MountError> {
+    let path = staged(dest);
+    if !path.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&path)
+            .map_err(|e| MountError::Target {
+                dest: dest.to_path_buf(),
+                errno: io_errno(&e),
+            })?;
+    }
+    Ok(path)
+}
+
+fn ensure_file(dest: &Path) -> Result<PathBuf, MountError> {
+    let path = staged(dest);
+    if let Some(parent) = dest.parent() {
+        ensure_dir(parent)?;
+    }
+    if std::fs::symlink_metadata(&path).is_err() {
+        std::fs::File::create(&path).map_err(|e| MountError::Target {
+            dest: dest.to_path_buf(),
+            errno: io_errno(&e),
+        })?;
+    }
+    Ok(path)
+}
+
+fn apply(op: &MountOp) -> Result<(), MountError> {
+    let fail = |kind: &'static str, dest: &Path| {
+        let dest = dest.to_path_buf();
+        move |errno| MountError::Op { kind, dest, errno }
+    };
+    let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    match op {
+        MountOp::Tmpfs { dest, mode, size } => {
+            let path = ensure_dir(dest)?;
+            let mut data = format!("mode={mode:04o}");
+            if let Some(size) = size {
+                data.push_str(&format!(",size={size}"));
+            }
+            mount(
+                Some("tmpfs"),
+                &path,
+                Some("tmpfs"),
+                hardened,
+                Some(data.as_str()),
+            )
+            .map_err(fail("tmpfs", dest))?;
+        }
+        MountOp::Bind {
+            src,
+            dest,
+            readonly,
+        } => {
+            let source = host(src);
+            let path = if source.is_dir() {
+                ensure_dir(dest)?
+            } else {
+                ensure_file(dest)?
+            };
+            let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+            mount(Some(&source), &path, None::<&str>, flags, None::<&str>)
+                .map_err(fail("bind", dest))?;
+            let ro = if *readonly { MOUNT_ATTR_RDONLY } else { 0 };
+            mount_setattr(&path, true, ro | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0)
+                .map_err(fail("bind attributes", dest))?;
+        }
+        MountOp::DevNode { src, dest } => {
+            let path = ensure_file(dest)?;
+            mount(
+                Some(&host(src)),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(fail("device", dest))?;
+        }
+        MountOp::Proc { dest } => {
+            let path = ensure_dir(dest)?;
+            mount(
+                Some("proc"),
+                &path,
+                Some("proc"),
+                hardened | MsFlags::MS_NOEXEC,
+                None::<&str>,
+            )
+            .map_err(fail("proc", dest))?;
+        }
+        MountOp::Sysfs { dest } => {
+            let path = ensure_dir(dest)?;
+            let flags = hardened | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY;
+            if mount(Some("sysfs"), &path, Some("sysfs"), flags, None::<&str>).is_err() {
+                // Not the owner of the net namespace (--net host): show the host's, read-only.
+                let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
+                mount(
+                    Some(&host(Path::new("/sys"))),
+                    &path,
+                    None::<&str>,
+                    rec,
+                    None::<&str>,
+                )
+                .map_err(fail("sysfs", dest))?;
+                mount_setattr(
+                    &path,
+                    true,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    0,
+                )
+                .map_err(fail("sysfs", dest))?;
+            }
+        }
+        MountOp::Devpts { dest } => {
+            let path = ensure_dir(dest)?;
+            mount(
+                Some("devpts"),
+                &path,
+                Some("devpts"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+                Some("newinstance,ptmxmode=0666,mode=0620"),
+            )
+            .map_err(fail("devpts", dest))?;
+        }
+        MountOp::Symlink { target, dest } => {
+            if let Some(parent) = dest.parent() {
+                ensure_dir(parent)?;
+            }
+            symlink(target, staged(dest)).map_err(|e| MountError::Target {
+                dest: dest.clone(),
+                errno: io_errno(&e),
+            })?;
+        }
+        MountOp::Dir { dest, mode } => {
+            let path = ensure_dir(dest)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).map_err(
+                |e| MountError::Target {
+                    dest: dest.clone(),
+                    errno: io_errno(&e),
+                },
+            )?;
+        }
+        MountOp::ReadonlyRoot => {
+            let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;
+            mount(None::<&str>, NEWROOT, None::<&str>, flags, None::<&str>)
+                .map_err(fail("read-only remount", Path::new("/")))?;
+        }
+    }
+    Ok(())
+}

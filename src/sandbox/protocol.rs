@@ -1,0 +1,72 @@
+//! Messages from init (pid 1 in the sandbox) to the supervisor, one JSON object per
+//! SOCK_SEQPACKET datagram. The supervisor reads them after init exits.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::sys::socket::{recv, send, MsgFlags};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "kebab-case")]
+pub enum InitMsg {
+    /// A setup step failed before the workload started.
+    SetupFailed {
+        step: String,
+        errno: i32,
+        refusal: bool,
+    },
+    /// The workload could not be executed.
+    ExecFailed { program: String, errno: i32 },
+}
+
+/// Sends one message; failures are ignored (the supervisor then sees only the exit status).
+pub fn post(sock: &OwnedFd, msg: &InitMsg) {
+    if let Ok(bytes) = serde_json::to_vec(msg) {
+        let _ = send(sock.as_raw_fd(), &bytes, MsgFlags::MSG_NOSIGNAL);
+    }
+}
+
+/// Reads every message still queued on the socket without blocking.
+pub fn drain(sock: &OwnedFd) -> Vec<InitMsg> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = recv(sock.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
+        if n == 0 {
+            break;
+        }
+        if let Ok(msg) = serde_json::from_slice(&buf[..n]) {
+            out.push(msg);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+    #[test]
+    fn messages_round_trip_over_a_socketpair() {
+        let (a, b) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let m1 = InitMsg::SetupFailed {
+            step: "mount /proc".into(),
+            errno: 1,
+            refusal: true,
+        };
+        let m2 = InitMsg::ExecFailed {
+            program: "nope".into(),
+            errno: 2,
+        };
+        post(&a, &m1);
+        post(&a, &m2);
+        drop(a);
+        assert_eq!(drain(&b), vec![m1, m2]);
+    }
+}

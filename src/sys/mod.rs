@@ -1,0 +1,163 @@
+//! Thin, safe wrappers over the system calls that nix does not cover. Each returns the raw
+//! errno as [`Errno`]; callers name the step that failed.
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::unistd::Pid;
+
+/// `MOUNT_ATTR_*` bits for [`mount_setattr`].
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn cpath(path: &Path) -> Result<CString, Errno> {
+    CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)
+}
+
+/// Creates a child process in new namespaces, like `fork(2)` with namespace flags.
+/// Returns `Ok(None)` in the child and `Ok(Some(pid))` in the parent.
+///
+/// The caller must be single-threaded: the child is a copy of the calling thread only, and
+/// glibc's cached thread id in the child still names the parent's thread, so the child must
+/// not use pthread functions that rely on it (it only mounts, forks and execs).
+pub fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
+    // SAFETY: a raw clone without CLONE_VM and with a null stack behaves like fork(2): the
+    // child gets a copy-on-write copy of the address space and continues on the same stack.
+    // No pointer arguments are passed (parent_tid, child_tid and tls are null).
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    match ret {
+        -1 => Err(Errno::last()),
+        0 => Ok(None),
+        pid => Ok(Some(Pid::from_raw(pid as libc::pid_t))),
+    }
+}
+
+/// Sets or clears mount attributes on the mount at `path` (and, with `recursive`, on every
+/// mount below it) through `mount_setattr(2)`.
+pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), Errno> {
+    let c = cpath(path)?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `c` is a valid NUL-terminated string and `attr` a valid mount_attr whose size
+    // is passed alongside; the kernel only reads both during the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(ret).map(drop)
+}
+
+/// `pidfd_open(2)`: a CLOEXEC descriptor that becomes readable when `pid` exits.
+pub fn pidfd_open(pid: Pid) -> Result<OwnedFd, Errno> {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    let fd = Errno::result(fd)? as RawFd;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it. Pidfds are
+    // always close-on-exec.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
+/// ones below `first` reach an exec'd program.
+pub fn cloexec_from(first: u32) -> Result<(), Errno> {
+    // SAFETY: close_range takes integers only; CLOSE_RANGE_CLOEXEC changes flags, closes none.
+    let ret =
+        unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
+    Errno::result(ret).map(drop)
+}
+
+/// `setdomainname(2)`.
+pub fn setdomainname(name: &str) -> Result<(), Errno> {
+    // SAFETY: the pointer and length describe `name`'s bytes, which outlive the call.
+    let ret = unsafe { libc::setdomainname(name.as_ptr().cast(), name.len()) };
+    Errno::result(ret).map(drop)
+}
+
+/// Resource usage of a reaped child.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub max_rss_kib: u64,
+}
+
+/// `wait4(2)` for one child, blocking; returns the raw wait status and its resource usage
+/// (the child's own and that of every descendant it waited for).
+pub fn wait4(pid: Pid) -> Result<(libc::c_int, Usage), Errno> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data; zeroed is a valid value and wait4 overwrites it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: status and ru are valid, exclusively borrowed out-pointers.
+        let ret = unsafe { libc::wait4(pid.as_raw(), &mut status, 0, &mut ru) };
+        match Errno::result(ret) {
+            Ok(_) => break,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Ok((
+        status,
+        Usage {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss as u64,
+        },
+    ))
+}
+
+/// Brings the loopback interface up in the current network namespace.
+pub fn loopback_up() -> Result<(), Errno> {
+    // SAFETY: socket(2) with constant arguments; the result is checked before use.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let fd = Errno::result(fd)?;
+    // SAFETY: fd is a socket we just created and own exclusively.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; zeroed is valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: SIOCGIFFLAGS reads the interface name from and writes the flags into `req`,
+    // a valid ifreq we own.
+    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) })?;
+    // SAFETY: the union's flags member is what SIOCGIFFLAGS just filled in.
+    unsafe { req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short };
+    // SAFETY: as above; SIOCSIFFLAGS only reads `req`.
+    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) })?;
+    Ok(())
+}
