@@ -1,1 +1,9 @@
+//! Integration suite: runs the real `reprorun` binary and asserts on what a user sees.
+//! Needs namespaces (root in CI); the rootless cases run as an unprivileged user they create.
 
+mod common;
+
+mod bad_input;
+mod exec;
+mod isolation;
+mod lifecycle;

@@ -205,6 +205,11 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
         eprintln!("reprorun: {e}");
         e.exit_code()
     };
+    if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
+        return fail(Error::Usage(format!(
+            "unknown option {first:?}: options go before `--`, the command after it"
+        )));
+    }
     let plan = match request(&args, m).and_then(|req| {
         let host = HostFacts::current()?;
         Ok(plan::resolve(&req, &host)?)

@@ -1,1 +1,319 @@
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use super::*;
+use crate::parse::BindSpec;
+
+fn host(cwd: &Path) -> HostFacts {
+    HostFacts {
+        uid: 1000,
+        gid: 100,
+        cwd: cwd.to_path_buf(),
+        source_date_epoch: None,
+    }
+}
+
+/// A small root filesystem: dirs, a symlink, a file, a fifo and entries the sandbox provides.
+fn fake_rootfs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["usr/bin", "etc", "proc", "dev", "tmp", "root", "home/alice"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    symlink("usr/bin", dir.path().join("bin")).unwrap();
+    std::fs::write(dir.path().join("marker"), "x").unwrap();
+    nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    dir
+}
+
+fn req(argv: &[&str]) -> ExecRequest {
+    ExecRequest::new(argv.iter().map(|s| s.to_string()).collect())
+}
+
+fn dests(plan: &Plan) -> Vec<PathBuf> {
+    plan.mounts
+        .iter()
+        .filter_map(|m| m.dest().map(Path::to_path_buf))
+        .collect()
+}
+
+#[test]
+fn rootfs_entries_are_bound_read_only_in_name_order() {
+    let root = fake_rootfs();
+    let work = tempfile::tempdir().unwrap();
+    let mut r = req(&["true"]);
+    r.rootfs = Some(root.path().to_path_buf());
+    let plan = resolve(&r, &host(work.path())).unwrap();
+
+    assert_eq!(
+        plan.mounts[0],
+        MountOp::Tmpfs {
+            dest: "/".into(),
+            mode: 0o755,
+            size: None
+        }
+    );
+    assert_eq!(plan.mounts.last(), Some(&MountOp::ReadonlyRoot));
+    let rootfs_ops: Vec<_> = plan.mounts[1..5].to_vec();
+    assert_eq!(
+        rootfs_ops,
+        vec![
+            MountOp::Symlink {
+                target: "usr/bin".into(),
+                dest: "/bin".into()
+            },
+            MountOp::Bind {
+                src: root.path().join("etc"),
+                dest: "/etc".into(),
+                readonly: true
+            },
+            MountOp::Bind {
+                src: root.path().join("marker"),
+                dest: "/marker".into(),
+                readonly: true
+            },
+            // In --rootfs mode /root belongs to the image and is bound like the rest.
+            MountOp::Bind {
+                src: root.path().join("root"),
+                dest: "/root".into(),
+                readonly: true
+            },
+        ]
+    );
+    // The fifo is skipped; proc, dev, tmp and home come from the sandbox, not the rootfs.
+    for provided in ["/proc", "/dev", "/tmp", "/home"] {
+        assert!(!plan
+            .mounts
+            .iter()
+            .any(|m| matches!(m, MountOp::Bind { dest, .. } if dest == Path::new(provided))));
+    }
+    assert!(!dests(&plan).contains(&PathBuf::from("/fifo")));
+    assert_eq!(plan.rootfs, root.path());
+}
+
+#[test]
+fn host_root_hides_root_home_and_run() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    assert_eq!(plan.rootfs, PathBuf::from("/"));
+    assert!(plan.mounts.contains(&MountOp::Dir {
+        dest: "/root".into(),
+        mode: 0o700
+    }));
+    assert!(plan.mounts.contains(&MountOp::Tmpfs {
+        dest: "/run".into(),
+        mode: 0o755,
+        size: None
+    }));
+    assert!(plan.mounts.contains(&MountOp::Tmpfs {
+        dest: "/home".into(),
+        mode: 0o755,
+        size: None
+    }));
+    assert!(plan.mounts.contains(&MountOp::Tmpfs {
+        dest: "/tmp".into(),
+        mode: 0o1777,
+        size: None
+    }));
+    assert!(plan.mounts.contains(&MountOp::Bind {
+        src: "/usr".into(),
+        dest: "/usr".into(),
+        readonly: true
+    }));
+    assert!(plan.mounts.contains(&MountOp::Proc {
+        dest: "/proc".into()
+    }));
+    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let p = Path::new("/dev").join(node);
+        assert!(plan.mounts.contains(&MountOp::DevNode {
+            src: p.clone(),
+            dest: p
+        }));
+    }
+}
+
+#[test]
+fn workdir_and_extra_mounts_keep_command_line_order() {
+    let work = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("rel.txt"), "x").unwrap();
+    let mut r = req(&["true"]);
+    r.extra_mounts = vec![
+        ExtraMount::Tmpfs("/scratch".into()),
+        ExtraMount::Bind(BindSpec {
+            src: data.path().into(),
+            dest: "/data".into(),
+            readonly: true,
+        }),
+        ExtraMount::Bind(BindSpec {
+            src: "rel.txt".into(),
+            dest: "/etc/x".into(),
+            readonly: false,
+        }),
+    ];
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    let n = plan.mounts.len();
+    assert_eq!(
+        plan.mounts[n - 5..n - 1],
+        [
+            MountOp::Bind {
+                src: work.path().into(),
+                dest: "/work".into(),
+                readonly: false
+            },
+            MountOp::Tmpfs {
+                dest: "/scratch".into(),
+                mode: 0o755,
+                size: None
+            },
+            MountOp::Bind {
+                src: data.path().into(),
+                dest: "/data".into(),
+                readonly: true
+            },
+            // A relative source is taken from the caller's directory.
+            MountOp::Bind {
+                src: work.path().join("rel.txt"),
+                dest: "/etc/x".into(),
+                readonly: false
+            },
+        ]
+    );
+    assert_eq!(plan.cwd, PathBuf::from("/work"));
+    assert_eq!(plan.host_workdir, work.path());
+}
+
+#[test]
+fn environment_is_exactly_the_pins_plus_user_values() {
+    let work = tempfile::tempdir().unwrap();
+    let mut facts = host(work.path());
+    facts.source_date_epoch = Some(1_600_000_000);
+    let mut r = req(&["true"]);
+    r.env = vec![
+        ("FOO".into(), "bar".into()),
+        ("TZ".into(), "Asia/Tokyo".into()),
+    ];
+    let plan = resolve(&r, &facts).unwrap();
+    assert_eq!(
+        plan.env,
+        vec![
+            "FOO=bar",
+            "HOME=/home/reprorun",
+            "LANG=C.UTF-8",
+            "LC_ALL=C.UTF-8",
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PYTHONHASHSEED=0",
+            "SOURCE_DATE_EPOCH=1600000000",
+            "TZ=Asia/Tokyo",
+        ]
+    );
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    assert!(plan
+        .env
+        .contains(&format!("SOURCE_DATE_EPOCH={DEFAULT_EPOCH}")));
+}
+
+#[test]
+fn identity_namespaces_and_limits() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    assert_eq!(
+        plan.uid_map,
+        IdMap {
+            inside: 0,
+            outside: 1000,
+            count: 1
+        }
+    );
+    assert_eq!(
+        plan.gid_map,
+        IdMap {
+            inside: 0,
+            outside: 100,
+            count: 1
+        }
+    );
+    assert_eq!(plan.namespaces.len(), 8);
+    assert_eq!(
+        plan.clone_flags() & libc::CLONE_NEWTIME,
+        0,
+        "time ns is entered by init"
+    );
+    assert_ne!(plan.clone_flags() & libc::CLONE_NEWNET, 0);
+    assert_eq!(plan.hostname, "reprorun");
+    assert_eq!(plan.umask, 0o022);
+    assert_eq!(plan.timeout_ms, None);
+
+    let mut r = req(&["true"]);
+    r.user = Some((1000, 1000));
+    r.net = NetMode::Host;
+    r.timeout = Some(Duration::from_millis(1500));
+    r.hostname = "box".into();
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert_eq!(
+        plan.uid_map,
+        IdMap {
+            inside: 1000,
+            outside: 1000,
+            count: 1
+        }
+    );
+    assert!(!plan.has(Namespace::Net));
+    assert_eq!(plan.clone_flags() & libc::CLONE_NEWNET, 0);
+    assert_eq!(plan.timeout_ms, Some(1500));
+    assert_eq!(plan.hostname, "box");
+}
+
+#[test]
+fn bad_requests_are_refused_with_the_reason() {
+    let work = tempfile::tempdir().unwrap();
+    let h = host(work.path());
+    assert!(matches!(
+        resolve(&req(&[]), &h),
+        Err(PlanError::EmptyCommand)
+    ));
+    assert!(matches!(
+        resolve(&req(&[""]), &h),
+        Err(PlanError::EmptyCommand)
+    ));
+
+    let mut r = req(&["true"]);
+    r.rootfs = Some("/nonexistent/rootfs".into());
+    assert!(matches!(resolve(&r, &h), Err(PlanError::Rootfs(_))));
+    r.rootfs = Some("/etc/hostname".into());
+    assert!(matches!(resolve(&r, &h), Err(PlanError::Rootfs(_))));
+
+    let mut r = req(&["true"]);
+    r.workdir = Some("/nonexistent/work".into());
+    assert!(matches!(resolve(&r, &h), Err(PlanError::Workdir(_))));
+
+    let mut r = req(&["true"]);
+    r.extra_mounts = vec![ExtraMount::Bind(BindSpec {
+        src: "/nonexistent/src".into(),
+        dest: "/x".into(),
+        readonly: false,
+    })];
+    let err = resolve(&r, &h).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--bind source /nonexistent/src: no such file or directory"
+    );
+
+    let mut r = req(&["true"]);
+    r.env = vec![("A=B".into(), "x".into())];
+    assert!(matches!(resolve(&r, &h), Err(PlanError::Env(_))));
+}
+
+#[test]
+fn plan_json_round_trips_and_prints_modes_in_octal() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["echo", "hi"]), &host(work.path())).unwrap();
+    let text = serde_json::to_string(&plan).unwrap();
+    assert!(
+        text.contains(r#""op":"tmpfs","dest":"/tmp","mode":"1777""#),
+        "{text}"
+    );
+    assert!(text.contains(r#""umask":"0022""#));
+    let back: Plan = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, plan);
+}

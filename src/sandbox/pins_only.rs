@@ -49,8 +49,8 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         });
     }
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
-    let watched = watch(child, child, deadline, kill_descendants)?;
-    kill_descendants();
+    let watched = watch(child, child, deadline, || kill_descendants(false))?;
+    kill_descendants(true);
     Ok(Outcome {
         exit_code: if watched.timed_out {
             crate::exit::TIMEOUT
@@ -63,40 +63,63 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     })
 }
 
-/// The pids of our children, read from /proc/self/task/*/children.
-fn children() -> Vec<Pid> {
+/// Every live (non-zombie) descendant, found by walking /proc/PID/task/*/children.
+fn live_descendants() -> Vec<Pid> {
     let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .map(Pid::from_raw),
-            );
+    let mut queue = vec![nix::unistd::getpid()];
+    while let Some(pid) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .map(Pid::from_raw)
+            {
+                queue.push(child);
+                if !is_zombie(child) {
+                    out.push(child);
+                }
+            }
         }
     }
     out
 }
 
-/// Kills every descendant. Orphans re-parent to us (we are a subreaper), so repeating
-/// "kill our children, reap" until none are left reaches grandchildren too.
-fn kill_descendants() {
+fn is_zombie(pid: Pid) -> bool {
+    // The state is the first field after the parenthesised command name.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// Kills every descendant, double-forked daemons included: orphans re-parent to us (we are a
+/// subreaper), so repeating the walk reaches processes forked while we were killing. With
+/// `reap`, also collects every zombie child (call it only once the workload was waited for).
+fn kill_descendants(reap: bool) {
     for _ in 0..1000 {
-        let kids = children();
-        if kids.is_empty() {
-            return;
+        let live = live_descendants();
+        if live.is_empty() {
+            break;
         }
-        for pid in kids {
+        for pid in live {
             let _ = kill(pid, Signal::SIGKILL);
         }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if reap {
         while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             if status == nix::sys::wait::WaitStatus::StillAlive {
                 break;
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -1,0 +1,176 @@
+//! Helpers shared by the runtime tests.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_reprorun");
+
+/// A fresh working directory, mounted at /work by default.
+pub struct Work {
+    pub dir: tempfile::TempDir,
+}
+
+impl Work {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        Work { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `reprorun ARGS...` with this directory as the caller's cwd and a clean-ish caller env.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(self.path())
+            .env_remove("REPRORUN_ISOLATION");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("spawn reprorun")
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts the exit status and returns stdout.
+#[track_caller]
+pub fn expect_code(o: &Output, code: i32) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status; stdout: {}\nstderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    stdout(o)
+}
+
+/// Asserts a runtime error: exit 125 and exactly one `reprorun: ...` line on stderr.
+#[track_caller]
+pub fn expect_error(o: &Output, needle: &str) {
+    expect_code(o, 125);
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "one line expected: {err}");
+    assert!(err.starts_with("reprorun: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Command lines of every process on the host.
+pub fn host_cmdlines() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+                out.push(String::from_utf8_lossy(&raw).replace('\0', " "));
+            }
+        }
+    }
+    out
+}
+
+/// Polls until `cond` holds or `limit` passes; returns whether it held.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// A marker unique to this test process, for finding our processes on the host.
+pub fn marker(tag: u32) -> String {
+    format!("{}.{}", 3000 + tag, std::process::id())
+}
+
+/// The host's mount table, without fields that change on their own.
+pub fn host_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().take(5).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// An unprivileged user for rootless tests, created on first use (root only).
+pub fn rootless_user() -> Option<(u32, u32)> {
+    if !is_root() {
+        eprintln!("skipped: creating the rootless test user needs root");
+        return None;
+    }
+    const NAME: &str = "reprorun-rootless";
+    let exists = Command::new("id").arg("-u").arg(NAME).output().unwrap();
+    if !exists.status.success() {
+        let made = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                NAME,
+            ])
+            .output()
+            .expect("useradd");
+        // 9: created meanwhile by a parallel test.
+        assert!(
+            made.status.success() || made.status.code() == Some(9),
+            "{made:?}"
+        );
+    }
+    let id = |flag: &str| -> u32 {
+        let o = Command::new("id").args([flag, NAME]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    Some((id("-u"), id("-g")))
+}
+
+/// A copy of the reprorun binary in a directory every user can read and traverse.
+pub fn world_readable_binary() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.path().join("reprorun");
+    std::fs::copy(BIN, &path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, path)
+}
+
+/// Runs a command with `input` on stdin.
+pub fn with_stdin(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}

@@ -1,0 +1,211 @@
+//! Rootless runs, and hosts that refuse namespaces (the benchmark-Dockerfile case).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::common::*;
+
+#[test]
+fn rootless_run_as_an_unprivileged_user() {
+    let Some((uid, gid)) = rootless_user() else {
+        return;
+    };
+    let (_bin_dir, bin) = world_readable_binary();
+    let w = Work::new();
+    let o = Command::new("setpriv")
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={gid}"),
+            "--clear-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "id -u; hostname; echo $$; touch /work/mine; touch /usr/x 2>/dev/null || echo ro",
+        ])
+        .current_dir(w.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(expect_code(&o, 0), "0\nreprorun\n2\nro\n");
+    let meta = std::fs::metadata(w.path().join("mine")).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (uid, gid),
+        "files land owned by the caller"
+    );
+}
+
+/// A Docker-like seccomp profile: unshare/setns and namespace flags on clone refused with
+/// EPERM, clone3 with ENOSYS (so libc falls back to clone).
+fn refuse_namespaces() -> Vec<BpfProgram> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).unwrap();
+    let ns_flags = [
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWNET,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWCGROUP,
+    ];
+    let clone_rules = ns_flags
+        .iter()
+        .map(|f| {
+            let f = *f as u64;
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(f),
+                f,
+            )
+            .unwrap()])
+            .unwrap()
+        })
+        .collect();
+    let eperm: BTreeMap<i64, Vec<SeccompRule>> = [
+        (libc::SYS_unshare, vec![]),
+        (libc::SYS_setns, vec![]),
+        (libc::SYS_clone, clone_rules),
+    ]
+    .into_iter()
+    .collect();
+    let enosys: BTreeMap<i64, Vec<SeccompRule>> =
+        [(libc::SYS_clone3, vec![])].into_iter().collect();
+    [(eperm, libc::EPERM), (enosys, libc::ENOSYS)]
+        .into_iter()
+        .map(|(rules, errno)| {
+            SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(errno as u32),
+                arch,
+            )
+            .unwrap()
+            .try_into()
+            .unwrap()
+        })
+        .collect()
+}
+
+fn confined(w: &Work, args: &[&str]) -> Command {
+    let filters = refuse_namespaces();
+    let mut cmd = w.cmd(args);
+    // SAFETY: between fork and exec we only call prctl/seccomp through seccompiler, which
+    // does not allocate; the filters were built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for f in &filters {
+                seccompiler::apply_filter(f).map_err(|e| std::io::Error::other(e.to_string()))?;
+            }
+            Ok(())
+        });
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+#[test]
+fn full_isolation_fails_closed_where_namespaces_are_refused() {
+    let w = Work::new();
+    let o = confined(&w, &["exec", "--", "touch", "ran"])
+        .output()
+        .unwrap();
+    expect_error(&o, "create namespaces: EPERM");
+    assert!(
+        stderr(&o).contains("--isolation=auto"),
+        "the message says how to ask for pins only"
+    );
+    assert!(
+        !w.path().join("ran").exists(),
+        "nothing ran without the sandbox"
+    );
+}
+
+#[test]
+fn auto_isolation_falls_back_to_pins_with_one_warning() {
+    let w = Work::new();
+    let o = confined(
+        &w,
+        &[
+            "exec",
+            "--isolation=auto",
+            "--",
+            "sh",
+            "-c",
+            "env | sort; pwd; exit 5",
+        ],
+    )
+    .env("LEAK_ME", "1")
+    .output()
+    .unwrap();
+    let out = expect_code(&o, 5);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("reprorun: warning: namespaces unavailable"),
+        "{err}"
+    );
+    assert!(err.contains("environment pins only"), "{err}");
+    assert!(!out.contains("LEAK_ME"));
+    assert!(out.contains("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"));
+    assert!(out.contains("TZ=UTC\n") && out.contains("PYTHONHASHSEED=0\n"));
+    // Without a mount namespace the working directory is the host directory itself.
+    assert!(out.ends_with(&format!("{}\n", w.path().display())), "{out}");
+
+    // The environment variable works as the Dockerfile ENTRYPOINT uses it.
+    let o = confined(&w, &["exec", "--record", "r.json", "--", "true"])
+        .env("REPRORUN_ISOLATION", "auto")
+        .output()
+        .unwrap();
+    expect_code(&o, 0);
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(rec["isolation_used"], "none");
+}
+
+#[test]
+fn pins_only_runs_keep_timeouts_and_exit_codes() {
+    let w = Work::new();
+    let mark = marker(4);
+    let o = confined(
+        &w,
+        &[
+            "exec",
+            "--isolation=none",
+            "--timeout",
+            "500ms",
+            "--",
+            "sh",
+            "-c",
+            &format!("setsid sh -c 'sleep {mark} & exit'; sleep {mark}"),
+        ],
+    )
+    .output()
+    .unwrap();
+    expect_code(&o, 124);
+    assert_eq!(stderr(&o), "", "--isolation=none asks for no warning");
+    assert!(
+        wait_until(std::time::Duration::from_secs(3), || !host_cmdlines()
+            .iter()
+            .any(|c| c.contains(&mark))),
+        "a daemon survived the timeout in pins-only mode"
+    );
+    expect_code(
+        &confined(&w, &["exec", "--isolation=none", "--", "no-such-cmd-q"])
+            .output()
+            .unwrap(),
+        127,
+    );
+}

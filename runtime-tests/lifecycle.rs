@@ -1,0 +1,137 @@
+//! Exit statuses, timeouts, and that nothing outlives the sandbox.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::*;
+
+#[test]
+fn exit_statuses() {
+    let w = Work::new();
+    expect_code(&w.run(&["exec", "--", "true"]), 0);
+    expect_code(&w.run(&["exec", "--", "sh", "-c", "exit 3"]), 3);
+    expect_code(&w.run(&["exec", "--", "sh", "-c", "kill -9 $$"]), 137);
+    expect_code(&w.run(&["exec", "--", "sh", "-c", "kill -TERM $$"]), 143);
+
+    let o = w.run(&["exec", "--", "no-such-command-xyz"]);
+    expect_code(&o, 127);
+    assert_eq!(
+        stderr(&o),
+        "reprorun: no-such-command-xyz: command not found\n"
+    );
+    let o = w.run(&["exec", "--", "/no/such/path"]);
+    expect_code(&o, 127);
+
+    std::fs::write(w.path().join("script"), "#!/bin/sh\necho hi\n").unwrap();
+    let o = w.run(&["exec", "--", "/work/script"]);
+    expect_code(&o, 126);
+    assert_eq!(
+        stderr(&o),
+        "reprorun: /work/script: permission denied (not executable)\n"
+    );
+
+    let o = w.run(&["exec", "--timeout", "300ms", "--", "sleep", "10"]);
+    expect_code(&o, 124);
+}
+
+#[test]
+fn timeout_kills_double_forked_daemons() {
+    let w = Work::new();
+    let mark = marker(1);
+    let started = std::time::Instant::now();
+    let o = w.run(&[
+        "exec",
+        "--timeout",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &format!("setsid sh -c 'sleep {mark} & exit' ; sleep {mark}"),
+    ]);
+    expect_code(&o, 124);
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(
+        wait_until(Duration::from_secs(3), || !host_cmdlines()
+            .iter()
+            .any(|c| c.contains(&mark))),
+        "a daemon survived the timeout"
+    );
+}
+
+#[test]
+fn background_processes_end_with_the_workload() {
+    let w = Work::new();
+    let mark = marker(2);
+    let o = w.run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        &format!("setsid sleep {mark} & echo started"),
+    ]);
+    assert_eq!(expect_code(&o, 0), "started\n");
+    assert!(wait_until(Duration::from_secs(3), || !host_cmdlines()
+        .iter()
+        .any(|c| c.contains(&mark))));
+}
+
+#[test]
+fn nothing_survives_when_reprorun_is_killed() {
+    let w = Work::new();
+    let mark = marker(3);
+    let mut child = w
+        .cmd(&[
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            &format!("sleep {mark} & sleep {mark}"),
+        ])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            host_cmdlines().iter().filter(|c| c.contains(&mark)).count() >= 2
+        }),
+        "workload did not start"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || !host_cmdlines()
+            .iter()
+            .any(|c| c.contains(&mark))),
+        "sandbox processes outlived a killed reprorun"
+    );
+}
+
+#[test]
+fn failures_leave_nothing_mounted_or_running() {
+    let before = host_mounts();
+    let w = Work::new();
+    // Setup failure inside the sandbox (bind target under the read-only root).
+    let o = w.run(&[
+        "exec",
+        "--bind",
+        "/etc/hostname:/usr/lib/reprorun-missing/x",
+        "--",
+        "true",
+    ]);
+    expect_error(&o, "/usr/lib/reprorun-missing");
+    // Exec failure, timeout, and a workload killed by a signal.
+    expect_code(&w.run(&["exec", "--", "no-such-command-xyz"]), 127);
+    expect_code(
+        &w.run(&["exec", "--timeout", "100ms", "--", "sleep", "5"]),
+        124,
+    );
+    assert_eq!(host_mounts(), before, "host mount table changed");
+    assert!(!std::path::Path::new("/usr/lib/reprorun-missing").exists());
+    // No child of ours is left: every reprorun was waited for and its sandbox is gone.
+    let children = std::fs::read_to_string(format!(
+        "/proc/self/task/{}/children",
+        nix::unistd::gettid()
+    ))
+    .unwrap_or_default();
+    assert_eq!(children.trim(), "");
+}
