@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use thiserror::Error;
 
+use crate::determinism::clock::{self, ClockMode, DateChoice};
 use crate::exit;
 use crate::parse::{self, BindSpec, ParseError};
 use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
@@ -73,6 +74,14 @@ pub struct ExecArgs {
     /// warning; `none` asks for pins only.
     #[arg(long, value_enum, env = "REPRORUN_ISOLATION", default_value_t = Isolation::Full)]
     pub isolation: Isolation,
+    /// The sandbox's wall-clock date: RFC 3339, YYYY-MM-DD, @EPOCH, or `now` (no faking).
+    /// Default: the caller's SOURCE_DATE_EPOCH, else 2024-01-01T00:00:00Z.
+    #[arg(long, value_name = "DATE", value_parser = clock::parse_date_choice)]
+    pub date: Option<DateChoice>,
+    /// How the clock moves: `start-at` (from DATE in real time), `frozen`, or `tick[=STEP]`
+    /// (each read advances by STEP, default 1ms).
+    #[arg(long, value_name = "MODE", default_value = "start-at", value_parser = clock::parse_clock_mode)]
+    pub clock: ClockMode,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -196,6 +205,8 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         user: args.user,
         timeout: args.timeout,
         isolation: args.isolation,
+        date: args.date,
+        clock: args.clock,
         argv: args.command.clone(),
     })
 }

@@ -9,7 +9,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ParseError {
-    #[error("invalid duration {0:?}: expected a number with a unit such as 500ms, 90s, 10m or 2h")]
+    #[error("invalid duration {0:?}: expected a number with a unit such as 500ms, 90s, 10m or 2h (ns, us, ms, s, m, h, d)")]
     Duration(String),
     #[error("invalid bind spec {0:?}: expected SRC:DST[:ro|rw] with an absolute DST")]
     Bind(String),
@@ -43,6 +43,8 @@ pub fn duration(text: &str) -> Result<Duration, ParseError> {
     }
     let value: f64 = num.parse().map_err(|_| err())?;
     let scale = match unit {
+        "ns" => 1e-9,
+        "us" => 1e-6,
         "ms" => 0.001,
         "" | "s" => 1.0,
         "m" => 60.0,

@@ -12,7 +12,8 @@ use thiserror::Error;
 
 pub use mounts::MountOp;
 
-use crate::determinism::{EnvError, EnvProfile, DEFAULT_EPOCH};
+use crate::determinism::clock::{PRELOAD_PATH, RUN_DIR};
+use crate::determinism::{ClockMode, ClockPlan, DateChoice, EnvError, EnvProfile, DEFAULT_EPOCH};
 use crate::parse::BindSpec;
 
 /// Plan format version; bumped when a field changes meaning.
@@ -122,6 +123,9 @@ pub struct ExecRequest {
     pub user: Option<(u32, u32)>,
     pub timeout: Option<Duration>,
     pub isolation: Isolation,
+    /// `--date`; `None` means the caller's SOURCE_DATE_EPOCH, else [`DEFAULT_EPOCH`].
+    pub date: Option<DateChoice>,
+    pub clock: ClockMode,
     pub argv: Vec<String>,
 }
 
@@ -138,6 +142,8 @@ impl ExecRequest {
             user: None,
             timeout: None,
             isolation: Isolation::Full,
+            date: None,
+            clock: ClockMode::StartAt,
             argv,
         }
     }
@@ -151,6 +157,8 @@ pub struct HostFacts {
     pub cwd: PathBuf,
     /// The caller's `SOURCE_DATE_EPOCH`, if it is set to an integer.
     pub source_date_epoch: Option<i64>,
+    /// The real time now, seconds since the epoch (what `--date now` pins).
+    pub now: i64,
 }
 
 impl HostFacts {
@@ -162,6 +170,9 @@ impl HostFacts {
             source_date_epoch: std::env::var("SOURCE_DATE_EPOCH")
                 .ok()
                 .and_then(|v| v.parse().ok()),
+            now: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
         })
     }
 }
@@ -189,6 +200,8 @@ pub struct Plan {
     pub timeout_ms: Option<u64>,
     /// Seconds CLOCK_MONOTONIC and CLOCK_BOOTTIME read at start (time namespace offsets).
     pub uptime_start_secs: i64,
+    /// The fake wall clock; `None` with `--date now`.
+    pub clock: Option<ClockPlan>,
 }
 
 impl Plan {
@@ -245,6 +258,20 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     }];
     mounts.extend(rootfs_binds(&rootfs, host_root)?);
     mounts.extend(system_mounts());
+    let clock = match req.date {
+        Some(DateChoice::Now) => None,
+        Some(DateChoice::Pinned(epoch)) => Some(ClockPlan {
+            epoch,
+            mode: req.clock,
+        }),
+        None => Some(ClockPlan {
+            epoch: host.source_date_epoch.unwrap_or(DEFAULT_EPOCH),
+            mode: req.clock,
+        }),
+    };
+    if let Some(clock) = clock {
+        mounts.extend(time_mounts(clock));
+    }
     mounts.push(MountOp::Bind {
         src: workdir.clone(),
         dest: WORKDIR.into(),
@@ -272,7 +299,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     }
     mounts.push(MountOp::ReadonlyRoot);
 
-    let mut env = EnvProfile::pinned(host.source_date_epoch.unwrap_or(DEFAULT_EPOCH));
+    let mut env = EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch));
     for (k, v) in &req.env {
         env.set(k, v)?;
     }
@@ -319,6 +346,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             .timeout
             .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
         uptime_start_secs: UPTIME_START_SECS,
+        clock,
     })
 }
 
@@ -429,6 +457,32 @@ fn system_mounts() -> Vec<MountOp> {
         dest: crate::determinism::HOME_DIR.into(),
         mode: 0o755,
     });
+    ops
+}
+
+/// The clock page and preload library in a private tmpfs, and `/etc/ld.so.preload` naming
+/// the library. The tmpfs stays writable only in `tick` mode (the shared read counter).
+fn time_mounts(clock: ClockPlan) -> Vec<MountOp> {
+    let mut ops = vec![
+        MountOp::Tmpfs {
+            dest: RUN_DIR.into(),
+            mode: 0o755,
+            size: Some(1 << 20),
+        },
+        MountOp::ClockFiles {
+            dir: RUN_DIR.into(),
+            clock,
+        },
+        MountOp::Preload {
+            etc: "/etc".into(),
+            lib: PRELOAD_PATH.into(),
+        },
+    ];
+    if !matches!(clock.mode, ClockMode::Tick { .. }) {
+        ops.push(MountOp::Readonly {
+            dest: RUN_DIR.into(),
+        });
+    }
     ops
 }
 

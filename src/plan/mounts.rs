@@ -51,6 +51,21 @@ pub enum MountOp {
         #[serde(with = "octal")]
         mode: u32,
     },
+    /// Writes the clock page and the preload library into `dir` (a tmpfs).
+    ClockFiles {
+        dir: PathBuf,
+        clock: crate::determinism::ClockPlan,
+    },
+    /// Covers `etc` with a read-only overlay whose top layer holds an `ld.so.preload` naming
+    /// `lib`, so every dynamically linked program loads it, whatever its environment.
+    Preload {
+        etc: PathBuf,
+        lib: PathBuf,
+    },
+    /// Makes one mount read-only.
+    Readonly {
+        dest: PathBuf,
+    },
     /// Makes the skeleton root read-only once every mount point exists.
     ReadonlyRoot,
 }
@@ -66,7 +81,10 @@ impl MountOp {
             | MountOp::Sysfs { dest }
             | MountOp::Devpts { dest }
             | MountOp::Symlink { dest, .. }
-            | MountOp::Dir { dest, .. } => Some(dest),
+            | MountOp::Dir { dest, .. }
+            | MountOp::ClockFiles { dir: dest, .. }
+            | MountOp::Preload { etc: dest, .. }
+            | MountOp::Readonly { dest } => Some(dest),
             MountOp::ReadonlyRoot => None,
         }
     }

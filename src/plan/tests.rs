@@ -11,6 +11,7 @@ fn host(cwd: &Path) -> HostFacts {
         gid: 100,
         cwd: cwd.to_path_buf(),
         source_date_epoch: None,
+        now: 1_800_000_000,
     }
 }
 
@@ -316,4 +317,85 @@ fn plan_json_round_trips_and_prints_modes_in_octal() {
     assert!(text.contains(r#""umask":"0022""#));
     let back: Plan = serde_json::from_str(&text).unwrap();
     assert_eq!(back, plan);
+}
+
+#[test]
+fn clock_defaults_dates_and_time_mounts() {
+    use crate::determinism::clock::{PRELOAD_PATH, RUN_DIR};
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    let clock = ClockPlan {
+        epoch: DEFAULT_EPOCH,
+        mode: ClockMode::StartAt,
+    };
+    assert_eq!(plan.clock, Some(clock));
+    let run_dir = PathBuf::from(RUN_DIR);
+    let i = plan
+        .mounts
+        .iter()
+        .position(|m| matches!(m, MountOp::ClockFiles { .. }))
+        .unwrap();
+    assert_eq!(
+        plan.mounts[i - 1..i + 3],
+        [
+            MountOp::Tmpfs {
+                dest: run_dir.clone(),
+                mode: 0o755,
+                size: Some(1 << 20)
+            },
+            MountOp::ClockFiles {
+                dir: run_dir.clone(),
+                clock
+            },
+            MountOp::Preload {
+                etc: "/etc".into(),
+                lib: PRELOAD_PATH.into()
+            },
+            MountOp::Readonly {
+                dest: run_dir.clone()
+            },
+        ]
+    );
+    // The clock's directory comes after the /run tmpfs that holds it.
+    let run = plan
+        .mounts
+        .iter()
+        .position(|m| m.dest() == Some(Path::new("/run")))
+        .unwrap();
+    assert!(run < i);
+
+    // The caller's SOURCE_DATE_EPOCH is the default date; --date wins over it.
+    let mut facts = host(work.path());
+    facts.source_date_epoch = Some(1_500_000_000);
+    let plan = resolve(&req(&["true"]), &facts).unwrap();
+    assert_eq!(plan.clock.unwrap().epoch, 1_500_000_000);
+    let mut r = req(&["true"]);
+    r.date = Some(DateChoice::Pinned(1_234));
+    r.clock = ClockMode::Tick { step_ns: 5 };
+    let plan = resolve(&r, &facts).unwrap();
+    assert_eq!(
+        plan.clock,
+        Some(ClockPlan {
+            epoch: 1_234,
+            mode: ClockMode::Tick { step_ns: 5 }
+        })
+    );
+    assert!(plan.env.contains(&"SOURCE_DATE_EPOCH=1234".to_string()));
+    // Tick mode keeps the page writable (its read counter is shared).
+    assert!(!plan.mounts.contains(&MountOp::Readonly {
+        dest: run_dir.clone()
+    }));
+
+    // --date now: no fake clock, no preload, SOURCE_DATE_EPOCH is the real time.
+    let mut r = req(&["true"]);
+    r.date = Some(DateChoice::Now);
+    let plan = resolve(&r, &facts).unwrap();
+    assert_eq!(plan.clock, None);
+    assert!(!plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::Preload { .. } | MountOp::ClockFiles { .. })));
+    assert!(plan
+        .env
+        .contains(&"SOURCE_DATE_EPOCH=1800000000".to_string()));
 }

@@ -18,6 +18,10 @@ use thiserror::Error;
 
 pub use mounts::MountError;
 
+/// libreprotime.so, built from src/reprotime by build.rs; written into each sandbox that fakes
+/// the clock.
+pub(crate) static PRELOAD_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprotime.so"));
+
 use crate::plan::{Isolation, Plan};
 use crate::sys::Usage;
 

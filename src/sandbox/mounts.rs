@@ -151,6 +151,16 @@ fn ensure_file(dest: &Path) -> Result<PathBuf, MountError> {
     Ok(path)
 }
 
+fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), MountError> {
+    let io = |e: std::io::Error| MountError::Op {
+        kind: "file",
+        dest: dest.to_path_buf(),
+        errno: io_errno(&e),
+    };
+    std::fs::write(path, bytes).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)
+}
+
 fn apply(op: &MountOp) -> Result<(), MountError> {
     let fail = |kind: &'static str, dest: &Path| {
         let dest = dest.to_path_buf();
@@ -264,6 +274,52 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
                     errno: io_errno(&e),
                 },
             )?;
+        }
+        MountOp::ClockFiles { dir, clock } => {
+            let dir_path = ensure_dir(dir)?;
+            let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+                .map_err(fail("clock page", dir))?;
+            let now_ns = now.tv_sec() * 1_000_000_000 + now.tv_nsec();
+            write_file(&dir_path.join("clock"), &clock.page(now_ns), 0o644, dir)?;
+            write_file(
+                &dir_path.join("libreprotime.so"),
+                super::PRELOAD_LIB,
+                0o755,
+                dir,
+            )?;
+        }
+        MountOp::Preload { etc, lib } => {
+            // The overlay's top layer lives in the staging root, which is detached later;
+            // the overlay keeps it alive.
+            let top = Path::new("/preload-etc");
+            std::fs::create_dir_all(top).map_err(|e| MountError::Op {
+                kind: "preload layer",
+                dest: etc.clone(),
+                errno: io_errno(&e),
+            })?;
+            let line = format!("{}\n", lib.display());
+            write_file(&top.join("ld.so.preload"), line.as_bytes(), 0o644, etc)?;
+            let lower = ensure_dir(etc)?;
+            let data = format!("lowerdir={}:{}", top.display(), lower.display());
+            mount(
+                Some("overlay"),
+                &lower,
+                Some("overlay"),
+                hardened | MsFlags::MS_RDONLY,
+                Some(data.as_str()),
+            )
+            .map_err(fail("overlay", etc))?;
+        }
+        MountOp::Readonly { dest } => {
+            let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;
+            mount(
+                None::<&str>,
+                &staged(dest),
+                None::<&str>,
+                flags,
+                None::<&str>,
+            )
+            .map_err(fail("read-only remount", dest))?;
         }
         MountOp::ReadonlyRoot => {
             let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;

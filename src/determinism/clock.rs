@@ -1,0 +1,159 @@
+//! The fake wall clock as data: the mode and date users choose, and the clock page every
+//! time path reads (the preload library maps it; the supervisor reads the same values).
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::date::{parse_date, DateError};
+
+/// The clock page layout version (must match src/reprotime).
+pub const PAGE_VERSION: u32 = 1;
+pub const PAGE_MAGIC: u64 = u64::from_le_bytes(*b"REPROTIM");
+pub const PAGE_SIZE: usize = 4096;
+/// Where the page and the preload library live inside the sandbox.
+pub const RUN_DIR: &str = "/run/reprorun";
+pub const PAGE_PATH: &str = "/run/reprorun/clock";
+pub const PRELOAD_PATH: &str = "/run/reprorun/libreprotime.so";
+/// Default `tick` step: 1 ms.
+pub const DEFAULT_TICK_NS: u64 = 1_000_000;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ClockError {
+    #[error("{0}")]
+    Date(#[from] DateError),
+    #[error("invalid --clock {0:?}: expected start-at, frozen, tick or tick=STEP (e.g. tick=1ms)")]
+    Mode(String),
+}
+
+/// `--clock`: how the fake wall clock moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum ClockMode {
+    /// Starts at the date and advances in real time (`faketime "@DATE"`).
+    StartAt,
+    /// Always the date.
+    Frozen,
+    /// Every read advances by `step_ns`, independent of real time.
+    Tick { step_ns: u64 },
+}
+
+impl ClockMode {
+    fn code(self) -> u32 {
+        match self {
+            ClockMode::StartAt => 1,
+            ClockMode::Frozen => 2,
+            ClockMode::Tick { .. } => 3,
+        }
+    }
+}
+
+/// `--date`: a pinned instant or `now` (faking off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateChoice {
+    Pinned(i64),
+    Now,
+}
+
+pub fn parse_date_choice(text: &str) -> Result<DateChoice, DateError> {
+    if text.trim() == "now" {
+        return Ok(DateChoice::Now);
+    }
+    parse_date(text).map(DateChoice::Pinned)
+}
+
+pub fn parse_clock_mode(text: &str) -> Result<ClockMode, ClockError> {
+    let err = || ClockError::Mode(text.to_string());
+    match text.trim() {
+        "start-at" => Ok(ClockMode::StartAt),
+        "frozen" => Ok(ClockMode::Frozen),
+        "tick" => Ok(ClockMode::Tick {
+            step_ns: DEFAULT_TICK_NS,
+        }),
+        other => {
+            let step = other.strip_prefix("tick=").ok_or_else(err)?;
+            let d = crate::parse::duration(step).map_err(|_| err())?;
+            let step_ns = u64::try_from(d.as_nanos()).map_err(|_| err())?;
+            Ok(ClockMode::Tick { step_ns })
+        }
+    }
+}
+
+/// The resolved clock: what the sandbox's wall clock reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockPlan {
+    /// The pinned date, seconds since the epoch.
+    pub epoch: i64,
+    #[serde(flatten)]
+    pub mode: ClockMode,
+}
+
+impl ClockPlan {
+    /// The page for a clock started at real time `real_now_ns` (CLOCK_REALTIME).
+    pub fn page(&self, real_now_ns: i64) -> Vec<u8> {
+        let epoch_ns = self.epoch.saturating_mul(1_000_000_000);
+        let step = match self.mode {
+            ClockMode::Tick { step_ns } => step_ns as i64,
+            _ => 0,
+        };
+        let mut page = vec![0u8; PAGE_SIZE];
+        let mut put = |at: usize, bytes: &[u8]| page[at..at + bytes.len()].copy_from_slice(bytes);
+        put(0, &PAGE_MAGIC.to_le_bytes());
+        put(8, &PAGE_VERSION.to_le_bytes());
+        put(12, &self.mode.code().to_le_bytes());
+        put(16, &(epoch_ns - real_now_ns).to_le_bytes());
+        put(24, &epoch_ns.to_le_bytes());
+        put(32, &step.to_le_bytes());
+        // 40..64 reserved; 64..72 the tick counter, zero.
+        page
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_dates_parse() {
+        assert_eq!(parse_clock_mode("start-at").unwrap(), ClockMode::StartAt);
+        assert_eq!(parse_clock_mode("frozen").unwrap(), ClockMode::Frozen);
+        assert_eq!(
+            parse_clock_mode("tick").unwrap(),
+            ClockMode::Tick { step_ns: 1_000_000 }
+        );
+        assert_eq!(
+            parse_clock_mode("tick=5s").unwrap(),
+            ClockMode::Tick {
+                step_ns: 5_000_000_000
+            }
+        );
+        assert_eq!(
+            parse_clock_mode("tick=250us").unwrap(),
+            ClockMode::Tick { step_ns: 250_000 }
+        );
+        for bad in ["", "fast", "tick=", "tick=0s", "tick=x", "frozen=1"] {
+            assert!(parse_clock_mode(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_date_choice("now").unwrap(), DateChoice::Now);
+        assert_eq!(parse_date_choice("@5").unwrap(), DateChoice::Pinned(5));
+        assert!(parse_date_choice("1969-01-01").is_err());
+    }
+
+    #[test]
+    fn page_layout_matches_the_preload_library() {
+        let plan = ClockPlan {
+            epoch: 100,
+            mode: ClockMode::Tick { step_ns: 7 },
+        };
+        let page = plan.page(40_000_000_000);
+        assert_eq!(page.len(), PAGE_SIZE);
+        let u64_at = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().unwrap());
+        let i64_at = |at: usize| i64::from_le_bytes(page[at..at + 8].try_into().unwrap());
+        assert_eq!(&page[0..8], b"REPROTIM");
+        assert_eq!(u32::from_le_bytes(page[8..12].try_into().unwrap()), 1);
+        assert_eq!(u32::from_le_bytes(page[12..16].try_into().unwrap()), 3);
+        assert_eq!(i64_at(16), 60_000_000_000, "offset = date - real start");
+        assert_eq!(i64_at(24), 100_000_000_000);
+        assert_eq!(i64_at(32), 7);
+        assert_eq!(u64_at(64), 0);
+    }
+}

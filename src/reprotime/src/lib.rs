@@ -1,0 +1,724 @@
+//! libreprotime.so — the fake wall clock for dynamically linked programs in a reprorun sandbox.
+//!
+//! Loaded into every dynamic program through the sandbox's `/etc/ld.so.preload`, so a child
+//! that scrubs its environment is still covered. Its whole configuration is the clock page at
+//! `/run/reprorun/clock`, written by the runtime and mapped once; the hot path makes no system
+//! call of its own, takes no lock and allocates nothing.
+//!
+//! Interposed: `clock_gettime` (REALTIME, REALTIME_COARSE, TAI), `gettimeofday`, `time`,
+//! `timespec_get`, `ftime`; the stat family (timestamps shifted by the clock's offset) and the
+//! utime family (explicit timestamps shifted back), so files touched inside agree with the clock.
+
+#![no_std]
+#![allow(clippy::missing_safety_doc)]
+
+use core::ffi::{c_char, c_int, c_void};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+
+use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: abort never returns and is async-signal-safe.
+    unsafe { libc::abort() }
+}
+
+/// Layout of the clock page (shared with reprorun's `determinism::clock`; keep in step).
+#[repr(C)]
+struct Page {
+    magic: u64,
+    version: u32,
+    mode: u32,
+    /// fake = real + offset (start-at); also the shift applied to file timestamps.
+    offset_ns: i64,
+    /// The pinned date (frozen, tick).
+    epoch_ns: i64,
+    step_ns: i64,
+    _reserved: [u64; 3],
+    /// Reads so far (tick), on its own cache line.
+    ticks: AtomicU64,
+}
+
+const MAGIC: u64 = u64::from_le_bytes(*b"REPROTIM");
+const VERSION: u32 = 1;
+const MODE_START_AT: u32 = 1;
+const MODE_FROZEN: u32 = 2;
+const MODE_TICK: u32 = 3;
+const PAGE_PATH: &[u8] = b"/run/reprorun/clock\0";
+const NS: i64 = 1_000_000_000;
+
+const UNINIT: u8 = 0;
+const BUSY: u8 = 1;
+const READY: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static PAGE: AtomicPtr<Page> = AtomicPtr::new(core::ptr::null_mut());
+
+type ClockGettime = unsafe extern "C" fn(clockid_t, *mut timespec) -> c_int;
+type StatFn = unsafe extern "C" fn(*const c_char, *mut Stat) -> c_int;
+type FstatFn = unsafe extern "C" fn(c_int, *mut Stat) -> c_int;
+type FstatatFn = unsafe extern "C" fn(c_int, *const c_char, *mut Stat, c_int) -> c_int;
+type StatxFn = unsafe extern "C" fn(c_int, *const c_char, c_int, u32, *mut Statx) -> c_int;
+type XstatFn = unsafe extern "C" fn(c_int, *const c_char, *mut Stat) -> c_int;
+type FxstatFn = unsafe extern "C" fn(c_int, c_int, *mut Stat) -> c_int;
+type FxstatatFn = unsafe extern "C" fn(c_int, c_int, *const c_char, *mut Stat, c_int) -> c_int;
+type UtimensatFn = unsafe extern "C" fn(c_int, *const c_char, *const timespec, c_int) -> c_int;
+type FutimensFn = unsafe extern "C" fn(c_int, *const timespec) -> c_int;
+type UtimesFn = unsafe extern "C" fn(*const c_char, *const timeval) -> c_int;
+type FutimesatFn = unsafe extern "C" fn(c_int, *const c_char, *const timeval) -> c_int;
+
+/// The next definition of each symbol (libc's), resolved once at load time.
+struct Real {
+    clock_gettime: AtomicPtr<c_void>,
+    stat: AtomicPtr<c_void>,
+    lstat: AtomicPtr<c_void>,
+    fstat: AtomicPtr<c_void>,
+    fstatat: AtomicPtr<c_void>,
+    statx: AtomicPtr<c_void>,
+    xstat: AtomicPtr<c_void>,
+    lxstat: AtomicPtr<c_void>,
+    fxstat: AtomicPtr<c_void>,
+    fxstatat: AtomicPtr<c_void>,
+    utimensat: AtomicPtr<c_void>,
+    futimens: AtomicPtr<c_void>,
+    utimes: AtomicPtr<c_void>,
+    lutimes: AtomicPtr<c_void>,
+    futimesat: AtomicPtr<c_void>,
+}
+
+const NULL: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+static REAL: Real = Real {
+    clock_gettime: NULL,
+    stat: NULL,
+    lstat: NULL,
+    fstat: NULL,
+    fstatat: NULL,
+    statx: NULL,
+    xstat: NULL,
+    lxstat: NULL,
+    fxstat: NULL,
+    fxstatat: NULL,
+    utimensat: NULL,
+    futimens: NULL,
+    utimes: NULL,
+    lutimes: NULL,
+    futimesat: NULL,
+};
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+extern "C" fn constructor() {
+    init();
+}
+
+unsafe fn next(name: &[u8]) -> *mut c_void {
+    // SAFETY: name is NUL-terminated; RTLD_NEXT finds the definition after ours (libc's).
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) }
+}
+
+/// Resolves the real functions and maps the clock page. Idempotent; runs in the constructor
+/// (single-threaded), or on first use if another constructor calls in earlier.
+#[cold]
+fn init() {
+    if STATE
+        .compare_exchange(UNINIT, BUSY, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        while STATE.load(Ordering::Acquire) == BUSY {
+            core::hint::spin_loop();
+        }
+        return;
+    }
+    // SAFETY: dlsym with static NUL-terminated names; results are stored as opaque pointers
+    // and only called through the matching function type.
+    unsafe {
+        for (slot, name) in [
+            (&REAL.clock_gettime, &b"clock_gettime\0"[..]),
+            (&REAL.stat, b"stat\0"),
+            (&REAL.lstat, b"lstat\0"),
+            (&REAL.fstat, b"fstat\0"),
+            (&REAL.fstatat, b"fstatat\0"),
+            (&REAL.statx, b"statx\0"),
+            (&REAL.xstat, b"__xstat\0"),
+            (&REAL.lxstat, b"__lxstat\0"),
+            (&REAL.fxstat, b"__fxstat\0"),
+            (&REAL.fxstatat, b"__fxstatat\0"),
+            (&REAL.utimensat, b"utimensat\0"),
+            (&REAL.futimens, b"futimens\0"),
+            (&REAL.utimes, b"utimes\0"),
+            (&REAL.lutimes, b"lutimes\0"),
+            (&REAL.futimesat, b"futimesat\0"),
+        ] {
+            slot.store(next(name), Ordering::Relaxed);
+        }
+    }
+    PAGE.store(map_page(), Ordering::Relaxed);
+    STATE.store(READY, Ordering::Release);
+}
+
+fn map_page() -> *mut Page {
+    // SAFETY: plain open/mmap/close on a constant path; the mapping is checked before use and
+    // kept for the life of the process (never unmapped).
+    unsafe {
+        let fd = libc::open(PAGE_PATH.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC);
+        let (fd, prot) = if fd >= 0 {
+            (fd, libc::PROT_READ | libc::PROT_WRITE)
+        } else {
+            let fd = libc::open(PAGE_PATH.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+            (fd, libc::PROT_READ)
+        };
+        if fd < 0 {
+            return core::ptr::null_mut();
+        }
+        let p = libc::mmap(core::ptr::null_mut(), 4096, prot, libc::MAP_SHARED, fd, 0);
+        libc::close(fd);
+        if p == libc::MAP_FAILED {
+            return core::ptr::null_mut();
+        }
+        let page = p as *mut Page;
+        if (*page).magic != MAGIC || (*page).version != VERSION {
+            return core::ptr::null_mut();
+        }
+        page
+    }
+}
+
+#[inline(always)]
+fn page() -> Option<&'static Page> {
+    if STATE.load(Ordering::Acquire) != READY {
+        init();
+    }
+    let p = PAGE.load(Ordering::Relaxed);
+    // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
+    if p.is_null() {
+        None
+    } else {
+        Some(unsafe { &*p })
+    }
+}
+
+#[inline(always)]
+unsafe fn real_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
+    let f = REAL.clock_gettime.load(Ordering::Relaxed);
+    if f.is_null() {
+        // SAFETY: the raw system call with the caller's arguments.
+        return unsafe { libc::syscall(libc::SYS_clock_gettime, clk, ts) as c_int };
+    }
+    // SAFETY: f is libc's clock_gettime, resolved by dlsym.
+    unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) }
+}
+
+#[inline(always)]
+fn to_ts(ns: i64) -> timespec {
+    timespec {
+        tv_sec: ns.div_euclid(NS) as time_t,
+        tv_nsec: ns.rem_euclid(NS) as _,
+    }
+}
+
+#[inline(always)]
+fn shift(ts: &mut timespec, by: i64) {
+    let ns = ts.tv_sec as i64 * NS + ts.tv_nsec as i64 + by;
+    *ts = to_ts(ns);
+}
+
+/// The fake realtime clock in nanoseconds, or None when faking is off.
+#[inline(always)]
+fn fake_now(p: &Page) -> Option<i64> {
+    match p.mode {
+        MODE_START_AT => {
+            let mut ts = timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: ts is a valid out-pointer.
+            unsafe { real_clock(libc::CLOCK_REALTIME, &mut ts) };
+            Some(ts.tv_sec as i64 * NS + ts.tv_nsec as i64 + p.offset_ns)
+        }
+        MODE_FROZEN => Some(p.epoch_ns),
+        MODE_TICK => Some(p.epoch_ns + p.ticks.fetch_add(1, Ordering::Relaxed) as i64 * p.step_ns),
+        _ => None,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_int {
+    let faked = matches!(
+        clk,
+        libc::CLOCK_REALTIME | libc::CLOCK_REALTIME_COARSE | libc::CLOCK_TAI
+    );
+    if faked && !ts.is_null() {
+        if let Some(p) = page() {
+            if p.mode == MODE_START_AT {
+                // The common case: one real vDSO read plus an addition.
+                // SAFETY: ts is the caller's non-null out-pointer.
+                let r = unsafe { real_clock(clk, ts) };
+                if r == 0 {
+                    // SAFETY: as above.
+                    shift(unsafe { &mut *ts }, p.offset_ns);
+                }
+                return r;
+            }
+            if let Some(ns) = fake_now(p) {
+                // SAFETY: as above.
+                unsafe { *ts = to_ts(ns) };
+                return 0;
+            }
+        }
+    }
+    if STATE.load(Ordering::Acquire) != READY {
+        init();
+    }
+    // SAFETY: passes the caller's arguments through unchanged.
+    unsafe { real_clock(clk, ts) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
+    let mut ts = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    let r = unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    if r == 0 && !tv.is_null() {
+        // SAFETY: tv is the caller's non-null out-pointer.
+        unsafe {
+            *tv = timeval {
+                tv_sec: ts.tv_sec,
+                tv_usec: (ts.tv_nsec / 1000) as _,
+            }
+        };
+    }
+    if !tz.is_null() {
+        // SAFETY: struct timezone is two ints; UTC has zero of both.
+        unsafe { core::ptr::write_bytes(tz as *mut u8, 0, 8) };
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
+    let mut ts = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    if unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) } != 0 {
+        return -1;
+    }
+    if !t.is_null() {
+        // SAFETY: t is the caller's non-null out-pointer.
+        unsafe { *t = ts.tv_sec };
+    }
+    ts.tv_sec
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn timespec_get(ts: *mut timespec, base: c_int) -> c_int {
+    const TIME_UTC: c_int = 1;
+    // SAFETY: forwards the caller's out-pointer.
+    if base == TIME_UTC && !ts.is_null() && unsafe { clock_gettime(libc::CLOCK_REALTIME, ts) } == 0
+    {
+        return base;
+    }
+    0
+}
+
+#[repr(C)]
+pub struct Timeb {
+    time: time_t,
+    millitm: u16,
+    timezone: i16,
+    dstflag: i16,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ftime(tb: *mut Timeb) -> c_int {
+    let mut ts = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    if !tb.is_null() {
+        // SAFETY: tb is the caller's non-null out-pointer.
+        unsafe {
+            *tb = Timeb {
+                time: ts.tv_sec,
+                millitm: (ts.tv_nsec / 1_000_000) as u16,
+                timezone: 0,
+                dstflag: 0,
+            }
+        };
+    }
+    0
+}
+
+// ---- file timestamps -------------------------------------------------------------------
+
+/// The shift applied to file timestamps (0 when faking is off).
+#[inline(always)]
+fn file_offset() -> i64 {
+    page().map_or(0, |p| {
+        if matches!(p.mode, MODE_START_AT | MODE_FROZEN | MODE_TICK) {
+            p.offset_ns
+        } else {
+            0
+        }
+    })
+}
+
+fn shift_stat(r: c_int, st: *mut Stat) -> c_int {
+    let off = file_offset();
+    if r == 0 && !st.is_null() && off != 0 {
+        // SAFETY: the real stat just filled *st.
+        let st = unsafe { &mut *st };
+        for (sec, nsec) in [
+            (&mut st.st_atime, &mut st.st_atime_nsec),
+            (&mut st.st_mtime, &mut st.st_mtime_nsec),
+            (&mut st.st_ctime, &mut st.st_ctime_nsec),
+        ] {
+            let mut ts = timespec {
+                tv_sec: *sec,
+                tv_nsec: *nsec as _,
+            };
+            shift(&mut ts, off);
+            *sec = ts.tv_sec;
+            *nsec = ts.tv_nsec as _;
+        }
+    }
+    r
+}
+
+macro_rules! real {
+    ($slot:ident, $ty:ty) => {{
+        if STATE.load(Ordering::Acquire) != READY {
+            init();
+        }
+        let f = REAL.$slot.load(Ordering::Relaxed);
+        if f.is_null() {
+            // SAFETY: errno is thread-local and always writable.
+            unsafe { *libc::__errno_location() = libc::ENOSYS };
+            return -1;
+        }
+        // SAFETY: f is the next definition of this very symbol, of this type.
+        unsafe { core::mem::transmute::<*mut c_void, $ty>(f) }
+    }};
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn stat(path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(stat, StatFn);
+            unsafe { f(path, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn stat64(path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: on 64-bit Linux stat64 and stat are the same call.
+    unsafe { stat(path, st) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn lstat(path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(lstat, StatFn);
+            unsafe { f(path, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn lstat64(path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: as stat64.
+    unsafe { lstat(path, st) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(fstat, FstatFn);
+            unsafe { f(fd, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut Stat) -> c_int {
+    // SAFETY: as stat64.
+    unsafe { fstat(fd, st) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstatat(
+    dirfd: c_int,
+    path: *const c_char,
+    st: *mut Stat,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(fstatat, FstatatFn);
+            unsafe { f(dirfd, path, st, flags) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstatat64(
+    dirfd: c_int,
+    path: *const c_char,
+    st: *mut Stat,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as stat64.
+    unsafe { fstatat(dirfd, path, st, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __xstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(xstat, XstatFn);
+            unsafe { f(ver, path, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __lxstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(lxstat, XstatFn);
+            unsafe { f(ver, path, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut Stat) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(fxstat, FxstatFn);
+            unsafe { f(ver, fd, st) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __fxstatat(
+    ver: c_int,
+    dirfd: c_int,
+    path: *const c_char,
+    st: *mut Stat,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    shift_stat(
+        {
+            let f = real!(fxstatat, FxstatatFn);
+            unsafe { f(ver, dirfd, path, st, flags) }
+        },
+        st,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn statx(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mask: u32,
+    stx: *mut Statx,
+) -> c_int {
+    // SAFETY: forwards the caller's arguments.
+    let r = {
+        let f = real!(statx, StatxFn);
+        unsafe { f(dirfd, path, flags, mask, stx) }
+    };
+    let off = file_offset();
+    if r == 0 && !stx.is_null() && off != 0 {
+        // SAFETY: the real statx just filled *stx.
+        let s = unsafe { &mut *stx };
+        for t in [
+            &mut s.stx_atime,
+            &mut s.stx_btime,
+            &mut s.stx_ctime,
+            &mut s.stx_mtime,
+        ] {
+            if t.tv_sec == 0 && t.tv_nsec == 0 {
+                continue; // not filled in (e.g. no birth time)
+            }
+            let mut ts = timespec {
+                tv_sec: t.tv_sec as time_t,
+                tv_nsec: t.tv_nsec as _,
+            };
+            shift(&mut ts, off);
+            t.tv_sec = ts.tv_sec as _;
+            t.tv_nsec = ts.tv_nsec as _;
+        }
+    }
+    r
+}
+
+/// Explicit timestamps given inside are on the fake clock; the kernel wants real ones.
+fn unshift_times(times: *const timespec, out: &mut [timespec; 2]) -> *const timespec {
+    let off = file_offset();
+    if times.is_null() || off == 0 {
+        return times;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: utimensat's times argument points to two timespecs.
+        *o = unsafe { *times.add(i) };
+        if o.tv_nsec != libc::UTIME_NOW && o.tv_nsec != libc::UTIME_OMIT {
+            shift(o, -off);
+        }
+    }
+    out.as_ptr()
+}
+
+fn unshift_timevals(tv: *const timeval, out: &mut [timeval; 2]) -> *const timeval {
+    let off = file_offset();
+    if tv.is_null() || off == 0 {
+        return tv;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: the utimes family's argument points to two timevals.
+        let v = unsafe { *tv.add(i) };
+        let mut ts = timespec {
+            tv_sec: v.tv_sec,
+            tv_nsec: (v.tv_usec * 1000) as _,
+        };
+        shift(&mut ts, -off);
+        *o = timeval {
+            tv_sec: ts.tv_sec,
+            tv_usec: (ts.tv_nsec / 1000) as _,
+        };
+    }
+    out.as_ptr()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utimensat(
+    dirfd: c_int,
+    path: *const c_char,
+    times: *const timespec,
+    flags: c_int,
+) -> c_int {
+    let mut buf = [timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    }; 2];
+    let t = unshift_times(times, &mut buf);
+    // SAFETY: forwards the caller's arguments with adjusted times.
+    {
+        let f = real!(utimensat, UtimensatFn);
+        unsafe { f(dirfd, path, t, flags) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn futimens(fd: c_int, times: *const timespec) -> c_int {
+    let mut buf = [timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    }; 2];
+    let t = unshift_times(times, &mut buf);
+    // SAFETY: forwards the caller's arguments with adjusted times.
+    {
+        let f = real!(futimens, FutimensFn);
+        unsafe { f(fd, t) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const timeval) -> c_int {
+    let mut buf = [timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    }; 2];
+    let t = unshift_timevals(tv, &mut buf);
+    // SAFETY: forwards the caller's arguments with adjusted times.
+    {
+        let f = real!(utimes, UtimesFn);
+        unsafe { f(path, t) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const timeval) -> c_int {
+    let mut buf = [timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    }; 2];
+    let t = unshift_timevals(tv, &mut buf);
+    // SAFETY: forwards the caller's arguments with adjusted times.
+    {
+        let f = real!(lutimes, UtimesFn);
+        unsafe { f(path, t) }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn futimesat(dirfd: c_int, path: *const c_char, tv: *const timeval) -> c_int {
+    let mut buf = [timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    }; 2];
+    let t = unshift_timevals(tv, &mut buf);
+    // SAFETY: forwards the caller's arguments with adjusted times.
+    {
+        let f = real!(futimesat, FutimesatFn);
+        unsafe { f(dirfd, path, t) }
+    }
+}
+
+#[repr(C)]
+pub struct Utimbuf {
+    actime: time_t,
+    modtime: time_t,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utime(path: *const c_char, times: *const Utimbuf) -> c_int {
+    if times.is_null() {
+        // SAFETY: a null times means "now" in both calls.
+        return unsafe { utimes(path, core::ptr::null()) };
+    }
+    // SAFETY: times is the caller's non-null pointer.
+    let t = unsafe { &*times };
+    let tv = [
+        timeval {
+            tv_sec: t.actime,
+            tv_usec: 0,
+        },
+        timeval {
+            tv_sec: t.modtime,
+            tv_usec: 0,
+        },
+    ];
+    // SAFETY: tv is two valid timevals.
+    unsafe { utimes(path, tv.as_ptr()) }
+}
