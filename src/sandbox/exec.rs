@@ -2,6 +2,7 @@
 //! signals, and a `PATH` search over the sandbox's own `PATH` (not the caller's).
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 
 use caps::CapSet;
 use nix::errno::Errno;
@@ -31,8 +32,16 @@ pub fn drop_privileges() -> Result<(), Errno> {
 
 /// Prepares the process and executes `argv` with exactly `env`. Returns only on failure, with
 /// the errno that decides between 126 and 127.
-pub fn exec(argv: &[String], env: &[String], mask: u32, sandboxed: bool) -> Errno {
-    match prepare_and_exec(argv, env, mask, sandboxed) {
+/// With `clock_sock`, the realtime clock system calls are routed to the supervisor: a seccomp
+/// filter with a notification listener is installed and the listener sent over the socket.
+pub fn exec(
+    argv: &[String],
+    env: &[String],
+    mask: u32,
+    sandboxed: bool,
+    clock_sock: Option<&OwnedFd>,
+) -> Errno {
+    match prepare_and_exec(argv, env, mask, sandboxed, clock_sock) {
         Ok(never) => match never {},
         Err(e) => e,
     }
@@ -43,11 +52,16 @@ fn prepare_and_exec(
     env: &[String],
     mask: u32,
     sandboxed: bool,
+    clock_sock: Option<&OwnedFd>,
 ) -> Result<std::convert::Infallible, Errno> {
     umask(Mode::from_bits_truncate(mask as libc::mode_t));
     super::signals::reset_for_exec()?;
     if sandboxed {
         drop_privileges()?;
+    }
+    if let Some(sock) = clock_sock {
+        let listener = crate::sys::seccomp::install_with_listener(&super::tracer::clock_filter())?;
+        crate::sys::send_fd(sock, &listener, super::tracer::LISTENER_TAG)?;
     }
     crate::sys::cloexec_from(3)?;
 

@@ -12,6 +12,7 @@ mod pins_only;
 mod protocol;
 mod signals;
 mod supervisor;
+mod tracer;
 
 use nix::errno::Errno;
 use thiserror::Error;

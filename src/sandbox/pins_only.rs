@@ -29,7 +29,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
             let errno = match nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .and_then(|_| nix::unistd::chdir(&plan.host_workdir))
             {
-                Ok(()) => exec::exec(&plan.argv, &plan.env, plan.umask, false),
+                Ok(()) => exec::exec(&plan.argv, &plan.env, plan.umask, false, None),
                 Err(e) => e,
             };
             let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
@@ -49,7 +49,15 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         });
     }
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
-    let watched = watch(child, child, deadline, || kill_descendants(false))?;
+    let watched = watch(
+        child,
+        child,
+        deadline,
+        || kill_descendants(false),
+        None,
+        None,
+        &mut Vec::new(),
+    )?;
     kill_descendants(true);
     Ok(Outcome {
         exit_code: if watched.timed_out {

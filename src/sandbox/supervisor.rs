@@ -1,7 +1,7 @@
 //! The supervisor: stays in the caller's namespaces, creates init in new namespaces, forwards
 //! signals, enforces the timeout and collects the exit status and resource usage.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -11,10 +11,13 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
+use nix::sys::wait::WaitStatus;
+
 use super::protocol::{drain, InitMsg};
-use super::{init, signals, Outcome, SandboxError};
+use super::tracer::{Tracer, GO, LISTENER_TAG};
+use super::{init, signals, tracer, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
-use crate::sys::{clone_process, pidfd_open, wait4, Usage};
+use crate::sys::{clone_process, recv_packet, wait4, Usage};
 
 /// How a watched child ended.
 pub(super) struct Watched {
@@ -23,23 +26,54 @@ pub(super) struct Watched {
     pub timed_out: bool,
 }
 
-/// Waits for `child` while forwarding signals to `forward_to`; at the deadline calls
-/// `on_timeout` (which must make the child exit). Returns the child's raw wait status.
+/// Waits for `child` while forwarding signals to `forward_to`, reaping every other child,
+/// and (with a tracer) handling trace stops, the workload's clock listener and its clock
+/// calls. At the deadline calls `on_timeout` (which must make the child exit). Messages that
+/// arrive on `sock` meanwhile are collected into `msgs`.
 pub(super) fn watch(
     child: Pid,
     forward_to: Pid,
     deadline: Option<Instant>,
     mut on_timeout: impl FnMut(),
+    mut tracer: Option<&mut Tracer>,
+    sock: Option<&OwnedFd>,
+    msgs: &mut Vec<InitMsg>,
 ) -> Result<Watched, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
-    let pidfd = pidfd_open(child).map_err(step("pidfd_open"))?;
     let sfd = SignalFd::with_flags(
         &signals::supervised_set(),
         SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
     )
     .map_err(step("signalfd"))?;
     let mut timed_out = false;
+    let mut sock_open = sock.is_some();
+    let mut reap = true; // a SIGCHLD may predate the signalfd
     loop {
+        if reap {
+            reap = false;
+            while let Some((pid, status, usage)) =
+                wait4(Pid::from_raw(-1), libc::WNOHANG | libc::__WALL).or_else(|e| match e {
+                    Errno::ECHILD => Ok(None),
+                    e => Err(SandboxError::Supervise {
+                        step: "wait",
+                        errno: e,
+                    }),
+                })?
+            {
+                if pid == child && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
+                    return Ok(Watched {
+                        status,
+                        usage,
+                        timed_out,
+                    });
+                }
+                if let (Some(t), Ok(ws)) =
+                    (tracer.as_deref_mut(), WaitStatus::from_raw(pid, status))
+                {
+                    t.on_wait(ws);
+                }
+            }
+        }
         let timeout = match deadline {
             None => PollTimeout::NONE,
             Some(d) => {
@@ -56,38 +90,60 @@ pub(super) fn watch(
                 }
             }
         };
-        let mut fds = [
-            PollFd::new(pidfd.as_fd(), PollFlags::POLLIN),
-            PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, timeout) {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(e) => {
-                return Err(SandboxError::Supervise {
-                    step: "poll",
-                    errno: e,
-                })
+        let (sock_ready, listener_ready) = {
+            let mut fds = vec![PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+            let sock_at = match sock {
+                Some(s) if sock_open => {
+                    fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+                    Some(fds.len() - 1)
+                }
+                _ => None,
+            };
+            let listener_at = match tracer.as_deref().and_then(|t| t.listener()) {
+                Some(l) => {
+                    fds.push(PollFd::new(l, PollFlags::POLLIN));
+                    Some(fds.len() - 1)
+                }
+                None => None,
+            };
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => {
+                    return Err(SandboxError::Supervise {
+                        step: "poll",
+                        errno: e,
+                    })
+                }
             }
-        }
-        if fds[1].any().unwrap_or(false) {
-            while let Ok(Some(info)) = sfd.read_signal() {
-                if signals::should_forward(info.ssi_signo, info.ssi_code) {
-                    if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
-                        let _ = kill(forward_to, sig);
+            let ready = |i: Option<usize>| i.is_some_and(|i| fds[i].any().unwrap_or(false));
+            if ready(Some(0)) {
+                while let Ok(Some(info)) = sfd.read_signal() {
+                    if info.ssi_signo == Signal::SIGCHLD as u32 {
+                        reap = true;
+                    } else if signals::should_forward(info.ssi_signo, info.ssi_code) {
+                        if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+                            let _ = kill(forward_to, sig);
+                        }
                     }
                 }
             }
+            (ready(sock_at), ready(listener_at))
+        };
+        if sock_ready {
+            match sock.map(recv_packet) {
+                Some(Ok(Some((bytes, fd)))) => match (fd, tracer.as_deref_mut()) {
+                    (Some(fd), Some(t)) if bytes == [LISTENER_TAG] => t.set_listener(fd),
+                    _ => msgs.extend(serde_json::from_slice::<InitMsg>(&bytes).ok()),
+                },
+                _ => sock_open = false, // hung up, or nothing more will come
+            }
         }
-        if fds[0].any().unwrap_or(false) {
-            break;
+        if listener_ready {
+            if let Some(t) = tracer.as_deref_mut() {
+                t.serve();
+            }
         }
     }
-    let (status, usage) = wait4(child).map_err(step("wait"))?;
-    Ok(Watched {
-        status,
-        usage,
-        timed_out,
-    })
 }
 
 /// Exit code for a raw wait status: the exit status, or 128+N for a death by signal N.
@@ -124,12 +180,35 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         Ok(Some(pid)) => pid,
     };
     drop(theirs);
+    // The static-binary time path: trace for exec events, then let init fork the workload.
+    let mut tracer = match plan.clock {
+        Some(clock) if tracer::SUPPORTED => Tracer::attach(child, clock).ok(),
+        _ => None,
+    };
+    if plan.clock.is_some() && tracer::SUPPORTED {
+        let go = if tracer.is_some() { GO } else { b'N' };
+        let _ = nix::sys::socket::send(
+            ours.as_raw_fd(),
+            &[go],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+    }
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
-    let watched = watch(child, child, deadline, || {
-        // Killing pid 1 tears down the whole pid namespace, daemons included.
-        let _ = kill(child, Signal::SIGKILL);
-    })?;
-    if let Some(msg) = drain(&ours).into_iter().next() {
+    let mut msgs = Vec::new();
+    let watched = watch(
+        child,
+        child,
+        deadline,
+        || {
+            // Killing pid 1 tears down the whole pid namespace, daemons included.
+            let _ = kill(child, Signal::SIGKILL);
+        },
+        tracer.as_mut(),
+        Some(&ours),
+        &mut msgs,
+    )?;
+    msgs.extend(drain(&ours));
+    if let Some(msg) = msgs.into_iter().next() {
         match msg {
             InitMsg::SetupFailed { step, refusal, .. } => {
                 return Err(if refusal {

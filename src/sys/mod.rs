@@ -8,6 +8,8 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
+pub mod seccomp;
+
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
 pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
 pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
@@ -113,30 +115,32 @@ pub struct Usage {
     pub max_rss_kib: u64,
 }
 
-/// `wait4(2)` for one child, blocking; returns the raw wait status and its resource usage
-/// (the child's own and that of every descendant it waited for).
-pub fn wait4(pid: Pid) -> Result<(libc::c_int, Usage), Errno> {
+/// `wait4(2)`: waits for `pid` (or any child or tracee with -1) with `flags`; returns the
+/// pid, raw wait status and resource usage (the child's own and that of every descendant it
+/// waited for), or `None` with WNOHANG when nothing is ready.
+pub fn wait4(pid: Pid, flags: libc::c_int) -> Result<Option<(Pid, libc::c_int, Usage)>, Errno> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value and wait4 overwrites it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
+    let ret = loop {
         // SAFETY: status and ru are valid, exclusively borrowed out-pointers.
-        let ret = unsafe { libc::wait4(pid.as_raw(), &mut status, 0, &mut ru) };
+        let ret = unsafe { libc::wait4(pid.as_raw(), &mut status, flags, &mut ru) };
         match Errno::result(ret) {
-            Ok(_) => break,
+            Ok(r) => break r,
             Err(Errno::EINTR) => continue,
             Err(e) => return Err(e),
         }
+    };
+    if ret == 0 {
+        return Ok(None);
     }
     let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    Ok((
-        status,
-        Usage {
-            user_us: us(ru.ru_utime),
-            sys_us: us(ru.ru_stime),
-            max_rss_kib: ru.ru_maxrss as u64,
-        },
-    ))
+    let usage = Usage {
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+        max_rss_kib: ru.ru_maxrss as u64,
+    };
+    Ok(Some((Pid::from_raw(ret), status, usage)))
 }
 
 /// Brings the loopback interface up in the current network namespace.
@@ -160,4 +164,54 @@ pub fn loopback_up() -> Result<(), Errno> {
     // SAFETY: as above; SIOCSIFFLAGS only reads `req`.
     Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) })?;
     Ok(())
+}
+
+/// Sends a descriptor over a unix socket (SCM_RIGHTS) with a one-byte tag.
+pub fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    use std::os::fd::AsRawFd;
+    let fds = [fd.as_raw_fd()];
+    let iov = [std::io::IoSlice::new(std::slice::from_ref(&tag))];
+    let cmsg = [ControlMessage::ScmRights(&fds)];
+    sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None).map(drop)
+}
+
+/// A received datagram: its bytes and the descriptor passed with it, if any.
+pub type Packet = (Vec<u8>, Option<OwnedFd>);
+
+/// One datagram from a SOCK_SEQPACKET socket without blocking: its bytes and any descriptor
+/// passed with it (received close-on-exec). `Ok(None)` when nothing is queued or the peer hung up.
+pub fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    use std::os::fd::AsRawFd;
+    let mut buf = vec![0u8; 8192];
+    let mut cmsg = nix::cmsg_space!([RawFd; 1]);
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let msg = match recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
+    ) {
+        Ok(m) => m,
+        Err(Errno::EAGAIN) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let n = msg.bytes;
+    let mut fd = None;
+    for c in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            for raw in fds {
+                // SAFETY: the kernel installed this descriptor for us; we take sole ownership
+                // (a second one in the same message is closed by its own OwnedFd).
+                let owned = unsafe { OwnedFd::from_raw_fd(raw) };
+                fd.get_or_insert(owned);
+            }
+        }
+    }
+    if n == 0 && fd.is_none() {
+        return Ok(None);
+    }
+    buf.truncate(n);
+    Ok(Some((buf, fd)))
 }

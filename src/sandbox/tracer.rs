@@ -1,0 +1,450 @@
+//! The time path for programs that bypass libc's clock (static binaries, Go): the supervisor
+//! traces the sandbox's processes for exec events only, strips the vDSO from each such
+//! program's auxiliary vector at exec (so its runtime falls back to the clock system calls),
+//! and answers those system calls through a seccomp user-notification listener with the same
+//! fake clock the preload library reads. Dynamic C programs keep their vDSO and the preload.
+//!
+//! Tracing uses PTRACE_SEIZE with fork/vfork/clone/exec events: children are attached
+//! automatically; no system call is traced; fork and exec events cost one stop each.
+
+use std::collections::HashSet;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::sys::ptrace::{self, Event, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::WaitStatus;
+use nix::unistd::Pid;
+
+use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH};
+use crate::sys::seccomp;
+
+/// Tag byte of the datagram that carries the listener descriptor from the workload.
+pub const LISTENER_TAG: u8 = b'L';
+/// Byte the supervisor sends init once it traces it, so init may fork the workload.
+pub const GO: u8 = b'G';
+
+const AT_NULL: u64 = 0;
+const AT_IGNORE: u64 = 1;
+const AT_SYSINFO_EHDR: u64 = 33;
+
+/// Whether this build can serve the static path (the filter and register access are per
+/// architecture; other architectures keep the preload path only).
+pub const SUPPORTED: bool = cfg!(target_arch = "x86_64");
+
+/// The seccomp program installed in the workload before exec: the realtime clock calls
+/// (clock_gettime on REALTIME, REALTIME_COARSE, TAI; gettimeofday; time) go to the
+/// supervisor; everything else, monotonic clocks included, is allowed at once.
+pub fn clock_filter() -> Vec<libc::sock_filter> {
+    const ARCH_X86_64: u32 = 0xc000_003e;
+    let ld = |k: u32| libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ret = |k: u32| libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    vec![
+        /* 0 */ ld(4), // arch
+        /* 1 */ jeq(ARCH_X86_64, 0, 8),
+        /* 2 */ ld(0), // syscall number
+        /* 3 */ jeq(libc::SYS_gettimeofday as u32, 7, 0),
+        /* 4 */ jeq(libc::SYS_time as u32, 6, 0),
+        /* 5 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
+        /* 6 */ ld(16), // args[0], low half: the clock id
+        /* 7 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
+        /* 8 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
+        /* 9 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
+        /* 10 */ ret(libc::SECCOMP_RET_ALLOW),
+        /* 11 */ ret(libc::SECCOMP_RET_USER_NOTIF),
+    ]
+}
+
+/// Whether a program reads the clock without libc's (interposable) functions: statically
+/// linked (no PT_INTERP), or a Go program (its runtime calls the vDSO itself).
+pub fn bypasses_libc(exe: &std::fs::File) -> bool {
+    let mut ehdr = [0u8; 64];
+    if exe.read_exact_at(&mut ehdr, 0).is_err()
+        || &ehdr[..4] != b"\x7fELF"
+        || ehdr[4] != 2
+        || ehdr[5] != 1
+    {
+        return false; // not a little-endian ELF64: nothing to patch
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(&ehdr, 32), u16_at(&ehdr, 54), u16_at(&ehdr, 56));
+    let mut phdrs = vec![0u8; phentsize * phnum];
+    if phentsize < 56 || exe.read_exact_at(&mut phdrs, phoff as u64).is_err() {
+        return false;
+    }
+    const PT_INTERP: u32 = 3;
+    let dynamic = phdrs.chunks(phentsize).any(|ph| u32_at(ph, 0) == PT_INTERP);
+    if !dynamic {
+        return true;
+    }
+    // A dynamically linked Go program (cgo) still reads the clock through the vDSO directly.
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(&ehdr, 40),
+        u16_at(&ehdr, 58),
+        u16_at(&ehdr, 60),
+        u16_at(&ehdr, 62),
+    );
+    if shentsize < 64 || shnum == 0 || shstrndx >= shnum || shnum > 4096 {
+        return false;
+    }
+    let mut shdrs = vec![0u8; shentsize * shnum];
+    if exe.read_exact_at(&mut shdrs, shoff as u64).is_err() {
+        return false;
+    }
+    let strtab = &shdrs[shstrndx * shentsize..];
+    let (str_off, str_size) = (u64_at(strtab, 24), u64_at(strtab, 32).min(1 << 20));
+    let mut names = vec![0u8; str_size];
+    if exe.read_exact_at(&mut names, str_off as u64).is_err() {
+        return false;
+    }
+    shdrs.chunks(shentsize).any(|sh| {
+        let name = &names[u32_at(sh, 0) as usize..];
+        let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+        name == b".note.go.buildid" || name == b".go.buildinfo"
+    })
+}
+
+/// Reads and writes words of another process's memory.
+struct Remote(Pid);
+
+impl Remote {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        use nix::sys::uio::{process_vm_readv, RemoteIoVec};
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len: buf.len(),
+        }];
+        let n = process_vm_readv(self.0, &mut [std::io::IoSliceMut::new(buf)], &remote)?;
+        if n == buf.len() {
+            Ok(())
+        } else {
+            Err(Errno::EFAULT)
+        }
+    }
+
+    fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        use nix::sys::uio::{process_vm_writev, RemoteIoVec};
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len: bytes.len(),
+        }];
+        let n = process_vm_writev(self.0, &[std::io::IoSlice::new(bytes)], &remote)?;
+        if n == bytes.len() {
+            Ok(())
+        } else {
+            Err(Errno::EFAULT)
+        }
+    }
+
+    fn word(&self, addr: u64) -> Result<u64, Errno> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_ne_bytes(b))
+    }
+}
+
+/// At an exec stop the stack pointer addresses argc, then argv, NULL, envp, NULL, auxv.
+/// Turns the AT_SYSINFO_EHDR entry into AT_IGNORE, so the program finds no vDSO.
+#[cfg(target_arch = "x86_64")]
+fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
+    let sp = ptrace::getregs(pid)?.rsp;
+    let mem = Remote(pid);
+    let argc = mem.word(sp)?;
+    let mut at = sp + 8 * (argc + 2); // past argc, argv[], NULL
+    while mem.word(at)? != 0 {
+        at += 8; // envp[]
+    }
+    at += 8;
+    for _ in 0..512 {
+        match mem.word(at)? {
+            AT_NULL => return Ok(false),
+            AT_SYSINFO_EHDR => {
+                mem.write(at, &AT_IGNORE.to_ne_bytes())?;
+                return Ok(true);
+            }
+            _ => at += 16,
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn strip_vdso(_pid: Pid) -> Result<bool, Errno> {
+    Ok(false)
+}
+
+/// The fake clock as the supervisor reads it: the sandbox's own clock page, mapped shared.
+struct Page {
+    ptr: *mut u8,
+}
+
+impl Page {
+    fn map(path: &PathBuf, writable: bool) -> Option<Page> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .open(path)
+            .ok()?;
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: maps one page of a regular file we hold open; checked against MAP_FAILED.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                prot,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(Page {
+            ptr: ptr as *mut u8,
+        })
+    }
+
+    fn i64_at(&self, off: usize) -> i64 {
+        // SAFETY: off is within the 4096-byte mapping and 8-aligned.
+        unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const i64) }
+    }
+
+    fn next_tick(&self) -> u64 {
+        // SAFETY: offset 64 holds the page's 8-aligned AtomicU64 read counter, shared with
+        // the preload library in the sandbox.
+        let counter = unsafe { &*(self.ptr.add(64) as *const std::sync::atomic::AtomicU64) };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `map`.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, 4096) };
+    }
+}
+
+/// Supervisor-side state of the time path.
+pub struct Tracer {
+    init: Pid,
+    init_traced: bool,
+    seen: HashSet<Pid>,
+    clock: ClockPlan,
+    listener: Option<OwnedFd>,
+    page: Option<Page>,
+}
+
+impl Tracer {
+    /// Starts tracing init (which then waits for [`GO`] before forking the workload).
+    pub fn attach(init: Pid, clock: ClockPlan) -> Result<Tracer, Errno> {
+        let opts = Options::PTRACE_O_TRACEEXEC
+            | Options::PTRACE_O_TRACEFORK
+            | Options::PTRACE_O_TRACEVFORK
+            | Options::PTRACE_O_TRACECLONE
+            | Options::PTRACE_O_EXITKILL;
+        ptrace::seize(init, opts)?;
+        Ok(Tracer {
+            init,
+            init_traced: true,
+            seen: HashSet::from([init]),
+            clock,
+            listener: None,
+            page: None,
+        })
+    }
+
+    pub fn listener(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.listener.as_ref().map(|l| l.as_fd())
+    }
+
+    pub fn set_listener(&mut self, fd: OwnedFd) {
+        self.listener = Some(fd);
+    }
+
+    /// Handles one wait status of a traced process; returns false if it was not a tracee.
+    pub fn on_wait(&mut self, status: WaitStatus) -> bool {
+        match status {
+            WaitStatus::PtraceEvent(pid, _, ev) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
+                self.seen.insert(pid);
+                if let Ok(exe) = std::fs::File::open(format!("/proc/{pid}/exe")) {
+                    if bypasses_libc(&exe) {
+                        let _ = strip_vdso(pid);
+                    }
+                }
+                let _ = ptrace::cont(pid, None);
+            }
+            WaitStatus::PtraceEvent(pid, _, ev) if ev == Event::PTRACE_EVENT_STOP as i32 => {
+                if self.seen.insert(pid) {
+                    let _ = ptrace::cont(pid, None); // a new child's first stop
+                } else {
+                    // SAFETY: PTRACE_LISTEN on a seized tracee in group-stop; no pointers.
+                    unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid.as_raw(), 0, 0) };
+                }
+            }
+            WaitStatus::PtraceEvent(pid, _, _) => {
+                if pid == self.init && self.init_traced {
+                    // Init forked the workload, which is now traced; init itself need not be.
+                    self.init_traced = false;
+                    let _ = ptrace::detach(pid, None);
+                } else {
+                    let _ = ptrace::cont(pid, None);
+                }
+            }
+            WaitStatus::Stopped(pid, sig) => {
+                // A signal on its way to a tracee: deliver it unchanged.
+                self.seen.insert(pid);
+                let _ = ptrace::cont(
+                    pid,
+                    if sig == Signal::SIGTRAP {
+                        None
+                    } else {
+                        Some(sig)
+                    },
+                );
+            }
+            WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _) => {
+                return self.seen.remove(&pid);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn now_ns(&mut self) -> i64 {
+        if self.page.is_none() {
+            let tick = matches!(self.clock.mode, ClockMode::Tick { .. });
+            let path = PathBuf::from(format!("/proc/{}/root{PAGE_PATH}", self.init));
+            self.page = Page::map(&path, tick);
+        }
+        let epoch_ns = self.clock.epoch.saturating_mul(1_000_000_000);
+        let real = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+                .unwrap_or(nix::sys::time::TimeSpec::new(0, 0));
+            t.tv_sec() * 1_000_000_000 + t.tv_nsec()
+        };
+        match (self.clock.mode, &self.page) {
+            (ClockMode::Frozen, _) => epoch_ns,
+            (ClockMode::StartAt, Some(p)) => real() + p.i64_at(16),
+            (ClockMode::Tick { step_ns }, Some(p)) => {
+                epoch_ns + p.next_tick() as i64 * step_ns as i64
+            }
+            // No page (cannot happen once the sandbox is up): best effort from the epoch.
+            (_, None) => epoch_ns,
+        }
+    }
+
+    /// Answers one pending clock system call of a workload process.
+    pub fn serve(&mut self) {
+        let Some(listener) = self.listener.take() else {
+            return;
+        };
+        let notif = match seccomp::recv(&listener) {
+            Ok(n) => n,
+            Err(Errno::EINTR | Errno::ENOENT) => {
+                self.listener = Some(listener);
+                return;
+            }
+            Err(_) => return, // the filter's processes are gone
+        };
+        let now = self.now_ns();
+        let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
+        let mem = Remote(Pid::from_raw(notif.pid as i32));
+        let args = notif.data.args;
+        let nr = notif.data.nr as i64;
+        let (val, err) = if nr == libc::SYS_clock_gettime {
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&secs.to_ne_bytes());
+            b[8..].copy_from_slice(&nanos.to_ne_bytes());
+            match mem.write(args[1], &b) {
+                Ok(()) => (0, 0),
+                Err(_) => (-1, libc::EFAULT),
+            }
+        } else if nr == libc::SYS_gettimeofday {
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&secs.to_ne_bytes());
+            b[8..].copy_from_slice(&(nanos / 1000).to_ne_bytes());
+            let tv = if args[0] != 0 {
+                mem.write(args[0], &b)
+            } else {
+                Ok(())
+            };
+            let tz = if args[1] != 0 {
+                mem.write(args[1], &[0u8; 8])
+            } else {
+                Ok(())
+            };
+            if tv.and(tz).is_ok() {
+                (0, 0)
+            } else {
+                (-1, libc::EFAULT)
+            }
+        } else {
+            // time(2)
+            let stored = if args[0] != 0 {
+                mem.write(args[0], &secs.to_ne_bytes())
+            } else {
+                Ok(())
+            };
+            if stored.is_ok() {
+                (secs, 0)
+            } else {
+                (-1, libc::EFAULT)
+            }
+        };
+        if seccomp::id_valid(&listener, notif.id) {
+            let _ = seccomp::respond(&listener, notif.id, if err == 0 { val } else { 0 }, err);
+        }
+        self.listener = Some(listener);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_static_dynamic_and_non_elf_programs() {
+        let dynamic = std::fs::File::open("/bin/sh").unwrap();
+        assert!(!bypasses_libc(&dynamic));
+        // The test binary itself is linked statically (crt-static), as reprorun is.
+        let me = std::fs::File::open("/proc/self/exe").unwrap();
+        assert!(bypasses_libc(&me));
+        let script = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(script.path(), "#!/bin/sh\n").unwrap();
+        assert!(!bypasses_libc(&std::fs::File::open(script.path()).unwrap()));
+    }
+
+    #[test]
+    fn filter_jumps_land_inside_the_program() {
+        let prog = clock_filter();
+        for (i, ins) in prog.iter().enumerate() {
+            if ins.code == (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16 {
+                assert!(i + 1 + (ins.jt as usize) < prog.len());
+                assert!(i + 1 + (ins.jf as usize) < prog.len());
+            }
+        }
+        assert_eq!(prog.last().unwrap().k, libc::SECCOMP_RET_USER_NOTIF);
+    }
+}

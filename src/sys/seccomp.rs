@@ -1,0 +1,78 @@
+//! seccomp user notification: installing a filter with a listener, and the listener's ioctls.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+
+/// Installs a classic-BPF seccomp filter on the calling thread (inherited by its children
+/// and across exec) and returns its notification listener (close-on-exec).
+/// The caller must have no_new_privs set.
+pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut _,
+    };
+    // SAFETY: fprog points to `prog`, which outlives the call; the kernel copies the program.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    let fd = Errno::result(fd)? as RawFd;
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    nix::fcntl::fcntl(
+        owned.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )?;
+    Ok(owned)
+}
+
+/// Receives one pending notification.
+pub fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
+    // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed on entry.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: the ioctl writes one seccomp_notif into the valid, exclusively borrowed struct.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &mut notif,
+        )
+    };
+    Errno::result(ret).map(|_| notif)
+}
+
+/// Whether the notification is still pending (its thread did not die or get a signal).
+pub fn id_valid(listener: &OwnedFd, id: u64) -> bool {
+    // SAFETY: the ioctl reads one u64 from a valid pointer.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &id,
+        ) == 0
+    }
+}
+
+/// Answers a notification: the system call returns `val`, or fails with `error` (positive).
+pub fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: -error,
+        flags: 0,
+    };
+    // SAFETY: the ioctl reads one seccomp_notif_resp from a valid pointer.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp,
+        )
+    };
+    Errno::result(ret).map(drop)
+}
