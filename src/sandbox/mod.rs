@@ -5,6 +5,7 @@
 //! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
+mod clock_server;
 mod exec;
 mod init;
 mod mounts;

@@ -90,7 +90,7 @@ pub(super) fn watch(
                 }
             }
         };
-        let (sock_ready, listener_ready) = {
+        let sock_ready = {
             let mut fds = vec![PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
             let sock_at = match sock {
                 Some(s) if sock_open => {
@@ -98,13 +98,6 @@ pub(super) fn watch(
                     Some(fds.len() - 1)
                 }
                 _ => None,
-            };
-            let listener_at = match tracer.as_deref().and_then(|t| t.listener()) {
-                Some(l) => {
-                    fds.push(PollFd::new(l, PollFlags::POLLIN));
-                    Some(fds.len() - 1)
-                }
-                None => None,
             };
             match poll(&mut fds, timeout) {
                 Ok(_) | Err(Errno::EINTR) => {}
@@ -127,20 +120,15 @@ pub(super) fn watch(
                     }
                 }
             }
-            (ready(sock_at), ready(listener_at))
+            ready(sock_at)
         };
         if sock_ready {
             match sock.map(recv_packet) {
                 Some(Ok(Some((bytes, fd)))) => match (fd, tracer.as_deref_mut()) {
-                    (Some(fd), Some(t)) if bytes == [LISTENER_TAG] => t.set_listener(fd),
+                    (Some(fd), Some(t)) if bytes == [LISTENER_TAG] => t.serve(fd),
                     _ => msgs.extend(serde_json::from_slice::<InitMsg>(&bytes).ok()),
                 },
                 _ => sock_open = false, // hung up, or nothing more will come
-            }
-        }
-        if listener_ready {
-            if let Some(t) = tracer.as_deref_mut() {
-                t.serve();
             }
         }
     }

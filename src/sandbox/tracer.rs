@@ -8,9 +8,8 @@
 //! automatically; no system call is traced; fork and exec events cost one stop each.
 
 use std::collections::HashSet;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::sys::ptrace::{self, Event, Options};
@@ -18,8 +17,7 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
-use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH};
-use crate::sys::seccomp;
+use crate::determinism::clock::ClockPlan;
 
 /// Tag byte of the datagram that carries the listener descriptor from the workload.
 pub const LISTENER_TAG: u8 = b'L';
@@ -193,67 +191,12 @@ fn strip_vdso(_pid: Pid) -> Result<bool, Errno> {
     Ok(false)
 }
 
-/// The fake clock as the supervisor reads it: the sandbox's own clock page, mapped shared.
-struct Page {
-    ptr: *mut u8,
-}
-
-impl Page {
-    fn map(path: &PathBuf, writable: bool) -> Option<Page> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .ok()?;
-        let prot = if writable {
-            libc::PROT_READ | libc::PROT_WRITE
-        } else {
-            libc::PROT_READ
-        };
-        // SAFETY: maps one page of a regular file we hold open; checked against MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                prot,
-                libc::MAP_SHARED,
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED).then_some(Page {
-            ptr: ptr as *mut u8,
-        })
-    }
-
-    fn i64_at(&self, off: usize) -> i64 {
-        // SAFETY: off is within the 4096-byte mapping and 8-aligned.
-        unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const i64) }
-    }
-
-    fn next_tick(&self) -> u64 {
-        // SAFETY: offset 64 holds the page's 8-aligned AtomicU64 read counter, shared with
-        // the preload library in the sandbox.
-        let counter = unsafe { &*(self.ptr.add(64) as *const std::sync::atomic::AtomicU64) };
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Drop for Page {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `map`.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, 4096) };
-    }
-}
-
 /// Supervisor-side state of the time path.
 pub struct Tracer {
     init: Pid,
     init_traced: bool,
     seen: HashSet<Pid>,
     clock: ClockPlan,
-    listener: Option<OwnedFd>,
-    page: Option<Page>,
 }
 
 impl Tracer {
@@ -270,17 +213,12 @@ impl Tracer {
             init_traced: true,
             seen: HashSet::from([init]),
             clock,
-            listener: None,
-            page: None,
         })
     }
 
-    pub fn listener(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.listener.as_ref().map(|l| l.as_fd())
-    }
-
-    pub fn set_listener(&mut self, fd: OwnedFd) {
-        self.listener = Some(fd);
+    /// Starts answering the workload's clock calls on `listener` (a thread of its own).
+    pub fn serve(&self, listener: OwnedFd) {
+        super::clock_server::spawn(listener, self.clock, self.init);
     }
 
     /// Handles one wait status of a traced process; returns false if it was not a tracee.
@@ -330,93 +268,6 @@ impl Tracer {
             _ => return false,
         }
         true
-    }
-
-    fn now_ns(&mut self) -> i64 {
-        if self.page.is_none() {
-            let tick = matches!(self.clock.mode, ClockMode::Tick { .. });
-            let path = PathBuf::from(format!("/proc/{}/root{PAGE_PATH}", self.init));
-            self.page = Page::map(&path, tick);
-        }
-        let epoch_ns = self.clock.epoch.saturating_mul(1_000_000_000);
-        let real = || {
-            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
-                .unwrap_or(nix::sys::time::TimeSpec::new(0, 0));
-            t.tv_sec() * 1_000_000_000 + t.tv_nsec()
-        };
-        match (self.clock.mode, &self.page) {
-            (ClockMode::Frozen, _) => epoch_ns,
-            (ClockMode::StartAt, Some(p)) => real() + p.i64_at(16),
-            (ClockMode::Tick { step_ns }, Some(p)) => {
-                epoch_ns + p.next_tick() as i64 * step_ns as i64
-            }
-            // No page (cannot happen once the sandbox is up): best effort from the epoch.
-            (_, None) => epoch_ns,
-        }
-    }
-
-    /// Answers one pending clock system call of a workload process.
-    pub fn serve(&mut self) {
-        let Some(listener) = self.listener.take() else {
-            return;
-        };
-        let notif = match seccomp::recv(&listener) {
-            Ok(n) => n,
-            Err(Errno::EINTR | Errno::ENOENT) => {
-                self.listener = Some(listener);
-                return;
-            }
-            Err(_) => return, // the filter's processes are gone
-        };
-        let now = self.now_ns();
-        let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
-        let mem = Remote(Pid::from_raw(notif.pid as i32));
-        let args = notif.data.args;
-        let nr = notif.data.nr as i64;
-        let (val, err) = if nr == libc::SYS_clock_gettime {
-            let mut b = [0u8; 16];
-            b[..8].copy_from_slice(&secs.to_ne_bytes());
-            b[8..].copy_from_slice(&nanos.to_ne_bytes());
-            match mem.write(args[1], &b) {
-                Ok(()) => (0, 0),
-                Err(_) => (-1, libc::EFAULT),
-            }
-        } else if nr == libc::SYS_gettimeofday {
-            let mut b = [0u8; 16];
-            b[..8].copy_from_slice(&secs.to_ne_bytes());
-            b[8..].copy_from_slice(&(nanos / 1000).to_ne_bytes());
-            let tv = if args[0] != 0 {
-                mem.write(args[0], &b)
-            } else {
-                Ok(())
-            };
-            let tz = if args[1] != 0 {
-                mem.write(args[1], &[0u8; 8])
-            } else {
-                Ok(())
-            };
-            if tv.and(tz).is_ok() {
-                (0, 0)
-            } else {
-                (-1, libc::EFAULT)
-            }
-        } else {
-            // time(2)
-            let stored = if args[0] != 0 {
-                mem.write(args[0], &secs.to_ne_bytes())
-            } else {
-                Ok(())
-            };
-            if stored.is_ok() {
-                (secs, 0)
-            } else {
-                (-1, libc::EFAULT)
-            }
-        };
-        if seccomp::id_valid(&listener, notif.id) {
-            let _ = seccomp::respond(&listener, notif.id, if err == 0 { val } else { 0 }, err);
-        }
-        self.listener = Some(listener);
     }
 }
 
