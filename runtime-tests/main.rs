@@ -7,3 +7,4 @@ mod bad_input;
 mod exec;
 mod isolation;
 mod lifecycle;
+mod time;

@@ -233,12 +233,18 @@ impl Tracer {
                 }
                 let _ = ptrace::cont(pid, None);
             }
-            WaitStatus::PtraceEvent(pid, _, ev) if ev == Event::PTRACE_EVENT_STOP as i32 => {
-                if self.seen.insert(pid) {
-                    let _ = ptrace::cont(pid, None); // a new child's first stop
-                } else {
+            WaitStatus::PtraceEvent(pid, sig, ev) if ev == Event::PTRACE_EVENT_STOP as i32 => {
+                self.seen.insert(pid);
+                if matches!(
+                    sig,
+                    Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU
+                ) {
+                    // A group-stop: stay stopped, but let a later SIGCONT through.
                     // SAFETY: PTRACE_LISTEN on a seized tracee in group-stop; no pointers.
                     unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid.as_raw(), 0, 0) };
+                } else {
+                    // A new child's first stop, or a re-trap after SIGCONT.
+                    let _ = ptrace::cont(pid, None);
                 }
             }
             WaitStatus::PtraceEvent(pid, _, _) => {

@@ -81,16 +81,6 @@ pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Resu
     Errno::result(ret).map(drop)
 }
 
-/// `pidfd_open(2)`: a CLOEXEC descriptor that becomes readable when `pid` exits.
-pub fn pidfd_open(pid: Pid) -> Result<OwnedFd, Errno> {
-    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
-    let fd = Errno::result(fd)? as RawFd;
-    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it. Pidfds are
-    // always close-on-exec.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
 /// ones below `first` reach an exec'd program.
 pub fn cloexec_from(first: u32) -> Result<(), Errno> {

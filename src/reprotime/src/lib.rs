@@ -11,6 +11,8 @@
 
 #![no_std]
 #![allow(clippy::missing_safety_doc)]
+// time_t and friends differ in width between targets: the casts are for the other ones.
+#![allow(clippy::unnecessary_cast)]
 
 use core::ffi::{c_char, c_int, c_void};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -86,6 +88,7 @@ struct Real {
     futimesat: AtomicPtr<c_void>,
 }
 
+#[allow(clippy::declare_interior_mutable_const)] // only an initializer for REAL's fields
 const NULL: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 static REAL: Real = Real {
     clock_gettime: NULL,

@@ -1,0 +1,304 @@
+//! The fake wall clock: every kind of program (dynamic C, static C, Go, Python, coreutils,
+//! busybox) in every mode, children and threads, file timestamps, bad input.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::common::*;
+
+const DATE: i64 = 1_700_000_000; // 2023-11-14T22:13:20Z
+
+/// Probe programs built once per test run: dynamic C, static C, and Go.
+struct Probes {
+    dir: tempfile::TempDir,
+}
+
+fn probes() -> &'static Probes {
+    static PROBES: OnceLock<Probes> = OnceLock::new();
+    PROBES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes");
+        let build = |cmd: &mut Command, what: &str| {
+            let o = cmd
+                .output()
+                .unwrap_or_else(|e| panic!("{what}: {e} (run .ci/setup)"));
+            assert!(
+                o.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let dynamic = dir.path().join("clock-dynamic");
+        let static_ = dir.path().join("clock-static");
+        let go = dir.path().join("clock-go");
+        let c = src.join("clock.c");
+        build(
+            Command::new("gcc")
+                .args(["-O2", "-pthread", "-o"])
+                .arg(&dynamic)
+                .arg(&c),
+            "gcc",
+        );
+        build(
+            Command::new("gcc")
+                .args(["-O2", "-static", "-pthread", "-o"])
+                .arg(&static_)
+                .arg(&c),
+            "gcc -static",
+        );
+        build(
+            Command::new("go")
+                .args(["build", "-o"])
+                .arg(&go)
+                .arg(src.join("clock.go"))
+                .env("CGO_ENABLED", "0")
+                .env("GOCACHE", dir.path().join("gocache"))
+                .env("GOPATH", dir.path().join("gopath"))
+                .env("GO111MODULE", "off"),
+            "go build",
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Probes { dir }
+    })
+}
+
+/// Runs `sh -c SCRIPT` with the probes bound at /probes; returns stdout.
+fn run_clock(flags: &[&str], script: &str) -> String {
+    let p = probes();
+    let w = Work::new();
+    let bind = format!("{}:/probes:ro", p.dir.path().display());
+    let mut args = vec!["exec", "--bind", &bind];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    expect_code(&w.run(&args), 0)
+}
+
+/// "name value" lines, grouped by name.
+fn values(out: &str) -> BTreeMap<String, Vec<i64>> {
+    let mut map: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for line in out.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+            if let Ok(v) = v.parse() {
+                map.entry(k.to_string()).or_default().push(v);
+            }
+        }
+    }
+    map
+}
+
+const EVERY_KIND: &str = "/probes/clock-dynamic; /probes/clock-static | sed 's/^/static-/'; \
+    /probes/clock-go; busybox date +'busybox %s'; date +'coreutils %s'; \
+    env -i /probes/clock-dynamic | sed 's/^/scrubbed-/'; \
+    python3 -c 'import time, datetime, os; print(\"python\", int(time.time())); \
+print(\"datetime\", int(datetime.datetime.now().timestamp())); \
+import sys; sys.stdout.flush(); pid = os.fork(); print(\"pychild\", int(time.time())) if pid == 0 else os.waitpid(pid, 0)'";
+
+#[test]
+fn frozen_clock_is_exact_for_every_kind_of_program() {
+    let out = run_clock(&["--date", "@1700000000", "--clock", "frozen"], EVERY_KIND);
+    let v = values(&out);
+    let names = [
+        "realtime",
+        "coarse",
+        "tai",
+        "gettimeofday",
+        "time",
+        "timespec_get",
+        "ftime",
+        "thread",
+        "child",
+        "static-realtime",
+        "static-coarse",
+        "static-tai",
+        "static-gettimeofday",
+        "static-time",
+        "static-timespec_get",
+        "static-ftime",
+        "static-thread",
+        "static-child",
+        "go",
+        "goroutine",
+        "busybox",
+        "coreutils",
+        "scrubbed-realtime",
+        "python",
+        "datetime",
+        "pychild",
+    ];
+    for name in names {
+        assert_eq!(v.get(name), Some(&vec![DATE]), "{name} in:\n{out}");
+    }
+}
+
+#[test]
+fn start_at_clock_starts_at_the_date_for_every_kind_of_program() {
+    let out = run_clock(&["--date", "2023-11-14T22:13:20Z"], EVERY_KIND);
+    let v = values(&out);
+    assert!(v.len() >= 26, "{out}");
+    for (name, readings) in &v {
+        for r in readings {
+            assert!(
+                (DATE..DATE + 30).contains(r),
+                "{name} read {r}, expected just after {DATE}:\n{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tick_clock_advances_by_the_step_on_every_read() {
+    let out = run_clock(
+        &["--date", "@1700000000", "--clock", "tick=1s"],
+        "/probes/clock-static 3; /probes/clock-dynamic 3",
+    );
+    let reads: Vec<i64> = values(&out)["read"].clone();
+    assert_eq!(reads.len(), 6, "{out}");
+    // Within a program, consecutive reads are exactly one step apart.
+    for program in reads.chunks(3) {
+        for pair in program.windows(2) {
+            assert_eq!(
+                pair[1] - pair[0],
+                1_000_000_000,
+                "each read advances by exactly 1s:\n{out}"
+            );
+        }
+    }
+    // The counter is shared by both paths and every process: time never goes back.
+    assert!(reads[3] > reads[2], "{out}");
+    assert!(reads[0] >= DATE * 1_000_000_000);
+    // A second run reads the same sequence.
+    let again = run_clock(
+        &["--date", "@1700000000", "--clock", "tick=1s"],
+        "/probes/clock-static 3; /probes/clock-dynamic 3",
+    );
+    assert_eq!(values(&again)["read"], reads);
+}
+
+#[test]
+fn dynamic_and_static_paths_read_one_clock() {
+    let out = run_clock(&[], "/probes/clock-dynamic 1 | grep offset | tail -1; /probes/clock-static 1 | grep offset | tail -1");
+    let offsets = &values(&out)["offset"];
+    assert_eq!(offsets.len(), 2, "{out}");
+    let diff = (offsets[0] - offsets[1]).abs();
+    assert!(
+        diff < 1_000_000,
+        "realtime - monotonic differs by {diff} ns between the paths:\n{out}"
+    );
+}
+
+#[test]
+fn time_passes_and_waits_work_in_every_mode() {
+    // start-at: sleep 1 advances both paths by about a second.
+    let out = run_clock(
+        &[],
+        "/probes/clock-dynamic 1 | grep '^read'; /probes/clock-static 1 | grep '^read'; sleep 1; \
+        /probes/clock-dynamic 1 | grep '^read'; /probes/clock-static 1 | grep '^read'",
+    );
+    let r = &values(&out)["read"];
+    for (before, after) in [(r[0], r[2]), (r[1], r[3])] {
+        let d = after - before;
+        assert!(
+            (950_000_000..3_000_000_000).contains(&d),
+            "advanced {d} ns:\n{out}"
+        );
+    }
+    // frozen: relative sleeps, timeouts and poll waits still return.
+    let started = std::time::Instant::now();
+    let out = run_clock(
+        &["--clock", "frozen", "--timeout", "20s"],
+        "sleep 0.3; timeout 0.3 sleep 5; echo timeout=$?; \
+         python3 -c 'import time, select; time.sleep(0.2); select.select([], [], [], 0.2); print(\"waited\")'",
+    );
+    assert_eq!(out, "timeout=124\nwaited\n");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn file_timestamps_agree_with_the_clock() {
+    let out = run_clock(
+        &["--date", "@1700000000"],
+        "cd /tmp; touch f; echo \"stat $(stat -c %Y f)\"; echo \"now $(date +%s)\"; \
+         python3 -c 'import os; print(\"pystat\", int(os.stat(\"f\").st_mtime))'; \
+         touch -d @1600000000 g; echo \"explicit $(stat -c %Y g)\"; \
+         touch -r g h; echo \"reference $(stat -c %Y h)\"; \
+         sleep 1.1; touch n; [ n -nt f ] && echo newer 1",
+    );
+    let v = values(&out);
+    let (stat, now) = (v["stat"][0], v["now"][0]);
+    assert!(
+        (now - stat).abs() <= 2,
+        "touched file {stat} vs clock {now}:\n{out}"
+    );
+    assert!((DATE..DATE + 30).contains(&stat), "{out}");
+    assert_eq!(v["pystat"][0], stat);
+    assert_eq!(
+        v["explicit"],
+        vec![1_600_000_000],
+        "an explicit timestamp reads back unchanged"
+    );
+    assert_eq!(v["reference"], vec![1_600_000_000]);
+    assert_eq!(v["newer"], vec![1], "make-style comparisons keep working");
+}
+
+#[test]
+fn source_date_epoch_matches_the_date_and_now_turns_faking_off() {
+    let out = run_clock(
+        &["--date", "2023-11-14T22:13:20Z"],
+        "echo sde $SOURCE_DATE_EPOCH; test -e /etc/ld.so.preload && echo preload 1",
+    );
+    assert_eq!(values(&out)["sde"], vec![DATE]);
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let out = run_clock(
+        &["--date", "now"],
+        "echo sde $SOURCE_DATE_EPOCH; /probes/clock-static | grep ^realtime; \
+        /probes/clock-go; test -e /etc/ld.so.preload || echo nopreload 1",
+    );
+    let v = values(&out);
+    for key in ["sde", "realtime", "go"] {
+        assert!(
+            (v[key][0] - real).abs() < 30,
+            "{key} is the real time with --date now:\n{out}"
+        );
+    }
+    assert_eq!(v["nopreload"], vec![1]);
+}
+
+#[test]
+fn bad_date_and_clock_input_is_refused() {
+    let w = Work::new();
+    for (args, needle) in [
+        (
+            &["exec", "--date", "yesterday", "--", "true"][..],
+            "invalid date",
+        ),
+        (
+            &["exec", "--date", "1969-12-31", "--", "true"],
+            "out of range",
+        ),
+        (
+            &["exec", "--date", "10000-01-01", "--", "true"],
+            "invalid date",
+        ),
+        (
+            &["exec", "--date", "2024-02-30", "--", "true"],
+            "invalid date",
+        ),
+        (
+            &["exec", "--clock", "warp", "--", "true"],
+            "invalid --clock",
+        ),
+        (
+            &["exec", "--clock", "tick=0s", "--", "true"],
+            "invalid --clock",
+        ),
+    ] {
+        expect_error(&w.run(args), needle);
+    }
+}
