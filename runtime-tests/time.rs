@@ -92,6 +92,7 @@ fn values(out: &str) -> BTreeMap<String, Vec<i64>> {
 
 const EVERY_KIND: &str = "/probes/clock-dynamic; /probes/clock-static | sed 's/^/static-/'; \
     /probes/clock-go; busybox date +'busybox %s'; date +'coreutils %s'; \
+    printf '#!/bin/busybox sh\\nbusybox date +\"script %%s\"\\n' > /tmp/s; chmod +x /tmp/s; /tmp/s; \
     env -i /probes/clock-dynamic | sed 's/^/scrubbed-/'; \
     python3 -c 'import time, datetime, os; print(\"python\", int(time.time())); \
 print(\"datetime\", int(datetime.datetime.now().timestamp())); \

@@ -1,4 +1,4 @@
-//! Answers the workload's realtime clock system calls (static and Go programs, whose vDSO was
+//! Answers the workload's realtime clock system calls (and watches its execs, see `vdso`) (static and Go programs, whose vDSO was
 //! stripped at exec) from a thread of the supervisor, through the seccomp notification
 //! listener the workload sent. The clock is the sandbox's own clock page, mapped shared, so
 //! the preload library and this server read the same offset and the same tick counter.
@@ -104,22 +104,30 @@ impl Server {
             Err(Errno::EINTR | Errno::ENOENT) => return Ok(()),
             Err(e) => return Err(e),
         };
+        let nr = notif.data.nr as i64;
+        let pid = Pid::from_raw(notif.pid as i32);
+        if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+            let id = notif.id;
+            super::vdso::on_exec(pid, nr, &notif.data.args, || {
+                let _ = seccomp::respond_continue(listener, id);
+            });
+            return Ok(());
+        }
         let now = self.now_ns();
         let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
-        let pid = Pid::from_raw(notif.pid as i32);
         let args = notif.data.args;
-        let nr = notif.data.nr as i64;
         let pair = |a: i64, b: i64| {
             let mut buf = [0u8; 16];
             buf[..8].copy_from_slice(&a.to_ne_bytes());
             buf[8..].copy_from_slice(&b.to_ne_bytes());
             buf
         };
+        let mem = super::vdso::Remote(pid);
         let put = |addr: u64, bytes: &[u8]| {
             if addr == 0 {
                 Ok(())
             } else {
-                write_remote(pid, addr, bytes)
+                mem.write(addr, bytes)
             }
         };
         let result = if nr == libc::SYS_clock_gettime {
@@ -141,20 +149,6 @@ impl Server {
             let _ = seccomp::respond(listener, notif.id, val, err);
         }
         Ok(())
-    }
-}
-
-fn write_remote(pid: Pid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
-    use nix::sys::uio::{process_vm_writev, RemoteIoVec};
-    let remote = [RemoteIoVec {
-        base: addr as usize,
-        len: bytes.len(),
-    }];
-    let n = process_vm_writev(pid, &[std::io::IoSlice::new(bytes)], &remote)?;
-    if n == bytes.len() {
-        Ok(())
-    } else {
-        Err(Errno::EFAULT)
     }
 }
 

@@ -60,8 +60,8 @@ fn prepare_and_exec(
         drop_privileges()?;
     }
     if let Some(sock) = clock_sock {
-        let listener = crate::sys::seccomp::install_with_listener(&super::tracer::clock_filter())?;
-        crate::sys::send_fd(sock, &listener, super::tracer::LISTENER_TAG)?;
+        let listener = crate::sys::seccomp::install_with_listener(&super::vdso::clock_filter())?;
+        crate::sys::send_fd(sock, &listener, super::vdso::LISTENER_TAG)?;
     }
     crate::sys::cloexec_from(3)?;
 

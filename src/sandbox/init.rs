@@ -3,7 +3,7 @@
 //! forwards signals until the workload exits, and exits with the workload's status.
 
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use super::mounts::{build_root, MountError};
 use super::protocol::{post, InitMsg};
-use super::{exec, signals, tracer};
+use super::{exec, signals, vdso};
 use crate::plan::{Namespace, Plan};
 
 #[derive(Debug, Error)]
@@ -134,21 +134,8 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
         enter_time_namespace(plan.uptime_start_secs).map_err(InitError::TimeNs)?;
     }
 
-    // With a fake clock, the supervisor first attaches its tracer, then says whether the
-    // workload should route its clock calls to it.
-    let clock_calls = if plan.clock.is_some() && tracer::SUPPORTED {
-        let mut go = [0u8; 1];
-        match nix::sys::socket::recv(
-            sock.as_raw_fd(),
-            &mut go,
-            nix::sys::socket::MsgFlags::empty(),
-        ) {
-            Ok(1) => go[0] == tracer::GO,
-            _ => return Err(InitError::ParentGone),
-        }
-    } else {
-        false
-    };
+    // With a fake clock, the workload routes its clock calls and execs to the supervisor.
+    let clock_calls = plan.clock.is_some() && vdso::SUPPORTED;
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
     let (status_r, status_w) =

@@ -13,7 +13,7 @@ mod pins_only;
 mod protocol;
 mod signals;
 mod supervisor;
-mod tracer;
+mod vdso;
 
 use nix::errno::Errno;
 use thiserror::Error;

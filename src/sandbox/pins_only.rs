@@ -11,7 +11,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{fork, ForkResult, Pid};
 
-use super::supervisor::{exit_code, watch};
+use super::supervisor::{exit_code, watch, Watch};
 use super::{exec, signals, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
 
@@ -54,8 +54,10 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         child,
         deadline,
         || kill_descendants(false),
-        None,
-        None,
+        Watch {
+            reap_all: true,
+            sock: None,
+        },
         &mut Vec::new(),
     )?;
     kill_descendants(true);

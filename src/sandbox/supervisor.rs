@@ -1,7 +1,7 @@
 //! The supervisor: stays in the caller's namespaces, creates init in new namespaces, forwards
 //! signals, enforces the timeout and collects the exit status and resource usage.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -11,11 +11,10 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
-use nix::sys::wait::WaitStatus;
-
 use super::protocol::{drain, InitMsg};
-use super::tracer::{Tracer, GO, LISTENER_TAG};
-use super::{init, signals, tracer, Outcome, SandboxError};
+use super::vdso::LISTENER_TAG;
+use super::{clock_server, init, signals, Outcome, SandboxError};
+use crate::determinism::ClockPlan;
 use crate::plan::{Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 
@@ -26,17 +25,24 @@ pub(super) struct Watched {
     pub timed_out: bool,
 }
 
-/// Waits for `child` while forwarding signals to `forward_to`, reaping every other child,
-/// and (with a tracer) handling trace stops, the workload's clock listener and its clock
-/// calls. At the deadline calls `on_timeout` (which must make the child exit). Messages that
-/// arrive on `sock` meanwhile are collected into `msgs`.
+/// How [`watch`] waits and what it serves.
+pub(super) struct Watch<'a> {
+    /// Reap every child (pins-only: orphans re-parent to us), not only the watched one.
+    pub reap_all: bool,
+    /// init's socket: a clock listener arriving on it is served with this clock; other
+    /// messages are collected.
+    pub sock: Option<(&'a OwnedFd, Option<ClockPlan>)>,
+}
+
+/// Waits for `child` while forwarding signals to `forward_to`. At the deadline calls
+/// `on_timeout` (which must make the child exit). Messages that arrive on the socket
+/// meanwhile are collected into `msgs`.
 pub(super) fn watch(
     child: Pid,
     forward_to: Pid,
     deadline: Option<Instant>,
     mut on_timeout: impl FnMut(),
-    mut tracer: Option<&mut Tracer>,
-    sock: Option<&OwnedFd>,
+    how: Watch,
     msgs: &mut Vec<InitMsg>,
 ) -> Result<Watched, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
@@ -46,13 +52,22 @@ pub(super) fn watch(
     )
     .map_err(step("signalfd"))?;
     let mut timed_out = false;
+    let (sock, clock) = match how.sock {
+        Some((s, c)) => (Some(s), c),
+        None => (None, None),
+    };
     let mut sock_open = sock.is_some();
+    let waited = if how.reap_all {
+        Pid::from_raw(-1)
+    } else {
+        child
+    };
     let mut reap = true; // a SIGCHLD may predate the signalfd
     loop {
         if reap {
             reap = false;
             while let Some((pid, status, usage)) =
-                wait4(Pid::from_raw(-1), libc::WNOHANG | libc::__WALL).or_else(|e| match e {
+                wait4(waited, libc::WNOHANG).or_else(|e| match e {
                     Errno::ECHILD => Ok(None),
                     e => Err(SandboxError::Supervise {
                         step: "wait",
@@ -66,11 +81,6 @@ pub(super) fn watch(
                         usage,
                         timed_out,
                     });
-                }
-                if let (Some(t), Ok(ws)) =
-                    (tracer.as_deref_mut(), WaitStatus::from_raw(pid, status))
-                {
-                    t.on_wait(ws);
                 }
             }
         }
@@ -124,8 +134,10 @@ pub(super) fn watch(
         };
         if sock_ready {
             match sock.map(recv_packet) {
-                Some(Ok(Some((bytes, fd)))) => match (fd, tracer.as_deref_mut()) {
-                    (Some(fd), Some(t)) if bytes == [LISTENER_TAG] => t.serve(fd),
+                Some(Ok(Some((bytes, fd)))) => match (fd, clock) {
+                    (Some(fd), Some(clock)) if bytes == [LISTENER_TAG] => {
+                        clock_server::spawn(fd, clock, child)
+                    }
                     _ => msgs.extend(serde_json::from_slice::<InitMsg>(&bytes).ok()),
                 },
                 _ => sock_open = false, // hung up, or nothing more will come
@@ -168,19 +180,6 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         Ok(Some(pid)) => pid,
     };
     drop(theirs);
-    // The static-binary time path: trace for exec events, then let init fork the workload.
-    let mut tracer = match plan.clock {
-        Some(clock) if tracer::SUPPORTED => Tracer::attach(child, clock).ok(),
-        _ => None,
-    };
-    if plan.clock.is_some() && tracer::SUPPORTED {
-        let go = if tracer.is_some() { GO } else { b'N' };
-        let _ = nix::sys::socket::send(
-            ours.as_raw_fd(),
-            &[go],
-            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
-        );
-    }
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
     let watched = watch(
@@ -191,8 +190,10 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
             // Killing pid 1 tears down the whole pid namespace, daemons included.
             let _ = kill(child, Signal::SIGKILL);
         },
-        tracer.as_mut(),
-        Some(&ours),
+        Watch {
+            reap_all: false,
+            sock: Some((&ours, plan.clock)),
+        },
         &mut msgs,
     )?;
     msgs.extend(drain(&ours));

@@ -81,6 +81,40 @@ pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Resu
     Errno::result(ret).map(drop)
 }
 
+/// Opens `path` (absolute or relative) as seen from the directory `root` taken as the root:
+/// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT). Read-only,
+/// close-on-exec.
+pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_IN_ROOT: u64 = 0x10;
+    let c = cpath(path)?;
+    let how = OpenHow {
+        flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_IN_ROOT,
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: `c` is NUL-terminated and `how` a valid open_how whose size is passed; both
+    // outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = Errno::result(fd)? as RawFd;
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
 /// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
 /// ones below `first` reach an exec'd program.
 pub fn cloexec_from(first: u32) -> Result<(), Errno> {

@@ -60,12 +60,32 @@ pub fn id_valid(listener: &OwnedFd, id: u64) -> bool {
 
 /// Answers a notification: the system call returns `val`, or fails with `error` (positive).
 pub fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
-    let mut resp = libc::seccomp_notif_resp {
-        id,
-        val,
-        error: -error,
-        flags: 0,
-    };
+    send(
+        listener,
+        libc::seccomp_notif_resp {
+            id,
+            val,
+            error: -error,
+            flags: 0,
+        },
+    )
+}
+
+/// Lets the notified system call run as if no filter had stopped it.
+pub fn respond_continue(listener: &OwnedFd, id: u64) -> Result<(), Errno> {
+    let flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
+    send(
+        listener,
+        libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags,
+        },
+    )
+}
+
+fn send(listener: &OwnedFd, mut resp: libc::seccomp_notif_resp) -> Result<(), Errno> {
     // SAFETY: the ioctl reads one seccomp_notif_resp from a valid pointer.
     let ret = unsafe {
         libc::ioctl(
