@@ -461,8 +461,7 @@ fn record_describes_the_run() {
         "head -c 20000000 /dev/zero | wc -c; exit 7",
     ]);
     expect_code(&o, 7);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(w.path().join("run.json")).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&w.path().join("run.json"));
     assert_eq!(rec["exit_code"], 7);
     assert_eq!(rec["timed_out"], false);
     assert_eq!(rec["isolation_used"], "full");
@@ -489,15 +488,13 @@ fn record_describes_the_run() {
         "5",
     ]);
     expect_code(&o, 124);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(w.path().join("t.json")).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&w.path().join("t.json"));
     assert_eq!(rec["timed_out"], true);
     assert_eq!(rec["exit_code"], 124);
 
     let o = w.run(&["exec", "--record", "n.json", "--", "no-such-command"]);
     expect_code(&o, 127);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(w.path().join("n.json")).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&w.path().join("n.json"));
     assert_eq!(rec["exit_code"], 127);
     assert!(rec["error"].as_str().unwrap().contains("command not found"));
 }

@@ -170,8 +170,7 @@ fn auto_isolation_falls_back_to_pins_with_one_warning() {
         .output()
         .unwrap();
     expect_code(&o, 0);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(w.path().join("r.json")).unwrap()).unwrap();
+    let rec: serde_json::Value = read_json(&w.path().join("r.json"));
     assert_eq!(rec["isolation_used"], "none");
 }
 
