@@ -3,10 +3,11 @@
 //! listener the workload sent. The clock is the sandbox's own clock page, mapped shared, so
 //! the preload library and this server read the same offset and the same tick counter.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::unistd::Pid;
 
 use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH};
@@ -101,7 +102,17 @@ impl Server {
     fn answer(&mut self, listener: &OwnedFd) -> Result<(), Errno> {
         let notif = match seccomp::recv(listener) {
             Ok(n) => n,
-            Err(Errno::EINTR | Errno::ENOENT) => return Ok(()),
+            Err(Errno::EINTR) => return Ok(()),
+            // The caller died before we read its call, or no process uses the filter any
+            // more: in the latter case the listener has hung up and we are done.
+            Err(Errno::ENOENT) => {
+                let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, PollTimeout::NONE);
+                let hup = fds[0]
+                    .revents()
+                    .is_some_and(|r| r.contains(PollFlags::POLLHUP));
+                return if hup { Err(Errno::ENOENT) } else { Ok(()) };
+            }
             Err(e) => return Err(e),
         };
         let nr = notif.data.nr as i64;
