@@ -25,6 +25,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 hyperfine -N --warmup 10 --runs "$runs" --export-json "$work/result.json" \
   -n reprorun "$bin exec -- /bin/true" \
+  -n "reprorun --date now" "$bin exec --date now -- /bin/true" \
   -n "reprorun --rootfs" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true" \
   -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
   -n crun "crun run --bundle $work/bundle reprorun-bench-crun" \
