@@ -21,11 +21,13 @@ per_call() { "$@" | awk '{print $1}'; }
 bare=$(per_call ./dyn "$n")
 repro_dyn=$(per_call "$bin" exec -- ./dyn "$n")
 faketime=$(LD_PRELOAD="$faketime_lib" FAKETIME="@2024-01-01 00:00:00" per_call ./dyn "$n")
-repro_static=$(per_call "$bin" exec -- ./static "$((n / 100))")
+repro_static=$(per_call "$bin" exec -- ./static "$n")
+repro_static_tick=$(per_call "$bin" exec --clock tick -- ./static "$((n / 1000))")
 printf '%-28s %12s %10s %14s\n' path ns/call "x bare" target
 printf '%-28s %12s %10s %14s\n' "bare vDSO (dynamic)" "$bare" 1.00 ""
 for row in "reprorun dynamic|$repro_dyn|<= 1.3x bare" "libfaketime dynamic|$faketime|" \
-           "reprorun static|$repro_static|<= 5000 ns"; do
+           "reprorun static|$repro_static|<= 5000 ns" \
+           "reprorun static, tick mode|$repro_static_tick|"; do
   IFS='|' read -r name v target <<<"$row"
   printf '%-28s %12s %10.2f %14s\n' "$name" "$v" "$(echo "$v / $bare" | bc -l)" "$target"
 done

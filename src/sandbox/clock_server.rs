@@ -77,13 +77,35 @@ struct Server {
 }
 
 impl Server {
-    fn now_ns(&mut self) -> i64 {
-        let epoch_ns = self.clock.epoch.saturating_mul(1_000_000_000);
+    /// The in-process clock for static and Go programs; `None` in tick mode, whose shared
+    /// counter only the server can advance.
+    fn fake_clock(&mut self) -> Option<super::vdso::FakeClock> {
+        use super::vdso::FakeClock;
+        match self.clock.mode {
+            ClockMode::Frozen => Some(FakeClock::Frozen {
+                epoch: self.clock.epoch,
+            }),
+            ClockMode::StartAt => {
+                self.map_page();
+                self.page.as_ref().map(|p| FakeClock::StartAt {
+                    offset_ns: p.offset_ns(),
+                })
+            }
+            ClockMode::Tick { .. } => None,
+        }
+    }
+
+    fn map_page(&mut self) {
         if self.page.is_none() && self.clock.mode != ClockMode::Frozen {
             let tick = matches!(self.clock.mode, ClockMode::Tick { .. });
             let path = format!("/proc/{}/root{PAGE_PATH}", self.init);
             self.page = Page::map(Path::new(&path), tick);
         }
+    }
+
+    fn now_ns(&mut self) -> i64 {
+        let epoch_ns = self.clock.epoch.saturating_mul(1_000_000_000);
+        self.map_page();
         match (self.clock.mode, &self.page) {
             (ClockMode::StartAt, Some(p)) => {
                 let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
@@ -119,7 +141,8 @@ impl Server {
         let pid = Pid::from_raw(notif.pid as i32);
         if nr == libc::SYS_execve || nr == libc::SYS_execveat {
             let id = notif.id;
-            super::vdso::on_exec(pid, nr, &notif.data.args, || {
+            let fake = self.fake_clock();
+            super::vdso::on_exec(pid, nr, &notif.data.args, fake, || {
                 let _ = seccomp::respond_continue(listener, id);
             });
             return Ok(());

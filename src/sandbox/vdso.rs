@@ -10,6 +10,7 @@ use std::os::unix::fs::FileExt;
 
 use nix::errno::Errno;
 use nix::sys::ptrace::{self, Event, Options};
+use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
@@ -20,6 +21,64 @@ pub const LISTENER_TAG: u8 = b'L';
 const AT_NULL: u64 = 0;
 const AT_IGNORE: u64 = 1;
 const AT_SYSINFO_EHDR: u64 = 33;
+
+/// Where the fake clock page is mapped in static and Go programs (a fixed address, so the
+/// seccomp filter can let its own system calls through). Unused by the usual layouts: below
+/// the mmap area (0x7f..), far above PIE programs and their heaps (0x55..-0x56..).
+pub const FAKE_PAGE: u64 = 0x6e5e_0000_0000;
+const ENTRY_CLOCK_GETTIME: u64 = 0x000;
+const ENTRY_GETTIMEOFDAY: u64 = 0x100;
+const ENTRY_TIME: u64 = 0x200;
+const SLOTS: usize = 0x800;
+
+// Machine code of asm/fakeclock.S, assembled with GNU as (x86-64), one array per entry point.
+const CODE_CLOCK_GETTIME: [u8; 112] = [
+    0x83, 0xff, 0x00, 0x74, 0x12, 0x83, 0xff, 0x05, 0x74, 0x0d, 0x83, 0xff, 0x0b, 0x74, 0x08, 0xb8,
+    0xe4, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3, 0x48, 0x83, 0x3d, 0xe1, 0x07, 0x00, 0x00, 0x02, 0x74,
+    0x3a, 0xb8, 0xe4, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x85, 0xc0, 0x75, 0x2e, 0x48, 0x8b, 0x0e, 0x48,
+    0x8b, 0x56, 0x08, 0x48, 0x69, 0xc9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0x01, 0xd1, 0x48, 0x03, 0x0d,
+    0xc4, 0x07, 0x00, 0x00, 0x48, 0x89, 0xc8, 0x31, 0xd2, 0xb9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0xf7,
+    0xf1, 0x48, 0x89, 0x06, 0x48, 0x89, 0x56, 0x08, 0x31, 0xc0, 0xc3, 0x48, 0x8b, 0x05, 0xae, 0x07,
+    0x00, 0x00, 0x48, 0x89, 0x06, 0x48, 0xc7, 0x46, 0x08, 0x00, 0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3,
+];
+const CODE_GETTIMEOFDAY: [u8; 50] = [
+    0x48, 0x85, 0xff, 0x74, 0x1e, 0x56, 0x48, 0x89, 0xfe, 0x31, 0xff, 0xe8, 0xf0, 0xfe, 0xff, 0xff,
+    0x48, 0x8b, 0x46, 0x08, 0x31, 0xd2, 0xb9, 0xe8, 0x03, 0x00, 0x00, 0x48, 0xf7, 0xf1, 0x48, 0x89,
+    0x46, 0x08, 0x5e, 0x48, 0x85, 0xf6, 0x74, 0x07, 0x48, 0xc7, 0x06, 0x00, 0x00, 0x00, 0x00, 0x31,
+    0xc0, 0xc3,
+];
+const CODE_TIME: [u8; 33] = [
+    0x57, 0x48, 0x83, 0xec, 0x10, 0x48, 0x89, 0xe6, 0x31, 0xff, 0xe8, 0xf1, 0xfd, 0xff, 0xff, 0x48,
+    0x8b, 0x04, 0x24, 0x48, 0x83, 0xc4, 0x10, 0x5f, 0x48, 0x85, 0xff, 0x74, 0x03, 0x48, 0x89, 0x07,
+    0xc3,
+];
+
+/// The fake clock a static or Go program gets in-process.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FakeClock {
+    /// Real time plus `offset_ns`.
+    StartAt { offset_ns: i64 },
+    /// Always `epoch` seconds.
+    Frozen { epoch: i64 },
+}
+
+/// The page injected into the program: code at its entry points, the clock in the slots.
+fn fake_page(clock: FakeClock) -> Vec<u8> {
+    let mut page = vec![0u8; SLOTS + 24];
+    page[..CODE_CLOCK_GETTIME.len()].copy_from_slice(&CODE_CLOCK_GETTIME);
+    let at = ENTRY_GETTIMEOFDAY as usize;
+    page[at..at + CODE_GETTIMEOFDAY.len()].copy_from_slice(&CODE_GETTIMEOFDAY);
+    let at = ENTRY_TIME as usize;
+    page[at..at + CODE_TIME.len()].copy_from_slice(&CODE_TIME);
+    let (mode, offset, epoch) = match clock {
+        FakeClock::StartAt { offset_ns } => (1i64, offset_ns, 0i64),
+        FakeClock::Frozen { epoch } => (2, 0, epoch),
+    };
+    page[SLOTS..SLOTS + 8].copy_from_slice(&mode.to_le_bytes());
+    page[SLOTS + 8..SLOTS + 16].copy_from_slice(&offset.to_le_bytes());
+    page[SLOTS + 16..SLOTS + 24].copy_from_slice(&epoch.to_le_bytes());
+    page
+}
 
 /// Whether this build can serve the static path (the filter and register access are per
 /// architecture; other architectures keep the preload path only).
@@ -42,6 +101,12 @@ pub fn clock_filter() -> Vec<libc::sock_filter> {
         jf,
         k,
     };
+    let and = |k: u32| libc::sock_filter {
+        code: (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
     let ret = |k: u32| libc::sock_filter {
         code: (libc::BPF_RET | libc::BPF_K) as u16,
         jt: 0,
@@ -50,19 +115,24 @@ pub fn clock_filter() -> Vec<libc::sock_filter> {
     };
     vec![
         /* 0 */ ld(4), // arch
-        /* 1 */ jeq(ARCH_X86_64, 0, 10),
-        /* 2 */ ld(0), // syscall number
-        /* 3 */ jeq(libc::SYS_gettimeofday as u32, 9, 0),
-        /* 4 */ jeq(libc::SYS_time as u32, 8, 0),
-        /* 5 */ jeq(libc::SYS_execve as u32, 7, 0),
-        /* 6 */ jeq(libc::SYS_execveat as u32, 6, 0),
-        /* 7 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
-        /* 8 */ ld(16), // args[0], low half: the clock id
-        /* 9 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
-        /* 10 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
-        /* 11 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
-        /* 12 */ ret(libc::SECCOMP_RET_ALLOW),
-        /* 13 */ ret(libc::SECCOMP_RET_USER_NOTIF),
+        /* 1 */ jeq(ARCH_X86_64, 0, 15),
+        /* 2 */ ld(12), // instruction pointer, high half
+        /* 3 */ jeq((FAKE_PAGE >> 32) as u32, 0, 3),
+        /* 4 */ ld(8), // instruction pointer, low half
+        /* 5 */ and(0xffff_f000),
+        /* 6 */ jeq(FAKE_PAGE as u32, 10, 0), // a call from the injected clock: allow
+        /* 7 */ ld(0), // syscall number
+        /* 8 */ jeq(libc::SYS_gettimeofday as u32, 9, 0),
+        /* 9 */ jeq(libc::SYS_time as u32, 8, 0),
+        /* 10 */ jeq(libc::SYS_execve as u32, 7, 0),
+        /* 11 */ jeq(libc::SYS_execveat as u32, 6, 0),
+        /* 12 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
+        /* 13 */ ld(16), // args[0], low half: the clock id
+        /* 14 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
+        /* 15 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
+        /* 16 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
+        /* 17 */ ret(libc::SECCOMP_RET_ALLOW),
+        /* 18 */ ret(libc::SECCOMP_RET_USER_NOTIF),
     ]
 }
 
@@ -176,9 +246,9 @@ impl Remote {
 }
 
 /// At an exec stop the stack pointer addresses argc, then argv, NULL, envp, NULL, auxv.
-/// Turns the AT_SYSINFO_EHDR entry into AT_IGNORE, so the program finds no vDSO.
+/// Returns the address of the AT_SYSINFO_EHDR entry and its value (the vDSO's base).
 #[cfg(target_arch = "x86_64")]
-fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
+fn auxv_vdso(pid: Pid) -> Result<Option<(u64, u64)>, Errno> {
     let sp = ptrace::getregs(pid)?.rsp;
     let mem = Remote(pid);
     let argc = mem.word(sp)?;
@@ -189,20 +259,168 @@ fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
     at += 8;
     for _ in 0..512 {
         match mem.word(at)? {
-            AT_NULL => return Ok(false),
-            AT_SYSINFO_EHDR => {
-                mem.write(at, &AT_IGNORE.to_ne_bytes())?;
-                return Ok(true);
-            }
+            AT_NULL => return Ok(None),
+            AT_SYSINFO_EHDR => return Ok(Some((at, mem.word(at + 8)?))),
             _ => at += 16,
         }
     }
-    Ok(false)
+    Ok(None)
+}
+
+/// Turns the AT_SYSINFO_EHDR entry into AT_IGNORE, so the program finds no vDSO and makes
+/// the clock system calls, which the clock server answers.
+#[cfg(target_arch = "x86_64")]
+fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
+    match auxv_vdso(pid)? {
+        Some((entry, _)) => Remote(pid)
+            .write(entry, &AT_IGNORE.to_ne_bytes())
+            .map(|_| true),
+        None => Ok(false),
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 fn strip_vdso(_pid: Pid) -> Result<bool, Errno> {
     Ok(false)
+}
+
+/// The vDSO's realtime entry points (each alias once) and the fake entry each should jump to.
+/// Fails if one is too short to hold the 12-byte jump.
+fn vdso_targets(pid: Pid, base: u64) -> Result<Vec<(u64, u64)>, Errno> {
+    let mem = Remote(pid);
+    let mut image = Vec::new();
+    for page in 0..8u64 {
+        let mut buf = vec![0u8; 4096];
+        if mem.read(base + page * 4096, &mut buf).is_err() {
+            break;
+        }
+        image.extend_from_slice(&buf);
+    }
+    let get = |o: usize, n: usize| image.get(o..o + n).ok_or(Errno::ENOEXEC);
+    let u16_at = |o: usize| get(o, 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32_at = |o: usize| get(o, 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let u64_at = |o: usize| get(o, 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+    if get(0, 4)? != b"\x7fELF" {
+        return Err(Errno::ENOEXEC);
+    }
+    let (shoff, shentsize, shnum) = (u64_at(40)? as usize, u16_at(58)?, u16_at(60)?);
+    const SHT_DYNSYM: u32 = 11;
+    let mut targets = Vec::new();
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        if u32_at(sh + 4)? != SHT_DYNSYM {
+            continue;
+        }
+        let (sym_off, sym_size, link) = (
+            u64_at(sh + 24)? as usize,
+            u64_at(sh + 32)? as usize,
+            u32_at(sh + 40)?,
+        );
+        let str_off = u64_at(shoff + link as usize * shentsize + 24)? as usize;
+        for sym in (sym_off..sym_off + sym_size).step_by(24) {
+            let name_at = str_off + u32_at(sym)? as usize;
+            let name = image.get(name_at..).ok_or(Errno::ENOEXEC)?;
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(0)];
+            let entry = match name {
+                b"clock_gettime" | b"__vdso_clock_gettime" => ENTRY_CLOCK_GETTIME,
+                b"gettimeofday" | b"__vdso_gettimeofday" => ENTRY_GETTIMEOFDAY,
+                b"time" | b"__vdso_time" => ENTRY_TIME,
+                _ => continue,
+            };
+            let (value, size) = (u64_at(sym + 8)?, u64_at(sym + 16)?);
+            if size < 12 {
+                return Err(Errno::ENOSPC); // too short for the jump: use the system-call path
+            }
+            let addr = base + value;
+            if !targets.iter().any(|(a, _)| *a == addr) {
+                targets.push((addr, FAKE_PAGE + entry));
+            }
+        }
+    }
+    if targets.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(targets)
+}
+
+/// Writes into the tracee's memory whatever the page protection (ptrace's forced write).
+fn poke_bytes(pid: Pid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+    let mut off = 0usize;
+    while off < bytes.len() {
+        let at = addr + off as u64;
+        let n = (bytes.len() - off).min(8);
+        let mut word = if n < 8 {
+            (ptrace::read(pid, at as ptrace::AddressType)? as u64).to_le_bytes()
+        } else {
+            [0u8; 8]
+        };
+        word[..n].copy_from_slice(&bytes[off..off + n]);
+        ptrace::write(
+            pid,
+            at as ptrace::AddressType,
+            i64::from_le_bytes(word) as libc::c_long,
+        )?;
+        off += n;
+    }
+    Ok(())
+}
+
+/// Runs one system call in the stopped tracee (at its current instruction, temporarily a
+/// `syscall`), then restores its code and registers. Returns the call's result.
+#[cfg(target_arch = "x86_64")]
+fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> Result<u64, Errno> {
+    let saved = ptrace::getregs(pid)?;
+    let ip = saved.rip;
+    let code = ptrace::read(pid, ip as ptrace::AddressType)? as u64;
+    let syscall_insn = (code & !0xffff) | 0x050f; // 0f 05
+    ptrace::write(pid, ip as ptrace::AddressType, syscall_insn as libc::c_long)?;
+    let mut regs = saved;
+    regs.rax = nr;
+    regs.orig_rax = u64::MAX;
+    (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
+        (args[0], args[1], args[2], args[3], args[4], args[5]);
+    let result = ptrace::setregs(pid, regs)
+        .and_then(|_| ptrace::step(pid, None))
+        .and_then(|_| match waitpid(pid, Some(WaitPidFlag::__WALL))? {
+            WaitStatus::Stopped(_, Signal::SIGTRAP) => Ok(ptrace::getregs(pid)?.rax),
+            _ => Err(Errno::ECHILD),
+        });
+    ptrace::write(pid, ip as ptrace::AddressType, code as libc::c_long)?;
+    ptrace::setregs(pid, saved)?;
+    result
+}
+
+/// Gives a static or Go program the fake clock in-process: maps the fake clock page at
+/// [`FAKE_PAGE`] and points the vDSO's realtime entry points at it. The tracee must be at the
+/// exit of its execve (so its registers can be borrowed).
+#[cfg(target_arch = "x86_64")]
+fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
+    let (_, base) = auxv_vdso(pid)?.ok_or(Errno::ENOENT)?;
+    let targets = vdso_targets(pid, base)?;
+    let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+    let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
+    let mapped = inject_syscall(
+        pid,
+        libc::SYS_mmap as u64,
+        [FAKE_PAGE, 4096, prot, flags, u64::MAX, 0],
+    )?;
+    if mapped != FAKE_PAGE {
+        return Err(Errno::EEXIST);
+    }
+    poke_bytes(pid, FAKE_PAGE, &fake_page(clock))?;
+    for (addr, target) in targets {
+        // movabs rax, target; jmp rax
+        let mut jump = vec![0x48, 0xb8];
+        jump.extend_from_slice(&target.to_le_bytes());
+        jump.extend_from_slice(&[0xff, 0xe0]);
+        poke_bytes(pid, addr, &jump)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn inject_fake_clock(_pid: Pid, _clock: FakeClock) -> Result<(), Errno> {
+    Err(Errno::ENOSYS)
 }
 
 /// The file an `execve`/`execveat` notification is about to run, opened as the caller sees
@@ -268,10 +486,15 @@ fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> bool {
 
 /// Handles an exec notification: lets the exec proceed, and when the new program reads the
 /// clock past libc, strips its vDSO at the exec stop. `respond` lets the exec continue.
-pub(super) fn on_exec(pid: Pid, nr: i64, args: &[u64; 6], respond: impl FnOnce()) {
-    if !exec_bypasses_libc(pid, nr, args)
-        || ptrace::seize(pid, Options::PTRACE_O_TRACEEXEC).is_err()
-    {
+pub(super) fn on_exec(
+    pid: Pid,
+    nr: i64,
+    args: &[u64; 6],
+    fake: Option<FakeClock>,
+    respond: impl FnOnce(),
+) {
+    let opts = Options::PTRACE_O_TRACEEXEC | Options::PTRACE_O_TRACESYSGOOD;
+    if !exec_bypasses_libc(pid, nr, args) || ptrace::seize(pid, opts).is_err() {
         respond();
         return;
     }
@@ -281,7 +504,19 @@ pub(super) fn on_exec(pid: Pid, nr: i64, args: &[u64; 6], respond: impl FnOnce()
     loop {
         match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
-                let _ = strip_vdso(p);
+                // Fast path: the fake clock in-process (a jump from the vDSO); else the
+                // system-call path (no vDSO; the clock server answers).
+                let injected = fake.is_some_and(|clock| {
+                    ptrace::syscall(p, None).is_ok()
+                        && matches!(
+                            waitpid(p, Some(WaitPidFlag::__WALL)),
+                            Ok(WaitStatus::PtraceSyscall(_))
+                        )
+                        && inject_fake_clock(p, clock).is_ok()
+                });
+                if !injected {
+                    let _ = strip_vdso(p);
+                }
                 let _ = ptrace::detach(p, None);
                 return;
             }
@@ -321,6 +556,64 @@ mod tests {
         let script = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(script.path(), "#!/bin/sh\n").unwrap();
         assert!(!bypasses_libc(&std::fs::File::open(script.path()).unwrap()));
+    }
+
+    #[test]
+    fn fake_page_holds_code_and_clock_slots() {
+        let page = fake_page(FakeClock::StartAt { offset_ns: -5 });
+        assert_eq!(
+            &page[..3],
+            &[0x83, 0xff, 0x00],
+            "clock_gettime starts with cmp edi, 0"
+        );
+        assert_eq!(page[ENTRY_GETTIMEOFDAY as usize], 0x48);
+        assert_eq!(page[ENTRY_TIME as usize], 0x57, "time starts with push rdi");
+        assert_eq!(
+            i64::from_le_bytes(page[SLOTS..SLOTS + 8].try_into().unwrap()),
+            1
+        );
+        assert_eq!(
+            i64::from_le_bytes(page[SLOTS + 8..SLOTS + 16].try_into().unwrap()),
+            -5
+        );
+        let page = fake_page(FakeClock::Frozen { epoch: 77 });
+        assert_eq!(
+            i64::from_le_bytes(page[SLOTS..SLOTS + 8].try_into().unwrap()),
+            2
+        );
+        assert_eq!(
+            i64::from_le_bytes(page[SLOTS + 16..SLOTS + 24].try_into().unwrap()),
+            77
+        );
+    }
+
+    /// The embedded machine code is exactly what asm/fakeclock.S assembles to.
+    #[test]
+    fn embedded_code_matches_the_assembly_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let src =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sandbox/asm/fakeclock.S");
+        let obj = dir.path().join("fc.o");
+        let bin = dir.path().join("fc.bin");
+        let ok = std::process::Command::new("as")
+            .arg("-o")
+            .arg(&obj)
+            .arg(&src)
+            .status();
+        if !ok.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: GNU as not available");
+            return;
+        }
+        let copied = std::process::Command::new("objcopy")
+            .args(["-O", "binary", "-j", ".text"])
+            .arg(&obj)
+            .arg(&bin)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let bytes = std::fs::read(&bin).unwrap();
+        let page = fake_page(FakeClock::StartAt { offset_ns: 0 });
+        assert_eq!(&bytes[..SLOTS], &page[..SLOTS]);
     }
 
     #[test]

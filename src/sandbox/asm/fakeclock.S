@@ -1,0 +1,93 @@
+/* The fake realtime clock injected into statically linked and Go programs (x86-64).
+ * reprorun maps this page at a fixed address in the program at its exec, fills in the data
+ * slots at 0x800, and points the vDSO's clock_gettime, gettimeofday and time at the entry
+ * points below (a 12-byte `movabs rax, ENTRY; jmp rax` over each vDSO function's start).
+ * System calls made from this page pass the sandbox's clock filter; the real realtime clock
+ * is read with a raw system call and shifted by the offset (start-at), or the date is
+ * returned (frozen). Other clocks go straight to the kernel.
+ * Assembled with `as` (see vdso.rs, FAKE_CLOCK_CODE); kept here as the source of those bytes. */
+    .intel_syntax noprefix
+    .text
+/* 0x000: int clock_gettime(clockid_t clk = edi, struct timespec *ts = rsi) */
+fake_clock_gettime:
+    cmp edi, 0
+    je 1f
+    cmp edi, 5
+    je 1f
+    cmp edi, 11
+    je 1f
+    mov eax, 228
+    syscall
+    ret
+1:
+    cmp qword ptr [rip + slot_mode], 2
+    je 3f
+    mov eax, 228
+    syscall
+    test eax, eax
+    jne 2f
+    mov rcx, [rsi]
+    mov rdx, [rsi + 8]
+    imul rcx, rcx, 1000000000
+    add rcx, rdx
+    add rcx, [rip + slot_offset]
+    mov rax, rcx
+    xor edx, edx
+    mov ecx, 1000000000
+    div rcx
+    mov [rsi], rax
+    mov [rsi + 8], rdx
+    xor eax, eax
+2:
+    ret
+3:
+    mov rax, [rip + slot_epoch]
+    mov [rsi], rax
+    mov qword ptr [rsi + 8], 0
+    xor eax, eax
+    ret
+
+    .org 0x100
+/* 0x100: int gettimeofday(struct timeval *tv = rdi, struct timezone *tz = rsi) */
+fake_gettimeofday:
+    test rdi, rdi
+    jz 1f
+    push rsi
+    mov rsi, rdi
+    xor edi, edi
+    call fake_clock_gettime
+    mov rax, [rsi + 8]
+    xor edx, edx
+    mov ecx, 1000
+    div rcx
+    mov [rsi + 8], rax
+    pop rsi
+1:
+    test rsi, rsi
+    jz 2f
+    mov qword ptr [rsi], 0
+2:
+    xor eax, eax
+    ret
+
+    .org 0x200
+/* 0x200: time_t time(time_t *tloc = rdi) */
+fake_time:
+    push rdi
+    sub rsp, 16
+    mov rsi, rsp
+    xor edi, edi
+    call fake_clock_gettime
+    mov rax, [rsp]
+    add rsp, 16
+    pop rdi
+    test rdi, rdi
+    jz 1f
+    mov [rdi], rax
+1:
+    ret
+
+    .org 0x800
+slot_mode:   .quad 0     /* 1 start-at, 2 frozen */
+slot_offset: .quad 0     /* fake - real, nanoseconds */
+slot_epoch:  .quad 0     /* the date, seconds */
