@@ -407,7 +407,16 @@ fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
     if mapped != FAKE_PAGE {
         return Err(Errno::EEXIST);
     }
-    poke_bytes(pid, FAKE_PAGE, &fake_page(clock))?;
+    // The page is fresh (zeroed): write only the code and the slots.
+    let page = fake_page(clock);
+    for (start, len) in [
+        (ENTRY_CLOCK_GETTIME as usize, CODE_CLOCK_GETTIME.len()),
+        (ENTRY_GETTIMEOFDAY as usize, CODE_GETTIMEOFDAY.len()),
+        (ENTRY_TIME as usize, CODE_TIME.len()),
+        (SLOTS, 24),
+    ] {
+        poke_bytes(pid, FAKE_PAGE + start as u64, &page[start..start + len])?;
+    }
     for (addr, target) in targets {
         // movabs rax, target; jmp rax
         let mut jump = vec![0x48, 0xb8];
