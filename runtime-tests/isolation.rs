@@ -45,6 +45,22 @@ fn rootless_run_as_an_unprivileged_user() {
         (uid, gid),
         "files land owned by the caller"
     );
+    // The fake clock reaches dynamic and static programs without privilege too.
+    let o = Command::new("setpriv")
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={gid}"),
+            "--clear-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["exec", "--date", "@1700000000", "--clock", "frozen", "--"])
+        .args(["sh", "-c", "date +%s; busybox date +%s"])
+        .current_dir(w.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(expect_code(&o, 0), "1700000000\n1700000000\n");
 }
 
 /// A Docker-like seccomp profile: unshare/setns and namespace flags on clone refused with
