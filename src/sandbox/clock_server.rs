@@ -186,19 +186,24 @@ impl Server {
     }
 }
 
-/// Serves `listener` on a new thread until every process under the filter is gone.
-pub fn spawn(listener: OwnedFd, clock: ClockPlan, init: Pid) {
-    // Ask the kernel to hand the CPU straight to us and back (a synchronous round trip);
-    // an older kernel without the flag still works, with slower wake-ups.
-    let _ = seccomp::set_sync_wakeup(&listener);
+/// Starts the server thread now (so its start-up overlaps the sandbox's); it serves the
+/// listener sent through the returned channel until no process uses the filter any more.
+pub fn start(clock: ClockPlan, init: Pid) -> std::sync::mpsc::Sender<OwnedFd> {
+    let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
     let mut server = Server {
         clock,
         init,
         page: None,
     };
-    // Blocking in RECV (not in poll) is what the synchronous wake-up hands the CPU to. The
-    // thread ends with the supervisor process.
     let _ = std::thread::Builder::new()
         .name("reprorun-clock".into())
-        .spawn(move || while server.answer(&listener).is_ok() {});
+        .spawn(move || {
+            let Ok(listener) = rx.recv() else { return };
+            // Ask the kernel to hand the CPU straight to us and back (a synchronous round trip);
+            // an older kernel without the flag still works, with slower wake-ups. Blocking in
+            // RECV (not in poll) is what the synchronous wake-up hands the CPU to.
+            let _ = seccomp::set_sync_wakeup(&listener);
+            while server.answer(&listener).is_ok() {}
+        });
+    tx
 }

@@ -14,9 +14,9 @@ use nix::unistd::Pid;
 use super::protocol::{drain, InitMsg};
 use super::vdso::LISTENER_TAG;
 use super::{clock_server, init, signals, Outcome, SandboxError};
-use crate::determinism::ClockPlan;
 use crate::plan::{Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
+use std::sync::mpsc::Sender;
 
 /// How a watched child ended.
 pub(super) struct Watched {
@@ -31,7 +31,7 @@ pub(super) struct Watch<'a> {
     pub reap_all: bool,
     /// init's socket: a clock listener arriving on it is served with this clock; other
     /// messages are collected.
-    pub sock: Option<(&'a OwnedFd, Option<ClockPlan>)>,
+    pub sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
 }
 
 /// Waits for `child` while forwarding signals to `forward_to`. At the deadline calls
@@ -134,9 +134,9 @@ pub(super) fn watch(
         };
         if sock_ready {
             match sock.map(recv_packet) {
-                Some(Ok(Some((bytes, fd)))) => match (fd, clock) {
+                Some(Ok(Some((bytes, fd)))) => match (fd, clock.as_ref()) {
                     (Some(fd), Some(clock)) if bytes == [LISTENER_TAG] => {
-                        clock_server::spawn(fd, clock, child)
+                        let _ = clock.send(fd);
                     }
                     _ => msgs.extend(serde_json::from_slice::<InitMsg>(&bytes).ok()),
                 },
@@ -192,7 +192,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         },
         Watch {
             reap_all: false,
-            sock: Some((&ours, plan.clock)),
+            sock: Some((&ours, plan.clock.map(|c| clock_server::start(c, child)))),
         },
         &mut msgs,
     )?;
