@@ -305,3 +305,17 @@ fn bad_date_and_clock_input_is_refused() {
         expect_error(&w.run(args), needle);
     }
 }
+
+#[test]
+fn static_programs_started_from_threads_and_posix_spawn_get_the_clock() {
+    // An exec from a non-leader thread (its exec stop arrives under the leader's pid), and
+    // posix_spawn (vfork-style clone).
+    let out = run_clock(
+        &["--date", "@1700000000", "--clock", "frozen"],
+        "python3 -c 'import os; os.posix_spawn(\"/bin/busybox\", [\"busybox\", \"date\", \"+spawn %s\"], {}); os.wait()'; \
+         python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv(\"/bin/busybox\", [\"busybox\", \"date\", \"+thread %s\"])); t.start(); t.join()'",
+    );
+    let v = values(&out);
+    assert_eq!(v.get("spawn"), Some(&vec![DATE]), "{out}");
+    assert_eq!(v.get("thread"), Some(&vec![DATE]), "{out}");
+}

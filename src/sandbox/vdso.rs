@@ -511,7 +511,10 @@ pub(super) fn on_exec(
     // Wait (briefly) for the exec stop; an exec that fails produces none.
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
     loop {
-        match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+        // Any tracee of this thread: an exec from a non-leader thread reports its stop under
+        // the leader's pid. __WNOTHREAD keeps the supervisor's own child (init) out of reach.
+        let flags = WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG;
+        match waitpid(Pid::from_raw(-1), Some(flags)) {
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
                 // Fast path: the fake clock in-process (a jump from the vDSO); else the
                 // system-call path (no vDSO; the clock server answers).
