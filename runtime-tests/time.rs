@@ -319,3 +319,23 @@ fn static_programs_started_from_threads_and_posix_spawn_get_the_clock() {
     assert_eq!(v.get("spawn"), Some(&vec![DATE]), "{out}");
     assert_eq!(v.get("thread"), Some(&vec![DATE]), "{out}");
 }
+
+#[test]
+fn tick_clock_reaches_every_kind_of_program() {
+    // 1 ms per read: every program's readings stay within a few seconds of the date, however
+    // long the run takes in real time.
+    let out = run_clock(
+        &["--date", "@1700000000", "--clock", "tick=1ms"],
+        EVERY_KIND,
+    );
+    let v = values(&out);
+    assert!(v.len() >= 26, "{out}");
+    for (name, readings) in &v {
+        for r in readings {
+            assert!(
+                (DATE..DATE + 5).contains(r),
+                "{name} read {r} in tick mode:\n{out}"
+            );
+        }
+    }
+}
