@@ -339,3 +339,38 @@ fn tick_clock_reaches_every_kind_of_program() {
         }
     }
 }
+
+#[test]
+fn the_workload_cannot_turn_the_clock_server_against_the_host() {
+    let p = probes();
+    let w = Work::new();
+    std::fs::write(w.path().join("victim"), "unchanged").unwrap();
+    let bind = format!("{}:/probes:ro", p.dir.path().display());
+    // In tick mode the page is writable from inside: swap it for a link to a host file,
+    // truncate it, and exec a FIFO; the server must neither write the host file, nor die,
+    // nor hang.
+    let script = ": > /run/reprorun/clock; /probes/clock-static > /tmp/o && echo ok; \
+         rm -f /run/reprorun/clock && ln -s /work/victim /run/reprorun/clock; \
+         /probes/clock-static > /tmp/o && echo ok; \
+         mkfifo /tmp/f; chmod +x /tmp/f; /tmp/f 2>/dev/null; /probes/clock-static > /tmp/o && echo ok";
+    // busybox sh: a static shell, so the workload's own (truncated) mapping cannot fault it.
+    let o = w.run(&[
+        "exec",
+        "--clock",
+        "tick",
+        "--timeout",
+        "30s",
+        "--bind",
+        &bind,
+        "--",
+        "busybox",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(expect_code(&o, 0), "ok\nok\nok\n");
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("victim")).unwrap(),
+        "unchanged"
+    );
+}

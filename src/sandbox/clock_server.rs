@@ -1,57 +1,114 @@
-//! Answers the workload's realtime clock system calls (and watches its execs, see `vdso`) (static and Go programs, whose vDSO was
-//! stripped at exec) from a thread of the supervisor, through the seccomp notification
-//! listener the workload sent. The clock is the sandbox's own clock page, mapped shared, so
-//! the preload library and this server read the same offset and the same tick counter.
+//! The supervisor's side of the time path for programs that bypass libc (static, Go): a
+//! thread that answers the workload's seccomp notifications — realtime clock calls (answered
+//! from the sandbox's clock page) and execs (handed to `vdso`, which gives static and Go
+//! programs the clock in-process).
+//!
+//! The page is the file init wrote at /run/reprorun/clock; the server maps it before it
+//! answers anything (so before the workload runs a single instruction of its own), opened
+//! inside the sandbox's root without following any link, and checked to be a regular file of
+//! a full page, so the preload library and this server share one offset and one tick counter.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::unistd::Pid;
 
-use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH};
+use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH, PAGE_SIZE};
 use crate::sys::seccomp;
 
-/// One page of the sandbox's clock file, mapped shared.
+/// The clock page, mapped shared.
 struct Page {
     ptr: *mut u8,
 }
 
 // SAFETY: the mapping is process-wide shared memory accessed only through volatile reads and
-// an atomic counter; it is never unmapped while a reference exists (Drop takes &mut self).
+// an atomic counter; it stays mapped for the Page's whole life.
 unsafe impl Send for Page {}
 
+/// Address of the tick-mode mapping, for the SIGBUS guard.
+static GUARDED: AtomicUsize = AtomicUsize::new(0);
+
+/// In tick mode the page file is writable from inside, so the workload could truncate it and
+/// make our next access fault. The guard replaces the mapping with a private zero page and
+/// lets the access retry: only that sandbox's clock is affected, never the supervisor.
+extern "C" fn sigbus_guard(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = GUARDED.load(Ordering::Relaxed);
+    if page != 0 && (page..page + PAGE_SIZE).contains(&addr) {
+        // SAFETY: remaps exactly our own page (async-signal-safe system call).
+        unsafe {
+            libc::mmap(
+                page as *mut libc::c_void,
+                PAGE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        return;
+    }
+    // SAFETY: not our fault: restore the default action and re-raise (async-signal-safe).
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
 impl Page {
-    fn map(path: &Path, writable: bool) -> Option<Page> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .ok()?;
+    /// Maps the sandbox's clock page, reached through init's root.
+    fn open(init: Pid, writable: bool) -> Result<Page, Errno> {
+        let root = std::fs::File::open(format!("/proc/{init}/root"))
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let file = crate::sys::open_in_root_with(&root, Path::new(PAGE_PATH), writable, true)?;
+        let meta = file.metadata().map_err(|_| Errno::EIO)?;
+        if !meta.is_file() || meta.len() < PAGE_SIZE as u64 {
+            return Err(Errno::EINVAL);
+        }
         let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
             libc::PROT_READ
         };
-        // SAFETY: maps one page of a regular file we hold open; checked against MAP_FAILED.
+        // SAFETY: maps one page of a regular file of at least that size; checked against
+        // MAP_FAILED; unmapped in Drop.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                4096,
+                PAGE_SIZE,
                 prot,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
                 0,
             )
         };
-        (ptr != libc::MAP_FAILED).then_some(Page {
+        if ptr == libc::MAP_FAILED {
+            return Err(Errno::last());
+        }
+        if writable {
+            GUARDED.store(ptr as usize, Ordering::Relaxed);
+            let guard = nix::sys::signal::SigAction::new(
+                nix::sys::signal::SigHandler::SigAction(sigbus_guard),
+                nix::sys::signal::SaFlags::SA_SIGINFO,
+                nix::sys::signal::SigSet::empty(),
+            );
+            // SAFETY: the handler only makes async-signal-safe calls.
+            unsafe { nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGBUS, &guard) }?;
+        }
+        Ok(Page {
             ptr: ptr as *mut u8,
         })
     }
 
     fn offset_ns(&self) -> i64 {
-        // SAFETY: offset 16 is within the 4096-byte mapping and 8-aligned.
+        // SAFETY: offset 16 is within the mapping and 8-aligned.
         unsafe { std::ptr::read_volatile(self.ptr.add(16) as *const i64) }
     }
 
@@ -65,47 +122,34 @@ impl Page {
 
 impl Drop for Page {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `map`.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, 4096) };
+        // SAFETY: unmaps exactly the mapping made in `open`.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, PAGE_SIZE) };
     }
 }
 
 struct Server {
     clock: ClockPlan,
-    init: Pid,
     page: Option<Page>,
 }
 
 impl Server {
     /// The in-process clock for static and Go programs; `None` in tick mode, whose shared
-    /// counter only the server can advance.
-    fn fake_clock(&mut self) -> Option<super::vdso::FakeClock> {
+    /// counter only the server and the preload library advance.
+    fn fake_clock(&self) -> Option<super::vdso::FakeClock> {
         use super::vdso::FakeClock;
         match self.clock.mode {
             ClockMode::Frozen => Some(FakeClock::Frozen {
                 epoch: self.clock.epoch,
             }),
-            ClockMode::StartAt => {
-                self.map_page();
-                self.page.as_ref().map(|p| FakeClock::StartAt {
-                    offset_ns: p.offset_ns(),
-                })
-            }
+            ClockMode::StartAt => self.page.as_ref().map(|p| FakeClock::StartAt {
+                offset_ns: p.offset_ns(),
+            }),
             ClockMode::Tick { .. } => None,
         }
     }
 
-    fn map_page(&mut self) {
-        if self.page.is_none() && self.clock.mode != ClockMode::Frozen {
-            let tick = matches!(self.clock.mode, ClockMode::Tick { .. });
-            let path = format!("/proc/{}/root{PAGE_PATH}", self.init);
-            self.page = Page::map(Path::new(&path), tick);
-        }
-    }
-
-    fn now_ns(&mut self) -> i64 {
+    fn now_ns(&self) -> i64 {
         let epoch_ns = self.clock.epoch.saturating_mul(1_000_000_000);
-        self.map_page();
         match (self.clock.mode, &self.page) {
             (ClockMode::StartAt, Some(p)) => {
                 let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
@@ -115,7 +159,7 @@ impl Server {
             (ClockMode::Tick { step_ns }, Some(p)) => {
                 epoch_ns + p.next_tick() as i64 * step_ns as i64
             }
-            // Frozen; or no page (the sandbox is already gone): the pinned date.
+            // Frozen; or no page (it could not be opened safely): the pinned date.
             _ => epoch_ns,
         }
     }
@@ -139,12 +183,31 @@ impl Server {
         };
         let nr = notif.data.nr as i64;
         let pid = Pid::from_raw(notif.pid as i32);
+        let id = notif.id;
         if nr == libc::SYS_execve || nr == libc::SYS_execveat {
-            let id = notif.id;
             let fake = self.fake_clock();
-            super::vdso::on_exec(pid, nr, &notif.data.args, fake, || {
-                let _ = seccomp::respond_continue(listener, id);
-            });
+            super::vdso::on_exec(
+                pid,
+                nr,
+                &notif.data.args,
+                fake,
+                || seccomp::id_valid(listener, id),
+                || {
+                    let _ = seccomp::respond_continue(listener, id);
+                },
+            );
+            return Ok(());
+        }
+        // Open the caller's memory first, then check that the notification (and so the pid)
+        // is still the caller's: the descriptor keeps naming that process even if the pid is
+        // reused afterwards.
+        let Ok(mem) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+        else {
+            return Ok(()); // the caller is gone
+        };
+        if !seccomp::id_valid(listener, id) {
             return Ok(());
         }
         let now = self.now_ns();
@@ -156,13 +219,9 @@ impl Server {
             buf[8..].copy_from_slice(&b.to_ne_bytes());
             buf
         };
-        let mem = super::vdso::Remote(pid);
-        let put = |addr: u64, bytes: &[u8]| {
-            if addr == 0 {
-                Ok(())
-            } else {
-                mem.write(addr, bytes)
-            }
+        let put = |addr: u64, bytes: &[u8]| match addr {
+            0 => Ok(()),
+            _ => mem.write_all_at(bytes, addr).map_err(|_| Errno::EFAULT),
         };
         let result = if nr == libc::SYS_clock_gettime {
             put(args[1], &pair(secs, nanos)).map(|_| 0)
@@ -173,37 +232,55 @@ impl Server {
         } else {
             put(args[0], &secs.to_ne_bytes()).map(|_| secs) // time(2)
         };
-        // The id is still valid only if the caller is still waiting in this very call (it
-        // was not killed and its pid not reused) — checked after writing, before answering.
-        if seccomp::id_valid(listener, notif.id) {
-            let (val, err) = match result {
-                Ok(v) => (v, 0),
-                Err(_) => (0, libc::EFAULT),
-            };
-            let _ = seccomp::respond(listener, notif.id, val, err);
-        }
+        let (val, err) = match result {
+            Ok(v) => (v, 0),
+            Err(_) => (0, libc::EFAULT),
+        };
+        let _ = seccomp::respond(listener, id, val, err);
         Ok(())
     }
 }
 
+/// The clock server thread and the channel that hands it the workload's listener.
+pub struct ClockServer {
+    pub listener: Sender<OwnedFd>,
+    thread: JoinHandle<()>,
+}
+
+impl ClockServer {
+    /// Ends a server that never got a listener (the sandbox failed before its workload ran):
+    /// the thread sees the channel close and returns.
+    pub fn stop_unused(self) {
+        drop(self.listener);
+        let _ = self.thread.join();
+    }
+}
+
 /// Starts the server thread now (so its start-up overlaps the sandbox's); it serves the
-/// listener sent through the returned channel until no process uses the filter any more.
-pub fn start(clock: ClockPlan, init: Pid) -> std::sync::mpsc::Sender<OwnedFd> {
+/// listener sent through the channel until no process uses the filter any more.
+pub fn start(clock: ClockPlan, init: Pid) -> Result<ClockServer, Errno> {
     let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
-    let mut server = Server {
-        clock,
-        init,
-        page: None,
-    };
-    let _ = std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("reprorun-clock".into())
         .spawn(move || {
             let Ok(listener) = rx.recv() else { return };
-            // Ask the kernel to hand the CPU straight to us and back (a synchronous round trip);
-            // an older kernel without the flag still works, with slower wake-ups. Blocking in
-            // RECV (not in poll) is what the synchronous wake-up hands the CPU to.
+            // The workload sent its listener just before its first exec, which now waits for
+            // us: map the page before answering anything.
+            let tick = matches!(clock.mode, ClockMode::Tick { .. });
+            let page = match clock.mode {
+                ClockMode::Frozen => None,
+                _ => Page::open(init, tick).ok(),
+            };
+            let mut server = Server { clock, page };
+            // Ask the kernel to hand the CPU straight to us and back (a synchronous round
+            // trip); an older kernel without the flag still works, with slower wake-ups.
+            // Blocking in RECV (not in poll) is what the synchronous wake-up hands the CPU to.
             let _ = seccomp::set_sync_wakeup(&listener);
             while server.answer(&listener).is_ok() {}
-        });
-    tx
+        })
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+    Ok(ClockServer {
+        listener: tx,
+        thread,
+    })
 }

@@ -180,6 +180,10 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         Ok(Some(pid)) => pid,
     };
     drop(theirs);
+    let server = match plan.clock {
+        Some(clock) => Some(clock_server::start(clock, child).map_err(step("clock thread"))?),
+        None => None,
+    };
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
     let watched = watch(
@@ -192,12 +196,17 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         },
         Watch {
             reap_all: false,
-            sock: Some((&ours, plan.clock.map(|c| clock_server::start(c, child)))),
+            sock: Some((&ours, server.as_ref().map(|s| s.listener.clone()))),
         },
         &mut msgs,
     )?;
     msgs.extend(drain(&ours));
     if let Some(msg) = msgs.into_iter().next() {
+        // The workload never ran: end the clock thread before anything else (e.g. a
+        // pins-only fallback that forks) happens in this process.
+        if let Some(server) = server {
+            server.stop_unused();
+        }
         match msg {
             InitMsg::SetupFailed { step, refusal, .. } => {
                 return Err(if refusal {

@@ -436,6 +436,21 @@ fn inject_fake_clock(_pid: Pid, _clock: FakeClock) -> Result<(), Errno> {
 /// it: absolute paths resolve inside its root (symlinks included), relative ones from its
 /// working directory or `dirfd`.
 fn exec_target(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
+    // Never block on a FIFO or device; only regular files can be programs.
+    let file = exec_target_any(pid, nr, args)?;
+    file.metadata().ok().filter(|m| m.is_file()).map(|_| file)
+}
+
+fn open_nonblocking(path: impl AsRef<std::path::Path>) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()
+}
+
+fn exec_target_any(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
     let mem = Remote(pid);
     let (dirfd, path_ptr, flags) = if nr == libc::SYS_execveat {
         (args[0] as i32, args[1], args[4] as i32)
@@ -445,14 +460,13 @@ fn exec_target(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
     let path = mem.cstr(path_ptr).ok()?;
     let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&path);
     if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
-        return std::fs::File::open(format!("/proc/{pid}/fd/{dirfd}")).ok();
+        return open_nonblocking(format!("/proc/{pid}/fd/{dirfd}"));
     }
     // The caller's /proc/self is its own entry in the host's /proc (busybox re-execs itself so).
     for own in ["/proc/self/", "/proc/thread-self/"] {
         if let Some(rest) = path.as_encoded_bytes().strip_prefix(own.as_bytes()) {
             let rest = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rest);
-            return std::fs::File::open(std::path::Path::new(&format!("/proc/{pid}")).join(rest))
-                .ok();
+            return open_nonblocking(std::path::Path::new(&format!("/proc/{pid}")).join(rest));
         }
     }
     if path.as_encoded_bytes().first() == Some(&b'/') {
@@ -464,7 +478,9 @@ fn exec_target(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
     } else {
         format!("/proc/{pid}/fd/{dirfd}")
     };
-    std::fs::File::open(std::path::Path::new(&base).join(path)).ok()
+    // Resolved by the host from the caller's directory: a link out of the sandbox can only
+    // misclassify the program (it then reads the real clock), never block or write.
+    open_nonblocking(std::path::Path::new(&base).join(path))
 }
 
 /// Whether the program about to be exec'd reads the clock past libc: the file itself, or the
@@ -500,11 +516,18 @@ pub(super) fn on_exec(
     nr: i64,
     args: &[u64; 6],
     fake: Option<FakeClock>,
+    still_valid: impl Fn() -> bool,
     respond: impl FnOnce(),
 ) {
     let opts = Options::PTRACE_O_TRACEEXEC | Options::PTRACE_O_TRACESYSGOOD;
     if !exec_bypasses_libc(pid, nr, args) || ptrace::seize(pid, opts).is_err() {
         respond();
+        return;
+    }
+    // Attached to the right process? (The caller may have died and its pid been reused
+    // between the notification and the attach.)
+    if !still_valid() {
+        let _ = ptrace::detach(pid, None);
         return;
     }
     respond();

@@ -83,20 +83,34 @@ pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Resu
 
 /// Opens `path` (absolute or relative) as seen from the directory `root` taken as the root:
 /// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT). Read-only,
-/// close-on-exec.
+/// close-on-exec, non-blocking (a FIFO never blocks the caller).
 pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+    open_in_root_with(root, path, false, false)
+}
+
+/// [`open_in_root`], optionally read-write, and optionally refusing every symbolic link on
+/// the way (RESOLVE_NO_SYMLINKS).
+pub fn open_in_root_with(
+    root: &std::fs::File,
+    path: &Path,
+    write: bool,
+    no_symlinks: bool,
+) -> Result<std::fs::File, Errno> {
     #[repr(C)]
     struct OpenHow {
         flags: u64,
         mode: u64,
         resolve: u64,
     }
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     const RESOLVE_IN_ROOT: u64 = 0x10;
     let c = cpath(path)?;
+    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+    let resolve = RESOLVE_IN_ROOT | if no_symlinks { RESOLVE_NO_SYMLINKS } else { 0 };
     let how = OpenHow {
-        flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+        flags: (access | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64,
         mode: 0,
-        resolve: RESOLVE_IN_ROOT,
+        resolve,
     };
     use std::os::fd::AsRawFd;
     // SAFETY: `c` is NUL-terminated and `how` a valid open_how whose size is passed; both

@@ -175,6 +175,18 @@ fn map_page() -> *mut Page {
         if fd < 0 {
             return core::ptr::null_mut();
         }
+        // A page cut short (the workload truncated it) would fault on first use: no clock.
+        let mut st: Stat = core::mem::zeroed();
+        let stat_fn = REAL.fstat.load(Ordering::Relaxed);
+        let sized = if stat_fn.is_null() {
+            libc::syscall(libc::SYS_fstat, fd, &mut st) == 0
+        } else {
+            core::mem::transmute::<*mut c_void, FstatFn>(stat_fn)(fd, &mut st) == 0
+        };
+        if !sized || st.st_size < 4096 {
+            libc::close(fd);
+            return core::ptr::null_mut();
+        }
         let p = libc::mmap(core::ptr::null_mut(), 4096, prot, libc::MAP_SHARED, fd, 0);
         libc::close(fd);
         if p == libc::MAP_FAILED {
