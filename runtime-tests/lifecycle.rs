@@ -135,3 +135,40 @@ fn failures_leave_nothing_mounted_or_running() {
     .unwrap_or_default();
     assert_eq!(children.trim(), "");
 }
+
+#[test]
+fn a_symlinked_mount_target_is_refused_and_nothing_lands_on_the_host() {
+    let w = Work::new();
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escaped");
+    // During setup the host's root sits at /oldroot: a link there from the workdir would lead
+    // a bind (and the mount point it needs) onto the host.
+    std::os::unix::fs::symlink(
+        format!("/oldroot{}", outside.path().display()),
+        w.path().join("out"),
+    )
+    .unwrap();
+    let o = w.run(&[
+        "exec",
+        "--bind",
+        "/etc/hostname:/work/out/escaped",
+        "--",
+        "true",
+    ]);
+    expect_error(&o, "/work/out is a symbolic link");
+    assert!(!escape.exists(), "a mount point was created on the host");
+    // A plain directory target is still fine.
+    std::fs::create_dir(w.path().join("dir")).unwrap();
+    let o = w.run(&[
+        "exec",
+        "--bind",
+        "/etc/hostname:/work/dir/h:ro",
+        "--",
+        "cat",
+        "/work/dir/h",
+    ]);
+    assert_eq!(
+        expect_code(&o, 0),
+        std::fs::read_to_string("/etc/hostname").unwrap()
+    );
+}

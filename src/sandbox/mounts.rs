@@ -35,6 +35,8 @@ pub enum MountError {
     },
     #[error("mount point {dest}: {errno}; its parent directory is read-only or missing — choose a target under /work, /tmp or an existing directory")]
     Target { dest: PathBuf, errno: Errno },
+    #[error("mount target {dest}: {link} is a symbolic link, and links are not followed in mount targets — use the path it points to")]
+    Link { dest: PathBuf, link: PathBuf },
     #[error("detach old root: {0}")]
     Detach(Errno),
 }
@@ -49,6 +51,7 @@ impl MountError {
             | MountError::Op { errno: e, .. }
             | MountError::Target { errno: e, .. } => *e,
             MountError::NoStaging => Errno::ENOENT,
+            MountError::Link { .. } => Errno::ELOOP,
         }
     }
 
@@ -122,7 +125,29 @@ fn host(src: &Path) -> PathBuf {
     Path::new(OLDROOT).join(src.strip_prefix("/").unwrap_or(src))
 }
 
+/// Refuses a mount target any of whose components is a symbolic link: following one could
+/// lead out of the new root (into the host's, at /oldroot), so a bind or a created mount point
+/// would land on the host (CVE-2021-30465 is this class of bug).
+fn reject_links(dest: &Path) -> Result<(), MountError> {
+    let mut prefix = PathBuf::from("/");
+    for part in dest.components().skip(1) {
+        prefix.push(part);
+        match std::fs::symlink_metadata(staged(&prefix)) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(MountError::Link {
+                    dest: dest.to_path_buf(),
+                    link: prefix,
+                });
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()), // the rest does not exist yet: we create plain directories
+        }
+    }
+    Ok(())
+}
+
 fn ensure_dir(dest: &Path) -> Result<PathBuf, MountError> {
+    reject_links(dest)?;
     let path = staged(dest);
     if !path.is_dir() {
         std::fs::DirBuilder::new()
@@ -138,6 +163,7 @@ fn ensure_dir(dest: &Path) -> Result<PathBuf, MountError> {
 }
 
 fn ensure_file(dest: &Path) -> Result<PathBuf, MountError> {
+    reject_links(dest)?;
     let path = staged(dest);
     if let Some(parent) = dest.parent() {
         ensure_dir(parent)?;

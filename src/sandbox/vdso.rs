@@ -559,6 +559,17 @@ pub(super) fn on_exec(
                 // A signal arrived meanwhile: pass it on and keep waiting for the exec.
                 let _ = ptrace::cont(p, Some(sig));
             }
+            Ok(WaitStatus::PtraceEvent(p, sig, ev))
+                if ev == Event::PTRACE_EVENT_STOP as i32
+                    && matches!(
+                        sig,
+                        Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU
+                    ) =>
+            {
+                // A group-stop: stay stopped until SIGCONT, which re-traps.
+                // SAFETY: PTRACE_LISTEN on a seized tracee in group-stop; no pointers.
+                unsafe { libc::ptrace(libc::PTRACE_LISTEN, p.as_raw(), 0, 0) };
+            }
             Ok(WaitStatus::PtraceEvent(p, _, _)) => {
                 let _ = ptrace::cont(p, None);
             }
