@@ -224,3 +224,37 @@ fn pins_only_runs_keep_timeouts_and_exit_codes() {
         127,
     );
 }
+
+#[test]
+fn pins_only_runs_keep_the_fake_clock() {
+    let w = Work::new();
+    let o = confined(
+        &w,
+        &[
+            "exec",
+            "--isolation=auto",
+            "--date",
+            "@1700000000",
+            "--clock",
+            "frozen",
+            "--",
+            "sh",
+            "-c",
+            "date +%s; busybox date +%s; dirname $REPRORUN_CLOCK_PAGE",
+        ],
+    )
+    .output()
+    .unwrap();
+    let out = expect_code(&o, 0);
+    let lines: Vec<_> = out.lines().collect();
+    assert_eq!(
+        &lines[..2],
+        ["1700000000", "1700000000"],
+        "dynamic and static programs"
+    );
+    assert!(
+        !std::path::Path::new(lines[2]).exists(),
+        "the clock directory {} is removed after the run",
+        lines[2]
+    );
+}

@@ -10,7 +10,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
@@ -63,11 +63,11 @@ extern "C" fn sigbus_guard(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *
 }
 
 impl Page {
-    /// Maps the sandbox's clock page, reached through init's root.
-    fn open(init: Pid, writable: bool) -> Result<Page, Errno> {
-        let root = std::fs::File::open(format!("/proc/{init}/root"))
+    /// Maps the clock page at `path` inside the directory `root` (init's root for a sandbox).
+    fn open(at: &PageAt, writable: bool) -> Result<Page, Errno> {
+        let root = std::fs::File::open(&at.root)
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        let file = crate::sys::open_in_root_with(&root, Path::new(PAGE_PATH), writable, true)?;
+        let file = crate::sys::open_in_root_with(&root, &at.path, writable, true)?;
         let meta = file.metadata().map_err(|_| Errno::EIO)?;
         if !meta.is_file() || meta.len() < PAGE_SIZE as u64 {
             return Err(Errno::EINVAL);
@@ -256,9 +256,25 @@ impl ClockServer {
     }
 }
 
+/// Where the clock page is: `path` resolved inside `root`, without following links.
+pub struct PageAt {
+    pub root: PathBuf,
+    pub path: PathBuf,
+}
+
+impl PageAt {
+    /// The page of the sandbox whose init is `init`.
+    pub fn sandbox(init: Pid) -> PageAt {
+        PageAt {
+            root: PathBuf::from(format!("/proc/{init}/root")),
+            path: PathBuf::from(PAGE_PATH),
+        }
+    }
+}
+
 /// Starts the server thread now (so its start-up overlaps the sandbox's); it serves the
 /// listener sent through the channel until no process uses the filter any more.
-pub fn start(clock: ClockPlan, init: Pid) -> Result<ClockServer, Errno> {
+pub fn start(clock: ClockPlan, at: PageAt) -> Result<ClockServer, Errno> {
     let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
     let thread = std::thread::Builder::new()
         .name("reprorun-clock".into())
@@ -269,7 +285,7 @@ pub fn start(clock: ClockPlan, init: Pid) -> Result<ClockServer, Errno> {
             let tick = matches!(clock.mode, ClockMode::Tick { .. });
             let page = match clock.mode {
                 ClockMode::Frozen => None,
-                _ => Page::open(init, tick).ok(),
+                _ => Page::open(&at, tick).ok(),
             };
             let mut server = Server { clock, page };
             // Ask the kernel to hand the CPU straight to us and back (a synchronous round

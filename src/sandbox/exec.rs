@@ -60,6 +60,8 @@ fn prepare_and_exec(
         drop_privileges()?;
     }
     if let Some(sock) = clock_sock {
+        // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
+        nix::sys::prctl::set_no_new_privs()?;
         let listener = crate::sys::seccomp::install_with_listener(&super::vdso::clock_filter())?;
         crate::sys::send_fd(sock, &listener, super::vdso::LISTENER_TAG)?;
     }

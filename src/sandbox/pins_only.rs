@@ -2,6 +2,11 @@
 //! for `--isolation none`, and for `--isolation auto` where the host refuses namespaces.
 //! The supervisor becomes a child subreaper so that it can still kill every descendant,
 //! double-forked daemons included, at the timeout and when the workload exits.
+//!
+//! The fake clock still applies where the kernel allows it: the clock page and the preload
+//! library go to a private temporary directory named by `REPRORUN_CLOCK_PAGE` and `LD_PRELOAD`
+//! (so a child that scrubs its environment loses the preload), and static and Go programs get
+//! the same exec-time treatment as in a sandbox.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -11,14 +16,91 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{fork, ForkResult, Pid};
 
+use std::path::PathBuf;
+
+use std::os::fd::AsFd;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+use crate::sys::recv_packet;
+
 use super::supervisor::{exit_code, watch, Watch};
-use super::{exec, signals, Outcome, SandboxError};
+use super::{clock_server, exec, signals, vdso, Outcome, SandboxError};
+use crate::determinism::ClockPlan;
 use crate::plan::{Isolation, Plan};
+
+/// The private directory holding the clock page and preload library of a pins-only run.
+struct ClockDir {
+    dir: PathBuf,
+}
+
+impl ClockDir {
+    fn create(clock: &ClockPlan) -> Result<ClockDir, Errno> {
+        let io = |e: std::io::Error| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
+        let template = std::env::temp_dir().join("reprorun-XXXXXX");
+        let dir = nix::unistd::mkdtemp(&template)?;
+        let made = ClockDir { dir };
+        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)?;
+        let page = clock.page(now.tv_sec() * 1_000_000_000 + now.tv_nsec());
+        std::fs::write(made.dir.join("clock"), page).map_err(io)?;
+        std::fs::write(made.dir.join("libreprotime.so"), super::PRELOAD_LIB).map_err(io)?;
+        Ok(made)
+    }
+
+    /// The environment with the preload and the page's location added.
+    fn env(&self, env: &[String]) -> Vec<String> {
+        let lib = self.dir.join("libreprotime.so").display().to_string();
+        let mut out: Vec<String> = env
+            .iter()
+            .filter(|e| !e.starts_with("LD_PRELOAD="))
+            .cloned()
+            .collect();
+        let theirs = env.iter().find_map(|e| e.strip_prefix("LD_PRELOAD="));
+        out.push(match theirs {
+            Some(t) if !t.is_empty() => format!("LD_PRELOAD={lib}:{t}"),
+            _ => format!("LD_PRELOAD={lib}"),
+        });
+        out.push(format!(
+            "REPRORUN_CLOCK_PAGE={}",
+            self.dir.join("clock").display()
+        ));
+        out.sort();
+        out
+    }
+}
+
+impl Drop for ClockDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
 
 pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;
+    let clock_dir = match &plan.clock {
+        Some(clock) => Some(ClockDir::create(clock).map_err(step("clock directory"))?),
+        None => None,
+    };
+    let env = clock_dir
+        .as_ref()
+        .map_or_else(|| plan.env.clone(), |d| d.env(&plan.env));
+    // The workload sends its clock listener over this socket (as in a sandbox).
+    let (ours, theirs) = match (&clock_dir, vdso::SUPPORTED) {
+        (Some(_), true) => {
+            let (a, b) = socketpair(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                None,
+                SockFlag::SOCK_CLOEXEC,
+            )
+            .map_err(step("socketpair"))?;
+            (Some(a), Some(b))
+        }
+        _ => (None, None),
+    };
     let (status_r, status_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(step("pipe"))?;
     let start = Instant::now();
@@ -29,7 +111,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
             let errno = match nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .and_then(|_| nix::unistd::chdir(&plan.host_workdir))
             {
-                Ok(()) => exec::exec(&plan.argv, &plan.env, plan.umask, false, None),
+                Ok(()) => exec::exec(&plan.argv, &env, plan.umask, false, theirs.as_ref()),
                 Err(e) => e,
             };
             let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
@@ -39,6 +121,29 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         ForkResult::Parent { child } => child,
     };
     drop(status_w);
+    drop(theirs);
+    // Started after the fork, so that the fork happened in a single-threaded process.
+    let server = match (&plan.clock, &clock_dir, &ours) {
+        (Some(clock), Some(dir), Some(_)) => {
+            let at = clock_server::PageAt {
+                root: "/".into(),
+                path: dir.dir.join("clock"),
+            };
+            Some(clock_server::start(*clock, at).map_err(step("clock thread"))?)
+        }
+        _ => None,
+    };
+    // The workload's first exec waits for the clock server, which needs the listener the
+    // workload sends just before: take it now, before waiting for the exec's outcome.
+    if let (Some(sock), Some(server)) = (&ours, &server) {
+        let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut fds, PollTimeout::NONE);
+        if let Ok(Some((bytes, Some(fd)))) = recv_packet(sock) {
+            if bytes == [vdso::LISTENER_TAG] {
+                let _ = server.listener.send(fd);
+            }
+        }
+    }
     let mut buf = [0u8; 4];
     if let Ok(4) = std::fs::File::from(status_r).read(&mut buf) {
         let _ = waitpid(child, None);
@@ -56,7 +161,9 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         || kill_descendants(false),
         Watch {
             reap_all: true,
-            sock: None,
+            sock: ours
+                .as_ref()
+                .map(|s| (s, server.as_ref().map(|s| s.listener.clone()))),
         },
         &mut Vec::new(),
     )?;

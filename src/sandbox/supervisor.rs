@@ -66,8 +66,8 @@ pub(super) fn watch(
     loop {
         if reap {
             reap = false;
-            while let Some((pid, status, usage)) =
-                wait4(waited, libc::WNOHANG).or_else(|e| match e {
+            while let Some((pid, status, usage)) = wait4(waited, libc::WNOHANG | libc::__WNOTHREAD)
+                .or_else(|e| match e {
                     Errno::ECHILD => Ok(None),
                     e => Err(SandboxError::Supervise {
                         step: "wait",
@@ -181,7 +181,10 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     };
     drop(theirs);
     let server = match plan.clock {
-        Some(clock) => Some(clock_server::start(clock, child).map_err(step("clock thread"))?),
+        Some(clock) => Some(
+            clock_server::start(clock, clock_server::PageAt::sandbox(child))
+                .map_err(step("clock thread"))?,
+        ),
         None => None,
     };
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));

@@ -162,14 +162,22 @@ fn init() {
 }
 
 fn map_page() -> *mut Page {
-    // SAFETY: plain open/mmap/close on a constant path; the mapping is checked before use and
-    // kept for the life of the process (never unmapped).
+    // SAFETY: getenv/open/mmap/close on NUL-terminated paths; the mapping is checked before
+    // use and kept for the life of the process (never unmapped).
     unsafe {
-        let fd = libc::open(PAGE_PATH.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC);
+        // Without namespaces (reprorun's pins-only mode) the page lives elsewhere and is named
+        // by REPRORUN_CLOCK_PAGE; in a sandbox it is always at PAGE_PATH.
+        let from_env = libc::getenv(c"REPRORUN_CLOCK_PAGE".as_ptr());
+        let path: *const libc::c_char = if !from_env.is_null() && *from_env != 0 {
+            from_env
+        } else {
+            PAGE_PATH.as_ptr().cast()
+        };
+        let fd = libc::open(path, libc::O_RDWR | libc::O_CLOEXEC);
         let (fd, prot) = if fd >= 0 {
             (fd, libc::PROT_READ | libc::PROT_WRITE)
         } else {
-            let fd = libc::open(PAGE_PATH.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+            let fd = libc::open(path, libc::O_RDONLY | libc::O_CLOEXEC);
             (fd, libc::PROT_READ)
         };
         if fd < 0 {
