@@ -198,6 +198,13 @@ impl Server {
             );
             return Ok(());
         }
+        // The vDSO itself falls back to the system call when the clocksource cannot be read
+        // from user space; its caller (the preload library or the injected page) adds the
+        // offset itself, so such a call must read the real clock.
+        if from_vdso(pid, notif.data.instruction_pointer) {
+            let _ = seccomp::respond_continue(listener, id);
+            return Ok(());
+        }
         // Open the caller's memory first, then check that the notification (and so the pid)
         // is still the caller's: the descriptor keeps naming that process even if the pid is
         // reused afterwards.
@@ -239,6 +246,23 @@ impl Server {
         let _ = seccomp::respond(listener, id, val, err);
         Ok(())
     }
+}
+
+/// Whether `ip` lies in the vDSO of process `pid` (read from /proc/PID/maps).
+fn from_vdso(pid: Pid, ip: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return false;
+    };
+    maps.lines().filter(|l| l.ends_with("[vdso]")).any(|l| {
+        let range = l.split_whitespace().next().unwrap_or("");
+        let mut ends = range
+            .split('-')
+            .map(|h| u64::from_str_radix(h, 16).unwrap_or(0));
+        match (ends.next(), ends.next()) {
+            (Some(lo), Some(hi)) => (lo..hi).contains(&ip),
+            _ => false,
+        }
+    })
 }
 
 /// The clock server thread and the channel that hands it the workload's listener.

@@ -22,9 +22,9 @@ const AT_NULL: u64 = 0;
 const AT_IGNORE: u64 = 1;
 const AT_SYSINFO_EHDR: u64 = 33;
 
-/// Where the fake clock page is mapped in static and Go programs (a fixed address, so the
-/// seccomp filter can let its own system calls through). Unused by the usual layouts: below
-/// the mmap area (0x7f..), far above PIE programs and their heaps (0x55..-0x56..).
+/// Where the fake clock page is mapped in static and Go programs: a fixed address unused by
+/// the usual layouts — below the mmap area (0x7f..), far above PIE programs and their heaps
+/// (0x55..-0x56..). (The page makes no system call, so the filter needs no exception for it.)
 pub const FAKE_PAGE: u64 = 0x6e5e_0000_0000;
 const ENTRY_CLOCK_GETTIME: u64 = 0x000;
 const ENTRY_GETTIMEOFDAY: u64 = 0x100;
@@ -32,14 +32,14 @@ const ENTRY_TIME: u64 = 0x200;
 const SLOTS: usize = 0x800;
 
 // Machine code of asm/fakeclock.S, assembled with GNU as (x86-64), one array per entry point.
-const CODE_CLOCK_GETTIME: [u8; 112] = [
-    0x83, 0xff, 0x00, 0x74, 0x12, 0x83, 0xff, 0x05, 0x74, 0x0d, 0x83, 0xff, 0x0b, 0x74, 0x08, 0xb8,
-    0xe4, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3, 0x48, 0x83, 0x3d, 0xe1, 0x07, 0x00, 0x00, 0x02, 0x74,
-    0x3a, 0xb8, 0xe4, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x85, 0xc0, 0x75, 0x2e, 0x48, 0x8b, 0x0e, 0x48,
-    0x8b, 0x56, 0x08, 0x48, 0x69, 0xc9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0x01, 0xd1, 0x48, 0x03, 0x0d,
-    0xc4, 0x07, 0x00, 0x00, 0x48, 0x89, 0xc8, 0x31, 0xd2, 0xb9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0xf7,
-    0xf1, 0x48, 0x89, 0x06, 0x48, 0x89, 0x56, 0x08, 0x31, 0xc0, 0xc3, 0x48, 0x8b, 0x05, 0xae, 0x07,
-    0x00, 0x00, 0x48, 0x89, 0x06, 0x48, 0xc7, 0x46, 0x08, 0x00, 0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3,
+const CODE_CLOCK_GETTIME: [u8; 111] = [
+    0x83, 0xff, 0x00, 0x74, 0x10, 0x83, 0xff, 0x05, 0x74, 0x0b, 0x83, 0xff, 0x0b, 0x74, 0x06, 0xff,
+    0x25, 0x03, 0x08, 0x00, 0x00, 0x48, 0x83, 0x3d, 0xe3, 0x07, 0x00, 0x00, 0x02, 0x74, 0x3b, 0x56,
+    0xff, 0x15, 0xf2, 0x07, 0x00, 0x00, 0x5e, 0x85, 0xc0, 0x75, 0x2e, 0x48, 0x8b, 0x0e, 0x48, 0x8b,
+    0x56, 0x08, 0x48, 0x69, 0xc9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0x01, 0xd1, 0x48, 0x03, 0x0d, 0xc5,
+    0x07, 0x00, 0x00, 0x48, 0x89, 0xc8, 0x31, 0xd2, 0xb9, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0xf7, 0xf1,
+    0x48, 0x89, 0x06, 0x48, 0x89, 0x56, 0x08, 0x31, 0xc0, 0xc3, 0x48, 0x8b, 0x05, 0xaf, 0x07, 0x00,
+    0x00, 0x48, 0x89, 0x06, 0x48, 0xc7, 0x46, 0x08, 0x00, 0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3,
 ];
 const CODE_GETTIMEOFDAY: [u8; 50] = [
     0x48, 0x85, 0xff, 0x74, 0x1e, 0x56, 0x48, 0x89, 0xfe, 0x31, 0xff, 0xe8, 0xf0, 0xfe, 0xff, 0xff,
@@ -62,9 +62,10 @@ pub(super) enum FakeClock {
     Frozen { epoch: i64 },
 }
 
-/// The page injected into the program: code at its entry points, the clock in the slots.
-fn fake_page(clock: FakeClock) -> Vec<u8> {
-    let mut page = vec![0u8; SLOTS + 24];
+/// The page injected into the program: code at its entry points, the clock and the address
+/// of the vDSO's own `clock_gettime` in the slots.
+fn fake_page(clock: FakeClock, vdso_clock_gettime: u64) -> Vec<u8> {
+    let mut page = vec![0u8; SLOTS + 32];
     page[..CODE_CLOCK_GETTIME.len()].copy_from_slice(&CODE_CLOCK_GETTIME);
     let at = ENTRY_GETTIMEOFDAY as usize;
     page[at..at + CODE_GETTIMEOFDAY.len()].copy_from_slice(&CODE_GETTIMEOFDAY);
@@ -77,6 +78,7 @@ fn fake_page(clock: FakeClock) -> Vec<u8> {
     page[SLOTS..SLOTS + 8].copy_from_slice(&mode.to_le_bytes());
     page[SLOTS + 8..SLOTS + 16].copy_from_slice(&offset.to_le_bytes());
     page[SLOTS + 16..SLOTS + 24].copy_from_slice(&epoch.to_le_bytes());
+    page[SLOTS + 24..SLOTS + 32].copy_from_slice(&vdso_clock_gettime.to_le_bytes());
     page
 }
 
@@ -101,12 +103,6 @@ pub fn clock_filter() -> Vec<libc::sock_filter> {
         jf,
         k,
     };
-    let and = |k: u32| libc::sock_filter {
-        code: (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
     let ret = |k: u32| libc::sock_filter {
         code: (libc::BPF_RET | libc::BPF_K) as u16,
         jt: 0,
@@ -115,24 +111,19 @@ pub fn clock_filter() -> Vec<libc::sock_filter> {
     };
     vec![
         /* 0 */ ld(4), // arch
-        /* 1 */ jeq(ARCH_X86_64, 0, 15),
-        /* 2 */ ld(12), // instruction pointer, high half
-        /* 3 */ jeq((FAKE_PAGE >> 32) as u32, 0, 3),
-        /* 4 */ ld(8), // instruction pointer, low half
-        /* 5 */ and(0xffff_f000),
-        /* 6 */ jeq(FAKE_PAGE as u32, 10, 0), // a call from the injected clock: allow
-        /* 7 */ ld(0), // syscall number
-        /* 8 */ jeq(libc::SYS_gettimeofday as u32, 9, 0),
-        /* 9 */ jeq(libc::SYS_time as u32, 8, 0),
-        /* 10 */ jeq(libc::SYS_execve as u32, 7, 0),
-        /* 11 */ jeq(libc::SYS_execveat as u32, 6, 0),
-        /* 12 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
-        /* 13 */ ld(16), // args[0], low half: the clock id
-        /* 14 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
-        /* 15 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
-        /* 16 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
-        /* 17 */ ret(libc::SECCOMP_RET_ALLOW),
-        /* 18 */ ret(libc::SECCOMP_RET_USER_NOTIF),
+        /* 1 */ jeq(ARCH_X86_64, 0, 10),
+        /* 2 */ ld(0), // syscall number
+        /* 3 */ jeq(libc::SYS_gettimeofday as u32, 9, 0),
+        /* 4 */ jeq(libc::SYS_time as u32, 8, 0),
+        /* 5 */ jeq(libc::SYS_execve as u32, 7, 0),
+        /* 6 */ jeq(libc::SYS_execveat as u32, 6, 0),
+        /* 7 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
+        /* 8 */ ld(16), // args[0], low half: the clock id
+        /* 9 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
+        /* 10 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
+        /* 11 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
+        /* 12 */ ret(libc::SECCOMP_RET_ALLOW),
+        /* 13 */ ret(libc::SECCOMP_RET_USER_NOTIF),
     ]
 }
 
@@ -284,9 +275,16 @@ fn strip_vdso(_pid: Pid) -> Result<bool, Errno> {
     Ok(false)
 }
 
-/// The vDSO's realtime entry points (each alias once) and the fake entry each should jump to.
-/// Fails if one is too short to hold the 12-byte jump.
-fn vdso_targets(pid: Pid, base: u64) -> Result<Vec<(u64, u64)>, Errno> {
+/// What to change in a program's vDSO: the dynamic-symbol value fields of its realtime entry
+/// points (each with the value that makes it resolve into the fake clock page), and the
+/// address of its own `clock_gettime`.
+struct VdsoPatch {
+    fields: Vec<(u64, u64)>,
+    clock_gettime: u64,
+}
+
+/// Reads the vDSO at `base` from the tracee and plans the patch.
+fn vdso_patch(pid: Pid, base: u64) -> Result<VdsoPatch, Errno> {
     let mem = Remote(pid);
     let mut image = Vec::new();
     for page in 0..8u64 {
@@ -305,7 +303,8 @@ fn vdso_targets(pid: Pid, base: u64) -> Result<Vec<(u64, u64)>, Errno> {
     }
     let (shoff, shentsize, shnum) = (u64_at(40)? as usize, u16_at(58)?, u16_at(60)?);
     const SHT_DYNSYM: u32 = 11;
-    let mut targets = Vec::new();
+    let mut fields = Vec::new();
+    let mut clock_gettime = 0;
     for i in 0..shnum {
         let sh = shoff + i * shentsize;
         if u32_at(sh + 4)? != SHT_DYNSYM {
@@ -327,20 +326,24 @@ fn vdso_targets(pid: Pid, base: u64) -> Result<Vec<(u64, u64)>, Errno> {
                 b"time" | b"__vdso_time" => ENTRY_TIME,
                 _ => continue,
             };
-            let (value, size) = (u64_at(sym + 8)?, u64_at(sym + 16)?);
-            if size < 12 {
-                return Err(Errno::ENOSPC); // too short for the jump: use the system-call path
+            let value = u64_at(sym + 8)?;
+            if entry == ENTRY_CLOCK_GETTIME {
+                clock_gettime = base + value;
             }
-            let addr = base + value;
-            if !targets.iter().any(|(a, _)| *a == addr) {
-                targets.push((addr, FAKE_PAGE + entry));
-            }
+            // Symbol values are relative to the vDSO's base; users add the two (wrapping).
+            fields.push((
+                base + sym as u64 + 8,
+                (FAKE_PAGE + entry).wrapping_sub(base),
+            ));
         }
     }
-    if targets.is_empty() {
+    if clock_gettime == 0 {
         return Err(Errno::ENOENT);
     }
-    Ok(targets)
+    Ok(VdsoPatch {
+        fields,
+        clock_gettime,
+    })
 }
 
 /// Writes into the tracee's memory whatever the page protection (ptrace's forced write).
@@ -391,12 +394,13 @@ fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> Result<u64, Errno> {
 }
 
 /// Gives a static or Go program the fake clock in-process: maps the fake clock page at
-/// [`FAKE_PAGE`] and points the vDSO's realtime entry points at it. The tracee must be at the
-/// exit of its execve (so its registers can be borrowed).
+/// [`FAKE_PAGE`] and points the vDSO's realtime symbols at it (the vDSO's code is untouched,
+/// so other clocks stay in the vDSO). The tracee must be at the exit of its execve (so its
+/// registers can be borrowed) and must not have run yet (it resolves the vDSO at start-up).
 #[cfg(target_arch = "x86_64")]
 fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
     let (_, base) = auxv_vdso(pid)?.ok_or(Errno::ENOENT)?;
-    let targets = vdso_targets(pid, base)?;
+    let patch = vdso_patch(pid, base)?;
     let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
     let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
     let mapped = inject_syscall(
@@ -408,21 +412,17 @@ fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
         return Err(Errno::EEXIST);
     }
     // The page is fresh (zeroed): write only the code and the slots.
-    let page = fake_page(clock);
+    let page = fake_page(clock, patch.clock_gettime);
     for (start, len) in [
         (ENTRY_CLOCK_GETTIME as usize, CODE_CLOCK_GETTIME.len()),
         (ENTRY_GETTIMEOFDAY as usize, CODE_GETTIMEOFDAY.len()),
         (ENTRY_TIME as usize, CODE_TIME.len()),
-        (SLOTS, 24),
+        (SLOTS, 32),
     ] {
         poke_bytes(pid, FAKE_PAGE + start as u64, &page[start..start + len])?;
     }
-    for (addr, target) in targets {
-        // movabs rax, target; jmp rax
-        let mut jump = vec![0x48, 0xb8];
-        jump.extend_from_slice(&target.to_le_bytes());
-        jump.extend_from_slice(&[0xff, 0xe0]);
-        poke_bytes(pid, addr, &jump)?;
+    for (field, value) in patch.fields {
+        poke_bytes(pid, field, &value.to_le_bytes())?;
     }
     Ok(())
 }
@@ -606,7 +606,7 @@ mod tests {
 
     #[test]
     fn fake_page_holds_code_and_clock_slots() {
-        let page = fake_page(FakeClock::StartAt { offset_ns: -5 });
+        let page = fake_page(FakeClock::StartAt { offset_ns: -5 }, 0x1234);
         assert_eq!(
             &page[..3],
             &[0x83, 0xff, 0x00],
@@ -622,7 +622,7 @@ mod tests {
             i64::from_le_bytes(page[SLOTS + 8..SLOTS + 16].try_into().unwrap()),
             -5
         );
-        let page = fake_page(FakeClock::Frozen { epoch: 77 });
+        let page = fake_page(FakeClock::Frozen { epoch: 77 }, 0);
         assert_eq!(
             i64::from_le_bytes(page[SLOTS..SLOTS + 8].try_into().unwrap()),
             2
@@ -658,7 +658,7 @@ mod tests {
             .unwrap();
         assert!(copied.success());
         let bytes = std::fs::read(&bin).unwrap();
-        let page = fake_page(FakeClock::StartAt { offset_ns: 0 });
+        let page = fake_page(FakeClock::StartAt { offset_ns: 0 }, 0);
         assert_eq!(&bytes[..SLOTS], &page[..SLOTS]);
     }
 

@@ -1,11 +1,10 @@
 /* The fake realtime clock injected into statically linked and Go programs (x86-64).
  * reprorun maps this page at a fixed address in the program at its exec, fills in the data
- * slots at 0x800, and points the vDSO's clock_gettime, gettimeofday and time at the entry
- * points below (a 12-byte `movabs rax, ENTRY; jmp rax` over each vDSO function's start).
- * System calls made from this page pass the sandbox's clock filter; the real realtime clock
- * is read with a raw system call and shifted by the offset (start-at), or the date is
- * returned (frozen). Other clocks go straight to the kernel.
- * Assembled with `as` (see vdso.rs, FAKE_CLOCK_CODE); kept here as the source of those bytes. */
+ * slots at 0x800, and points the vDSO's dynamic-symbol entries for clock_gettime,
+ * gettimeofday and time at the entry points below (the vDSO's code is left intact). Other
+ * clocks go to the original vDSO clock_gettime; the realtime clock is read from it too and
+ * shifted by the offset (start-at), or the date is returned (frozen).
+ * Assembled with GNU as into the CODE_* arrays of vdso.rs (a unit test checks they agree). */
     .intel_syntax noprefix
     .text
 /* 0x000: int clock_gettime(clockid_t clk = edi, struct timespec *ts = rsi) */
@@ -16,14 +15,13 @@ fake_clock_gettime:
     je 1f
     cmp edi, 11
     je 1f
-    mov eax, 228
-    syscall
-    ret
+    jmp qword ptr [rip + slot_vdso]     /* not a realtime clock: the vDSO's own */
 1:
     cmp qword ptr [rip + slot_mode], 2
     je 3f
-    mov eax, 228
-    syscall
+    push rsi                            /* keeps rsi, and the stack 16-byte aligned */
+    call qword ptr [rip + slot_vdso]
+    pop rsi
     test eax, eax
     jne 2f
     mov rcx, [rsi]
@@ -91,3 +89,4 @@ fake_time:
 slot_mode:   .quad 0     /* 1 start-at, 2 frozen */
 slot_offset: .quad 0     /* fake - real, nanoseconds */
 slot_epoch:  .quad 0     /* the date, seconds */
+slot_vdso:   .quad 0     /* address of the vDSO's own clock_gettime */
