@@ -250,6 +250,11 @@ impl Server {
 
 /// Whether `ip` lies in the vDSO of process `pid` (read from /proc/PID/maps).
 fn from_vdso(pid: Pid, ip: u64) -> bool {
+    // The vDSO sits just below the stack, at the top of the address space; a program's own
+    // text (static binaries, the usual callers here) is far below. Skip the read for those.
+    if ip < 0x7f00_0000_0000 {
+        return false;
+    }
     let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
         return false;
     };
