@@ -567,8 +567,7 @@ pub(super) fn on_exec(
                     ) =>
             {
                 // A group-stop: stay stopped until SIGCONT, which re-traps.
-                // SAFETY: PTRACE_LISTEN on a seized tracee in group-stop; no pointers.
-                unsafe { libc::ptrace(libc::PTRACE_LISTEN, p.as_raw(), 0, 0) };
+                let _ = crate::sys::ptrace_listen(p);
             }
             Ok(WaitStatus::PtraceEvent(p, _, _)) => {
                 let _ = ptrace::cont(p, None);

@@ -129,6 +129,14 @@ pub fn open_in_root_with(
     Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
+/// `PTRACE_LISTEN`: lets a seized tracee in group-stop stay stopped while still reporting a
+/// later SIGCONT (nix has no wrapper for it).
+pub fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
+    // SAFETY: PTRACE_LISTEN takes no pointer arguments (addr and data are zero).
+    let ret = unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid.as_raw(), 0, 0) };
+    Errno::result(ret).map(drop)
+}
+
 /// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
 /// ones below `first` reach an exec'd program.
 pub fn cloexec_from(first: u32) -> Result<(), Errno> {
