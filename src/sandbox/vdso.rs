@@ -371,7 +371,13 @@ fn poke_bytes(pid: Pid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
 /// Runs one system call in the stopped tracee (at its current instruction, temporarily a
 /// `syscall`), then restores its code and registers. Returns the call's result.
 #[cfg(target_arch = "x86_64")]
-fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> Result<u64, Errno> {
+/// A signal that arrives meanwhile is held back into `pending` (to deliver at detach).
+fn inject_syscall(
+    pid: Pid,
+    nr: u64,
+    args: [u64; 6],
+    pending: &mut Option<Signal>,
+) -> Result<u64, Errno> {
     let saved = ptrace::getregs(pid)?;
     let ip = saved.rip;
     let code = ptrace::read(pid, ip as ptrace::AddressType)? as u64;
@@ -382,12 +388,15 @@ fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> Result<u64, Errno> {
     regs.orig_rax = u64::MAX;
     (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
         (args[0], args[1], args[2], args[3], args[4], args[5]);
-    let result = ptrace::setregs(pid, regs)
-        .and_then(|_| ptrace::step(pid, None))
-        .and_then(|_| match waitpid(pid, Some(WaitPidFlag::__WALL))? {
-            WaitStatus::Stopped(_, Signal::SIGTRAP) => Ok(ptrace::getregs(pid)?.rax),
-            _ => Err(Errno::ECHILD),
-        });
+    let result = ptrace::setregs(pid, regs).and_then(|_| loop {
+        ptrace::step(pid, None)?;
+        match waitpid(pid, Some(WaitPidFlag::__WALL))? {
+            WaitStatus::Stopped(_, Signal::SIGTRAP) => break Ok(ptrace::getregs(pid)?.rax),
+            // A signal stopped it before the step: keep it for later, step again.
+            WaitStatus::Stopped(_, sig) => *pending = Some(sig),
+            _ => break Err(Errno::ECHILD),
+        }
+    });
     ptrace::write(pid, ip as ptrace::AddressType, code as libc::c_long)?;
     ptrace::setregs(pid, saved)?;
     result
@@ -398,7 +407,11 @@ fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> Result<u64, Errno> {
 /// so other clocks stay in the vDSO). The tracee must be at the exit of its execve (so its
 /// registers can be borrowed) and must not have run yet (it resolves the vDSO at start-up).
 #[cfg(target_arch = "x86_64")]
-fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
+fn inject_fake_clock(
+    pid: Pid,
+    clock: FakeClock,
+    pending: &mut Option<Signal>,
+) -> Result<(), Errno> {
     let (_, base) = auxv_vdso(pid)?.ok_or(Errno::ENOENT)?;
     let patch = vdso_patch(pid, base)?;
     let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
@@ -407,6 +420,7 @@ fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
         pid,
         libc::SYS_mmap as u64,
         [FAKE_PAGE, 4096, prot, flags, u64::MAX, 0],
+        pending,
     )?;
     if mapped != FAKE_PAGE {
         return Err(Errno::EEXIST);
@@ -428,7 +442,11 @@ fn inject_fake_clock(pid: Pid, clock: FakeClock) -> Result<(), Errno> {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn inject_fake_clock(_pid: Pid, _clock: FakeClock) -> Result<(), Errno> {
+fn inject_fake_clock(
+    _pid: Pid,
+    _clock: FakeClock,
+    _pending: &mut Option<Signal>,
+) -> Result<(), Errno> {
     Err(Errno::ENOSYS)
 }
 
@@ -541,18 +559,20 @@ pub(super) fn on_exec(
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
                 // Fast path: the fake clock in-process (a jump from the vDSO); else the
                 // system-call path (no vDSO; the clock server answers).
+                let mut pending = None;
                 let injected = fake.is_some_and(|clock| {
                     ptrace::syscall(p, None).is_ok()
                         && matches!(
                             waitpid(p, Some(WaitPidFlag::__WALL)),
                             Ok(WaitStatus::PtraceSyscall(_))
                         )
-                        && inject_fake_clock(p, clock).is_ok()
+                        && inject_fake_clock(p, clock, &mut pending).is_ok()
                 });
                 if !injected {
                     let _ = strip_vdso(p);
                 }
-                let _ = ptrace::detach(p, None);
+                // A signal held back during the injection is delivered now.
+                let _ = ptrace::detach(p, pending);
                 return;
             }
             Ok(WaitStatus::Stopped(p, sig)) => {
