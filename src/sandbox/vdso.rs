@@ -127,62 +127,75 @@ pub fn clock_filter() -> Vec<libc::sock_filter> {
     ]
 }
 
+/// A little-endian unsigned field of `n` bytes at `at`, if `b` holds it.
+fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
+    let bytes = b.get(at..at.checked_add(n)?)?;
+    Some(
+        bytes
+            .iter()
+            .rev()
+            .fold(0usize, |acc, x| acc << 8 | *x as usize),
+    )
+}
+
+/// The NUL-terminated name at `at` in a string table (empty if out of range).
+fn name_at(table: &[u8], at: usize) -> &[u8] {
+    let name = table.get(at..).unwrap_or(&[]);
+    &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())]
+}
+
 /// Whether a program reads the clock without libc's (interposable) functions: statically
-/// linked (no PT_INTERP), or a Go program (its runtime calls the vDSO itself).
+/// linked (no PT_INTERP), or a Go program (its runtime calls the vDSO itself). Malformed
+/// files read as "no" (nothing to patch); they never panic.
 pub fn bypasses_libc(exe: &std::fs::File) -> bool {
-    let mut ehdr = [0u8; 64];
-    if exe.read_exact_at(&mut ehdr, 0).is_err()
-        || &ehdr[..4] != b"\x7fELF"
-        || ehdr[4] != 2
-        || ehdr[5] != 1
+    elf_bypasses_libc(exe).unwrap_or(false)
+}
+
+fn elf_bypasses_libc(exe: &std::fs::File) -> Option<bool> {
+    let read = |at: usize, len: usize| {
+        let mut buf = vec![0u8; len];
+        exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
+    };
+    let ehdr = read(0, 64)?;
+    if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
+        return None; // not a little-endian ELF64: nothing to patch
+    }
+    let (phoff, phentsize, phnum) = (le(&ehdr, 32, 8)?, le(&ehdr, 54, 2)?, le(&ehdr, 56, 2)?);
+    if phentsize < 56 {
+        return None;
+    }
+    let phdrs = read(phoff, phentsize * phnum)?;
+    const PT_INTERP: usize = 3;
+    if !phdrs
+        .chunks(phentsize)
+        .any(|ph| le(ph, 0, 4) == Some(PT_INTERP))
     {
-        return false; // not a little-endian ELF64: nothing to patch
-    }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
-    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
-    let (phoff, phentsize, phnum) = (u64_at(&ehdr, 32), u16_at(&ehdr, 54), u16_at(&ehdr, 56));
-    let mut phdrs = vec![0u8; phentsize * phnum];
-    if phentsize < 56 || exe.read_exact_at(&mut phdrs, phoff as u64).is_err() {
-        return false;
-    }
-    const PT_INTERP: u32 = 3;
-    let dynamic = phdrs.chunks(phentsize).any(|ph| u32_at(ph, 0) == PT_INTERP);
-    if !dynamic {
-        return true;
+        return Some(true); // statically linked
     }
     // A dynamically linked Go program (cgo) still reads the clock through the vDSO directly.
     let (shoff, shentsize, shnum, shstrndx) = (
-        u64_at(&ehdr, 40),
-        u16_at(&ehdr, 58),
-        u16_at(&ehdr, 60),
-        u16_at(&ehdr, 62),
+        le(&ehdr, 40, 8)?,
+        le(&ehdr, 58, 2)?,
+        le(&ehdr, 60, 2)?,
+        le(&ehdr, 62, 2)?,
     );
-    if shentsize < 64 || shnum == 0 || shstrndx >= shnum || shnum > 4096 {
-        return false;
+    if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
+        return None;
     }
-    let mut shdrs = vec![0u8; shentsize * shnum];
-    if exe.read_exact_at(&mut shdrs, shoff as u64).is_err() {
-        return false;
-    }
+    let shdrs = read(shoff, shentsize * shnum)?;
     let strtab = &shdrs[shstrndx * shentsize..];
-    let (str_off, str_size) = (u64_at(strtab, 24), u64_at(strtab, 32).min(1 << 20));
-    let mut names = vec![0u8; str_size];
-    if exe.read_exact_at(&mut names, str_off as u64).is_err() {
-        return false;
-    }
-    shdrs.chunks(shentsize).any(|sh| {
-        let name = &names[u32_at(sh, 0) as usize..];
-        let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+    let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(1 << 20))?;
+    Some(shdrs.chunks(shentsize).any(|sh| {
+        let name = name_at(&names, le(sh, 0, 4).unwrap_or(usize::MAX));
         name == b".note.go.buildid" || name == b".go.buildinfo"
-    })
+    }))
 }
 
-/// Reads and writes words of another process's memory.
-pub(super) struct Remote(pub Pid);
+/// Reads another process's memory (writes go through ptrace: [`poke_bytes`]).
+struct Remote(Pid);
 
 impl Remote {
-    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         use nix::sys::uio::{process_vm_readv, RemoteIoVec};
         let remote = [RemoteIoVec {
             base: addr as usize,
@@ -196,22 +209,8 @@ impl Remote {
         }
     }
 
-    pub fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
-        use nix::sys::uio::{process_vm_writev, RemoteIoVec};
-        let remote = [RemoteIoVec {
-            base: addr as usize,
-            len: bytes.len(),
-        }];
-        let n = process_vm_writev(self.0, &[std::io::IoSlice::new(bytes)], &remote)?;
-        if n == bytes.len() {
-            Ok(())
-        } else {
-            Err(Errno::EFAULT)
-        }
-    }
-
     /// A NUL-terminated string of at most 4096 bytes.
-    pub fn cstr(&self, addr: u64) -> Result<Vec<u8>, Errno> {
+    fn cstr(&self, addr: u64) -> Result<Vec<u8>, Errno> {
         let mut out = Vec::new();
         let mut at = addr;
         while out.len() < 4096 {
@@ -263,9 +262,7 @@ fn auxv_vdso(pid: Pid) -> Result<Option<(u64, u64)>, Errno> {
 #[cfg(target_arch = "x86_64")]
 fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
     match auxv_vdso(pid)? {
-        Some((entry, _)) => Remote(pid)
-            .write(entry, &AT_IGNORE.to_ne_bytes())
-            .map(|_| true),
+        Some((entry, _)) => poke_bytes(pid, entry, &AT_IGNORE.to_ne_bytes()).map(|_| true),
         None => Ok(false),
     }
 }
@@ -294,41 +291,32 @@ fn vdso_patch(pid: Pid, base: u64) -> Result<VdsoPatch, Errno> {
         }
         image.extend_from_slice(&buf);
     }
-    let get = |o: usize, n: usize| image.get(o..o + n).ok_or(Errno::ENOEXEC);
-    let u16_at = |o: usize| get(o, 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
-    let u32_at = |o: usize| get(o, 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
-    let u64_at = |o: usize| get(o, 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
-    if get(0, 4)? != b"\x7fELF" {
+    let field = |at: usize, n: usize| le(&image, at, n).ok_or(Errno::ENOEXEC);
+    if image.get(..4) != Some(b"\x7fELF".as_slice()) {
         return Err(Errno::ENOEXEC);
     }
-    let (shoff, shentsize, shnum) = (u64_at(40)? as usize, u16_at(58)?, u16_at(60)?);
-    const SHT_DYNSYM: u32 = 11;
+    let (shoff, shentsize, shnum) = (field(40, 8)?, field(58, 2)?, field(60, 2)?);
+    const SHT_DYNSYM: usize = 11;
     let mut fields = Vec::new();
     let mut clock_gettime = 0;
-    for i in 0..shnum {
-        let sh = shoff + i * shentsize;
-        if u32_at(sh + 4)? != SHT_DYNSYM {
+    for sh in (0..shnum).map(|i| shoff + i * shentsize) {
+        if field(sh + 4, 4)? != SHT_DYNSYM {
             continue;
         }
-        let (sym_off, sym_size, link) = (
-            u64_at(sh + 24)? as usize,
-            u64_at(sh + 32)? as usize,
-            u32_at(sh + 40)?,
-        );
-        let str_off = u64_at(shoff + link as usize * shentsize + 24)? as usize;
+        let (sym_off, sym_size, link) =
+            (field(sh + 24, 8)?, field(sh + 32, 8)?, field(sh + 40, 4)?);
+        let strings = image
+            .get(field(shoff + link * shentsize + 24, 8)?..)
+            .ok_or(Errno::ENOEXEC)?;
         for sym in (sym_off..sym_off + sym_size).step_by(24) {
-            let name_at = str_off + u32_at(sym)? as usize;
-            let name = image.get(name_at..).ok_or(Errno::ENOEXEC)?;
-            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(0)];
-            let entry = match name {
+            let entry = match name_at(strings, field(sym, 4)?) {
                 b"clock_gettime" | b"__vdso_clock_gettime" => ENTRY_CLOCK_GETTIME,
                 b"gettimeofday" | b"__vdso_gettimeofday" => ENTRY_GETTIMEOFDAY,
                 b"time" | b"__vdso_time" => ENTRY_TIME,
                 _ => continue,
             };
-            let value = u64_at(sym + 8)?;
             if entry == ENTRY_CLOCK_GETTIME {
-                clock_gettime = base + value;
+                clock_gettime = base + field(sym + 8, 8)? as u64;
             }
             // Symbol values are relative to the vDSO's base; users add the two (wrapping).
             fields.push((
@@ -621,6 +609,29 @@ mod tests {
         let script = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(script.path(), "#!/bin/sh\n").unwrap();
         assert!(!bypasses_libc(&std::fs::File::open(script.path()).unwrap()));
+    }
+
+    #[test]
+    fn malformed_programs_read_as_nothing_to_patch() {
+        let sh = std::fs::read("/bin/sh").unwrap();
+        let write = |bytes: &[u8]| {
+            let f = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(f.path(), bytes).unwrap();
+            f
+        };
+        // Cut short after the program headers: no section table to read.
+        let cut = write(&sh[..4096]);
+        assert!(!bypasses_libc(&std::fs::File::open(cut.path()).unwrap()));
+        // Section headers pointing anywhere (every field 0xff): no panic, no match.
+        let mut bad = sh.clone();
+        let shoff = u64::from_le_bytes(bad[40..48].try_into().unwrap()) as usize;
+        bad[shoff..].fill(0xff);
+        let bad = write(&bad);
+        assert!(!bypasses_libc(&std::fs::File::open(bad.path()).unwrap()));
+        assert_eq!(le(&[1, 2, 3], 1, 2), Some(0x0302));
+        assert_eq!(le(&[1, 2, 3], 2, 2), None);
+        assert_eq!(name_at(b"ab\0cd", 3), b"cd");
+        assert_eq!(name_at(b"ab", 9), b"");
     }
 
     #[test]
