@@ -19,25 +19,29 @@ fn rootless_run_as_an_unprivileged_user() {
     };
     let (_bin_dir, bin) = world_readable_binary();
     let w = Work::new();
-    let o = Command::new("setpriv")
-        .args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={gid}"),
-            "--clear-groups",
-            "--",
-        ])
-        .arg(&bin)
-        .args([
-            "exec",
-            "--",
-            "sh",
-            "-c",
-            "id -u; hostname; echo $$; touch /work/mine; touch /usr/x 2>/dev/null || echo ro",
-        ])
-        .current_dir(w.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    // `reprorun ARGS` as the unprivileged user, from the work directory.
+    let as_user = |args: &[&str]| {
+        Command::new("setpriv")
+            .args([
+                &format!("--reuid={uid}"),
+                &format!("--regid={gid}"),
+                "--clear-groups",
+                "--",
+            ])
+            .arg(&bin)
+            .args(args)
+            .current_dir(w.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = as_user(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "id -u; hostname; echo $$; touch /work/mine; touch /usr/x 2>/dev/null || echo ro",
+    ]);
     assert_eq!(expect_code(&o, 0), "0\nreprorun\n2\nro\n");
     let meta = std::fs::metadata(w.path().join("mine")).unwrap();
     assert_eq!(
@@ -46,20 +50,17 @@ fn rootless_run_as_an_unprivileged_user() {
         "files land owned by the caller"
     );
     // The fake clock reaches dynamic and static programs without privilege too.
-    let o = Command::new("setpriv")
-        .args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={gid}"),
-            "--clear-groups",
-            "--",
-        ])
-        .arg(&bin)
-        .args(["exec", "--date", "@1700000000", "--clock", "frozen", "--"])
-        .args(["sh", "-c", "date +%s; busybox date +%s"])
-        .current_dir(w.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = as_user(&[
+        "exec",
+        "--date",
+        "@1700000000",
+        "--clock",
+        "frozen",
+        "--",
+        "sh",
+        "-c",
+        "date +%s; busybox date +%s",
+    ]);
     assert_eq!(expect_code(&o, 0), "1700000000\n1700000000\n");
 }
 

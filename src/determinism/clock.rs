@@ -14,6 +14,9 @@ pub const PAGE_SIZE: usize = 4096;
 pub const RUN_DIR: &str = "/run/reprorun";
 pub const PAGE_PATH: &str = "/run/reprorun/clock";
 pub const PRELOAD_PATH: &str = "/run/reprorun/libreprotime.so";
+/// The file names of the page and the library in their directory (RUN_DIR in a sandbox).
+pub const PAGE_FILE: &str = "clock";
+pub const PRELOAD_FILE: &str = "libreprotime.so";
 /// Default `tick` step: 1 ms.
 pub const DEFAULT_TICK_NS: u64 = 1_000_000;
 
@@ -136,6 +139,12 @@ mod tests {
         assert_eq!(parse_date_choice("now").unwrap(), DateChoice::Now);
         assert_eq!(parse_date_choice("@5").unwrap(), DateChoice::Pinned(5));
         assert!(parse_date_choice("1969-01-01").is_err());
+    }
+
+    #[test]
+    fn paths_agree() {
+        assert_eq!(PAGE_PATH, format!("{RUN_DIR}/{PAGE_FILE}"));
+        assert_eq!(PRELOAD_PATH, format!("{RUN_DIR}/{PRELOAD_FILE}"));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! signals, and a `PATH` search over the sandbox's own `PATH` (not the caller's).
 
 use std::ffi::CString;
+use std::io::Read;
 use std::os::fd::OwnedFd;
 
 use caps::CapSet;
 use nix::errno::Errno;
 use nix::sys::stat::{umask, Mode};
+use nix::unistd::Pid;
 
 /// What a failed exec means for the exit status, as a shell reports it.
 pub fn exit_code_for(errno: i32) -> i32 {
@@ -14,6 +16,61 @@ pub fn exit_code_for(errno: i32) -> i32 {
         127
     } else {
         126
+    }
+}
+
+/// A forked workload whose exec is not confirmed yet.
+pub struct Spawned {
+    pub pid: Pid,
+    status: OwnedFd,
+}
+
+impl Spawned {
+    /// Waits until the workload's exec happened (`Ok`), or failed (`Err` with its errno; the
+    /// child is reaped).
+    pub fn confirm(self) -> Result<Pid, Errno> {
+        let mut buf = [0u8; 4];
+        match std::fs::File::from(self.status).read(&mut buf) {
+            Ok(4) => {
+                let _ = nix::sys::wait::waitpid(self.pid, None);
+                Err(Errno::from_raw(i32::from_ne_bytes(buf)))
+            }
+            _ => Ok(self.pid),
+        }
+    }
+}
+
+/// Forks the workload: the child runs `setup`, then [`exec`]s; a failure of either reaches the
+/// parent through a close-on-exec pipe (see [`Spawned::confirm`]).
+///
+/// # Safety
+/// The caller must be single-threaded: the child allocates before it execs.
+pub unsafe fn spawn(
+    setup: impl FnOnce() -> Result<(), Errno>,
+    argv: &[String],
+    env: &[String],
+    mask: u32,
+    sandboxed: bool,
+    clock_sock: Option<&OwnedFd>,
+) -> Result<Spawned, Errno> {
+    let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // SAFETY: the caller guarantees a single-threaded process.
+    match unsafe { nix::unistd::fork() }? {
+        nix::unistd::ForkResult::Child => {
+            drop(status_r);
+            let errno = match setup() {
+                Ok(()) => exec(argv, env, mask, sandboxed, clock_sock),
+                Err(e) => e,
+            };
+            let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
+            // SAFETY: _exit ends the failed child at once, without the parent's cleanup
+            // (atexit handlers, stdio buffers copied at fork).
+            unsafe { libc::_exit(exit_code_for(errno as i32)) }
+        }
+        nix::unistd::ForkResult::Parent { child } => Ok(Spawned {
+            pid: child,
+            status: status_r,
+        }),
     }
 }
 

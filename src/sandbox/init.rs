@@ -2,14 +2,13 @@
 //! loopback, mounts, pivot_root, time namespace), forks the workload, then reaps zombies and
 //! forwards signals until the workload exits, and exits with the workload's status.
 
-use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::{fork, ForkResult, Pid};
+use nix::unistd::Pid;
 use thiserror::Error;
 
 use super::mounts::{build_root, MountError};
@@ -138,36 +137,23 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
     let clock_calls = plan.clock.is_some() && vdso::SUPPORTED;
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
-    let (status_r, status_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(InitError::Fork)?;
-    // SAFETY: init is single-threaded, so the child may allocate and run arbitrary code.
-    let workload = match unsafe { fork() }.map_err(InitError::Fork)? {
-        ForkResult::Child => {
-            drop(status_r);
-            let errno = exec::exec(
-                &plan.argv,
-                &plan.env,
-                plan.umask,
-                true,
-                clock_calls.then_some(sock),
-            );
-            let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
-            // SAFETY: see `main`; the exec failed and the child must end without cleanup.
-            unsafe { libc::_exit(exec::exit_code_for(errno as i32)) }
-        }
-        ForkResult::Parent { child } => child,
-    };
-    drop(status_w);
-    let mut buf = [0u8; 4];
-    let mut reader = std::fs::File::from(status_r);
-    if let Ok(4) = reader.read(&mut buf) {
-        let errno = Errno::from_raw(i32::from_ne_bytes(buf));
-        let _ = waitpid(workload, None);
-        return Err(InitError::Exec {
-            program: plan.argv[0].clone(),
-            errno,
-        });
+    let clock_sock = clock_calls.then_some(sock);
+    // SAFETY: init is single-threaded.
+    let spawned = unsafe {
+        exec::spawn(
+            || Ok(()),
+            &plan.argv,
+            &plan.env,
+            plan.umask,
+            true,
+            clock_sock,
+        )
     }
+    .map_err(InitError::Fork)?;
+    let workload = spawned.confirm().map_err(|errno| InitError::Exec {
+        program: plan.argv[0].clone(),
+        errno,
+    })?;
     Ok(supervise(&sfd, workload))
 }
 

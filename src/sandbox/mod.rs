@@ -18,8 +18,6 @@ mod vdso;
 use nix::errno::Errno;
 use thiserror::Error;
 
-pub use mounts::MountError;
-
 /// libreprotime.so, built from src/reprotime by build.rs; written into each sandbox that fakes
 /// the clock.
 pub(crate) static PRELOAD_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprotime.so"));
@@ -56,6 +54,25 @@ impl SandboxError {
             _ => crate::exit::RUNTIME_ERROR,
         }
     }
+}
+
+/// Writes the clock page (for a clock that starts now) and the preload library into `dir`.
+fn write_clock_files(
+    dir: &std::path::Path,
+    clock: &crate::determinism::ClockPlan,
+) -> std::io::Result<()> {
+    use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
+    use std::os::unix::fs::PermissionsExt;
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)?;
+    let page = dir.join(PAGE_FILE);
+    std::fs::write(
+        &page,
+        clock.page(now.tv_sec() * 1_000_000_000 + now.tv_nsec()),
+    )?;
+    std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644))?;
+    let lib = dir.join(PRELOAD_FILE);
+    std::fs::write(&lib, PRELOAD_LIB)?;
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o755))
 }
 
 /// How a run ended.

@@ -303,16 +303,11 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
         }
         MountOp::ClockFiles { dir, clock } => {
             let dir_path = ensure_dir(dir)?;
-            let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
-                .map_err(fail("clock page", dir))?;
-            let now_ns = now.tv_sec() * 1_000_000_000 + now.tv_nsec();
-            write_file(&dir_path.join("clock"), &clock.page(now_ns), 0o644, dir)?;
-            write_file(
-                &dir_path.join("libreprotime.so"),
-                super::PRELOAD_LIB,
-                0o755,
-                dir,
-            )?;
+            super::write_clock_files(&dir_path, clock).map_err(|e| MountError::Op {
+                kind: "clock files",
+                dest: dir.clone(),
+                errno: io_errno(&e),
+            })?;
         }
         MountOp::Preload { etc, lib } => {
             // The overlay's top layer lives in the staging root, which is detached later;

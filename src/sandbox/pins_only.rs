@@ -8,13 +8,12 @@
 //! (so a child that scrubs its environment loses the preload), and static and Go programs get
 //! the same exec-time treatment as in a sandbox.
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
-use nix::unistd::{fork, ForkResult, Pid};
+use nix::unistd::Pid;
 
 use std::path::PathBuf;
 
@@ -25,8 +24,9 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
 use crate::sys::recv_packet;
 
-use super::supervisor::{exit_code, watch, Watch};
+use super::supervisor::{watch, Watch};
 use super::{clock_server, exec, signals, vdso, Outcome, SandboxError};
+use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::ClockPlan;
 use crate::plan::{Isolation, Plan};
 
@@ -41,16 +41,13 @@ impl ClockDir {
         let template = std::env::temp_dir().join("reprorun-XXXXXX");
         let dir = nix::unistd::mkdtemp(&template)?;
         let made = ClockDir { dir };
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)?;
-        let page = clock.page(now.tv_sec() * 1_000_000_000 + now.tv_nsec());
-        std::fs::write(made.dir.join("clock"), page).map_err(io)?;
-        std::fs::write(made.dir.join("libreprotime.so"), super::PRELOAD_LIB).map_err(io)?;
+        super::write_clock_files(&made.dir, clock).map_err(io)?;
         Ok(made)
     }
 
     /// The environment with the preload and the page's location added.
     fn env(&self, env: &[String]) -> Vec<String> {
-        let lib = self.dir.join("libreprotime.so").display().to_string();
+        let lib = self.dir.join(PRELOAD_FILE).display().to_string();
         let mut out: Vec<String> = env
             .iter()
             .filter(|e| !e.starts_with("LD_PRELOAD="))
@@ -63,7 +60,7 @@ impl ClockDir {
         });
         out.push(format!(
             "REPRORUN_CLOCK_PAGE={}",
-            self.dir.join("clock").display()
+            self.dir.join(PAGE_FILE).display()
         ));
         out.sort();
         out
@@ -101,33 +98,23 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         }
         _ => (None, None),
     };
-    let (status_r, status_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(step("pipe"))?;
     let start = Instant::now();
-    // SAFETY: the supervisor is single-threaded, so the child may allocate before exec.
-    let child = match unsafe { fork() }.map_err(step("fork"))? {
-        ForkResult::Child => {
-            drop(status_r);
-            let errno = match nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-                .and_then(|_| nix::unistd::chdir(&plan.host_workdir))
-            {
-                Ok(()) => exec::exec(&plan.argv, &env, plan.umask, false, theirs.as_ref()),
-                Err(e) => e,
-            };
-            let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
-            // SAFETY: ends the failed child without running the parent's cleanup.
-            unsafe { libc::_exit(exec::exit_code_for(errno as i32)) }
-        }
-        ForkResult::Parent { child } => child,
+    let setup = || {
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+        nix::unistd::chdir(&plan.host_workdir)
     };
-    drop(status_w);
+    // SAFETY: the supervisor is single-threaded here (the clock thread starts below).
+    let spawned =
+        unsafe { exec::spawn(setup, &plan.argv, &env, plan.umask, false, theirs.as_ref()) }
+            .map_err(step("fork"))?;
+    let child = spawned.pid;
     drop(theirs);
     // Started after the fork, so that the fork happened in a single-threaded process.
     let server = match (&plan.clock, &clock_dir, &ours) {
         (Some(clock), Some(dir), Some(_)) => {
             let at = clock_server::PageAt {
                 root: "/".into(),
-                path: dir.dir.join("clock"),
+                path: dir.dir.join(PAGE_FILE),
             };
             Some(clock_server::start(*clock, at).map_err(step("clock thread"))?)
         }
@@ -144,18 +131,12 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
             }
         }
     }
-    let mut buf = [0u8; 4];
-    if let Ok(4) = std::fs::File::from(status_r).read(&mut buf) {
-        let _ = waitpid(child, None);
-        let errno = Errno::from_raw(i32::from_ne_bytes(buf));
-        return Err(SandboxError::Exec {
-            program: plan.argv[0].clone(),
-            errno,
-        });
-    }
+    spawned.confirm().map_err(|errno| SandboxError::Exec {
+        program: plan.argv[0].clone(),
+        errno,
+    })?;
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let watched = watch(
-        child,
         child,
         deadline,
         || kill_descendants(false),
@@ -168,16 +149,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         &mut Vec::new(),
     )?;
     kill_descendants(true);
-    Ok(Outcome {
-        exit_code: if watched.timed_out {
-            crate::exit::TIMEOUT
-        } else {
-            exit_code(watched.status)
-        },
-        timed_out: watched.timed_out,
-        usage: watched.usage,
-        isolation: Isolation::None,
-    })
+    Ok(watched.outcome(Isolation::None))
 }
 
 /// Every live (non-zombie) descendant, found by walking /proc/PID/task/*/children.

@@ -3,7 +3,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use nix::sys::socket::{recv, send, MsgFlags};
+use nix::sys::socket::{send, MsgFlags};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,16 +29,15 @@ pub fn post(sock: &OwnedFd, msg: &InitMsg) {
 /// Reads every message still queued on the socket without blocking.
 pub fn drain(sock: &OwnedFd) -> Vec<InitMsg> {
     let mut out = Vec::new();
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = recv(sock.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
-        if n == 0 {
-            break;
-        }
-        if let Ok(msg) = serde_json::from_slice(&buf[..n]) {
-            out.push(msg);
-        }
+    while let Ok(Some((bytes, _))) = crate::sys::recv_packet(sock) {
+        out.extend(parse(&bytes));
     }
     out
+}
+
+/// One datagram as a message, if it is one (the clock listener's datagram is not).
+pub fn parse(bytes: &[u8]) -> Option<InitMsg> {
+    serde_json::from_slice(bytes).ok()
 }
 
 #[cfg(test)]

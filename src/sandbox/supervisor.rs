@@ -11,7 +11,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
-use super::protocol::{drain, InitMsg};
+use super::protocol::{self, drain, InitMsg};
 use super::vdso::LISTENER_TAG;
 use super::{clock_server, init, signals, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
@@ -25,6 +25,22 @@ pub(super) struct Watched {
     pub timed_out: bool,
 }
 
+impl Watched {
+    /// The outcome reprorun reports: 124 on timeout, else the exit status or 128+N.
+    pub fn outcome(&self, isolation: Isolation) -> Outcome {
+        Outcome {
+            exit_code: if self.timed_out {
+                crate::exit::TIMEOUT
+            } else {
+                exit_code(self.status)
+            },
+            timed_out: self.timed_out,
+            usage: self.usage,
+            isolation,
+        }
+    }
+}
+
 /// How [`watch`] waits and what it serves.
 pub(super) struct Watch<'a> {
     /// Reap every child (pins-only: orphans re-parent to us), not only the watched one.
@@ -34,12 +50,11 @@ pub(super) struct Watch<'a> {
     pub sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
 }
 
-/// Waits for `child` while forwarding signals to `forward_to`. At the deadline calls
+/// Waits for `child` while forwarding signals to it. At the deadline calls
 /// `on_timeout` (which must make the child exit). Messages that arrive on the socket
 /// meanwhile are collected into `msgs`.
 pub(super) fn watch(
     child: Pid,
-    forward_to: Pid,
     deadline: Option<Instant>,
     mut on_timeout: impl FnMut(),
     how: Watch,
@@ -125,7 +140,7 @@ pub(super) fn watch(
                         reap = true;
                     } else if signals::should_forward(info.ssi_signo, info.ssi_code) {
                         if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
-                            let _ = kill(forward_to, sig);
+                            let _ = kill(child, sig);
                         }
                     }
                 }
@@ -138,7 +153,7 @@ pub(super) fn watch(
                     (Some(fd), Some(clock)) if bytes == [LISTENER_TAG] => {
                         let _ = clock.send(fd);
                     }
-                    _ => msgs.extend(serde_json::from_slice::<InitMsg>(&bytes).ok()),
+                    _ => msgs.extend(protocol::parse(&bytes)),
                 },
                 _ => sock_open = false, // hung up, or nothing more will come
             }
@@ -147,7 +162,7 @@ pub(super) fn watch(
 }
 
 /// Exit code for a raw wait status: the exit status, or 128+N for a death by signal N.
-pub(super) fn exit_code(status: libc::c_int) -> i32 {
+fn exit_code(status: libc::c_int) -> i32 {
     if libc::WIFSIGNALED(status) {
         128 + libc::WTERMSIG(status)
     } else {
@@ -191,7 +206,6 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     let mut msgs = Vec::new();
     let watched = watch(
         child,
-        child,
         deadline,
         || {
             // Killing pid 1 tears down the whole pid namespace, daemons included.
@@ -226,14 +240,5 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
             }
         }
     }
-    Ok(Outcome {
-        exit_code: if watched.timed_out {
-            crate::exit::TIMEOUT
-        } else {
-            exit_code(watched.status)
-        },
-        timed_out: watched.timed_out,
-        usage: watched.usage,
-        isolation: Isolation::Full,
-    })
+    Ok(watched.outcome(Isolation::Full))
 }

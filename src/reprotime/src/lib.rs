@@ -48,6 +48,14 @@ const MODE_FROZEN: u32 = 2;
 const MODE_TICK: u32 = 3;
 const PAGE_PATH: &[u8] = b"/run/reprorun/clock\0";
 const NS: i64 = 1_000_000_000;
+const ZERO_TIMESPECS: [timespec; 2] = [timespec {
+    tv_sec: 0,
+    tv_nsec: 0,
+}; 2];
+const ZERO_TIMEVALS: [timeval; 2] = [timeval {
+    tv_sec: 0,
+    tv_usec: 0,
+}; 2];
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;
@@ -432,16 +440,19 @@ macro_rules! real {
     }};
 }
 
+/// Calls the next definition of this symbol with the caller's (possibly adjusted) arguments.
+macro_rules! call_real {
+    ($slot:ident, $ty:ty, $($arg:expr),*) => {{
+        let f = real!($slot, $ty);
+        // SAFETY: forwards a libc call to libc's own definition, arguments unchanged except
+        // for timestamps we rewrote into buffers of the same type.
+        unsafe { f($($arg),*) }
+    }};
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn stat(path: *const c_char, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(stat, StatFn);
-            unsafe { f(path, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(stat, StatFn, path, st), st)
 }
 
 #[no_mangle]
@@ -452,14 +463,7 @@ pub unsafe extern "C" fn stat64(path: *const c_char, st: *mut Stat) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn lstat(path: *const c_char, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(lstat, StatFn);
-            unsafe { f(path, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(lstat, StatFn, path, st), st)
 }
 
 #[no_mangle]
@@ -470,14 +474,7 @@ pub unsafe extern "C" fn lstat64(path: *const c_char, st: *mut Stat) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fstat(fd: c_int, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(fstat, FstatFn);
-            unsafe { f(fd, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(fstat, FstatFn, fd, st), st)
 }
 
 #[no_mangle]
@@ -493,14 +490,7 @@ pub unsafe extern "C" fn fstatat(
     st: *mut Stat,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(fstatat, FstatatFn);
-            unsafe { f(dirfd, path, st, flags) }
-        },
-        st,
-    )
+    shift_stat(call_real!(fstatat, FstatatFn, dirfd, path, st, flags), st)
 }
 
 #[no_mangle]
@@ -516,38 +506,17 @@ pub unsafe extern "C" fn fstatat64(
 
 #[no_mangle]
 pub unsafe extern "C" fn __xstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(xstat, XstatFn);
-            unsafe { f(ver, path, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(xstat, XstatFn, ver, path, st), st)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn __lxstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(lxstat, XstatFn);
-            unsafe { f(ver, path, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(lxstat, XstatFn, ver, path, st), st)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut Stat) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    shift_stat(
-        {
-            let f = real!(fxstat, FxstatFn);
-            unsafe { f(ver, fd, st) }
-        },
-        st,
-    )
+    shift_stat(call_real!(fxstat, FxstatFn, ver, fd, st), st)
 }
 
 #[no_mangle]
@@ -558,12 +527,8 @@ pub unsafe extern "C" fn __fxstatat(
     st: *mut Stat,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: forwards the caller's arguments.
     shift_stat(
-        {
-            let f = real!(fxstatat, FxstatatFn);
-            unsafe { f(ver, dirfd, path, st, flags) }
-        },
+        call_real!(fxstatat, FxstatatFn, ver, dirfd, path, st, flags),
         st,
     )
 }
@@ -576,11 +541,7 @@ pub unsafe extern "C" fn statx(
     mask: u32,
     stx: *mut Statx,
 ) -> c_int {
-    // SAFETY: forwards the caller's arguments.
-    let r = {
-        let f = real!(statx, StatxFn);
-        unsafe { f(dirfd, path, flags, mask, stx) }
-    };
+    let r = call_real!(statx, StatxFn, dirfd, path, flags, mask, stx);
     let off = file_offset();
     if r == 0 && !stx.is_null() && off != 0 {
         // SAFETY: the real statx just filled *stx.
@@ -650,72 +611,37 @@ pub unsafe extern "C" fn utimensat(
     times: *const timespec,
     flags: c_int,
 ) -> c_int {
-    let mut buf = [timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    }; 2];
+    let mut buf = ZERO_TIMESPECS;
     let t = unshift_times(times, &mut buf);
-    // SAFETY: forwards the caller's arguments with adjusted times.
-    {
-        let f = real!(utimensat, UtimensatFn);
-        unsafe { f(dirfd, path, t, flags) }
-    }
+    call_real!(utimensat, UtimensatFn, dirfd, path, t, flags)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn futimens(fd: c_int, times: *const timespec) -> c_int {
-    let mut buf = [timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    }; 2];
+    let mut buf = ZERO_TIMESPECS;
     let t = unshift_times(times, &mut buf);
-    // SAFETY: forwards the caller's arguments with adjusted times.
-    {
-        let f = real!(futimens, FutimensFn);
-        unsafe { f(fd, t) }
-    }
+    call_real!(futimens, FutimensFn, fd, t)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const timeval) -> c_int {
-    let mut buf = [timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    }; 2];
+    let mut buf = ZERO_TIMEVALS;
     let t = unshift_timevals(tv, &mut buf);
-    // SAFETY: forwards the caller's arguments with adjusted times.
-    {
-        let f = real!(utimes, UtimesFn);
-        unsafe { f(path, t) }
-    }
+    call_real!(utimes, UtimesFn, path, t)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const timeval) -> c_int {
-    let mut buf = [timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    }; 2];
+    let mut buf = ZERO_TIMEVALS;
     let t = unshift_timevals(tv, &mut buf);
-    // SAFETY: forwards the caller's arguments with adjusted times.
-    {
-        let f = real!(lutimes, UtimesFn);
-        unsafe { f(path, t) }
-    }
+    call_real!(lutimes, UtimesFn, path, t)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn futimesat(dirfd: c_int, path: *const c_char, tv: *const timeval) -> c_int {
-    let mut buf = [timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    }; 2];
+    let mut buf = ZERO_TIMEVALS;
     let t = unshift_timevals(tv, &mut buf);
-    // SAFETY: forwards the caller's arguments with adjusted times.
-    {
-        let f = real!(futimesat, FutimesatFn);
-        unsafe { f(dirfd, path, t) }
-    }
+    call_real!(futimesat, FutimesatFn, dirfd, path, t)
 }
 
 #[repr(C)]
