@@ -14,6 +14,7 @@ fn main() {
         "src/reprotime/src",
         "src/reprotime/Cargo.toml",
         "src/reprotime/Cargo.lock",
+        "src/determinism/mix.rs",
     ] {
         println!("cargo:rerun-if-changed={path}");
     }

@@ -64,8 +64,11 @@ fn environment_is_exactly_the_documented_set() {
             "LANG=C.UTF-8",
             "LC_ALL=C.UTF-8",
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PERL_HASH_SEED=0",
+            "PERL_PERTURB_KEYS=NO",
             "PYTHONHASHSEED=0",
             "SOURCE_DATE_EPOCH=1600000000",
+            "SWIFT_DETERMINISTIC_HASHING=1",
             "TZ=UTC",
         ]
     );

@@ -8,6 +8,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use thiserror::Error;
 
 use crate::determinism::clock::{self, ClockMode, DateChoice};
+use crate::determinism::RandomMode;
 use crate::exit;
 use crate::parse::{self, BindSpec, ParseError};
 use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
@@ -82,6 +83,18 @@ pub struct ExecArgs {
     /// (each read advances by STEP, default 1ms).
     #[arg(long, value_name = "MODE", default_value = "start-at", value_parser = clock::parse_clock_mode)]
     pub clock: ClockMode,
+    /// Seed of every seeded source: hash seeds (PYTHONHASHSEED, PERL_HASH_SEED), getrandom,
+    /// /dev/urandom, /dev/random and AT_RANDOM. Different seeds give different streams.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Where random bytes come from: `seeded` (a deterministic stream from --seed; for tests,
+    /// never for keys) or `real` (the kernel's entropy, nothing intercepted).
+    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = RandomMode::Seeded)]
+    pub random: RandomMode,
+    /// CPUs the command runs on and sees (affinity, nproc, /proc/cpuinfo, /sys agree); at
+    /// most the CPUs reprorun itself may use. Default: 1.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<u32>,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -207,6 +220,9 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         isolation: args.isolation,
         date: args.date,
         clock: args.clock,
+        seed: args.seed,
+        random: args.random,
+        cpus: args.cpus,
         argv: args.command.clone(),
     })
 }

@@ -90,25 +90,34 @@ pub struct ClockPlan {
     pub mode: ClockMode,
 }
 
-impl ClockPlan {
-    /// The page for a clock started at real time `real_now_ns` (CLOCK_REALTIME).
-    pub fn page(&self, real_now_ns: i64) -> Vec<u8> {
-        let epoch_ns = self.epoch.saturating_mul(1_000_000_000);
-        let step = match self.mode {
+/// Flag at page offset 40: AT_RANDOM is seeded (the seed is at offset 48).
+pub const PAGE_FLAG_SEEDED: u32 = 1;
+
+/// The runtime page every time path and the preload library read: the clock (`None`: real
+/// time, nothing faked) started at real time `real_now_ns` (CLOCK_REALTIME), and the entropy
+/// seed (`None`: real entropy).
+pub fn runtime_page(clock: Option<ClockPlan>, seed: Option<u64>, real_now_ns: i64) -> Vec<u8> {
+    let mut page = vec![0u8; PAGE_SIZE];
+    let mut put = |at: usize, bytes: &[u8]| page[at..at + bytes.len()].copy_from_slice(bytes);
+    put(0, &PAGE_MAGIC.to_le_bytes());
+    put(8, &PAGE_VERSION.to_le_bytes());
+    if let Some(clock) = clock {
+        let epoch_ns = clock.epoch.saturating_mul(1_000_000_000);
+        let step = match clock.mode {
             ClockMode::Tick { step_ns } => step_ns as i64,
             _ => 0,
         };
-        let mut page = vec![0u8; PAGE_SIZE];
-        let mut put = |at: usize, bytes: &[u8]| page[at..at + bytes.len()].copy_from_slice(bytes);
-        put(0, &PAGE_MAGIC.to_le_bytes());
-        put(8, &PAGE_VERSION.to_le_bytes());
-        put(12, &self.mode.code().to_le_bytes());
+        put(12, &clock.mode.code().to_le_bytes());
         put(16, &(epoch_ns - real_now_ns).to_le_bytes());
         put(24, &epoch_ns.to_le_bytes());
         put(32, &step.to_le_bytes());
-        // 40..64 reserved; 64..72 the tick counter, zero.
-        page
     }
+    if let Some(seed) = seed {
+        put(40, &PAGE_FLAG_SEEDED.to_le_bytes());
+        put(48, &seed.to_le_bytes());
+    }
+    // 56..64 reserved; 64..72 the tick counter, zero.
+    page
 }
 
 #[cfg(test)]
@@ -153,7 +162,7 @@ mod tests {
             epoch: 100,
             mode: ClockMode::Tick { step_ns: 7 },
         };
-        let page = plan.page(40_000_000_000);
+        let page = runtime_page(Some(plan), Some(9), 40_000_000_000);
         assert_eq!(page.len(), PAGE_SIZE);
         let u64_at = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().unwrap());
         let i64_at = |at: usize| i64::from_le_bytes(page[at..at + 8].try_into().unwrap());
@@ -163,6 +172,11 @@ mod tests {
         assert_eq!(i64_at(16), 60_000_000_000, "offset = date - real start");
         assert_eq!(i64_at(24), 100_000_000_000);
         assert_eq!(i64_at(32), 7);
+        assert_eq!(u32::from_le_bytes(page[40..44].try_into().unwrap()), 1);
+        assert_eq!(u64_at(48), 9);
         assert_eq!(u64_at(64), 0);
+        let bare = runtime_page(None, None, 5);
+        assert_eq!(&bare[0..8], b"REPROTIM");
+        assert!(bare[12..].iter().all(|b| *b == 0), "mode 0: nothing faked");
     }
 }

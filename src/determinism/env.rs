@@ -23,8 +23,10 @@ pub struct EnvProfile {
 }
 
 impl EnvProfile {
-    /// The pins: frozen PATH, HOME, TZ=UTC, C.UTF-8 locale, hash seed, SOURCE_DATE_EPOCH.
-    pub fn pinned(source_date_epoch: i64) -> Self {
+    /// The pins: frozen PATH, HOME, TZ=UTC, C.UTF-8 locale, SOURCE_DATE_EPOCH, and the
+    /// language runtimes' hash-seed knobs driven by `seed` (Python takes it modulo 2^32;
+    /// Perl reads it as hex).
+    pub fn pinned(source_date_epoch: i64, seed: u64) -> Self {
         let mut vars = BTreeMap::new();
         for (k, v) in [
             ("PATH", FROZEN_PATH),
@@ -32,11 +34,14 @@ impl EnvProfile {
             ("TZ", "UTC"),
             ("LANG", "C.UTF-8"),
             ("LC_ALL", "C.UTF-8"),
-            ("PYTHONHASHSEED", "0"),
+            ("PERL_PERTURB_KEYS", "NO"),
+            ("SWIFT_DETERMINISTIC_HASHING", "1"),
         ] {
             vars.insert(k.to_string(), v.to_string());
         }
         vars.insert("SOURCE_DATE_EPOCH".into(), source_date_epoch.to_string());
+        vars.insert("PYTHONHASHSEED".into(), (seed & 0xffff_ffff).to_string());
+        vars.insert("PERL_HASH_SEED".into(), format!("{seed:x}"));
         EnvProfile { vars }
     }
 
@@ -65,7 +70,7 @@ mod tests {
 
     #[test]
     fn pinned_set_is_exact_and_sorted() {
-        let env = EnvProfile::pinned(42).to_vec();
+        let env = EnvProfile::pinned(42, 0).to_vec();
         assert_eq!(
             env,
             vec![
@@ -73,16 +78,22 @@ mod tests {
                 "LANG=C.UTF-8",
                 "LC_ALL=C.UTF-8",
                 format!("PATH={FROZEN_PATH}").as_str(),
+                "PERL_HASH_SEED=0",
+                "PERL_PERTURB_KEYS=NO",
                 "PYTHONHASHSEED=0",
                 "SOURCE_DATE_EPOCH=42",
+                "SWIFT_DETERMINISTIC_HASHING=1",
                 "TZ=UTC",
             ]
         );
+        let seeded = EnvProfile::pinned(0, (1 << 32) + 255);
+        assert_eq!(seeded.get("PYTHONHASHSEED"), Some("255"));
+        assert_eq!(seeded.get("PERL_HASH_SEED"), Some("1000000ff"));
     }
 
     #[test]
     fn user_values_override_and_bad_names_fail() {
-        let mut env = EnvProfile::pinned(0);
+        let mut env = EnvProfile::pinned(0, 0);
         env.set("TZ", "Europe/Paris").unwrap();
         env.set("EXTRA", "1").unwrap();
         assert_eq!(env.get("TZ"), Some("Europe/Paris"));

@@ -13,7 +13,11 @@ use thiserror::Error;
 pub use mounts::MountOp;
 
 use crate::determinism::clock::{PRELOAD_PATH, RUN_DIR};
-use crate::determinism::{ClockMode, ClockPlan, DateChoice, EnvError, EnvProfile, DEFAULT_EPOCH};
+use crate::determinism::identity::{DEFAULT_CPUS, MEMORY_BYTES};
+use crate::determinism::{
+    ClockMode, ClockPlan, DateChoice, EnvError, EnvProfile, Identity, RandomMode, Uname,
+    DEFAULT_EPOCH,
+};
 use crate::parse::BindSpec;
 
 /// Plan format version; bumped when a field changes meaning.
@@ -24,6 +28,8 @@ pub const UPTIME_START_SECS: i64 = 10;
 pub const WORKDIR: &str = "/work";
 /// Top-level entries the sandbox always provides itself instead of taking from the rootfs.
 const PROVIDED: &[&str] = &["dev", "home", "proc", "run", "sys", "tmp", "work"];
+/// The FIFO that stands for /dev/urandom (and, hard-linked, /dev/random) with seeded entropy.
+pub const ENTROPY_FIFO: &str = "/dev/urandom";
 
 #[derive(Debug, Error)]
 pub enum PlanError {
@@ -44,6 +50,8 @@ pub enum PlanError {
     Env(#[from] EnvError),
     #[error("current directory: {0}; pass --workdir")]
     Cwd(std::io::Error),
+    #[error("--cpus {asked}: must be between 1 and {available} (the CPUs this process may use)")]
+    Cpus { asked: u32, available: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -126,6 +134,11 @@ pub struct ExecRequest {
     /// `--date`; `None` means the caller's SOURCE_DATE_EPOCH, else [`DEFAULT_EPOCH`].
     pub date: Option<DateChoice>,
     pub clock: ClockMode,
+    /// `--seed`: drives every seeded source (hash seeds, entropy streams).
+    pub seed: u64,
+    pub random: RandomMode,
+    /// `--cpus`; `None` means [`DEFAULT_CPUS`].
+    pub cpus: Option<u32>,
     pub argv: Vec<String>,
 }
 
@@ -144,6 +157,9 @@ impl ExecRequest {
             isolation: Isolation::Full,
             date: None,
             clock: ClockMode::StartAt,
+            seed: 0,
+            random: RandomMode::Seeded,
+            cpus: None,
             argv,
         }
     }
@@ -159,6 +175,8 @@ pub struct HostFacts {
     pub source_date_epoch: Option<i64>,
     /// The real time now, seconds since the epoch (what `--date now` pins).
     pub now: i64,
+    /// How many CPUs the caller may run on (its affinity mask).
+    pub cpus_available: u32,
 }
 
 impl HostFacts {
@@ -173,6 +191,14 @@ impl HostFacts {
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64),
+            cpus_available: nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+                .map(|set| {
+                    (0..nix::sched::CpuSet::count())
+                        .filter(|i| set.is_set(*i).unwrap_or(false))
+                        .count() as u32
+                })
+                .unwrap_or(1)
+                .max(1),
         })
     }
 }
@@ -202,6 +228,10 @@ pub struct Plan {
     pub uptime_start_secs: i64,
     /// The fake wall clock; `None` with `--date now`.
     pub clock: Option<ClockPlan>,
+    pub seed: u64,
+    pub random: RandomMode,
+    /// CPUs, memory and uname as the workload sees them.
+    pub identity: Identity,
 }
 
 impl Plan {
@@ -256,8 +286,30 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         mode: 0o755,
         size: None,
     }];
+    let cpus = req.cpus.unwrap_or(DEFAULT_CPUS);
+    if cpus == 0 || cpus > host.cpus_available {
+        return Err(PlanError::Cpus {
+            asked: cpus,
+            available: host.cpus_available,
+        });
+    }
+    let identity = Identity {
+        cpus,
+        memory_bytes: MEMORY_BYTES,
+        uname: Uname::pinned(&req.hostname, "(none)"),
+    };
+    let seeded = req.random == RandomMode::Seeded;
     mounts.extend(rootfs_binds(&rootfs, host_root)?);
-    mounts.extend(system_mounts());
+    mounts.extend(system_mounts(seeded));
+    mounts.extend(
+        identity
+            .files()
+            .into_iter()
+            .map(|(dest, contents)| MountOp::File {
+                dest: dest.into(),
+                contents,
+            }),
+    );
     let clock = match req.date {
         Some(DateChoice::Now) => None,
         Some(DateChoice::Pinned(epoch)) => Some(ClockPlan {
@@ -269,8 +321,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             mode: req.clock,
         }),
     };
-    if let Some(clock) = clock {
-        mounts.extend(time_mounts(clock));
+    if clock.is_some() || seeded {
+        mounts.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
     mounts.push(MountOp::Bind {
         src: workdir.clone(),
@@ -299,7 +351,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     }
     mounts.push(MountOp::ReadonlyRoot);
 
-    let mut env = EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch));
+    let mut env = EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch), req.seed);
     for (k, v) in &req.env {
         env.set(k, v)?;
     }
@@ -347,6 +399,9 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
         uptime_start_secs: UPTIME_START_SECS,
         clock,
+        seed: req.seed,
+        random: req.random,
+        identity,
     })
 }
 
@@ -395,7 +450,9 @@ fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanErro
 }
 
 /// The mounts every sandbox gets: /proc, /sys, a minimal /dev, private /run, /tmp and HOME.
-fn system_mounts() -> Vec<MountOp> {
+/// With seeded entropy, /dev/urandom and /dev/random are one FIFO that init keeps filled
+/// from the seeded stream (read-only: a writer would block once the pipe is full).
+fn system_mounts(seeded: bool) -> Vec<MountOp> {
     let mut ops = vec![
         MountOp::Proc {
             dest: "/proc".into(),
@@ -409,10 +466,18 @@ fn system_mounts() -> Vec<MountOp> {
             size: None,
         },
     ];
-    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+    let random: &[&str] = if seeded { &[] } else { &["random", "urandom"] };
+    for node in ["null", "zero", "full", "tty"].iter().chain(random) {
         ops.push(MountOp::DevNode {
             src: Path::new("/dev").join(node),
             dest: Path::new("/dev").join(node),
+        });
+    }
+    if seeded {
+        ops.push(MountOp::Fifo {
+            dest: ENTROPY_FIFO.into(),
+            mode: 0o444,
+            links: vec!["/dev/random".into()],
         });
     }
     ops.push(MountOp::Devpts {
@@ -460,25 +525,27 @@ fn system_mounts() -> Vec<MountOp> {
     ops
 }
 
-/// The clock page and preload library in a private tmpfs, and `/etc/ld.so.preload` naming
-/// the library. The tmpfs stays writable only in `tick` mode (the shared read counter).
-fn time_mounts(clock: ClockPlan) -> Vec<MountOp> {
+/// The runtime page (clock, seed) and preload library in a private tmpfs, and
+/// `/etc/ld.so.preload` naming the library. The tmpfs stays writable only in `tick` mode (the
+/// shared read counter).
+fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
     let mut ops = vec![
         MountOp::Tmpfs {
             dest: RUN_DIR.into(),
             mode: 0o755,
             size: Some(1 << 20),
         },
-        MountOp::ClockFiles {
+        MountOp::RuntimeFiles {
             dir: RUN_DIR.into(),
             clock,
+            seed,
         },
         MountOp::Preload {
             etc: "/etc".into(),
             lib: PRELOAD_PATH.into(),
         },
     ];
-    if !matches!(clock.mode, ClockMode::Tick { .. }) {
+    if !clock.is_some_and(|c| matches!(c.mode, ClockMode::Tick { .. })) {
         ops.push(MountOp::Readonly {
             dest: RUN_DIR.into(),
         });

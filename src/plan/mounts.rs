@@ -51,10 +51,24 @@ pub enum MountOp {
         #[serde(with = "octal")]
         mode: u32,
     },
-    /// Writes the clock page and the preload library into `dir` (a tmpfs).
-    ClockFiles {
+    /// Writes the runtime page (the fake clock, if any, and the entropy seed, if seeded) and
+    /// the preload library into `dir` (a tmpfs).
+    RuntimeFiles {
         dir: PathBuf,
-        clock: crate::determinism::ClockPlan,
+        clock: Option<crate::determinism::ClockPlan>,
+        seed: Option<u64>,
+    },
+    /// A generated file bound read-only over `dest` (identity files in /proc and /sys).
+    File {
+        dest: PathBuf,
+        contents: String,
+    },
+    /// A FIFO at `dest` with hard links at `links` (seeded /dev/urandom and /dev/random).
+    Fifo {
+        dest: PathBuf,
+        #[serde(with = "octal")]
+        mode: u32,
+        links: Vec<PathBuf>,
     },
     /// Covers `etc` with a read-only overlay whose top layer holds an `ld.so.preload` naming
     /// `lib`, so every dynamically linked program loads it, whatever its environment.
@@ -82,7 +96,9 @@ impl MountOp {
             | MountOp::Devpts { dest }
             | MountOp::Symlink { dest, .. }
             | MountOp::Dir { dest, .. }
-            | MountOp::ClockFiles { dir: dest, .. }
+            | MountOp::RuntimeFiles { dir: dest, .. }
+            | MountOp::File { dest, .. }
+            | MountOp::Fifo { dest, .. }
             | MountOp::Preload { etc: dest, .. }
             | MountOp::Readonly { dest } => Some(dest),
             MountOp::ReadonlyRoot => None,

@@ -12,6 +12,7 @@ fn host(cwd: &Path) -> HostFacts {
         cwd: cwd.to_path_buf(),
         source_date_epoch: None,
         now: 1_800_000_000,
+        cpus_available: 4,
     }
 }
 
@@ -124,7 +125,8 @@ fn host_root_hides_root_home_and_run() {
     assert!(plan.mounts.contains(&MountOp::Proc {
         dest: "/proc".into()
     }));
-    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+    // random and urandom are the host's only with --random real (see seed_random_and_cpus).
+    for node in ["null", "zero", "full", "tty"] {
         let p = Path::new("/dev").join(node);
         assert!(plan.mounts.contains(&MountOp::DevNode {
             src: p.clone(),
@@ -203,8 +205,11 @@ fn environment_is_exactly_the_pins_plus_user_values() {
             "LANG=C.UTF-8",
             "LC_ALL=C.UTF-8",
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PERL_HASH_SEED=0",
+            "PERL_PERTURB_KEYS=NO",
             "PYTHONHASHSEED=0",
             "SOURCE_DATE_EPOCH=1600000000",
+            "SWIFT_DETERMINISTIC_HASHING=1",
             "TZ=Asia/Tokyo",
         ]
     );
@@ -333,7 +338,7 @@ fn clock_defaults_dates_and_time_mounts() {
     let i = plan
         .mounts
         .iter()
-        .position(|m| matches!(m, MountOp::ClockFiles { .. }))
+        .position(|m| matches!(m, MountOp::RuntimeFiles { .. }))
         .unwrap();
     assert_eq!(
         plan.mounts[i - 1..i + 3],
@@ -343,9 +348,10 @@ fn clock_defaults_dates_and_time_mounts() {
                 mode: 0o755,
                 size: Some(1 << 20)
             },
-            MountOp::ClockFiles {
+            MountOp::RuntimeFiles {
                 dir: run_dir.clone(),
-                clock
+                clock: Some(clock),
+                seed: Some(0),
             },
             MountOp::Preload {
                 etc: "/etc".into(),
@@ -386,16 +392,102 @@ fn clock_defaults_dates_and_time_mounts() {
         dest: run_dir.clone()
     }));
 
-    // --date now: no fake clock, no preload, SOURCE_DATE_EPOCH is the real time.
+    // --date now: no fake clock, SOURCE_DATE_EPOCH is the real time; the page and the
+    // preload stay for the seeded AT_RANDOM, and go with --random real as well.
     let mut r = req(&["true"]);
     r.date = Some(DateChoice::Now);
     let plan = resolve(&r, &facts).unwrap();
     assert_eq!(plan.clock, None);
-    assert!(!plan
-        .mounts
-        .iter()
-        .any(|m| matches!(m, MountOp::Preload { .. } | MountOp::ClockFiles { .. })));
+    assert!(plan.mounts.contains(&MountOp::RuntimeFiles {
+        dir: run_dir.clone(),
+        clock: None,
+        seed: Some(0)
+    }));
     assert!(plan
         .env
         .contains(&"SOURCE_DATE_EPOCH=1800000000".to_string()));
+    r.random = RandomMode::Real;
+    let plan = resolve(&r, &facts).unwrap();
+    assert!(!plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::Preload { .. } | MountOp::RuntimeFiles { .. })));
+}
+
+#[test]
+fn seed_random_and_cpus_resolve() {
+    let work = tempfile::tempdir().unwrap();
+    let facts = host(work.path());
+    let plan = resolve(&req(&["true"]), &facts).unwrap();
+    assert_eq!((plan.seed, plan.random), (0, RandomMode::Seeded));
+    assert_eq!(plan.identity.cpus, 1, "one CPU unless asked");
+    assert_eq!(
+        plan.identity.uname.release,
+        crate::determinism::identity::KERNEL_RELEASE
+    );
+    assert_eq!(plan.identity.uname.nodename, "reprorun");
+    // Seeded: /dev/urandom is the FIFO (with /dev/random linked to it), not the host device.
+    assert!(plan.mounts.contains(&MountOp::Fifo {
+        dest: ENTROPY_FIFO.into(),
+        mode: 0o444,
+        links: vec!["/dev/random".into()],
+    }));
+    assert!(!plan.mounts.iter().any(|m| matches!(m,
+        MountOp::DevNode { dest, .. } if dest.ends_with("urandom") || dest.ends_with("random"))));
+    // Every identity file is bound after /proc and /sys are mounted.
+    let proc_at = plan
+        .mounts
+        .iter()
+        .position(|m| matches!(m, MountOp::Proc { .. }))
+        .unwrap();
+    let sys_at = plan
+        .mounts
+        .iter()
+        .position(|m| matches!(m, MountOp::Sysfs { .. }))
+        .unwrap();
+    let files: Vec<_> = plan
+        .mounts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| match m {
+            MountOp::File { dest, contents } => Some((i, dest.clone(), contents.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(files.iter().all(|(i, _, _)| *i > proc_at && *i > sys_at));
+    let online = files
+        .iter()
+        .find(|(_, d, _)| d == Path::new("/sys/devices/system/cpu/online"))
+        .unwrap();
+    assert_eq!(online.2, "0\n");
+
+    let mut r = req(&["true"]);
+    r.seed = 7;
+    r.random = RandomMode::Real;
+    r.cpus = Some(4);
+    r.hostname = "box".into();
+    let plan = resolve(&r, &facts).unwrap();
+    assert!(plan.env.contains(&"PYTHONHASHSEED=7".to_string()));
+    assert!(plan.env.contains(&"PERL_HASH_SEED=7".to_string()));
+    assert_eq!(plan.identity.cpus, 4);
+    assert_eq!(plan.identity.uname.nodename, "box");
+    assert!(plan.mounts.contains(&MountOp::DevNode {
+        src: "/dev/urandom".into(),
+        dest: "/dev/urandom".into(),
+    }));
+    assert!(!plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::Fifo { .. })));
+
+    // --cpus 0 and more than the caller may use are refused.
+    for bad in [0, 5] {
+        let mut r = req(&["true"]);
+        r.cpus = Some(bad);
+        let err = resolve(&r, &facts).unwrap_err();
+        assert!(matches!(err, PlanError::Cpus { asked, available: 4 } if asked == bad));
+        assert!(err
+            .to_string()
+            .starts_with(&format!("--cpus {bad}: must be between 1 and 4")));
+    }
 }

@@ -19,6 +19,29 @@ pub fn exit_code_for(errno: i32) -> i32 {
     }
 }
 
+/// What the workload process pins on itself before exec (inherited by everything it starts).
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessPins {
+    pub umask: u32,
+    /// Run on the first `cpus` CPUs the caller may use.
+    pub cpus: u32,
+}
+
+impl ProcessPins {
+    pub fn from_plan(plan: &crate::plan::Plan) -> ProcessPins {
+        ProcessPins {
+            umask: plan.umask,
+            cpus: plan.identity.cpus,
+        }
+    }
+}
+
+/// The workload's seccomp-notification filter and the socket its listener goes out on.
+pub struct Notify<'a> {
+    pub sock: &'a OwnedFd,
+    pub filter: &'a [libc::sock_filter],
+}
+
 /// A forked workload whose exec is not confirmed yet.
 pub struct Spawned {
     pub pid: Pid,
@@ -49,9 +72,9 @@ pub unsafe fn spawn(
     setup: impl FnOnce() -> Result<(), Errno>,
     argv: &[String],
     env: &[String],
-    mask: u32,
+    pins: ProcessPins,
     sandboxed: bool,
-    clock_sock: Option<&OwnedFd>,
+    notify: Option<Notify>,
 ) -> Result<Spawned, Errno> {
     let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // SAFETY: the caller guarantees a single-threaded process.
@@ -59,7 +82,7 @@ pub unsafe fn spawn(
         nix::unistd::ForkResult::Child => {
             drop(status_r);
             let errno = match setup() {
-                Ok(()) => exec(argv, env, mask, sandboxed, clock_sock),
+                Ok(()) => exec(argv, env, pins, sandboxed, notify),
                 Err(e) => e,
             };
             let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
@@ -89,38 +112,67 @@ pub fn drop_privileges() -> Result<(), Errno> {
 
 /// Prepares the process and executes `argv` with exactly `env`. Returns only on failure, with
 /// the errno that decides between 126 and 127.
-/// With `clock_sock`, the realtime clock system calls are routed to the supervisor: a seccomp
-/// filter with a notification listener is installed and the listener sent over the socket.
+/// With `notify`, the filter's system calls are routed to the supervisor: the seccomp filter
+/// is installed with a notification listener and the listener sent over the socket.
 pub fn exec(
     argv: &[String],
     env: &[String],
-    mask: u32,
+    pins: ProcessPins,
     sandboxed: bool,
-    clock_sock: Option<&OwnedFd>,
+    notify: Option<Notify>,
 ) -> Errno {
-    match prepare_and_exec(argv, env, mask, sandboxed, clock_sock) {
+    match prepare_and_exec(argv, env, pins, sandboxed, notify) {
         Ok(never) => match never {},
         Err(e) => e,
     }
 }
 
+/// Address-space layout randomisation off, and nothing else of the caller's personality
+/// (`setarch --uname-2.6` and the like) kept.
+fn pin_personality() -> Result<(), Errno> {
+    // SAFETY: personality(2) only sets the calling process's execution domain flags.
+    let r = unsafe { libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong) };
+    Errno::result(r).map(drop)
+}
+
+/// Restricts the process to the first `cpus` CPUs of its current mask.
+fn pin_cpus(cpus: u32) -> Result<(), Errno> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let me = Pid::from_raw(0);
+    let current = sched_getaffinity(me)?;
+    let mut pinned = CpuSet::new();
+    let mut left = cpus;
+    for cpu in 0..CpuSet::count() {
+        if left == 0 {
+            break;
+        }
+        if current.is_set(cpu).unwrap_or(false) {
+            pinned.set(cpu)?;
+            left -= 1;
+        }
+    }
+    sched_setaffinity(me, &pinned)
+}
+
 fn prepare_and_exec(
     argv: &[String],
     env: &[String],
-    mask: u32,
+    pins: ProcessPins,
     sandboxed: bool,
-    clock_sock: Option<&OwnedFd>,
+    notify: Option<Notify>,
 ) -> Result<std::convert::Infallible, Errno> {
-    umask(Mode::from_bits_truncate(mask as libc::mode_t));
+    umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
+    pin_personality()?;
+    pin_cpus(pins.cpus)?;
     super::signals::reset_for_exec()?;
     if sandboxed {
         drop_privileges()?;
     }
-    if let Some(sock) = clock_sock {
+    if let Some(notify) = notify {
         // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
         nix::sys::prctl::set_no_new_privs()?;
-        let listener = crate::sys::seccomp::install_with_listener(&super::vdso::clock_filter())?;
-        crate::sys::send_fd(sock, &listener, super::vdso::LISTENER_TAG)?;
+        let listener = crate::sys::seccomp::install_with_listener(notify.filter)?;
+        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)?;
     }
     crate::sys::cloexec_from(3)?;
 

@@ -13,8 +13,11 @@ use thiserror::Error;
 
 use super::mounts::{build_root, MountError};
 use super::protocol::{post, InitMsg};
-use super::{exec, signals, vdso};
-use crate::plan::{Namespace, Plan};
+use super::{exec, notify, signals, vdso};
+use crate::determinism::entropy::{self, Stream};
+use crate::determinism::RandomMode;
+use crate::plan::{Namespace, Plan, ENTROPY_FIFO};
+use std::os::fd::AsRawFd;
 
 #[derive(Debug, Error)]
 pub enum InitError {
@@ -38,6 +41,8 @@ pub enum InitError {
     Fork(Errno),
     #[error("exec {program}: {errno}")]
     Exec { program: String, errno: Errno },
+    #[error("open the seeded /dev/urandom: {0}")]
+    Entropy(Errno),
 }
 
 impl InitError {
@@ -56,6 +61,7 @@ impl InitError {
                     | InitError::Chdir(_, e)
                     | InitError::TimeNs(e)
                     | InitError::Signals(e)
+                    | InitError::Entropy(e)
                     | InitError::Fork(e) => *e,
                     _ => Errno::UnknownErrno,
                 };
@@ -133,20 +139,29 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
         enter_time_namespace(plan.uptime_start_secs).map_err(InitError::TimeNs)?;
     }
 
-    // With a fake clock, the workload routes its clock calls and execs to the supervisor.
-    let clock_calls = plan.clock.is_some() && vdso::SUPPORTED;
+    // Seeded /dev/urandom: the FIFO is filled before the workload starts.
+    let entropy = match plan.random {
+        RandomMode::Seeded => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
+        RandomMode::Real => None,
+    };
+    // The workload routes its clock, entropy, identity and directory calls (and its execs)
+    // to the supervisor.
+    let filter = notify::Config::from_plan(plan).filter();
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
-    let clock_sock = clock_calls.then_some(sock);
+    let notify = vdso::SUPPORTED.then_some(exec::Notify {
+        sock,
+        filter: &filter,
+    });
     // SAFETY: init is single-threaded.
     let spawned = unsafe {
         exec::spawn(
             || Ok(()),
             &plan.argv,
             &plan.env,
-            plan.umask,
+            exec::ProcessPins::from_plan(plan),
             true,
-            clock_sock,
+            notify,
         )
     }
     .map_err(InitError::Fork)?;
@@ -154,7 +169,58 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
         program: plan.argv[0].clone(),
         errno,
     })?;
-    Ok(supervise(&sfd, workload))
+    Ok(supervise(&sfd, workload, entropy))
+}
+
+/// Keeps the seeded /dev/urandom FIFO full: one stream for the whole sandbox, written in
+/// order, so readers that take turns read the same bytes on every run.
+struct EntropyFeed {
+    fifo: std::fs::File,
+    stream: Stream,
+    /// Bytes taken from the stream but not yet accepted by the pipe.
+    pending: Vec<u8>,
+}
+
+impl EntropyFeed {
+    fn open(seed: u64) -> Result<EntropyFeed, Errno> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Read-write: the open never waits for a reader, and readers never see end-of-file.
+        let fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(ENTROPY_FIFO)
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        // A larger pipe serves larger reads at once; the default size still works.
+        let _ = nix::fcntl::fcntl(
+            fifo.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETPIPE_SZ(1 << 18),
+        );
+        let mut feed = EntropyFeed {
+            fifo,
+            stream: Stream::new(seed, entropy::DOMAIN_DEVICE, 0),
+            pending: Vec::new(),
+        };
+        feed.fill();
+        Ok(feed)
+    }
+
+    /// Writes until the pipe is full.
+    fn fill(&mut self) {
+        use std::io::Write;
+        loop {
+            if self.pending.is_empty() {
+                self.pending = vec![0u8; 4096];
+                self.stream.fill(&mut self.pending);
+            }
+            match (&self.fifo).write(&self.pending) {
+                Ok(n) if n > 0 => {
+                    self.pending.drain(..n);
+                }
+                _ => return, // full (EAGAIN), or broken: nothing more now
+            }
+        }
+    }
 }
 
 fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
@@ -196,10 +262,29 @@ fn enter_time_namespace(start: i64) -> Result<(), Errno> {
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
 }
 
-/// Reaps every child and forwards signals until the workload exits; returns its status as
-/// an exit code (128+N when killed by signal N).
-fn supervise(sfd: &SignalFd, workload: Pid) -> i32 {
+/// Reaps every child and forwards signals until the workload exits (keeping the entropy
+/// FIFO full meanwhile); returns its status as an exit code (128+N when killed by signal N).
+fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) -> i32 {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     loop {
+        if let Some(feed) = entropy.as_mut() {
+            let mut fds = [
+                PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
+                PollFd::new(feed.fifo.as_fd(), PollFlags::POLLOUT),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => return 125,
+            }
+            let (signalled, writable) =
+                (fds[0].any().unwrap_or(false), fds[1].any().unwrap_or(false));
+            if writable {
+                feed.fill();
+            }
+            if !signalled {
+                continue;
+            }
+        }
         let info = match sfd.read_signal() {
             Ok(Some(info)) => info,
             Ok(None) | Err(Errno::EINTR) => continue,

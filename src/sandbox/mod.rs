@@ -5,10 +5,11 @@
 //! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
-mod clock_server;
+mod dirs;
 mod exec;
 mod init;
 mod mounts;
+mod notify;
 mod pins_only;
 mod protocol;
 mod signals;
@@ -56,18 +57,19 @@ impl SandboxError {
     }
 }
 
-/// Writes the clock page (for a clock that starts now) and the preload library into `dir`.
-fn write_clock_files(
+/// Writes the runtime page (for a clock that starts now) and the preload library into `dir`.
+fn write_runtime_files(
     dir: &std::path::Path,
-    clock: &crate::determinism::ClockPlan,
+    clock: Option<crate::determinism::ClockPlan>,
+    seed: Option<u64>,
 ) -> std::io::Result<()> {
-    use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
+    use crate::determinism::clock::{runtime_page, PAGE_FILE, PRELOAD_FILE};
     use std::os::unix::fs::PermissionsExt;
     let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)?;
     let page = dir.join(PAGE_FILE);
     std::fs::write(
         &page,
-        clock.page(now.tv_sec() * 1_000_000_000 + now.tv_nsec()),
+        runtime_page(clock, seed, now.tv_sec() * 1_000_000_000 + now.tv_nsec()),
     )?;
     std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644))?;
     let lib = dir.join(PRELOAD_FILE);

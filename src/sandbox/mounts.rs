@@ -104,7 +104,7 @@ fn enter_staging() -> Result<(), MountError> {
         *base,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("mode=0755,size=64k"),
+        Some("mode=0755,size=1m"),
     )
     .map_err(staging)?;
     for dir in ["newroot", "oldroot"] {
@@ -301,13 +301,66 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
                 },
             )?;
         }
-        MountOp::ClockFiles { dir, clock } => {
+        MountOp::RuntimeFiles { dir, clock, seed } => {
             let dir_path = ensure_dir(dir)?;
-            super::write_clock_files(&dir_path, clock).map_err(|e| MountError::Op {
-                kind: "clock files",
+            super::write_runtime_files(&dir_path, *clock, *seed).map_err(|e| MountError::Op {
+                kind: "runtime files",
                 dest: dir.clone(),
                 errno: io_errno(&e),
             })?;
+        }
+        MountOp::File { dest, contents } => {
+            // The file lives in the staging root, which is detached later; the bind keeps it.
+            let dir = Path::new("/generated");
+            std::fs::create_dir_all(dir).map_err(|e| MountError::Op {
+                kind: "generated file",
+                dest: dest.clone(),
+                errno: io_errno(&e),
+            })?;
+            let src = dir.join(
+                dest.to_string_lossy()
+                    .trim_start_matches('/')
+                    .replace('/', "_"),
+            );
+            write_file(&src, contents.as_bytes(), 0o444, dest)?;
+            let path = ensure_file(dest)?;
+            mount(
+                Some(&src),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(fail("bind", dest))?;
+            mount_setattr(
+                &path,
+                false,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            )
+            .map_err(fail("bind attributes", dest))?;
+        }
+        MountOp::Fifo { dest, mode, links } => {
+            if let Some(parent) = dest.parent() {
+                ensure_dir(parent)?;
+            }
+            reject_links(dest)?;
+            let path = staged(dest);
+            let target = |errno| MountError::Target {
+                dest: dest.clone(),
+                errno,
+            };
+            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(*mode))
+                .map_err(target)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode))
+                .map_err(|e| target(io_errno(&e)))?;
+            for link in links {
+                reject_links(link)?;
+                std::fs::hard_link(&path, staged(link)).map_err(|e| MountError::Target {
+                    dest: link.clone(),
+                    errno: io_errno(&e),
+                })?;
+            }
         }
         MountOp::Preload { etc, lib } => {
             // The overlay's top layer lives in the staging root, which is detached later;

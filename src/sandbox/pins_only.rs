@@ -25,9 +25,9 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use crate::sys::recv_packet;
 
 use super::supervisor::{watch, Watch};
-use super::{clock_server, exec, signals, vdso, Outcome, SandboxError};
+use super::{exec, notify, signals, vdso, Outcome, SandboxError};
 use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
-use crate::determinism::ClockPlan;
+use crate::determinism::{ClockPlan, RandomMode};
 use crate::plan::{Isolation, Plan};
 
 /// The private directory holding the clock page and preload library of a pins-only run.
@@ -36,12 +36,12 @@ struct ClockDir {
 }
 
 impl ClockDir {
-    fn create(clock: &ClockPlan) -> Result<ClockDir, Errno> {
+    fn create(clock: Option<ClockPlan>, seed: Option<u64>) -> Result<ClockDir, Errno> {
         let io = |e: std::io::Error| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
         let template = std::env::temp_dir().join("reprorun-XXXXXX");
         let dir = nix::unistd::mkdtemp(&template)?;
         let made = ClockDir { dir };
-        super::write_clock_files(&made.dir, clock).map_err(io)?;
+        super::write_runtime_files(&made.dir, clock, seed).map_err(io)?;
         Ok(made)
     }
 
@@ -77,16 +77,20 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;
-    let clock_dir = match &plan.clock {
-        Some(clock) => Some(ClockDir::create(clock).map_err(step("clock directory"))?),
-        None => None,
+    let seed = (plan.random == RandomMode::Seeded).then_some(plan.seed);
+    let clock_dir = if plan.clock.is_some() || seed.is_some() {
+        Some(ClockDir::create(plan.clock, seed).map_err(step("runtime directory"))?)
+    } else {
+        None
     };
     let env = clock_dir
         .as_ref()
         .map_or_else(|| plan.env.clone(), |d| d.env(&plan.env));
-    // The workload sends its clock listener over this socket (as in a sandbox).
-    let (ours, theirs) = match (&clock_dir, vdso::SUPPORTED) {
-        (Some(_), true) => {
+    // The workload sends its notification listener over this socket (as in a sandbox).
+    let config = notify::Config::from_plan(plan);
+    let filter = config.filter();
+    let (ours, theirs) = match vdso::SUPPORTED {
+        true => {
             let (a, b) = socketpair(
                 AddressFamily::Unix,
                 SockType::SeqPacket,
@@ -103,24 +107,30 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
         nix::unistd::chdir(&plan.host_workdir)
     };
-    // SAFETY: the supervisor is single-threaded here (the clock thread starts below).
-    let spawned =
-        unsafe { exec::spawn(setup, &plan.argv, &env, plan.umask, false, theirs.as_ref()) }
-            .map_err(step("fork"))?;
+    let notify_to = theirs.as_ref().map(|sock| exec::Notify {
+        sock,
+        filter: &filter,
+    });
+    let pins = exec::ProcessPins::from_plan(plan);
+    // SAFETY: the supervisor is single-threaded here (the server thread starts below).
+    let spawned = unsafe { exec::spawn(setup, &plan.argv, &env, pins, false, notify_to) }
+        .map_err(step("fork"))?;
     let child = spawned.pid;
     drop(theirs);
     // Started after the fork, so that the fork happened in a single-threaded process.
-    let server = match (&plan.clock, &clock_dir, &ours) {
-        (Some(clock), Some(dir), Some(_)) => {
-            let at = clock_server::PageAt {
+    let server = match &ours {
+        Some(_) => {
+            let at = notify::PageAt {
                 root: "/".into(),
-                path: dir.dir.join(PAGE_FILE),
+                path: clock_dir
+                    .as_ref()
+                    .map_or_else(PathBuf::new, |d| d.dir.join(PAGE_FILE)),
             };
-            Some(clock_server::start(*clock, at).map_err(step("clock thread"))?)
+            Some(notify::start(config, at).map_err(step("notification thread"))?)
         }
-        _ => None,
+        None => None,
     };
-    // The workload's first exec waits for the clock server, which needs the listener the
+    // The workload's first exec waits for the server, which needs the listener the
     // workload sends just before: take it now, before waiting for the exec's outcome.
     if let (Some(sock), Some(server)) = (&ours, &server) {
         let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];

@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 
 use super::protocol::{self, drain, InitMsg};
 use super::vdso::LISTENER_TAG;
-use super::{clock_server, init, signals, Outcome, SandboxError};
+use super::{init, notify, signals, vdso, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 use std::sync::mpsc::Sender;
@@ -45,8 +45,8 @@ impl Watched {
 pub(super) struct Watch<'a> {
     /// Reap every child (pins-only: orphans re-parent to us), not only the watched one.
     pub reap_all: bool,
-    /// init's socket: a clock listener arriving on it is served with this clock; other
-    /// messages are collected.
+    /// init's socket: a notification listener arriving on it goes to the server through
+    /// this channel; other messages are collected.
     pub sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
 }
 
@@ -195,12 +195,14 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         Ok(Some(pid)) => pid,
     };
     drop(theirs);
-    let server = match plan.clock {
-        Some(clock) => Some(
-            clock_server::start(clock, clock_server::PageAt::sandbox(child))
-                .map_err(step("clock thread"))?,
-        ),
-        None => None,
+    let server = if vdso::SUPPORTED {
+        let config = notify::Config::from_plan(plan);
+        Some(
+            notify::start(config, notify::PageAt::sandbox(child))
+                .map_err(step("notification thread"))?,
+        )
+    } else {
+        None
     };
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
@@ -219,7 +221,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     )?;
     msgs.extend(drain(&ours));
     if let Some(msg) = msgs.into_iter().next() {
-        // The workload never ran: end the clock thread before anything else (e.g. a
+        // The workload never ran: end the server thread before anything else (e.g. a
         // pins-only fallback that forks) happens in this process.
         if let Some(server) = server {
             server.stop_unused();

@@ -1,9 +1,10 @@
-//! The time path for programs that bypass libc's clock (static binaries, Go). The workload's
-//! seccomp filter sends the realtime clock calls and every `execve`/`execveat` to the
-//! supervisor's clock server. At an exec of such a program the server attaches with ptrace
-//! for that one exec (PTRACE_SEIZE + exec event), turns the new program's AT_SYSINFO_EHDR
-//! auxiliary-vector entry into AT_IGNORE — its runtime then finds no vDSO and falls back to the
-//! clock system calls, which the server answers — and detaches. Nothing else is traced: no
+//! The exec-time path for programs that bypass libc (static binaries, Go): their clock and
+//! their AT_RANDOM bytes. The workload's seccomp filter sends the realtime clock calls and
+//! every `execve`/`execveat` to the supervisor's notification server. At an exec of such a
+//! program the server attaches with ptrace for that one exec (PTRACE_SEIZE + exec event),
+//! writes the seeded AT_RANDOM bytes, gives it the fake clock in-process (or turns its
+//! AT_SYSINFO_EHDR auxiliary-vector entry into AT_IGNORE, so that its runtime finds no vDSO
+//! and makes the clock system calls, which the server answers) and detaches. Nothing else is traced: no
 //! fork, signal or exit ever stops a process; dynamic programs keep their vDSO and the preload.
 
 use std::os::unix::fs::FileExt;
@@ -20,7 +21,27 @@ pub const LISTENER_TAG: u8 = b'L';
 
 const AT_NULL: u64 = 0;
 const AT_IGNORE: u64 = 1;
+const AT_RANDOM: u64 = 25;
 const AT_SYSINFO_EHDR: u64 = 33;
+
+/// What a static or Go program's clock gets at its exec.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ClockPatch {
+    /// Nothing (the clock is not faked).
+    Keep,
+    /// The fake clock in-process.
+    Inject(FakeClock),
+    /// No vDSO: the clock system calls, which the server answers.
+    Strip,
+}
+
+/// What to change in a static or Go program at its exec.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ExecPatch {
+    pub clock: ClockPatch,
+    /// The bytes its AT_RANDOM entry points to (seeded entropy).
+    pub at_random: Option<[u8; 16]>,
+}
 
 /// Where the fake clock page is mapped in static and Go programs: a fixed address unused by
 /// the usual layouts — below the mmap area (0x7f..), far above PIE programs and their heaps
@@ -86,47 +107,6 @@ fn fake_page(clock: FakeClock, vdso_clock_gettime: u64) -> Vec<u8> {
 /// architecture; other architectures keep the preload path only).
 pub const SUPPORTED: bool = cfg!(target_arch = "x86_64");
 
-/// The seccomp program installed in the workload before exec: the realtime clock calls
-/// (clock_gettime on REALTIME, REALTIME_COARSE, TAI; gettimeofday; time) and the exec calls
-/// go to the supervisor; everything else, monotonic clocks included, is allowed at once.
-pub fn clock_filter() -> Vec<libc::sock_filter> {
-    const ARCH_X86_64: u32 = 0xc000_003e;
-    let ld = |k: u32| libc::sock_filter {
-        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    };
-    let ret = |k: u32| libc::sock_filter {
-        code: (libc::BPF_RET | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    vec![
-        /* 0 */ ld(4), // arch
-        /* 1 */ jeq(ARCH_X86_64, 0, 10),
-        /* 2 */ ld(0), // syscall number
-        /* 3 */ jeq(libc::SYS_gettimeofday as u32, 9, 0),
-        /* 4 */ jeq(libc::SYS_time as u32, 8, 0),
-        /* 5 */ jeq(libc::SYS_execve as u32, 7, 0),
-        /* 6 */ jeq(libc::SYS_execveat as u32, 6, 0),
-        /* 7 */ jeq(libc::SYS_clock_gettime as u32, 0, 4),
-        /* 8 */ ld(16), // args[0], low half: the clock id
-        /* 9 */ jeq(libc::CLOCK_REALTIME as u32, 3, 0),
-        /* 10 */ jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0),
-        /* 11 */ jeq(libc::CLOCK_TAI as u32, 1, 0),
-        /* 12 */ ret(libc::SECCOMP_RET_ALLOW),
-        /* 13 */ ret(libc::SECCOMP_RET_USER_NOTIF),
-    ]
-}
-
 /// A little-endian unsigned field of `n` bytes at `at`, if `b` holds it.
 fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
     let bytes = b.get(at..at.checked_add(n)?)?;
@@ -144,14 +124,32 @@ fn name_at(table: &[u8], at: usize) -> &[u8] {
     &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())]
 }
 
+/// What kind of program an ELF file is, as far as the exec-time path cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ProgramKind {
+    /// Linked statically (no PT_INTERP).
+    pub is_static: bool,
+    /// Built by Go (its runtime reads the clock and AT_RANDOM itself).
+    pub is_go: bool,
+}
+
+impl ProgramKind {
+    /// Reads the clock without libc's (interposable) functions.
+    pub fn bypasses_libc(self) -> bool {
+        self.is_static || self.is_go
+    }
+}
+
 /// Whether a program reads the clock without libc's (interposable) functions: statically
 /// linked (no PT_INTERP), or a Go program (its runtime calls the vDSO itself). Malformed
 /// files read as "no" (nothing to patch); they never panic.
-pub fn bypasses_libc(exe: &std::fs::File) -> bool {
-    elf_bypasses_libc(exe).unwrap_or(false)
+#[cfg(test)]
+fn bypasses_libc(exe: &std::fs::File) -> bool {
+    program_kind(exe).is_some_and(ProgramKind::bypasses_libc)
 }
 
-fn elf_bypasses_libc(exe: &std::fs::File) -> Option<bool> {
+/// The kind of an ELF64 little-endian program; `None` for anything else or a malformed file.
+pub(super) fn program_kind(exe: &std::fs::File) -> Option<ProgramKind> {
     let read = |at: usize, len: usize| {
         let mut buf = vec![0u8; len];
         exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
@@ -166,29 +164,102 @@ fn elf_bypasses_libc(exe: &std::fs::File) -> Option<bool> {
     }
     let phdrs = read(phoff, phentsize * phnum)?;
     const PT_INTERP: usize = 3;
-    if !phdrs
+    let is_static = !phdrs
         .chunks(phentsize)
-        .any(|ph| le(ph, 0, 4) == Some(PT_INTERP))
-    {
-        return Some(true); // statically linked
-    }
-    // A dynamically linked Go program (cgo) still reads the clock through the vDSO directly.
+        .any(|ph| le(ph, 0, 4) == Some(PT_INTERP));
     let (shoff, shentsize, shnum, shstrndx) = (
         le(&ehdr, 40, 8)?,
         le(&ehdr, 58, 2)?,
         le(&ehdr, 60, 2)?,
         le(&ehdr, 62, 2)?,
     );
-    if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
+    let is_go = || {
+        if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
+            return None;
+        }
+        let shdrs = read(shoff, shentsize * shnum)?;
+        let strtab = &shdrs[shstrndx * shentsize..];
+        let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(1 << 20))?;
+        Some(shdrs.chunks(shentsize).any(|sh| {
+            let name = name_at(&names, le(sh, 0, 4).unwrap_or(usize::MAX));
+            name == b".note.go.buildid" || name == b".go.buildinfo"
+        }))
+    };
+    Some(ProgramKind {
+        is_static,
+        is_go: is_go().unwrap_or(false),
+    })
+}
+
+/// Where a Go program's `runtime.cputicks` (its ABI0 assembly body) lies, to be replaced.
+/// Go before 1.22 seeds each thread's `fastrand` — and so map iteration order — from the CPU's
+/// timestamp counter; the replacement returns a constant, so the seed is AT_RANDOM's alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct GoTicks {
+    vaddr: u64,
+    /// The program's own entry address when it is position-independent (then the load
+    /// base is AT_ENTRY minus this).
+    pie_entry: Option<u64>,
+}
+
+/// `movq $0x10000000, %rax; movq %rax, 8(%rsp); ret`: the ABI0 result slot (and AX) hold a
+/// constant tick count.
+const TICKS_CODE: [u8; 13] = [
+    0x48, 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x10, 0x48, 0x89, 0x44, 0x24, 0x08, 0xc3,
+];
+
+/// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds).
+pub(super) fn go_cputicks(exe: &std::fs::File) -> Option<GoTicks> {
+    let read = |at: usize, len: usize| {
+        let mut buf = vec![0u8; len];
+        exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
+    };
+    let ehdr = read(0, 64)?;
+    if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
         return None;
     }
-    let shdrs = read(shoff, shentsize * shnum)?;
-    let strtab = &shdrs[shstrndx * shentsize..];
-    let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(1 << 20))?;
-    Some(shdrs.chunks(shentsize).any(|sh| {
-        let name = name_at(&names, le(sh, 0, 4).unwrap_or(usize::MAX));
-        name == b".note.go.buildid" || name == b".go.buildinfo"
-    }))
+    const ET_DYN: usize = 3;
+    let (e_type, entry) = (le(&ehdr, 16, 2)?, le(&ehdr, 24, 8)? as u64);
+    let (shoff, shentsize, shnum) = (le(&ehdr, 40, 8)?, le(&ehdr, 58, 2)?, le(&ehdr, 60, 2)?);
+    if shentsize < 64 || shnum == 0 {
+        return None;
+    }
+    let shdrs = read(shoff, shentsize.checked_mul(shnum)?)?;
+    const SHT_SYMTAB: usize = 2;
+    const CAP: usize = 64 << 20;
+    let symtab = shdrs
+        .chunks(shentsize)
+        .find(|sh| le(sh, 4, 4) == Some(SHT_SYMTAB))?;
+    let strtab = shdrs.get(le(symtab, 40, 4)?.checked_mul(shentsize)?..)?;
+    let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(CAP))?;
+    let syms = read(le(symtab, 24, 8)?, le(symtab, 32, 8)?.min(CAP))?;
+    let sym = syms.chunks_exact(24).find(|sym| {
+        name_at(&names, le(sym, 0, 4).unwrap_or(usize::MAX)) == b"runtime.cputicks.abi0"
+    })?;
+    let (value, size) = (le(sym, 8, 8)? as u64, le(sym, 16, 8)?);
+    (size >= TICKS_CODE.len() && value != 0).then_some(GoTicks {
+        vaddr: value,
+        pie_entry: (e_type == ET_DYN).then_some(entry),
+    })
+}
+
+/// Replaces the stopped tracee's `runtime.cputicks` with [`TICKS_CODE`].
+#[cfg(target_arch = "x86_64")]
+fn patch_go_ticks(pid: Pid, ticks: GoTicks) -> Result<(), Errno> {
+    const AT_ENTRY: u64 = 9;
+    let base = match ticks.pie_entry {
+        None => 0,
+        Some(entry) => {
+            let (_, at_entry) = auxv_entry(pid, AT_ENTRY)?.ok_or(Errno::ENOENT)?;
+            at_entry.wrapping_sub(entry)
+        }
+    };
+    poke_bytes(pid, ticks.vaddr.wrapping_add(base), &TICKS_CODE)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn patch_go_ticks(_pid: Pid, _ticks: GoTicks) -> Result<(), Errno> {
+    Err(Errno::ENOSYS)
 }
 
 /// Reads another process's memory (writes go through ptrace: [`poke_bytes`]).
@@ -236,9 +307,9 @@ impl Remote {
 }
 
 /// At an exec stop the stack pointer addresses argc, then argv, NULL, envp, NULL, auxv.
-/// Returns the address of the AT_SYSINFO_EHDR entry and its value (the vDSO's base).
+/// Returns the address of the auxiliary-vector entry of type `kind` and its value.
 #[cfg(target_arch = "x86_64")]
-fn auxv_vdso(pid: Pid) -> Result<Option<(u64, u64)>, Errno> {
+fn auxv_entry(pid: Pid, kind: u64) -> Result<Option<(u64, u64)>, Errno> {
     let sp = ptrace::getregs(pid)?.rsp;
     let mem = Remote(pid);
     let argc = mem.word(sp)?;
@@ -250,7 +321,7 @@ fn auxv_vdso(pid: Pid) -> Result<Option<(u64, u64)>, Errno> {
     for _ in 0..512 {
         match mem.word(at)? {
             AT_NULL => return Ok(None),
-            AT_SYSINFO_EHDR => return Ok(Some((at, mem.word(at + 8)?))),
+            k if k == kind => return Ok(Some((at, mem.word(at + 8)?))),
             _ => at += 16,
         }
     }
@@ -261,7 +332,13 @@ fn auxv_vdso(pid: Pid) -> Result<Option<(u64, u64)>, Errno> {
 /// the clock system calls, which the clock server answers.
 #[cfg(target_arch = "x86_64")]
 fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
-    match auxv_vdso(pid)? {
+    hide_auxv(pid, AT_SYSINFO_EHDR)
+}
+
+/// Turns the auxiliary-vector entry of type `kind` into AT_IGNORE.
+#[cfg(target_arch = "x86_64")]
+fn hide_auxv(pid: Pid, kind: u64) -> Result<bool, Errno> {
+    match auxv_entry(pid, kind)? {
         Some((entry, _)) => poke_bytes(pid, entry, &AT_IGNORE.to_ne_bytes()).map(|_| true),
         None => Ok(false),
     }
@@ -270,6 +347,23 @@ fn strip_vdso(pid: Pid) -> Result<bool, Errno> {
 #[cfg(not(target_arch = "x86_64"))]
 fn strip_vdso(_pid: Pid) -> Result<bool, Errno> {
     Ok(false)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn hide_auxv(_pid: Pid, _kind: u64) -> Result<bool, Errno> {
+    Ok(false)
+}
+
+/// Overwrites the 16 bytes the program's AT_RANDOM entry points to.
+#[cfg(target_arch = "x86_64")]
+fn seed_at_random(pid: Pid, bytes: &[u8; 16]) -> Result<(), Errno> {
+    let (_, addr) = auxv_entry(pid, AT_RANDOM)?.ok_or(Errno::ENOENT)?;
+    poke_bytes(pid, addr, bytes)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn seed_at_random(_pid: Pid, _bytes: &[u8; 16]) -> Result<(), Errno> {
+    Err(Errno::ENOSYS)
 }
 
 /// What to change in a program's vDSO: the dynamic-symbol value fields of its realtime entry
@@ -400,7 +494,7 @@ fn inject_fake_clock(
     clock: FakeClock,
     pending: &mut Option<Signal>,
 ) -> Result<(), Errno> {
-    let (_, base) = auxv_vdso(pid)?.ok_or(Errno::ENOENT)?;
+    let (_, base) = auxv_entry(pid, AT_SYSINFO_EHDR)?.ok_or(Errno::ENOENT)?;
     let patch = vdso_patch(pid, base)?;
     let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
     let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
@@ -489,12 +583,10 @@ fn exec_target_any(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> 
     open_nonblocking(std::path::Path::new(&base).join(path))
 }
 
-/// Whether the program about to be exec'd reads the clock past libc: the file itself, or the
-/// interpreter of a `#!` script.
-fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> bool {
-    let Some(file) = exec_target(pid, nr, args) else {
-        return false;
-    };
+/// The program about to be exec'd, if it bypasses libc: the file itself, or the interpreter
+/// of a `#!` script, and its kind.
+fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::File, ProgramKind)> {
+    let file = exec_target(pid, nr, args)?;
     let mut head = [0u8; 256];
     let n = file.read_at(&mut head, 0).unwrap_or(0);
     if head[..n].starts_with(b"#!") {
@@ -503,30 +595,51 @@ fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> bool {
         let interp = line
             .split(|b| *b == b' ' || *b == b'\t')
             .find(|w| !w.is_empty());
-        let Some(interp) = interp.filter(|i| i.first() == Some(&b'/')) else {
-            return false;
-        };
+        let interp = interp.filter(|i| i.first() == Some(&b'/'))?;
         let root = std::fs::File::open(format!("/proc/{pid}/root")).ok();
         let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp);
-        return root
-            .and_then(|r| crate::sys::open_in_root(&r, std::path::Path::new(target)).ok())
-            .is_some_and(|f| bypasses_libc(&f));
+        let interp = crate::sys::open_in_root(&root?, std::path::Path::new(target)).ok()?;
+        let kind = program_kind(&interp).filter(|k| k.bypasses_libc())?;
+        return Some((interp, kind));
     }
-    bypasses_libc(&file)
+    let kind = program_kind(&file).filter(|k| k.bypasses_libc())?;
+    Some((file, kind))
 }
 
-/// Handles an exec notification: lets the exec proceed, and when the new program reads the
-/// clock past libc, strips its vDSO at the exec stop. `respond` lets the exec continue.
+/// Handles an exec notification: lets the exec proceed, and when the new program bypasses
+/// libc (static, Go), applies `patch` at the exec stop: its AT_RANDOM bytes, and its clock
+/// (the fake clock in-process, or no vDSO). `respond` lets the exec continue.
 pub(super) fn on_exec(
     pid: Pid,
     nr: i64,
     args: &[u64; 6],
-    fake: Option<FakeClock>,
+    patch: ExecPatch,
     still_valid: impl Fn() -> bool,
     respond: impl FnOnce(),
 ) {
     let opts = Options::PTRACE_O_TRACEEXEC | Options::PTRACE_O_TRACESYSGOOD;
-    if !exec_bypasses_libc(pid, nr, args) || ptrace::seize(pid, opts).is_err() {
+    let nothing = matches!(patch.clock, ClockPatch::Keep) && patch.at_random.is_none();
+    let program = if nothing {
+        None
+    } else {
+        exec_bypasses_libc(pid, nr, args)
+    };
+    let Some((program, kind)) = program else {
+        respond();
+        return;
+    };
+    // Seeded entropy for a static Go program: its runtime pads AT_RANDOM's 16 bytes out with
+    // the monotonic clock, but reads /dev/urandom (the seeded stream) in full when there is no
+    // AT_RANDOM, so the entry is removed; and Go before 1.22 mixes the timestamp counter into
+    // each thread's random state, so that becomes a constant. (Not for libc programs: their
+    // loader needs AT_RANDOM.)
+    let static_go = patch.at_random.is_some() && kind.is_static && kind.is_go;
+    let go_ticks = if static_go {
+        go_cputicks(&program)
+    } else {
+        None
+    };
+    if ptrace::seize(pid, opts).is_err() {
         respond();
         return;
     }
@@ -545,19 +658,35 @@ pub(super) fn on_exec(
         let flags = WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG;
         match waitpid(Pid::from_raw(-1), Some(flags)) {
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
+                if static_go {
+                    let _ = hide_auxv(p, AT_RANDOM);
+                } else if let Some(bytes) = &patch.at_random {
+                    let _ = seed_at_random(p, bytes);
+                }
+                if let Some(ticks) = go_ticks {
+                    let _ = patch_go_ticks(p, ticks);
+                }
                 // Fast path: the fake clock in-process (a jump from the vDSO); else the
-                // system-call path (no vDSO; the clock server answers).
+                // system-call path (no vDSO; the server answers).
                 let mut pending = None;
-                let injected = fake.is_some_and(|clock| {
+                let mut inject = |clock| {
                     ptrace::syscall(p, None).is_ok()
                         && matches!(
                             waitpid(p, Some(WaitPidFlag::__WALL)),
                             Ok(WaitStatus::PtraceSyscall(_))
                         )
                         && inject_fake_clock(p, clock, &mut pending).is_ok()
-                });
-                if !injected {
-                    let _ = strip_vdso(p);
+                };
+                match patch.clock {
+                    ClockPatch::Keep => {}
+                    ClockPatch::Inject(clock) => {
+                        if !inject(clock) {
+                            let _ = strip_vdso(p);
+                        }
+                    }
+                    ClockPatch::Strip => {
+                        let _ = strip_vdso(p);
+                    }
                 }
                 // A signal held back during the injection is delivered now.
                 let _ = ptrace::detach(p, pending);
@@ -690,17 +819,5 @@ mod tests {
         let bytes = std::fs::read(&bin).unwrap();
         let page = fake_page(FakeClock::StartAt { offset_ns: 0 }, 0);
         assert_eq!(&bytes[..SLOTS], &page[..SLOTS]);
-    }
-
-    #[test]
-    fn filter_jumps_land_inside_the_program() {
-        let prog = clock_filter();
-        for (i, ins) in prog.iter().enumerate() {
-            if ins.code == (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16 {
-                assert!(i + 1 + (ins.jt as usize) < prog.len());
-                assert!(i + 1 + (ins.jf as usize) < prog.len());
-            }
-        }
-        assert_eq!(prog.last().unwrap().k, libc::SECCOMP_RET_USER_NOTIF);
     }
 }

@@ -2,7 +2,7 @@
 //! errno as [`Errno`]; callers name the step that failed.
 
 use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -260,4 +260,30 @@ pub fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
     }
     buf.truncate(n);
     Ok(Some((buf, fd)))
+}
+
+/// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or for its process where the kernel
+/// only takes process ids. Close-on-exec.
+pub fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
+    const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+    for flags in [PIDFD_THREAD, 0] {
+        // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid.as_raw(), flags) };
+        match Errno::result(fd) {
+            // SAFETY: a fresh descriptor that nothing else owns.
+            Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
+            Err(Errno::EINVAL) if flags != 0 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::EINVAL)
+}
+
+/// A duplicate of descriptor `fd` of the process behind `pidfd`: the same open file
+/// description, so its offset is shared. Close-on-exec (the kernel sets it).
+pub fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
+    // SAFETY: pidfd_getfd takes two descriptors and flags (0); it returns a new descriptor.
+    let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Errno::result(got).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }

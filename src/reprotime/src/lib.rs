@@ -5,6 +5,8 @@
 //! `/run/reprorun/clock`, written by the runtime and mapped once; the hot path makes no system
 //! call of its own, takes no lock and allocates nothing.
 //!
+//! With seeded entropy it also rewrites the program's AT_RANDOM bytes at load.
+//!
 //! Interposed: `clock_gettime` (REALTIME, REALTIME_COARSE, TAI), `gettimeofday`, `time`,
 //! `timespec_get`, `ftime`; the stat family (timestamps shifted by the clock's offset) and the
 //! utime family (explicit timestamps shifted back), so files touched inside agree with the clock.
@@ -36,7 +38,11 @@ struct Page {
     /// The pinned date (frozen, tick).
     epoch_ns: i64,
     step_ns: i64,
-    _reserved: [u64; 3],
+    /// Bit 0: AT_RANDOM is seeded with `seed`.
+    flags: u32,
+    _pad: u32,
+    seed: u64,
+    _reserved: u64,
     /// Reads so far (tick), on its own cache line.
     ticks: AtomicU64,
 }
@@ -122,6 +128,32 @@ static CONSTRUCTOR: extern "C" fn() = constructor;
 
 extern "C" fn constructor() {
     init();
+    seed_at_random();
+}
+
+#[path = "../../determinism/mix.rs"]
+mod mix;
+
+const FLAG_SEEDED: u32 = 1;
+const AT_RANDOM: libc::c_ulong = 25;
+
+/// With seeded entropy, the 16 bytes AT_RANDOM points to become the seeded ones (libc has
+/// already taken its stack guard from them; what the program reads later is seeded).
+fn seed_at_random() {
+    let Some(p) = page() else { return };
+    if p.flags & FLAG_SEEDED == 0 {
+        return;
+    }
+    // SAFETY: getauxval and getpid have no preconditions; AT_RANDOM, when present, points to
+    // 16 writable bytes on the initial stack, which live as long as the process.
+    unsafe {
+        let at = libc::getauxval(AT_RANDOM) as *mut u8;
+        if at.is_null() {
+            return;
+        }
+        let bytes = mix::at_random(p.seed, libc::getpid() as u32);
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), at, 16);
+    }
 }
 
 unsafe fn next(name: &[u8]) -> *mut c_void {

@@ -1,0 +1,228 @@
+//! The machine identity a sandbox presents, as data: `uname`, the CPU count and the memory
+//! size, and the generated files under /proc and /sys that must agree with them. The values
+//! are constants (documented in spec/determinism.md), never the host's.
+
+use serde::{Deserialize, Serialize};
+
+/// `uname -r` inside every sandbox.
+pub const KERNEL_RELEASE: &str = "6.1.0-reprorun";
+/// `uname -v` inside every sandbox.
+pub const KERNEL_VERSION: &str = "#1 SMP PREEMPT_DYNAMIC reprorun";
+/// Total memory reported by /proc/meminfo and sysinfo(2): 8 GiB.
+pub const MEMORY_BYTES: u64 = 8 << 30;
+/// Default `--cpus`.
+pub const DEFAULT_CPUS: u32 = 1;
+
+/// `uname(2)`'s answer inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uname {
+    pub sysname: String,
+    pub nodename: String,
+    pub release: String,
+    pub version: String,
+    pub machine: String,
+    pub domainname: String,
+}
+
+impl Uname {
+    /// The pinned identity with the sandbox's host and domain names. The machine is the
+    /// architecture reprorun was built for (a program can only run on that one anyway).
+    pub fn pinned(nodename: &str, domainname: &str) -> Uname {
+        Uname {
+            sysname: "Linux".into(),
+            nodename: nodename.into(),
+            release: KERNEL_RELEASE.into(),
+            version: KERNEL_VERSION.into(),
+            machine: std::env::consts::ARCH.into(),
+            domainname: domainname.into(),
+        }
+    }
+
+    /// `struct utsname` as the kernel lays it out: six NUL-padded 65-byte fields (values
+    /// longer than 64 bytes are cut).
+    pub fn to_utsname(&self) -> [u8; 6 * 65] {
+        let mut out = [0u8; 6 * 65];
+        for (i, field) in [
+            &self.sysname,
+            &self.nodename,
+            &self.release,
+            &self.version,
+            &self.machine,
+            &self.domainname,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let bytes = field.as_bytes();
+            let n = bytes.len().min(64);
+            out[i * 65..i * 65 + n].copy_from_slice(&bytes[..n]);
+        }
+        out
+    }
+}
+
+/// The identity the workload sees: CPUs, memory, uname.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// CPUs the workload may use and sees: it runs on the first `cpus` CPUs the caller may
+    /// use, and every interface reports CPUs 0..cpus-1.
+    pub cpus: u32,
+    pub memory_bytes: u64,
+    pub uname: Uname,
+}
+
+/// A CPU list as the kernel prints it in /sys (`0`, `0-3`).
+pub fn cpu_list(cpus: u32) -> String {
+    match cpus {
+        0 | 1 => "0\n".into(),
+        n => format!("0-{}\n", n - 1),
+    }
+}
+
+impl Identity {
+    /// The files bound over the host's, as (path inside the sandbox, contents).
+    pub fn files(&self) -> Vec<(&'static str, String)> {
+        let list = cpu_list(self.cpus);
+        vec![
+            ("/proc/cpuinfo", self.cpuinfo()),
+            ("/proc/meminfo", self.meminfo()),
+            (
+                "/proc/version",
+                format!(
+                    "Linux version {} (reprorun@reprorun) (reprorun) {}\n",
+                    self.uname.release, self.uname.version
+                ),
+            ),
+            (
+                "/proc/sys/kernel/osrelease",
+                format!("{}\n", self.uname.release),
+            ),
+            (
+                "/proc/sys/kernel/version",
+                format!("{}\n", self.uname.version),
+            ),
+            ("/sys/devices/system/cpu/online", list.clone()),
+            ("/sys/devices/system/cpu/possible", list.clone()),
+            ("/sys/devices/system/cpu/present", list),
+        ]
+    }
+
+    /// /proc/cpuinfo: `cpus` identical processors with the x86-64 baseline feature flags, so
+    /// a program that picks code paths from this file picks the same ones everywhere.
+    fn cpuinfo(&self) -> String {
+        let n = self.cpus;
+        let mut out = String::new();
+        for i in 0..n {
+            if cfg!(target_arch = "x86_64") {
+                out.push_str(&format!(
+                    "processor\t: {i}\nvendor_id\t: reprorun\ncpu family\t: 6\nmodel\t\t: 0\n\
+model name\t: reprorun virtual CPU\nstepping\t: 0\ncpu MHz\t\t: 2000.000\ncache size\t: 1024 KB\n\
+physical id\t: 0\nsiblings\t: {n}\ncore id\t\t: {i}\ncpu cores\t: {n}\napicid\t\t: {i}\n\
+initial apicid\t: {i}\nfpu\t\t: yes\nfpu_exception\t: yes\ncpuid level\t: 13\nwp\t\t: yes\n\
+flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 syscall nx lm\n\
+bogomips\t: 4000.00\nclflush size\t: 64\ncache_alignment\t: 64\n\
+address sizes\t: 46 bits physical, 48 bits virtual\npower management:\n\n"
+                ));
+            } else {
+                out.push_str(&format!("processor\t: {i}\nBogoMIPS\t: 4000.00\n\n"));
+            }
+        }
+        out
+    }
+
+    /// /proc/meminfo: `memory_bytes` in all, half of it free, no swap.
+    fn meminfo(&self) -> String {
+        let total = self.memory_bytes / 1024;
+        let free = total / 2;
+        let lines: [(&str, u64); 22] = [
+            ("MemTotal", total),
+            ("MemFree", free),
+            ("MemAvailable", free),
+            ("Buffers", 0),
+            ("Cached", 0),
+            ("SwapCached", 0),
+            ("Active", 0),
+            ("Inactive", 0),
+            ("SwapTotal", 0),
+            ("SwapFree", 0),
+            ("Dirty", 0),
+            ("Writeback", 0),
+            ("AnonPages", 0),
+            ("Mapped", 0),
+            ("Shmem", 0),
+            ("Slab", 0),
+            ("CommitLimit", free),
+            ("Committed_AS", 0),
+            ("HugePages_Total", 0),
+            ("HugePages_Free", 0),
+            ("HugePages_Rsvd", 0),
+            ("Hugepagesize", 2048),
+        ];
+        lines
+            .iter()
+            .map(|(k, v)| {
+                if k.starts_with("HugePages_") {
+                    format!("{:<16}{v:>8}\n", format!("{k}:"))
+                } else {
+                    format!("{:<16}{v:>8} kB\n", format!("{k}:"))
+                }
+            })
+            .collect()
+    }
+
+    /// The affinity mask every process is told it has (CPUs 0..cpus-1), in `len` bytes.
+    pub fn affinity_mask(&self, len: usize) -> Vec<u8> {
+        let mut mask = vec![0u8; len];
+        for cpu in 0..self.cpus as usize {
+            if let Some(byte) = mask.get_mut(cpu / 8) {
+                *byte |= 1 << (cpu % 8);
+            }
+        }
+        mask
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(cpus: u32) -> Identity {
+        Identity {
+            cpus,
+            memory_bytes: MEMORY_BYTES,
+            uname: Uname::pinned("reprorun", "(none)"),
+        }
+    }
+
+    #[test]
+    fn utsname_layout() {
+        let u = Uname::pinned("box", "(none)").to_utsname();
+        let field = |i: usize| {
+            let f = &u[i * 65..(i + 1) * 65];
+            String::from_utf8(f[..f.iter().position(|b| *b == 0).unwrap()].to_vec()).unwrap()
+        };
+        assert_eq!(field(0), "Linux");
+        assert_eq!(field(1), "box");
+        assert_eq!(field(2), KERNEL_RELEASE);
+        assert_eq!(field(3), KERNEL_VERSION);
+        assert_eq!(field(4), std::env::consts::ARCH);
+        assert_eq!(field(5), "(none)");
+        let long = Uname::pinned(&"x".repeat(100), "d").to_utsname();
+        assert_eq!(long[65 + 63], b'x');
+        assert_eq!(long[65 + 64], 0, "cut to 64 bytes, NUL-terminated");
+    }
+
+    #[test]
+    fn cpu_views_agree() {
+        let id = identity(3);
+        let files = id.files();
+        let get = |p: &str| files.iter().find(|(f, _)| *f == p).unwrap().1.clone();
+        assert_eq!(get("/sys/devices/system/cpu/online"), "0-2\n");
+        assert_eq!(cpu_list(1), "0\n");
+        assert_eq!(get("/proc/cpuinfo").matches("processor\t:").count(), 3);
+        assert_eq!(id.affinity_mask(8), vec![0b111, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(identity(9).affinity_mask(2), vec![0xff, 1]);
+        assert!(get("/proc/meminfo").starts_with("MemTotal:        8388608 kB\n"));
+        assert!(get("/proc/version").contains(KERNEL_RELEASE));
+    }
+}

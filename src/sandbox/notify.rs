@@ -1,0 +1,689 @@
+//! The supervisor's seccomp-notification server: a thread that answers the system calls the
+//! workload's filter ([`filter`]) sends it, so that what a program learns from the kernel is
+//! the same on every host, for static and Go programs as much as for dynamic ones:
+//! - realtime clock calls (answered from the sandbox's clock page) and execs (handed to
+//!   `vdso`: the in-process clock and seeded AT_RANDOM for static and Go programs);
+//! - `getrandom(2)`: one seeded stream per thread, keyed by the thread's id in the sandbox;
+//! - `uname(2)`, `sysinfo(2)`, `sched_getaffinity(2)`: the pinned identity;
+//! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
+//!
+//! The clock page is the file init wrote at /run/reprorun/clock; the server maps it before it
+//! answers anything (so before the workload runs a single instruction of its own), opened
+//! inside the sandbox's root without following any link, and checked to be a regular file of
+//! a full page, so the preload library and this server share one offset and one tick counter.
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::unistd::Pid;
+
+use super::dirs::{self, Listings};
+use super::vdso::{ClockPatch, ExecPatch};
+use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH, PAGE_SIZE};
+use crate::determinism::entropy::{self, Stream};
+use crate::determinism::Identity;
+use crate::sys::seccomp;
+
+/// What the server answers with: the sandbox's clock, entropy seed and identity.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The fake wall clock; `None`: real time (clock calls are not routed here).
+    pub clock: Option<ClockPlan>,
+    /// The entropy seed; `None`: real entropy (getrandom is not routed here).
+    pub seed: Option<u64>,
+    pub identity: Identity,
+    /// What the sandbox's uptime reads when the workload starts.
+    pub uptime_start_secs: i64,
+}
+
+impl Config {
+    pub fn from_plan(plan: &crate::plan::Plan) -> Config {
+        Config {
+            clock: plan.clock,
+            seed: (plan.random == entropy::RandomMode::Seeded).then_some(plan.seed),
+            identity: plan.identity.clone(),
+            uptime_start_secs: plan.uptime_start_secs,
+        }
+    }
+
+    /// The workload's filter for this configuration.
+    pub fn filter(&self) -> Vec<libc::sock_filter> {
+        filter(self.clock.is_some(), self.seed.is_some())
+    }
+}
+
+/// The seccomp program installed in the workload before its exec. Sent to the server:
+/// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`, `getdents64`, `getdents`;
+/// with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
+/// TAI; gettimeofday; time); with seeded entropy `getrandom`. Everything else, monotonic
+/// clocks included, is allowed at once. Other architectures' calls are allowed untouched.
+pub fn filter(clock: bool, seeded: bool) -> Vec<libc::sock_filter> {
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    const ARCH: u32 = 0;
+    let ld = |k: u32| libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ret = |k: u32| libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let mut notified = vec![
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_uname,
+        libc::SYS_sysinfo,
+        libc::SYS_sched_getaffinity,
+        libc::SYS_getdents64,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    notified.push(libc::SYS_getdents);
+    if seeded {
+        notified.push(libc::SYS_getrandom);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if clock {
+        notified.extend([libc::SYS_gettimeofday, libc::SYS_time]);
+    }
+    // Layout: arch check, syscall number, one jump per notified call, then the clock_gettime
+    // clock-id check, then ALLOW and NOTIFY at the end.
+    let mut prog = vec![ld(4)];
+    let n = notified.len();
+    let clock_checks = if clock { 5 } else { 0 };
+    // Instructions after the arch jump: ld nr, n jumps, clock checks, ALLOW, NOTIFY.
+    let total_after = 1 + n + clock_checks + 2;
+    prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
+    prog.push(ld(0));
+    for (i, nr) in notified.iter().enumerate() {
+        let to_notify = (n - i - 1) + clock_checks + 1;
+        prog.push(jeq(*nr as u32, to_notify as u8, 0));
+    }
+    if clock {
+        prog.push(jeq(libc::SYS_clock_gettime as u32, 0, 4)); // not it: to ALLOW
+        prog.push(ld(16)); // args[0], low half: the clock id
+        prog.push(jeq(libc::CLOCK_REALTIME as u32, 3, 0));
+        prog.push(jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0));
+        prog.push(jeq(libc::CLOCK_TAI as u32, 1, 0));
+    }
+    prog.push(ret(libc::SECCOMP_RET_ALLOW));
+    prog.push(ret(libc::SECCOMP_RET_USER_NOTIF));
+    prog
+}
+
+/// The clock page, mapped shared.
+struct Page {
+    ptr: *mut u8,
+}
+
+// SAFETY: the mapping is process-wide shared memory accessed only through volatile reads and
+// an atomic counter; it stays mapped for the Page's whole life.
+unsafe impl Send for Page {}
+
+/// Address of the tick-mode mapping, for the SIGBUS guard.
+static GUARDED: AtomicUsize = AtomicUsize::new(0);
+
+/// In tick mode the page file is writable from inside, so the workload could truncate it and
+/// make our next access fault. The guard replaces the mapping with a private zero page and
+/// lets the access retry: only that sandbox's clock is affected, never the supervisor.
+extern "C" fn sigbus_guard(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = GUARDED.load(Ordering::Relaxed);
+    if page != 0 && (page..page + PAGE_SIZE).contains(&addr) {
+        // SAFETY: remaps exactly our own page (async-signal-safe system call).
+        unsafe {
+            libc::mmap(
+                page as *mut libc::c_void,
+                PAGE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        return;
+    }
+    // SAFETY: not our fault: restore the default action and re-raise (async-signal-safe).
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+impl Page {
+    /// Maps the clock page at `path` inside the directory `root` (init's root for a sandbox).
+    fn open(at: &PageAt, writable: bool) -> Result<Page, Errno> {
+        let root = std::fs::File::open(&at.root)
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let file = crate::sys::open_in_root_with(&root, &at.path, writable, true)?;
+        let meta = file.metadata().map_err(|_| Errno::EIO)?;
+        if !meta.is_file() || meta.len() < PAGE_SIZE as u64 {
+            return Err(Errno::EINVAL);
+        }
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: maps one page of a regular file of at least that size; checked against
+        // MAP_FAILED; unmapped in Drop.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_SIZE,
+                prot,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Errno::last());
+        }
+        if writable {
+            GUARDED.store(ptr as usize, Ordering::Relaxed);
+            let guard = nix::sys::signal::SigAction::new(
+                nix::sys::signal::SigHandler::SigAction(sigbus_guard),
+                nix::sys::signal::SaFlags::SA_SIGINFO,
+                nix::sys::signal::SigSet::empty(),
+            );
+            // SAFETY: the handler only makes async-signal-safe calls.
+            unsafe { nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGBUS, &guard) }?;
+        }
+        Ok(Page {
+            ptr: ptr as *mut u8,
+        })
+    }
+
+    fn offset_ns(&self) -> i64 {
+        // SAFETY: offset 16 is within the mapping and 8-aligned.
+        unsafe { std::ptr::read_volatile(self.ptr.add(16) as *const i64) }
+    }
+
+    fn next_tick(&self) -> u64 {
+        // SAFETY: offset 64 holds the page's 8-aligned AtomicU64 read counter, shared with
+        // the preload library in the sandbox.
+        let counter = unsafe { &*(self.ptr.add(64) as *const std::sync::atomic::AtomicU64) };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `open`.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, PAGE_SIZE) };
+    }
+}
+
+/// A thread's getrandom stream, and the start time that tells its thread from a later one
+/// with a reused id.
+struct ThreadStream {
+    start_time: u64,
+    stream: Stream,
+}
+
+struct Server {
+    config: Config,
+    page: Option<Page>,
+    streams: HashMap<i32, ThreadStream>,
+    listings: Listings,
+    started: Instant,
+    /// The kernel's cpumask size in bytes (what sched_getaffinity returns).
+    cpumask_bytes: usize,
+}
+
+/// A field of /proc/TID/status, such as `NSpid` or `NStgid`: its innermost value (the id in
+/// the sandbox's pid namespace).
+fn ns_id(tid: Pid, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
+}
+
+/// A thread's start time (field 22 of /proc/TID/stat), in clock ticks since boot.
+fn start_time(tid: Pid) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The kernel's cpumask size in bytes, as sched_getaffinity reports it.
+fn cpumask_bytes() -> usize {
+    let mut buf = vec![0u8; 8192];
+    // SAFETY: the kernel writes at most buf.len() bytes into the exclusively borrowed buf.
+    let n = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, buf.len(), buf.as_mut_ptr()) };
+    if n > 0 {
+        n as usize
+    } else {
+        8
+    }
+}
+
+/// The caller's memory, opened before the notification is checked again: the descriptor
+/// keeps naming that process even if the pid is reused afterwards.
+fn caller_mem(listener: &OwnedFd, pid: Pid, id: u64) -> Option<std::fs::File> {
+    let mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/mem"))
+        .ok()?;
+    seccomp::id_valid(listener, id).then_some(mem)
+}
+
+fn put(mem: &std::fs::File, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+    match addr {
+        0 => Err(Errno::EFAULT),
+        _ => mem.write_all_at(bytes, addr).map_err(|_| Errno::EFAULT),
+    }
+}
+
+impl Server {
+    fn new(config: Config, page: Option<Page>) -> Server {
+        Server {
+            config,
+            page,
+            streams: HashMap::new(),
+            listings: Listings::default(),
+            started: Instant::now(),
+            cpumask_bytes: cpumask_bytes(),
+        }
+    }
+
+    /// The in-process clock for static and Go programs at exec.
+    fn clock_patch(&self) -> ClockPatch {
+        use super::vdso::FakeClock;
+        let Some(clock) = self.config.clock else {
+            return ClockPatch::Keep;
+        };
+        match clock.mode {
+            ClockMode::Frozen => ClockPatch::Inject(FakeClock::Frozen { epoch: clock.epoch }),
+            ClockMode::StartAt => match &self.page {
+                Some(p) => ClockPatch::Inject(FakeClock::StartAt {
+                    offset_ns: p.offset_ns(),
+                }),
+                None => ClockPatch::Strip,
+            },
+            // Tick mode's shared counter is advanced only by the server and the preload.
+            ClockMode::Tick { .. } => ClockPatch::Strip,
+        }
+    }
+
+    fn now_ns(&self, clock: ClockPlan) -> i64 {
+        let epoch_ns = clock.epoch.saturating_mul(1_000_000_000);
+        match (clock.mode, &self.page) {
+            (ClockMode::StartAt, Some(p)) => {
+                let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+                    .map_or(0, |t| t.tv_sec() * 1_000_000_000 + t.tv_nsec());
+                t + p.offset_ns()
+            }
+            (ClockMode::Tick { step_ns }, Some(p)) => {
+                epoch_ns + p.next_tick() as i64 * step_ns as i64
+            }
+            // Frozen; or no page (it could not be opened safely): the pinned date.
+            _ => epoch_ns,
+        }
+    }
+
+    /// Answers one notification; Err when the listener is finished.
+    fn answer(&mut self, listener: &OwnedFd) -> Result<(), Errno> {
+        let notif = match seccomp::recv(listener) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => return Ok(()),
+            // The caller died before we read its call, or no process uses the filter any
+            // more: in the latter case the listener has hung up and we are done.
+            Err(Errno::ENOENT) => {
+                let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, PollTimeout::NONE);
+                let hup = fds[0]
+                    .revents()
+                    .is_some_and(|r| r.contains(PollFlags::POLLHUP));
+                return if hup { Err(Errno::ENOENT) } else { Ok(()) };
+            }
+            Err(e) => return Err(e),
+        };
+        let nr = notif.data.nr as i64;
+        let pid = Pid::from_raw(notif.pid as i32);
+        let id = notif.id;
+        let args = notif.data.args;
+        if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+            let patch = ExecPatch {
+                clock: self.clock_patch(),
+                at_random: self.config.seed.and_then(|seed| {
+                    ns_id(pid, "NStgid").map(|p| entropy::at_random(seed, p as u32))
+                }),
+            };
+            super::vdso::on_exec(
+                pid,
+                nr,
+                &args,
+                patch,
+                || seccomp::id_valid(listener, id),
+                || {
+                    let _ = seccomp::respond_continue(listener, id);
+                },
+            );
+            return Ok(());
+        }
+        if nr == libc::SYS_getdents64 || is_legacy_getdents(nr) {
+            let result = self.getdents(listener, pid, id, &args, nr != libc::SYS_getdents64);
+            return match result {
+                Some(Ok(n)) => reply(listener, id, Ok(n)),
+                Some(Err(e)) => reply(listener, id, Err(e)),
+                // The directory cannot be listed our way: the kernel's own answer.
+                None => seccomp::respond_continue(listener, id).or(Ok(())),
+            };
+        }
+        // The vDSO itself falls back to the system call when the clocksource cannot be read
+        // from user space; its caller (the preload library or the injected page) adds the
+        // offset itself, so such a call must read the real clock.
+        if is_clock_call(nr) && from_vdso(pid, notif.data.instruction_pointer) {
+            let _ = seccomp::respond_continue(listener, id);
+            return Ok(());
+        }
+        let Some(mem) = caller_mem(listener, pid, id) else {
+            return Ok(()); // the caller is gone
+        };
+        let result = if nr == libc::SYS_getrandom {
+            self.getrandom(&mem, pid, &args)
+        } else if nr == libc::SYS_uname {
+            put(&mem, args[0], &self.config.identity.uname.to_utsname()).map(|_| 0)
+        } else if nr == libc::SYS_sysinfo {
+            put(&mem, args[0], &self.sysinfo()).map(|_| 0)
+        } else if nr == libc::SYS_sched_getaffinity {
+            self.getaffinity(&mem, &args)
+        } else {
+            self.clock_call(&mem, nr, &args)
+        };
+        reply(listener, id, result)
+    }
+
+    fn clock_call(&self, mem: &std::fs::File, nr: i64, args: &[u64; 6]) -> Result<i64, Errno> {
+        let Some(clock) = self.config.clock else {
+            return Err(Errno::ENOSYS); // not routed here without a fake clock
+        };
+        let now = self.now_ns(clock);
+        let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
+        let pair = |a: i64, b: i64| {
+            let mut buf = [0u8; 16];
+            buf[..8].copy_from_slice(&a.to_ne_bytes());
+            buf[8..].copy_from_slice(&b.to_ne_bytes());
+            buf
+        };
+        let opt = |addr: u64, bytes: &[u8]| match addr {
+            0 => Ok(()),
+            _ => put(mem, addr, bytes),
+        };
+        if nr == libc::SYS_clock_gettime {
+            put(mem, args[1], &pair(secs, nanos)).map(|_| 0)
+        } else if is_gettimeofday(nr) {
+            opt(args[0], &pair(secs, nanos / 1000))
+                .and_then(|_| opt(args[1], &[0u8; 8]))
+                .map(|_| 0)
+        } else {
+            opt(args[0], &secs.to_ne_bytes()).map(|_| secs) // time(2)
+        }
+    }
+
+    /// getrandom(buf, len, flags): the next bytes of the calling thread's seeded stream.
+    fn getrandom(&mut self, mem: &std::fs::File, tid: Pid, args: &[u64; 6]) -> Result<i64, Errno> {
+        const GRND_NONBLOCK: u64 = 1;
+        const GRND_RANDOM: u64 = 2;
+        const GRND_INSECURE: u64 = 4;
+        let (buf, len, flags) = (args[0], args[1] as usize, args[2] as u32 as u64);
+        if flags & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0
+            || flags & (GRND_RANDOM | GRND_INSECURE) == (GRND_RANDOM | GRND_INSECURE)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let Some(seed) = self.config.seed else {
+            return Err(Errno::ENOSYS); // not routed here with real entropy
+        };
+        // Large requests may be answered in part, as the kernel's may.
+        let len = len.min(1 << 20);
+        if len == 0 {
+            return Ok(0);
+        }
+        let start = start_time(tid).ok_or(Errno::ESRCH)?;
+        let stream = match self.streams.get_mut(&tid.as_raw()) {
+            Some(s) if s.start_time == start => &mut s.stream,
+            _ => {
+                let ns_tid = ns_id(tid, "NSpid").ok_or(Errno::ESRCH)?;
+                if self.streams.len() > 4096 {
+                    self.streams
+                        .retain(|t, _| start_time(Pid::from_raw(*t)).is_some());
+                }
+                let fresh = ThreadStream {
+                    start_time: start,
+                    stream: Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tid),
+                };
+                self.streams.insert(tid.as_raw(), fresh);
+                &mut self
+                    .streams
+                    .get_mut(&tid.as_raw())
+                    .ok_or(Errno::ESRCH)?
+                    .stream
+            }
+        };
+        let mut bytes = vec![0u8; len];
+        stream.fill(&mut bytes);
+        put(mem, buf, &bytes).map(|_| len as i64)
+    }
+
+    /// sched_getaffinity(pid, len, mask): CPUs 0..cpus-1, whatever the real mask.
+    fn getaffinity(&self, mem: &std::fs::File, args: &[u64; 6]) -> Result<i64, Errno> {
+        let len = args[1] as usize;
+        if len % std::mem::size_of::<libc::c_ulong>() != 0 || len < self.cpumask_bytes {
+            return Err(Errno::EINVAL);
+        }
+        let n = self.cpumask_bytes;
+        put(mem, args[2], &self.config.identity.affinity_mask(n)).map(|_| n as i64)
+    }
+
+    /// struct sysinfo: the pinned memory, no swap, no load, uptime since the sandbox began.
+    fn sysinfo(&self) -> Vec<u8> {
+        let id = &self.config.identity;
+        // SAFETY: sysinfo is plain old data; all-zero is a valid value.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        info.uptime = self.config.uptime_start_secs + self.started.elapsed().as_secs() as i64;
+        info.totalram = id.memory_bytes as _;
+        info.freeram = (id.memory_bytes / 2) as _;
+        info.procs = 1;
+        info.mem_unit = 1;
+        let size = std::mem::size_of::<libc::sysinfo>();
+        // SAFETY: reads the bytes of a fully initialised plain-old-data struct.
+        unsafe { std::slice::from_raw_parts(&info as *const libc::sysinfo as *const u8, size) }
+            .to_vec()
+    }
+
+    /// getdents64/getdents(fd, buf, count) in sorted order; `None` where the kernel should
+    /// answer itself (a filesystem whose directory offsets we cannot set).
+    fn getdents(
+        &mut self,
+        listener: &OwnedFd,
+        tid: Pid,
+        id: u64,
+        args: &[u64; 6],
+        legacy: bool,
+    ) -> Option<Result<i64, Errno>> {
+        let (fd, buf, count) = (args[0] as i32, args[1], args[2] as u32 as usize);
+        let pidfd = crate::sys::pidfd_open(tid).ok()?;
+        let mem = caller_mem(listener, tid, id)?; // also checks the pidfd names the caller
+        let dup = match crate::sys::pidfd_getfd(&pidfd, fd) {
+            Ok(d) => d,
+            Err(Errno::EBADF) => return Some(Err(Errno::EBADF)),
+            Err(_) => return None,
+        };
+        let flags = nix::fcntl::fcntl(dup.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).ok()?;
+        if flags & libc::O_PATH != 0 {
+            return Some(Err(Errno::EBADF));
+        }
+        let st = nix::sys::stat::fstat(dup.as_raw_fd()).ok()?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return Some(Err(Errno::ENOTDIR));
+        }
+        use nix::unistd::{lseek, Whence};
+        let pos = lseek(dup.as_raw_fd(), 0, Whence::SeekCur).ok()?;
+        let tgid = ns_id(tid, "Tgid").unwrap_or(tid.as_raw() as u64) as i32;
+        let entries = self
+            .listings
+            .get((tgid, fd), (st.st_dev, st.st_ino), pos == 0, || {
+                dirs::read_sorted(&dup)
+            })
+            .ok()?;
+        let start = usize::try_from(pos).ok()?.min(entries.len());
+        let (bytes, next) = match dirs::encode(entries, start, count, legacy) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        if lseek(dup.as_raw_fd(), next as i64, Whence::SeekSet).is_err() {
+            let _ = lseek(dup.as_raw_fd(), 0, Whence::SeekSet);
+            return None;
+        }
+        if bytes.is_empty() {
+            return Some(Ok(0));
+        }
+        Some(put(&mem, buf, &bytes).map(|_| bytes.len() as i64))
+    }
+}
+
+fn reply(listener: &OwnedFd, id: u64, result: Result<i64, Errno>) -> Result<(), Errno> {
+    let (val, err) = match result {
+        Ok(v) => (v, 0),
+        Err(e) => (0, e as i32),
+    };
+    let _ = seccomp::respond(listener, id, val, err);
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn is_legacy_getdents(nr: i64) -> bool {
+    nr == libc::SYS_getdents
+}
+#[cfg(not(target_arch = "x86_64"))]
+fn is_legacy_getdents(_nr: i64) -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+fn is_gettimeofday(nr: i64) -> bool {
+    nr == libc::SYS_gettimeofday
+}
+#[cfg(not(target_arch = "x86_64"))]
+fn is_gettimeofday(_nr: i64) -> bool {
+    false
+}
+
+fn is_clock_call(nr: i64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if nr == libc::SYS_time {
+        return true;
+    }
+    nr == libc::SYS_clock_gettime || is_gettimeofday(nr)
+}
+
+/// Whether `ip` lies in the vDSO of process `pid` (read from /proc/PID/maps).
+fn from_vdso(pid: Pid, ip: u64) -> bool {
+    // The vDSO sits just below the stack, at the top of the address space; a program's own
+    // text (static binaries, the usual callers here) is far below. Skip the read for those.
+    if ip < 0x7f00_0000_0000 {
+        return false;
+    }
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return false;
+    };
+    maps.lines().filter(|l| l.ends_with("[vdso]")).any(|l| {
+        let range = l.split_whitespace().next().unwrap_or("");
+        let mut ends = range
+            .split('-')
+            .map(|h| u64::from_str_radix(h, 16).unwrap_or(0));
+        match (ends.next(), ends.next()) {
+            (Some(lo), Some(hi)) => (lo..hi).contains(&ip),
+            _ => false,
+        }
+    })
+}
+
+/// The server thread and the channel that hands it the workload's listener.
+pub struct NotifyServer {
+    pub listener: Sender<OwnedFd>,
+    thread: JoinHandle<()>,
+}
+
+impl NotifyServer {
+    /// Ends a server that never got a listener (the sandbox failed before its workload ran):
+    /// the thread sees the channel close and returns.
+    pub fn stop_unused(self) {
+        drop(self.listener);
+        let _ = self.thread.join();
+    }
+}
+
+/// Where the clock page is: `path` resolved inside `root`, without following links.
+pub struct PageAt {
+    pub root: PathBuf,
+    pub path: PathBuf,
+}
+
+impl PageAt {
+    /// The page of the sandbox whose init is `init`.
+    pub fn sandbox(init: Pid) -> PageAt {
+        PageAt {
+            root: PathBuf::from(format!("/proc/{init}/root")),
+            path: PathBuf::from(PAGE_PATH),
+        }
+    }
+}
+
+/// Starts the server thread now (so its start-up overlaps the sandbox's); it serves the
+/// listener sent through the channel until no process uses the filter any more.
+pub fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
+    let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
+    let thread = std::thread::Builder::new()
+        .name("reprorun-notify".into())
+        .spawn(move || {
+            let Ok(listener) = rx.recv() else { return };
+            // The workload sent its listener just before its first exec, which now waits for
+            // us: map the page before answering anything.
+            let page = match config.clock.map(|c| c.mode) {
+                None | Some(ClockMode::Frozen) => None,
+                Some(mode) => Page::open(&at, matches!(mode, ClockMode::Tick { .. })).ok(),
+            };
+            let mut server = Server::new(config, page);
+            // Ask the kernel to hand the CPU straight to us and back (a synchronous round
+            // trip); an older kernel without the flag still works, with slower wake-ups.
+            // Blocking in RECV (not in poll) is what the synchronous wake-up hands the CPU to.
+            let _ = seccomp::set_sync_wakeup(&listener);
+            while server.answer(&listener).is_ok() {}
+        })
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+    Ok(NotifyServer {
+        listener: tx,
+        thread,
+    })
+}
