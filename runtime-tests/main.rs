@@ -8,3 +8,4 @@ mod exec;
 mod isolation;
 mod lifecycle;
 mod time;
+mod variation;

@@ -248,6 +248,30 @@ fn file_timestamps_agree_with_the_clock() {
 }
 
 #[test]
+fn frozen_clock_files_read_the_frozen_now_however_long_the_run() {
+    let out = run_clock(
+        &["--date", "@1700000000", "--clock", "frozen"],
+        "cd /tmp; touch f; sleep 1.2; echo x > g; \
+         echo \"f $(stat -c %Y f)\"; echo \"g $(stat -c %Y g)\"; \
+         python3 -c 'import os; print(\"ns\", os.stat(\"g\").st_mtime_ns)'; \
+         touch -d @1600000000 old; echo \"old $(stat -c %Y old)\"",
+    );
+    let v = values(&out);
+    assert_eq!(v["f"], vec![DATE], "{out}");
+    assert_eq!(
+        v["g"],
+        vec![DATE],
+        "written 1.2 s later, still the frozen now:\n{out}"
+    );
+    assert_eq!(v["ns"], vec![DATE * 1_000_000_000]);
+    assert_eq!(
+        v["old"],
+        vec![1_600_000_000],
+        "earlier times read back as set"
+    );
+}
+
+#[test]
 fn source_date_epoch_matches_the_date_and_now_turns_faking_off() {
     let out = run_clock(
         &["--date", "2023-11-14T22:13:20Z"],

@@ -56,16 +56,19 @@ impl Config {
 
     /// The workload's filter for this configuration.
     pub fn filter(&self) -> Vec<libc::sock_filter> {
-        filter(self.clock.is_some(), self.seed.is_some())
+        filter(self.clock.map(|c| c.mode), self.seed.is_some())
     }
 }
 
 /// The seccomp program installed in the workload before its exec. Sent to the server:
 /// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`, `getdents64`, `getdents`;
 /// with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
-/// TAI; gettimeofday; time); with seeded entropy `getrandom`. Everything else, monotonic
-/// clocks included, is allowed at once. Other architectures' calls are allowed untouched.
-pub fn filter(clock: bool, seeded: bool) -> Vec<libc::sock_filter> {
+/// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
+/// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
+/// once. Other architectures' calls are allowed untouched.
+pub fn filter(clock: Option<ClockMode>, seeded: bool) -> Vec<libc::sock_filter> {
+    let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
+    let clock = clock.is_some();
     #[cfg(target_arch = "x86_64")]
     const ARCH: u32 = 0xc000_003e;
     #[cfg(target_arch = "aarch64")]
@@ -111,7 +114,11 @@ pub fn filter(clock: bool, seeded: bool) -> Vec<libc::sock_filter> {
     // clock-id check, then ALLOW and NOTIFY at the end.
     let mut prog = vec![ld(4)];
     let n = notified.len();
-    let clock_checks = if clock { 5 } else { 0 };
+    let clock_checks = match (clock, cpu) {
+        (false, _) => 0,
+        (true, false) => 5,
+        (true, true) => 7,
+    };
     // Instructions after the arch jump: ld nr, n jumps, clock checks, ALLOW, NOTIFY.
     let total_after = 1 + n + clock_checks + 2;
     prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
@@ -121,11 +128,27 @@ pub fn filter(clock: bool, seeded: bool) -> Vec<libc::sock_filter> {
         prog.push(jeq(*nr as u32, to_notify as u8, 0));
     }
     if clock {
-        prog.push(jeq(libc::SYS_clock_gettime as u32, 0, 4)); // not it: to ALLOW
+        let mut ids = vec![
+            libc::CLOCK_REALTIME,
+            libc::CLOCK_REALTIME_COARSE,
+            libc::CLOCK_TAI,
+        ];
+        if cpu {
+            ids.extend([
+                libc::CLOCK_PROCESS_CPUTIME_ID,
+                libc::CLOCK_THREAD_CPUTIME_ID,
+            ]);
+        }
+        // Not clock_gettime: past the id checks, to ALLOW.
+        prog.push(jeq(
+            libc::SYS_clock_gettime as u32,
+            0,
+            (ids.len() + 1) as u8,
+        ));
         prog.push(ld(16)); // args[0], low half: the clock id
-        prog.push(jeq(libc::CLOCK_REALTIME as u32, 3, 0));
-        prog.push(jeq(libc::CLOCK_REALTIME_COARSE as u32, 2, 0));
-        prog.push(jeq(libc::CLOCK_TAI as u32, 1, 0));
+        for (i, id) in ids.iter().enumerate() {
+            prog.push(jeq(*id as u32, (ids.len() - i) as u8, 0));
+        }
     }
     prog.push(ret(libc::SECCOMP_RET_ALLOW));
     prog.push(ret(libc::SECCOMP_RET_USER_NOTIF));
@@ -402,7 +425,8 @@ impl Server {
         // The vDSO itself falls back to the system call when the clocksource cannot be read
         // from user space; its caller (the preload library or the injected page) adds the
         // offset itself, so such a call must read the real clock.
-        if is_clock_call(nr) && from_vdso(pid, notif.data.instruction_pointer) {
+        let cpu_clock = nr == libc::SYS_clock_gettime && is_cpu_clock(args[0]);
+        if is_clock_call(nr) && !cpu_clock && from_vdso(pid, notif.data.instruction_pointer) {
             let _ = seccomp::respond_continue(listener, id);
             return Ok(());
         }
@@ -427,6 +451,16 @@ impl Server {
         let Some(clock) = self.config.clock else {
             return Err(Errno::ENOSYS); // not routed here without a fake clock
         };
+        if nr == libc::SYS_clock_gettime && is_cpu_clock(args[0]) {
+            // Routed here only under a frozen or tick clock (see `filter`).
+            let ns = match (clock.mode, &self.page) {
+                (ClockMode::Tick { step_ns }, Some(p)) => p.next_tick() as i64 * step_ns as i64,
+                _ => 0,
+            };
+            let pair = [ns / 1_000_000_000, ns % 1_000_000_000];
+            let bytes: Vec<u8> = pair.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            return put(mem, args[1], &bytes).map(|_| 0);
+        }
         let now = self.now_ns(clock);
         let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
         let pair = |a: i64, b: i64| {
@@ -599,6 +633,11 @@ fn is_gettimeofday(_nr: i64) -> bool {
     false
 }
 
+fn is_cpu_clock(id: u64) -> bool {
+    let id = id as u32 as i32;
+    id == libc::CLOCK_PROCESS_CPUTIME_ID || id == libc::CLOCK_THREAD_CPUTIME_ID
+}
+
 fn is_clock_call(nr: i64) -> bool {
     #[cfg(target_arch = "x86_64")]
     if nr == libc::SYS_time {
@@ -686,4 +725,81 @@ pub fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
         listener: tx,
         thread,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a classic-BPF seccomp program (the three instructions `filter` uses) over
+    /// `seccomp_data` for (arch, nr, args[0]).
+    fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
+        data[4..8].copy_from_slice(&arch.to_ne_bytes());
+        data[16..24].copy_from_slice(&arg0.to_ne_bytes());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let ins = prog[pc];
+            match ins.code as u32 {
+                c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => {
+                    let k = ins.k as usize;
+                    acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
+                    pc += 1;
+                }
+                c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
+                    pc += 1 + if acc == ins.k { ins.jt } else { ins.jf } as usize;
+                }
+                c if c == libc::BPF_RET | libc::BPF_K => return ins.k,
+                other => panic!("unexpected instruction {other:#x}"),
+            }
+            assert!(pc < prog.len(), "jump out of the program");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn filter_routes_exactly_the_documented_calls() {
+        const X86_64: u32 = 0xc000_003e;
+        const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
+        const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+        let always = [
+            libc::SYS_execve,
+            libc::SYS_execveat,
+            libc::SYS_uname,
+            libc::SYS_sysinfo,
+            libc::SYS_sched_getaffinity,
+            libc::SYS_getdents64,
+            libc::SYS_getdents,
+        ];
+        let cases = [
+            (None, false),
+            (Some(ClockMode::StartAt), true),
+            (Some(ClockMode::Frozen), true),
+            (Some(ClockMode::Tick { step_ns: 1 }), false),
+        ];
+        for (clock, seeded) in cases {
+            let prog = filter(clock, seeded);
+            let v = |nr: i64, arg0: u64| verdict(&prog, X86_64, nr, arg0);
+            for nr in always {
+                assert_eq!(v(nr, 0), NOTIFY, "{nr} with {clock:?}");
+            }
+            assert_eq!(v(libc::SYS_getrandom, 0) == NOTIFY, seeded);
+            for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_clock_nanosleep] {
+                assert_eq!(v(nr, 0), ALLOW);
+            }
+            let faked = clock.is_some();
+            let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
+            let cg = libc::SYS_clock_gettime;
+            assert_eq!(v(cg, libc::CLOCK_REALTIME as u64) == NOTIFY, faked);
+            assert_eq!(v(cg, libc::CLOCK_TAI as u64) == NOTIFY, faked);
+            assert_eq!(v(cg, libc::CLOCK_MONOTONIC as u64), ALLOW);
+            assert_eq!(v(cg, libc::CLOCK_PROCESS_CPUTIME_ID as u64) == NOTIFY, cpu);
+            assert_eq!(v(cg, libc::CLOCK_THREAD_CPUTIME_ID as u64) == NOTIFY, cpu);
+            assert_eq!(v(libc::SYS_gettimeofday, 0) == NOTIFY, faked);
+            assert_eq!(v(libc::SYS_time, 0) == NOTIFY, faked);
+            // Another architecture's calls are not ours to interpret.
+            assert_eq!(verdict(&prog, 0x4000_0003, libc::SYS_execve, 0), ALLOW);
+        }
+    }
 }

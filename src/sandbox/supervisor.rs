@@ -182,7 +182,17 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
     )
     .map_err(step("socketpair"))?;
     let start = Instant::now();
-    let child = match clone_process(plan.clone_flags()) {
+    // The sandbox starts without supplementary groups, whoever calls: a caller that may
+    // change its groups drops them for the clone and takes them back after. (An unprivileged
+    // caller's stay, shown as nogroup inside: a user namespace cannot drop them.)
+    let groups = nix::unistd::getgroups()
+        .ok()
+        .filter(|g| !g.is_empty() && nix::unistd::setgroups(&[]).is_ok());
+    let cloned = clone_process(plan.clone_flags());
+    if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
+        let _ = nix::unistd::setgroups(&groups);
+    }
+    let child = match cloned {
         Err(errno) => {
             return Err(SandboxError::Unavailable {
                 reason: format!("create namespaces: {errno}"),

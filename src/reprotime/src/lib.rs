@@ -7,8 +7,8 @@
 //!
 //! With seeded entropy it also rewrites the program's AT_RANDOM bytes at load.
 //!
-//! Interposed: `clock_gettime` (REALTIME, REALTIME_COARSE, TAI), `gettimeofday`, `time`,
-//! `timespec_get`, `ftime`; the stat family (timestamps shifted by the clock's offset) and the
+//! Interposed: `clock_gettime` (REALTIME, REALTIME_COARSE, TAI; the CPU-time clocks under
+//! a frozen or tick clock), `clock`, `gettimeofday`, `time`, `timespec_get`, `ftime`; the stat family (timestamps shifted by the clock's offset) and the
 //! utime family (explicit timestamps shifted back), so files touched inside agree with the clock.
 
 #![no_std]
@@ -331,11 +331,47 @@ pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_i
             }
         }
     }
+    let cpu = matches!(
+        clk,
+        libc::CLOCK_PROCESS_CPUTIME_ID | libc::CLOCK_THREAD_CPUTIME_ID
+    );
+    if cpu && !ts.is_null() {
+        if let Some(ns) = page().and_then(fake_cpu) {
+            // SAFETY: ts is the caller's non-null out-pointer.
+            unsafe { *ts = to_ts(ns) };
+            return 0;
+        }
+    }
     if STATE.load(Ordering::Acquire) != READY {
         init();
     }
     // SAFETY: passes the caller's arguments through unchanged.
     unsafe { real_clock(clk, ts) }
+}
+
+/// The CPU-time clocks under a frozen or tick clock, which must not leak how fast the host
+/// ran: frozen reads 0, tick advances with the shared tick counter. None: the real one.
+#[inline(always)]
+fn fake_cpu(p: &Page) -> Option<i64> {
+    match p.mode {
+        MODE_FROZEN => Some(0),
+        MODE_TICK => Some(p.ticks.fetch_add(1, Ordering::Relaxed) as i64 * p.step_ns),
+        _ => None,
+    }
+}
+
+/// clock(3): processor time, in CLOCKS_PER_SEC (10^6) units.
+#[no_mangle]
+pub unsafe extern "C" fn clock() -> libc::clock_t {
+    let mut ts = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer; clock_gettime above applies the same faking.
+    if unsafe { clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return -1;
+    }
+    (ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1_000) as libc::clock_t
 }
 
 #[no_mangle]
@@ -422,21 +458,57 @@ pub unsafe extern "C" fn ftime(tb: *mut Timeb) -> c_int {
 
 // ---- file timestamps -------------------------------------------------------------------
 
-/// The shift applied to file timestamps (0 when faking is off).
+/// How file timestamps are shown: shifted by the clock's offset (0 when faking is off) and,
+/// under a frozen clock, never later than the date, so a file written during the run reads
+/// the frozen "now" however long the run took.
+#[derive(Clone, Copy)]
+struct FileView {
+    offset: i64,
+    limit: Option<i64>,
+}
+
+#[inline(always)]
+fn file_view() -> FileView {
+    page().map_or(
+        FileView {
+            offset: 0,
+            limit: None,
+        },
+        |p| FileView {
+            offset: if matches!(p.mode, MODE_START_AT | MODE_FROZEN | MODE_TICK) {
+                p.offset_ns
+            } else {
+                0
+            },
+            limit: (p.mode == MODE_FROZEN).then_some(p.epoch_ns),
+        },
+    )
+}
+
+impl FileView {
+    fn active(self) -> bool {
+        self.offset != 0 || self.limit.is_some()
+    }
+
+    fn show(self, ts: &mut timespec) {
+        shift(ts, self.offset);
+        if let Some(limit) = self.limit {
+            if ts.tv_sec as i64 * NS + ts.tv_nsec as i64 > limit {
+                *ts = to_ts(limit);
+            }
+        }
+    }
+}
+
+/// The shift applied to file timestamps set explicitly (0 when faking is off).
 #[inline(always)]
 fn file_offset() -> i64 {
-    page().map_or(0, |p| {
-        if matches!(p.mode, MODE_START_AT | MODE_FROZEN | MODE_TICK) {
-            p.offset_ns
-        } else {
-            0
-        }
-    })
+    file_view().offset
 }
 
 fn shift_stat(r: c_int, st: *mut Stat) -> c_int {
-    let off = file_offset();
-    if r == 0 && !st.is_null() && off != 0 {
+    let view = file_view();
+    if r == 0 && !st.is_null() && view.active() {
         // SAFETY: the real stat just filled *st.
         let st = unsafe { &mut *st };
         for (sec, nsec) in [
@@ -448,7 +520,7 @@ fn shift_stat(r: c_int, st: *mut Stat) -> c_int {
                 tv_sec: *sec,
                 tv_nsec: *nsec as _,
             };
-            shift(&mut ts, off);
+            view.show(&mut ts);
             *sec = ts.tv_sec;
             *nsec = ts.tv_nsec as _;
         }
@@ -574,8 +646,8 @@ pub unsafe extern "C" fn statx(
     stx: *mut Statx,
 ) -> c_int {
     let r = call_real!(statx, StatxFn, dirfd, path, flags, mask, stx);
-    let off = file_offset();
-    if r == 0 && !stx.is_null() && off != 0 {
+    let view = file_view();
+    if r == 0 && !stx.is_null() && view.active() {
         // SAFETY: the real statx just filled *stx.
         let s = unsafe { &mut *stx };
         for t in [
@@ -591,7 +663,7 @@ pub unsafe extern "C" fn statx(
                 tv_sec: t.tv_sec as time_t,
                 tv_nsec: t.tv_nsec as _,
             };
-            shift(&mut ts, off);
+            view.show(&mut ts);
             t.tv_sec = ts.tv_sec as _;
             t.tv_nsec = ts.tv_nsec as _;
         }
