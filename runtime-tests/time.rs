@@ -248,6 +248,37 @@ fn file_timestamps_agree_with_the_clock() {
 }
 
 #[test]
+fn files_from_before_the_run_keep_their_times_so_caches_stay_valid() {
+    let w = Work::new();
+    let old = w.path().join("old");
+    std::fs::write(&old, "x").unwrap();
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_650_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+    for clock in ["start-at", "frozen", "tick"] {
+        let o = w.run(&[
+            "exec",
+            "--clock",
+            clock,
+            "--",
+            "sh",
+            "-c",
+            "stat -c %Y old; python3 -v -c 'import email.parser, json' 2>&1 \
+             | grep -cE \"bytecode is stale for '(encodings|email|json)\"",
+        ]);
+        assert_eq!(
+            expect_code(&o, 1),
+            "1650000000\n0\n",
+            "{clock}: an old file reads its own time, and no standard-library .pyc reads as stale"
+        );
+    }
+}
+
+#[test]
 fn frozen_clock_files_read_the_frozen_now_however_long_the_run() {
     let out = run_clock(
         &["--date", "@1700000000", "--clock", "frozen"],

@@ -123,14 +123,14 @@ pub fn read_sorted(fd: &OwnedFd) -> Result<Vec<Entry>, Errno> {
     Ok(entries)
 }
 
-/// Sorted listings kept between the calls of one listing, keyed by (process, descriptor),
+/// Sorted listings kept between the calls of one listing, keyed by (thread, descriptor),
 /// checked against the directory's identity; bounded.
 #[derive(Default)]
 pub struct Listings {
     map: HashMap<ListingKey, (DirId, Vec<Entry>)>,
 }
 
-/// (process, descriptor) of a listing.
+/// (thread, descriptor) of a listing (another thread going on with it reads it afresh).
 type ListingKey = (i32, i32);
 /// (device, inode) of a directory.
 type DirId = (u64, u64);

@@ -260,17 +260,75 @@ impl Drop for Page {
     }
 }
 
-/// A thread's getrandom stream, and the start time that tells its thread from a later one
-/// with a reused id.
-struct ThreadStream {
-    start_time: u64,
-    stream: Stream,
+/// A thread that made a notified call, kept between its calls: a pidfd of that very thread
+/// (while it has not exited, its id cannot name another thread), its memory, its id in the
+/// sandbox and its getrandom stream.
+struct Caller {
+    /// `None` where the kernel gives no thread pidfds: then nothing is kept.
+    pidfd: Option<OwnedFd>,
+    mem: std::fs::File,
+    tid: Pid,
+    ns_tid: Option<u64>,
+    stream: Option<Stream>,
+}
+
+impl Caller {
+    /// Opens the caller `tid` of notification `id`: the descriptors first, then the check that
+    /// the notification (and so the thread) is still the caller's.
+    fn open(listener: &OwnedFd, tid: Pid, id: u64) -> Option<Caller> {
+        let pidfd = crate::sys::pidfd_open(tid).ok();
+        let mem = open_mem(tid)?;
+        seccomp::id_valid(listener, id).then_some(Caller {
+            pidfd,
+            mem,
+            tid,
+            ns_tid: None,
+            stream: None,
+        })
+    }
+
+    fn exited(&self) -> bool {
+        let Some(pidfd) = &self.pidfd else {
+            return true;
+        };
+        let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+        !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
+    }
+
+    /// Writes into the caller's memory; once more through a fresh descriptor if its program
+    /// changed since (an exec replaces the memory the old descriptor names).
+    fn put(&mut self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        if addr == 0 {
+            return Err(Errno::EFAULT);
+        }
+        if self.mem.write_all_at(bytes, addr).is_ok() {
+            return Ok(());
+        }
+        self.mem = open_mem(self.tid).ok_or(Errno::EFAULT)?;
+        self.mem
+            .write_all_at(bytes, addr)
+            .map_err(|_| Errno::EFAULT)
+    }
+
+    fn ns_tid(&mut self) -> Result<u64, Errno> {
+        if self.ns_tid.is_none() {
+            self.ns_tid = ns_id(self.tid, "NSpid");
+        }
+        self.ns_tid.ok_or(Errno::ESRCH)
+    }
+}
+
+fn open_mem(tid: Pid) -> Option<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{tid}/mem"))
+        .ok()
 }
 
 struct Server {
     config: Config,
     page: Option<Page>,
-    streams: HashMap<i32, ThreadStream>,
+    callers: HashMap<i32, Caller>,
     listings: Listings,
     started: Instant,
     /// The kernel's cpumask size in bytes (what sched_getaffinity returns).
@@ -290,13 +348,6 @@ fn ns_id(tid: Pid, field: &str) -> Option<u64> {
         .ok()
 }
 
-/// A thread's start time (field 22 of /proc/TID/stat), in clock ticks since boot.
-fn start_time(tid: Pid) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// The kernel's cpumask size in bytes, as sched_getaffinity reports it.
 fn cpumask_bytes() -> usize {
     let mut buf = vec![0u8; 8192];
@@ -309,33 +360,39 @@ fn cpumask_bytes() -> usize {
     }
 }
 
-/// The caller's memory, opened before the notification is checked again: the descriptor
-/// keeps naming that process even if the pid is reused afterwards.
-fn caller_mem(listener: &OwnedFd, pid: Pid, id: u64) -> Option<std::fs::File> {
-    let mem = std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/proc/{pid}/mem"))
-        .ok()?;
-    seccomp::id_valid(listener, id).then_some(mem)
-}
-
-fn put(mem: &std::fs::File, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
-    match addr {
-        0 => Err(Errno::EFAULT),
-        _ => mem.write_all_at(bytes, addr).map_err(|_| Errno::EFAULT),
-    }
-}
 
 impl Server {
     fn new(config: Config, page: Option<Page>) -> Server {
         Server {
             config,
             page,
-            streams: HashMap::new(),
+            callers: HashMap::new(),
             listings: Listings::default(),
             started: Instant::now(),
             cpumask_bytes: cpumask_bytes(),
         }
+    }
+
+    /// The calling thread of notification `id`: kept from its earlier calls while that very
+    /// thread lives, else opened afresh. `None`: the caller is gone.
+    fn caller(&mut self, listener: &OwnedFd, tid: Pid, id: u64) -> Option<Caller> {
+        if let Some(c) = self.callers.remove(&tid.as_raw()) {
+            if !c.exited() {
+                return Some(c);
+            }
+        }
+        Caller::open(listener, tid, id)
+    }
+
+    /// Keeps a caller for its next call (when it can be told from a later thread).
+    fn keep(&mut self, caller: Caller) {
+        if caller.pidfd.is_none() {
+            return;
+        }
+        if self.callers.len() >= 4096 {
+            self.callers.retain(|_, c| !c.exited());
+        }
+        self.callers.insert(caller.tid.as_raw(), caller);
     }
 
     /// The in-process clock for static and Go programs at exec.
@@ -413,8 +470,12 @@ impl Server {
             );
             return Ok(());
         }
+        let Some(mut caller) = self.caller(listener, pid, id) else {
+            return Ok(()); // the caller is gone
+        };
         if nr == libc::SYS_getdents64 || is_legacy_getdents(nr) {
-            let result = self.getdents(listener, pid, id, &args, nr != libc::SYS_getdents64);
+            let result = self.getdents(&mut caller, &args, nr != libc::SYS_getdents64);
+            self.keep(caller);
             return match result {
                 Some(Ok(n)) => reply(listener, id, Ok(n)),
                 Some(Err(e)) => reply(listener, id, Err(e)),
@@ -427,27 +488,28 @@ impl Server {
         // offset itself, so such a call must read the real clock.
         let cpu_clock = nr == libc::SYS_clock_gettime && is_cpu_clock(args[0]);
         if is_clock_call(nr) && !cpu_clock && from_vdso(pid, notif.data.instruction_pointer) {
+            self.keep(caller);
             let _ = seccomp::respond_continue(listener, id);
             return Ok(());
         }
-        let Some(mem) = caller_mem(listener, pid, id) else {
-            return Ok(()); // the caller is gone
-        };
+        let c = &mut caller;
         let result = if nr == libc::SYS_getrandom {
-            self.getrandom(&mem, pid, &args)
+            self.getrandom(c, &args)
         } else if nr == libc::SYS_uname {
-            put(&mem, args[0], &self.config.identity.uname.to_utsname()).map(|_| 0)
+            c.put(args[0], &self.config.identity.uname.to_utsname())
+                .map(|_| 0)
         } else if nr == libc::SYS_sysinfo {
-            put(&mem, args[0], &self.sysinfo()).map(|_| 0)
+            c.put(args[0], &self.sysinfo()).map(|_| 0)
         } else if nr == libc::SYS_sched_getaffinity {
-            self.getaffinity(&mem, &args)
+            self.getaffinity(c, &args)
         } else {
-            self.clock_call(&mem, nr, &args)
+            self.clock_call(c, nr, &args)
         };
+        self.keep(caller);
         reply(listener, id, result)
     }
 
-    fn clock_call(&self, mem: &std::fs::File, nr: i64, args: &[u64; 6]) -> Result<i64, Errno> {
+    fn clock_call(&self, c: &mut Caller, nr: i64, args: &[u64; 6]) -> Result<i64, Errno> {
         let Some(clock) = self.config.clock else {
             return Err(Errno::ENOSYS); // not routed here without a fake clock
         };
@@ -459,7 +521,7 @@ impl Server {
             };
             let pair = [ns / 1_000_000_000, ns % 1_000_000_000];
             let bytes: Vec<u8> = pair.iter().flat_map(|v| v.to_ne_bytes()).collect();
-            return put(mem, args[1], &bytes).map(|_| 0);
+            return c.put(args[1], &bytes).map(|_| 0);
         }
         let now = self.now_ns(clock);
         let (secs, nanos) = (now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000));
@@ -469,12 +531,12 @@ impl Server {
             buf[8..].copy_from_slice(&b.to_ne_bytes());
             buf
         };
-        let opt = |addr: u64, bytes: &[u8]| match addr {
+        let mut opt = |addr: u64, bytes: &[u8]| match addr {
             0 => Ok(()),
-            _ => put(mem, addr, bytes),
+            _ => c.put(addr, bytes),
         };
         if nr == libc::SYS_clock_gettime {
-            put(mem, args[1], &pair(secs, nanos)).map(|_| 0)
+            opt(args[1].max(1), &pair(secs, nanos)).map(|_| 0)
         } else if is_gettimeofday(nr) {
             opt(args[0], &pair(secs, nanos / 1000))
                 .and_then(|_| opt(args[1], &[0u8; 8]))
@@ -485,7 +547,7 @@ impl Server {
     }
 
     /// getrandom(buf, len, flags): the next bytes of the calling thread's seeded stream.
-    fn getrandom(&mut self, mem: &std::fs::File, tid: Pid, args: &[u64; 6]) -> Result<i64, Errno> {
+    fn getrandom(&mut self, c: &mut Caller, args: &[u64; 6]) -> Result<i64, Errno> {
         const GRND_NONBLOCK: u64 = 1;
         const GRND_RANDOM: u64 = 2;
         const GRND_INSECURE: u64 = 4;
@@ -503,40 +565,26 @@ impl Server {
         if len == 0 {
             return Ok(0);
         }
-        let start = start_time(tid).ok_or(Errno::ESRCH)?;
-        let stream = match self.streams.get_mut(&tid.as_raw()) {
-            Some(s) if s.start_time == start => &mut s.stream,
-            _ => {
-                let ns_tid = ns_id(tid, "NSpid").ok_or(Errno::ESRCH)?;
-                if self.streams.len() > 4096 {
-                    self.streams
-                        .retain(|t, _| start_time(Pid::from_raw(*t)).is_some());
-                }
-                let fresh = ThreadStream {
-                    start_time: start,
-                    stream: Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tid),
-                };
-                self.streams.insert(tid.as_raw(), fresh);
-                &mut self
-                    .streams
-                    .get_mut(&tid.as_raw())
-                    .ok_or(Errno::ESRCH)?
-                    .stream
-            }
-        };
+        if c.stream.is_none() {
+            let ns_tid = c.ns_tid()?;
+            c.stream = Some(Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tid));
+        }
         let mut bytes = vec![0u8; len];
-        stream.fill(&mut bytes);
-        put(mem, buf, &bytes).map(|_| len as i64)
+        if let Some(stream) = c.stream.as_mut() {
+            stream.fill(&mut bytes);
+        }
+        c.put(buf, &bytes).map(|_| len as i64)
     }
 
     /// sched_getaffinity(pid, len, mask): CPUs 0..cpus-1, whatever the real mask.
-    fn getaffinity(&self, mem: &std::fs::File, args: &[u64; 6]) -> Result<i64, Errno> {
+    fn getaffinity(&self, c: &mut Caller, args: &[u64; 6]) -> Result<i64, Errno> {
         let len = args[1] as usize;
         if len % std::mem::size_of::<libc::c_ulong>() != 0 || len < self.cpumask_bytes {
             return Err(Errno::EINVAL);
         }
         let n = self.cpumask_bytes;
-        put(mem, args[2], &self.config.identity.affinity_mask(n)).map(|_| n as i64)
+        c.put(args[2], &self.config.identity.affinity_mask(n))
+            .map(|_| n as i64)
     }
 
     /// struct sysinfo: the pinned memory, no swap, no load, uptime since the sandbox began.
@@ -559,16 +607,12 @@ impl Server {
     /// answer itself (a filesystem whose directory offsets we cannot set).
     fn getdents(
         &mut self,
-        listener: &OwnedFd,
-        tid: Pid,
-        id: u64,
+        c: &mut Caller,
         args: &[u64; 6],
         legacy: bool,
     ) -> Option<Result<i64, Errno>> {
         let (fd, buf, count) = (args[0] as i32, args[1], args[2] as u32 as usize);
-        let pidfd = crate::sys::pidfd_open(tid).ok()?;
-        let mem = caller_mem(listener, tid, id)?; // also checks the pidfd names the caller
-        let dup = match crate::sys::pidfd_getfd(&pidfd, fd) {
+        let dup = match crate::sys::pidfd_getfd(c.pidfd.as_ref()?, fd) {
             Ok(d) => d,
             Err(Errno::EBADF) => return Some(Err(Errno::EBADF)),
             Err(_) => return None,
@@ -583,10 +627,9 @@ impl Server {
         }
         use nix::unistd::{lseek, Whence};
         let pos = lseek(dup.as_raw_fd(), 0, Whence::SeekCur).ok()?;
-        let tgid = ns_id(tid, "Tgid").unwrap_or(tid.as_raw() as u64) as i32;
         let entries = self
             .listings
-            .get((tgid, fd), (st.st_dev, st.st_ino), pos == 0, || {
+            .get((c.tid.as_raw(), fd), (st.st_dev, st.st_ino), pos == 0, || {
                 dirs::read_sorted(&dup)
             })
             .ok()?;
@@ -602,7 +645,7 @@ impl Server {
         if bytes.is_empty() {
             return Some(Ok(0));
         }
-        Some(put(&mem, buf, &bytes).map(|_| bytes.len() as i64))
+        Some(c.put(buf, &bytes).map(|_| bytes.len() as i64))
     }
 }
 

@@ -458,57 +458,59 @@ pub unsafe extern "C" fn ftime(tb: *mut Timeb) -> c_int {
 
 // ---- file timestamps -------------------------------------------------------------------
 
-/// How file timestamps are shown: shifted by the clock's offset (0 when faking is off) and,
-/// under a frozen clock, never later than the date, so a file written during the run reads
-/// the frozen "now" however long the run took.
+/// How file timestamps are shown. A timestamp from before the run (older than the real time
+/// at which the clock started) is shown as it is, so caches validated by modification time
+/// (Python's `.pyc` files, build tools') stay valid; one from the run on is shifted onto the
+/// fake clock (by its offset), so a file written now reads the fake "now"; under a frozen
+/// clock it is never later than the date, however long the run took.
 #[derive(Clone, Copy)]
 struct FileView {
+    /// fake = real + offset, for timestamps at or after `start` (real, ns).
     offset: i64,
-    limit: Option<i64>,
+    start: i64,
+    /// The date (ns) at which fake times begin; also the frozen clock's limit.
+    date: i64,
+    frozen: bool,
 }
 
 #[inline(always)]
-fn file_view() -> FileView {
-    page().map_or(
-        FileView {
-            offset: 0,
-            limit: None,
-        },
-        |p| FileView {
-            offset: if matches!(p.mode, MODE_START_AT | MODE_FROZEN | MODE_TICK) {
-                p.offset_ns
-            } else {
-                0
-            },
-            limit: (p.mode == MODE_FROZEN).then_some(p.epoch_ns),
-        },
-    )
+fn file_view() -> Option<FileView> {
+    let p = page()?;
+    if !matches!(p.mode, MODE_START_AT | MODE_FROZEN | MODE_TICK) {
+        return None;
+    }
+    Some(FileView {
+        offset: p.offset_ns,
+        start: p.epoch_ns - p.offset_ns,
+        date: p.epoch_ns,
+        frozen: p.mode == MODE_FROZEN,
+    })
 }
 
 impl FileView {
-    fn active(self) -> bool {
-        self.offset != 0 || self.limit.is_some()
+    /// A stored (real) timestamp as the program sees it.
+    fn show(self, ts: &mut timespec) {
+        let t = ts.tv_sec as i64 * NS + ts.tv_nsec as i64;
+        if t < self.start {
+            return;
+        }
+        let shown = t.saturating_add(self.offset);
+        *ts = to_ts(if self.frozen { shown.min(self.date) } else { shown });
     }
 
-    fn show(self, ts: &mut timespec) {
-        shift(ts, self.offset);
-        if let Some(limit) = self.limit {
-            if ts.tv_sec as i64 * NS + ts.tv_nsec as i64 > limit {
-                *ts = to_ts(limit);
-            }
+    /// The timestamp to store for a time the program sets explicitly, so that it reads back
+    /// as set: times from the date on are shifted back onto real time, earlier ones kept.
+    fn store(self, ts: &mut timespec) {
+        let t = ts.tv_sec as i64 * NS + ts.tv_nsec as i64;
+        if t >= self.date {
+            *ts = to_ts(t.saturating_sub(self.offset));
         }
     }
 }
 
-/// The shift applied to file timestamps set explicitly (0 when faking is off).
-#[inline(always)]
-fn file_offset() -> i64 {
-    file_view().offset
-}
-
 fn shift_stat(r: c_int, st: *mut Stat) -> c_int {
     let view = file_view();
-    if r == 0 && !st.is_null() && view.active() {
+    if let (0, false, Some(view)) = (r, st.is_null(), view) {
         // SAFETY: the real stat just filled *st.
         let st = unsafe { &mut *st };
         for (sec, nsec) in [
@@ -647,7 +649,7 @@ pub unsafe extern "C" fn statx(
 ) -> c_int {
     let r = call_real!(statx, StatxFn, dirfd, path, flags, mask, stx);
     let view = file_view();
-    if r == 0 && !stx.is_null() && view.active() {
+    if let (0, false, Some(view)) = (r, stx.is_null(), view) {
         // SAFETY: the real statx just filled *stx.
         let s = unsafe { &mut *stx };
         for t in [
@@ -673,25 +675,23 @@ pub unsafe extern "C" fn statx(
 
 /// Explicit timestamps given inside are on the fake clock; the kernel wants real ones.
 fn unshift_times(times: *const timespec, out: &mut [timespec; 2]) -> *const timespec {
-    let off = file_offset();
-    if times.is_null() || off == 0 {
+    let Some(view) = file_view().filter(|_| !times.is_null()) else {
         return times;
-    }
+    };
     for (i, o) in out.iter_mut().enumerate() {
         // SAFETY: utimensat's times argument points to two timespecs.
         *o = unsafe { *times.add(i) };
         if o.tv_nsec != libc::UTIME_NOW && o.tv_nsec != libc::UTIME_OMIT {
-            shift(o, -off);
+            view.store(o);
         }
     }
     out.as_ptr()
 }
 
 fn unshift_timevals(tv: *const timeval, out: &mut [timeval; 2]) -> *const timeval {
-    let off = file_offset();
-    if tv.is_null() || off == 0 {
+    let Some(view) = file_view().filter(|_| !tv.is_null()) else {
         return tv;
-    }
+    };
     for (i, o) in out.iter_mut().enumerate() {
         // SAFETY: the utimes family's argument points to two timevals.
         let v = unsafe { *tv.add(i) };
@@ -699,7 +699,7 @@ fn unshift_timevals(tv: *const timeval, out: &mut [timeval; 2]) -> *const timeva
             tv_sec: v.tv_sec,
             tv_nsec: (v.tv_usec * 1000) as _,
         };
-        shift(&mut ts, -off);
+        view.store(&mut ts);
         *o = timeval {
             tv_sec: ts.tv_sec,
             tv_usec: (ts.tv_nsec / 1000) as _,
