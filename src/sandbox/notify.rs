@@ -360,7 +360,6 @@ fn cpumask_bytes() -> usize {
     }
 }
 
-
 impl Server {
     fn new(config: Config, page: Option<Page>) -> Server {
         Server {
@@ -629,9 +628,12 @@ impl Server {
         let pos = lseek(dup.as_raw_fd(), 0, Whence::SeekCur).ok()?;
         let entries = self
             .listings
-            .get((c.tid.as_raw(), fd), (st.st_dev, st.st_ino), pos == 0, || {
-                dirs::read_sorted(&dup)
-            })
+            .get(
+                (c.tid.as_raw(), fd),
+                (st.st_dev, st.st_ino),
+                pos == 0,
+                || dirs::read_sorted(&dup),
+            )
             .ok()?;
         let start = usize::try_from(pos).ok()?.min(entries.len());
         let (bytes, next) = match dirs::encode(entries, start, count, legacy) {
