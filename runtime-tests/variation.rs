@@ -594,3 +594,30 @@ fn bad_determinism_options_are_refused() {
         assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn pins_only_runs_keep_the_pins_that_need_no_namespace() {
+    let root = tempfile::tempdir().unwrap();
+    let build = input_dir(root.path());
+    let o = Command::new(BIN)
+        .args([
+            "exec",
+            "--isolation",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            "uname -r; nproc; ls -f input | head -3 | tr '\\n' ' '; echo; \
+             python3 -c 'import ctypes; print(hex(ctypes.CDLL(None).personality(0xffffffff)))'",
+        ])
+        .current_dir(&build)
+        .env_remove("REPRORUN_ISOLATION")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        expect_code(&o, 0),
+        "6.1.0-reprorun\n1\n. .. entry-00 \n0x40000\n",
+        "uname, CPUs, sorted listing and ASLR off (ADDR_NO_RANDOMIZE) without namespaces"
+    );
+}

@@ -201,14 +201,16 @@ impl EntropyFeed {
             stream: Stream::new(seed, entropy::DOMAIN_DEVICE, 0),
             pending: Vec::new(),
         };
-        feed.fill();
+        // 64 KiB before the workload starts (more than any read at start-up takes); the rest
+        // of the pipe fills while it runs.
+        feed.fill(16);
         Ok(feed)
     }
 
-    /// Writes until the pipe is full.
-    fn fill(&mut self) {
+    /// Writes up to `chunks` 4 KiB chunks, or until the pipe is full.
+    fn fill(&mut self, chunks: usize) {
         use std::io::Write;
-        loop {
+        for _ in 0..chunks {
             if self.pending.is_empty() {
                 self.pending = vec![0u8; 4096];
                 self.stream.fill(&mut self.pending);
@@ -279,7 +281,7 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
             let (signalled, writable) =
                 (fds[0].any().unwrap_or(false), fds[1].any().unwrap_or(false));
             if writable {
-                feed.fill();
+                feed.fill(usize::MAX);
             }
             if !signalled {
                 continue;

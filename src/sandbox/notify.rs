@@ -453,15 +453,16 @@ impl Server {
         if nr == libc::SYS_execve || nr == libc::SYS_execveat {
             let patch = ExecPatch {
                 clock: self.clock_patch(),
-                at_random: self.config.seed.and_then(|seed| {
-                    ns_id(pid, "NStgid").map(|p| entropy::at_random(seed, p as u32))
-                }),
+                seeded: self.config.seed.is_some(),
             };
+            let seed = self.config.seed.unwrap_or(0);
             super::vdso::on_exec(
                 pid,
                 nr,
                 &args,
                 patch,
+                // The exec'ing thread's process id in the sandbox, as getpid() will say.
+                || ns_id(pid, "NStgid").map(|p| entropy::at_random(seed, p as u32)),
                 || seccomp::id_valid(listener, id),
                 || {
                     let _ = seccomp::respond_continue(listener, id);

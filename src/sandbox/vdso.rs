@@ -39,8 +39,8 @@ pub(super) enum ClockPatch {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ExecPatch {
     pub clock: ClockPatch,
-    /// The bytes its AT_RANDOM entry points to (seeded entropy).
-    pub at_random: Option<[u8; 16]>,
+    /// Seeded entropy: AT_RANDOM is rewritten (static Go: removed).
+    pub seeded: bool,
 }
 
 /// Where the fake clock page is mapped in static and Go programs: a fixed address unused by
@@ -614,11 +614,12 @@ pub(super) fn on_exec(
     nr: i64,
     args: &[u64; 6],
     patch: ExecPatch,
+    at_random: impl FnOnce() -> Option<[u8; 16]>,
     still_valid: impl Fn() -> bool,
     respond: impl FnOnce(),
 ) {
     let opts = Options::PTRACE_O_TRACEEXEC | Options::PTRACE_O_TRACESYSGOOD;
-    let nothing = matches!(patch.clock, ClockPatch::Keep) && patch.at_random.is_none();
+    let nothing = matches!(patch.clock, ClockPatch::Keep) && !patch.seeded;
     let program = if nothing {
         None
     } else {
@@ -633,7 +634,12 @@ pub(super) fn on_exec(
     // AT_RANDOM, so the entry is removed; and Go before 1.22 mixes the timestamp counter into
     // each thread's random state, so that becomes a constant. (Not for libc programs: their
     // loader needs AT_RANDOM.)
-    let static_go = patch.at_random.is_some() && kind.is_static && kind.is_go;
+    let static_go = patch.seeded && kind.is_static && kind.is_go;
+    let at_random = if patch.seeded && !static_go {
+        at_random()
+    } else {
+        None
+    };
     let go_ticks = if static_go {
         go_cputicks(&program)
     } else {
@@ -660,7 +666,7 @@ pub(super) fn on_exec(
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
                 if static_go {
                     let _ = hide_auxv(p, AT_RANDOM);
-                } else if let Some(bytes) = &patch.at_random {
+                } else if let Some(bytes) = &at_random {
                     let _ = seed_at_random(p, bytes);
                 }
                 if let Some(ticks) = go_ticks {
