@@ -14,6 +14,7 @@ use crate::parse::{self, BindSpec, ParseError};
 use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
 use crate::record::{self, RecordError, RecordSink, RunRecord};
 use crate::sandbox::{self, SandboxError};
+use crate::security::{self, Resources, Rlimit, SeccompProfile};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -95,6 +96,32 @@ pub struct ExecArgs {
     /// most the CPUs reprorun itself may use. Default: 1.
     #[arg(long, value_name = "N")]
     pub cpus: Option<u32>,
+    /// Security seccomp profile: `default` (refuses what Docker's default profile refuses and
+    /// more), `unconfined`, or the path of an OCI `linux.seccomp` JSON profile.
+    #[arg(long, value_name = "PROFILE", default_value = "default", value_parser = security::seccomp::parse_option)]
+    pub seccomp: SeccompProfile,
+    /// Keep one capability (e.g. NET_RAW); every other one is dropped. Repeatable.
+    #[arg(long, value_name = "CAP", value_parser = security::capability)]
+    pub cap_add: Vec<String>,
+    /// Pass descriptors 3 .. 3+N-1 on to the command (all others are closed).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub preserve_fds: u32,
+    /// A resource limit, NAME=SOFT[:HARD] (e.g. nofile=4096, core=unlimited); repeatable.
+    /// Defaults: core=0, nofile=1024:524288.
+    #[arg(long, value_name = "NAME=SOFT[:HARD]", value_parser = security::rlimit)]
+    pub rlimit: Vec<Rlimit>,
+    /// Memory limit for the whole sandbox (e.g. 512m, 2g); an OOM kill exits 137.
+    #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--memory", v))]
+    pub memory: Option<u64>,
+    /// Limit on processes and threads in the sandbox.
+    #[arg(long, value_name = "N", value_parser = security::pids)]
+    pub pids: Option<u64>,
+    /// CPU time limit, in CPUs (e.g. 0.5).
+    #[arg(long, value_name = "CPUS", value_parser = security::cpu_quota)]
+    pub cpus_quota: Option<u64>,
+    /// Size limit of the sandbox's /tmp (e.g. 256m).
+    #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--tmpfs-size", v))]
+    pub tmpfs_size: Option<u64>,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -223,6 +250,16 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         seed: args.seed,
         random: args.random,
         cpus: args.cpus,
+        seccomp: args.seccomp.clone(),
+        cap_add: args.cap_add.clone(),
+        preserve_fds: args.preserve_fds,
+        rlimits: args.rlimit.clone(),
+        resources: Resources {
+            memory: args.memory,
+            pids: args.pids,
+            cpu_milli: args.cpus_quota,
+        },
+        tmpfs_size: args.tmpfs_size,
         argv: args.command.clone(),
     })
 }
@@ -281,6 +318,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             duration_s: clock.elapsed().as_secs_f64(),
             exit_code: code,
             timed_out: outcome.as_ref().is_some_and(|o| o.timed_out),
+            oom_killed: outcome.as_ref().is_some_and(|o| o.oom_killed),
             error,
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };

@@ -11,4 +11,5 @@ pub mod parse;
 pub mod plan;
 pub mod record;
 pub mod sandbox;
+pub mod security;
 pub mod sys;

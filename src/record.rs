@@ -61,6 +61,8 @@ pub struct RunRecord<'a> {
     pub duration_s: f64,
     pub exit_code: i32,
     pub timed_out: bool,
+    /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
+    pub oom_killed: bool,
     /// The one-line error reprorun printed, if any.
     pub error: Option<String>,
     pub rusage: Rusage,

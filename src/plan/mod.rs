@@ -19,6 +19,7 @@ use crate::determinism::{
     DEFAULT_EPOCH,
 };
 use crate::parse::BindSpec;
+use crate::security::{default_rlimits, Resources, Rlimit, SeccompProfile, Security};
 
 /// Plan format version; bumped when a field changes meaning.
 pub const PLAN_VERSION: u32 = 1;
@@ -28,6 +29,30 @@ pub const UPTIME_START_SECS: i64 = 10;
 pub const WORKDIR: &str = "/work";
 /// Top-level entries the sandbox always provides itself instead of taking from the rootfs.
 const PROVIDED: &[&str] = &["dev", "home", "proc", "run", "sys", "tmp", "work"];
+/// Paths hidden from the workload (as Docker and runc hide them): kernel memory, keys,
+/// timers and hardware details.
+pub const MASKED: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+/// Paths made read-only (writes there would reach the kernel).
+pub const READONLY: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
 /// The FIFO that stands for /dev/urandom (and, hard-linked, /dev/random) with seeded entropy.
 pub const ENTROPY_FIFO: &str = "/dev/urandom";
 
@@ -139,6 +164,14 @@ pub struct ExecRequest {
     pub random: RandomMode,
     /// `--cpus`; `None` means [`DEFAULT_CPUS`].
     pub cpus: Option<u32>,
+    pub seccomp: SeccompProfile,
+    pub cap_add: Vec<String>,
+    pub preserve_fds: u32,
+    /// `--rlimit` entries, over the defaults.
+    pub rlimits: Vec<Rlimit>,
+    pub resources: Resources,
+    /// `--tmpfs-size`: the size of /tmp.
+    pub tmpfs_size: Option<u64>,
     pub argv: Vec<String>,
 }
 
@@ -160,6 +193,12 @@ impl ExecRequest {
             seed: 0,
             random: RandomMode::Seeded,
             cpus: None,
+            seccomp: SeccompProfile::Default,
+            cap_add: Vec::new(),
+            preserve_fds: 0,
+            rlimits: Vec::new(),
+            resources: Resources::default(),
+            tmpfs_size: None,
             argv,
         }
     }
@@ -232,6 +271,8 @@ pub struct Plan {
     pub random: RandomMode,
     /// CPUs, memory and uname as the workload sees them.
     pub identity: Identity,
+    pub security: Security,
+    pub resources: Resources,
 }
 
 impl Plan {
@@ -300,7 +341,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     };
     let seeded = req.random == RandomMode::Seeded;
     mounts.extend(rootfs_binds(&rootfs, host_root)?);
-    mounts.extend(system_mounts(seeded));
+    mounts.extend(system_mounts(seeded, req.tmpfs_size));
     mounts.extend(
         identity
             .files()
@@ -309,6 +350,12 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
                 dest: dest.into(),
                 contents,
             }),
+    );
+    mounts.extend(MASKED.iter().map(|p| MountOp::Mask { dest: p.into() }));
+    mounts.extend(
+        READONLY
+            .iter()
+            .map(|p| MountOp::ReadonlyPath { dest: p.into() }),
     );
     let clock = match req.date {
         Some(DateChoice::Now) => None,
@@ -371,6 +418,16 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         namespaces.retain(|ns| *ns != Namespace::Net);
     }
 
+    let mut rlimits = default_rlimits();
+    for r in &req.rlimits {
+        rlimits.retain(|d| d.name != r.name);
+        rlimits.push(r.clone());
+    }
+    rlimits.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut cap_add = req.cap_add.clone();
+    cap_add.sort();
+    cap_add.dedup();
+
     Ok(Plan {
         version: PLAN_VERSION,
         isolation: req.isolation,
@@ -402,6 +459,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         seed: req.seed,
         random: req.random,
         identity,
+        security: Security {
+            seccomp: req.seccomp.clone(),
+            cap_add,
+            preserve_fds: req.preserve_fds,
+            rlimits,
+        },
+        resources: req.resources,
     })
 }
 
@@ -452,7 +516,7 @@ fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanErro
 /// The mounts every sandbox gets: /proc, /sys, a minimal /dev, private /run, /tmp and HOME.
 /// With seeded entropy, /dev/urandom and /dev/random are one FIFO that init keeps filled
 /// from the seeded stream (read-only: a writer would block once the pipe is full).
-fn system_mounts(seeded: bool) -> Vec<MountOp> {
+fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp> {
     let mut ops = vec![
         MountOp::Proc {
             dest: "/proc".into(),
@@ -511,7 +575,7 @@ fn system_mounts(seeded: bool) -> Vec<MountOp> {
     ops.push(MountOp::Tmpfs {
         dest: "/tmp".into(),
         mode: 0o1777,
-        size: None,
+        size: tmp_size,
     });
     ops.push(MountOp::Tmpfs {
         dest: "/home".into(),

@@ -76,6 +76,15 @@ pub enum MountOp {
         etc: PathBuf,
         lib: PathBuf,
     },
+    /// Hides `dest` if it exists: a file is covered by the host's `/dev/null` (checked to be
+    /// the real null device first), a directory by an empty read-only tmpfs.
+    Mask {
+        dest: PathBuf,
+    },
+    /// Makes `dest` (and everything below it) read-only, if it exists.
+    ReadonlyPath {
+        dest: PathBuf,
+    },
     /// Makes one mount read-only.
     Readonly {
         dest: PathBuf,
@@ -99,6 +108,8 @@ impl MountOp {
             | MountOp::RuntimeFiles { dir: dest, .. }
             | MountOp::File { dest, .. }
             | MountOp::Fifo { dest, .. }
+            | MountOp::Mask { dest }
+            | MountOp::ReadonlyPath { dest }
             | MountOp::Preload { etc: dest, .. }
             | MountOp::Readonly { dest } => Some(dest),
             MountOp::ReadonlyRoot => None,

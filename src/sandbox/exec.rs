@@ -20,18 +20,26 @@ pub fn exit_code_for(errno: i32) -> i32 {
 }
 
 /// What the workload process pins on itself before exec (inherited by everything it starts).
-#[derive(Debug, Clone, Copy)]
-pub struct ProcessPins {
+#[derive(Clone, Copy)]
+pub struct ProcessPins<'a> {
     pub umask: u32,
     /// Run on the first `cpus` CPUs the caller may use.
     pub cpus: u32,
+    pub security: &'a crate::security::Security,
+    /// The compiled security seccomp programs (empty: unconfined).
+    pub seccomp: &'a [seccompiler::BpfProgram],
 }
 
-impl ProcessPins {
-    pub fn from_plan(plan: &crate::plan::Plan) -> ProcessPins {
+impl<'a> ProcessPins<'a> {
+    pub fn from_plan(
+        plan: &'a crate::plan::Plan,
+        seccomp: &'a [seccompiler::BpfProgram],
+    ) -> ProcessPins<'a> {
         ProcessPins {
             umask: plan.umask,
             cpus: plan.identity.cpus,
+            security: &plan.security,
+            seccomp,
         }
     }
 }
@@ -97,16 +105,53 @@ pub unsafe fn spawn(
     }
 }
 
-/// Drops every capability (bounding, ambient, inheritable, then effective and permitted) and
-/// sets no_new_privs, so neither the workload nor anything it executes can gain privilege.
-pub fn drop_privileges() -> Result<(), Errno> {
+/// Drops every capability but `keep` (bounding, inheritable, effective, permitted; `keep` is
+/// also raised in the ambient set, so it survives an exec as any user) and sets
+/// no_new_privs, so neither the workload nor anything it executes can gain privilege.
+pub fn drop_privileges(keep: &[String]) -> Result<(), Errno> {
     let io = |_| Errno::EPERM;
-    caps::clear(None, CapSet::Bounding).map_err(io)?;
+    let keep: caps::CapsHashSet = keep.iter().filter_map(|c| c.parse().ok()).collect();
+    for cap in caps::all() {
+        if !keep.contains(&cap) {
+            caps::drop(None, CapSet::Bounding, cap).map_err(io)?;
+        }
+    }
     caps::clear(None, CapSet::Ambient).map_err(io)?;
-    caps::clear(None, CapSet::Inheritable).map_err(io)?;
+    caps::set(None, CapSet::Inheritable, &keep).map_err(io)?;
     nix::sys::prctl::set_no_new_privs()?;
-    caps::clear(None, CapSet::Effective).map_err(io)?;
-    caps::clear(None, CapSet::Permitted).map_err(io)?;
+    caps::set(None, CapSet::Effective, &keep).map_err(io)?;
+    caps::set(None, CapSet::Permitted, &keep).map_err(io)?;
+    for cap in &keep {
+        caps::raise(None, CapSet::Ambient, *cap).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Applies the rlimits. A default whose hard limit is above the caller's is lowered to it
+/// (raising it needs privilege outside the sandbox); an explicit one that cannot be set fails.
+fn set_rlimits(limits: &[crate::security::Rlimit]) -> Result<(), Errno> {
+    let defaults = crate::security::default_rlimits();
+    for l in limits {
+        let resource = l.resource();
+        let mut cur = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into the valid struct.
+        Errno::result(unsafe { libc::getrlimit(resource as _, &mut cur) })?;
+        let value = |v: Option<u64>| v.unwrap_or(libc::RLIM_INFINITY);
+        let mut want = libc::rlimit {
+            rlim_cur: value(l.soft),
+            rlim_max: value(l.hard),
+        };
+        let privileged_raise = want.rlim_max > cur.rlim_max;
+        if privileged_raise && defaults.contains(l) {
+            want.rlim_max = cur.rlim_max;
+            want.rlim_cur = want.rlim_cur.min(cur.rlim_max);
+        }
+        // SAFETY: setrlimit reads one rlimit from the valid struct.
+        Errno::result(unsafe { libc::setrlimit(resource as _, &want) })?;
+    }
     Ok(())
 }
 
@@ -164,17 +209,22 @@ fn prepare_and_exec(
     umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
     pin_personality()?;
     pin_cpus(pins.cpus)?;
+    set_rlimits(&pins.security.rlimits)?;
     super::signals::reset_for_exec()?;
     if sandboxed {
-        drop_privileges()?;
+        drop_privileges(&pins.security.cap_add)?;
     }
+    // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
+    nix::sys::prctl::set_no_new_privs()?;
     if let Some(notify) = notify {
-        // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
-        nix::sys::prctl::set_no_new_privs()?;
         let listener = crate::sys::seccomp::install_with_listener(notify.filter)?;
         crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)?;
     }
-    crate::sys::cloexec_from(3)?;
+    // The security profile last: nothing above must be refused by it.
+    for prog in pins.seccomp {
+        crate::sys::seccomp::install(prog)?;
+    }
+    crate::sys::cloexec_from(3 + pins.security.preserve_fds)?;
 
     let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
     let args = argv

@@ -90,9 +90,12 @@ impl InitError {
     }
 }
 
+/// The supervisor's word that init may go on (it has joined the sandbox's cgroup).
+pub const GO: u8 = b'G';
+
 /// Runs as pid 1 and never returns.
-pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
-    let code = match run(plan, &sock) {
+pub fn main(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: OwnedFd) -> ! {
+    let code = match run(plan, seccomp, &sock) {
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
@@ -104,7 +107,7 @@ pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
+fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
     let mut fds = [nix::poll::PollFd::new(
@@ -119,6 +122,18 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
         return Err(InitError::ParentGone);
     }
 
+    if plan.resources.any() {
+        // Nothing may be forked before the supervisor has put us into the cgroup.
+        let mut byte = [0u8; 1];
+        match nix::sys::socket::recv(
+            sock.as_raw_fd(),
+            &mut byte,
+            nix::sys::socket::MsgFlags::empty(),
+        ) {
+            Ok(1) if byte[0] == GO => {}
+            _ => return Err(InitError::ParentGone),
+        }
+    }
     write_id_maps(plan)?;
     if plan.has(Namespace::Uts) {
         nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
@@ -159,7 +174,7 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
             || Ok(()),
             &plan.argv,
             &plan.env,
-            exec::ProcessPins::from_plan(plan),
+            exec::ProcessPins::from_plan(plan, seccomp),
             true,
             notify,
         )
@@ -169,6 +184,10 @@ fn run(plan: &Plan, sock: &OwnedFd) -> Result<i32, InitError> {
         program: plan.argv[0].clone(),
         errno,
     })?;
+    // From now on nothing in the sandbox may look into init (/proc/1/exe is reprorun's own
+    // binary on the host: CVE-2019-5736), and it cannot be traced. The supervisor has mapped
+    // what it needed from init's root before the workload's exec went through.
+    nix::sys::prctl::set_dumpable(false).map_err(InitError::Signals)?;
     Ok(supervise(&sfd, workload, entropy))
 }
 

@@ -5,6 +5,7 @@
 //! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
+mod cgroup;
 mod dirs;
 mod exec;
 mod init;
@@ -86,22 +87,49 @@ pub struct Outcome {
     pub usage: Usage,
     /// The isolation actually used (`full` or `none`).
     pub isolation: Isolation,
+    /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
+    pub oom_killed: bool,
 }
 
 /// Runs the plan. With `Isolation::Auto`, a host that refuses namespaces gets a pins-only
 /// run, announced through `warn` before the workload starts.
 pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
-    match plan.isolation {
-        Isolation::None => pins_only::run(plan),
-        Isolation::Full => supervisor::run(plan),
-        Isolation::Auto => match supervisor::run(plan) {
+    let setup = |reason: String| SandboxError::Setup { reason };
+    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
+        .map_err(|e| setup(e.to_string()))?;
+    let cgroup = if plan.resources.any() {
+        let name = format!("reprorun-{}", std::process::id());
+        Some(cgroup::Cgroup::create(&plan.resources, &name).map_err(|e| setup(e.to_string()))?)
+    } else {
+        None
+    };
+    let res = Resources {
+        seccomp: &seccomp,
+        cgroup: cgroup.as_ref(),
+    };
+    let outcome = match plan.isolation {
+        Isolation::None => pins_only::run(plan, &res),
+        Isolation::Full => supervisor::run(plan, &res),
+        Isolation::Auto => match supervisor::run(plan, &res) {
             Err(SandboxError::Unavailable { reason }) => {
                 warn(&format!(
                     "warning: namespaces unavailable ({reason}); running with environment pins only (--isolation=auto)"
                 ));
-                pins_only::run(plan)
+                pins_only::run(plan, &res)
             }
             other => other,
         },
-    }
+    };
+    outcome.map(|mut o| {
+        o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
+        o
+    })
+}
+
+/// What the executor prepared before any process starts.
+pub(crate) struct Resources<'a> {
+    /// The compiled security seccomp programs.
+    pub seccomp: &'a [seccompiler::BpfProgram],
+    /// The sandbox's cgroup, with `--memory`, `--pids` or `--cpus-quota`.
+    pub cgroup: Option<&'a cgroup::Cgroup>,
 }

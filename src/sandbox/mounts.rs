@@ -187,6 +187,61 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)
 }
 
+/// Hides `dest`: a directory under an empty read-only tmpfs, anything else under the host's
+/// null device. The device is opened without following links and checked to be the real
+/// `/dev/null` (character device 1:3) before it is bound, through its descriptor, so a
+/// replaced node cannot turn the mask into a bind of something else (CVE-2025-31133).
+fn mask(dest: &Path) -> Result<(), MountError> {
+    let path = staged(dest);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return Ok(()); // nothing there on this kernel
+    };
+    reject_links(dest)?;
+    let fail = |kind: &'static str| {
+        let dest = dest.to_path_buf();
+        move |errno| MountError::Op { kind, dest, errno }
+    };
+    if meta.is_dir() {
+        return mount(
+            Some("tmpfs"),
+            &path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("mode=0555"),
+        )
+        .map_err(fail("mask"));
+    }
+    use std::os::fd::AsRawFd;
+    let null = nix::fcntl::open(
+        &host(Path::new("/dev/null")),
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(fail("mask (open /dev/null)"))?;
+    // SAFETY: open returned a fresh descriptor that nothing else owns.
+    let null = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(null) };
+    let st = nix::sys::stat::fstat(null.as_raw_fd()).map_err(fail("mask (stat /dev/null)"))?;
+    let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+    if !is_null {
+        return Err(MountError::Op {
+            kind: "mask (/dev/null is not the null device)",
+            dest: dest.to_path_buf(),
+            errno: Errno::EPERM,
+        });
+    }
+    // Through the sandbox's own procfs (mounted already): the staging root has none.
+    let src = format!("{NEWROOT}/proc/self/fd/{}", null.as_raw_fd());
+    mount(
+        Some(src.as_str()),
+        &path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(fail("mask"))?;
+    mount_setattr(&path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0).map_err(fail("mask"))
+}
+
 fn apply(op: &MountOp) -> Result<(), MountError> {
     let fail = |kind: &'static str, dest: &Path| {
         let dest = dest.to_path_buf();
@@ -383,6 +438,24 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
                 Some(data.as_str()),
             )
             .map_err(fail("overlay", etc))?;
+        }
+        MountOp::Mask { dest } => mask(dest)?,
+        MountOp::ReadonlyPath { dest } => {
+            let path = staged(dest);
+            if std::fs::symlink_metadata(&path).is_err() {
+                return Ok(()); // nothing there on this kernel
+            }
+            reject_links(dest)?;
+            let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+            mount(Some(&path), &path, None::<&str>, flags, None::<&str>)
+                .map_err(fail("read-only bind", dest))?;
+            mount_setattr(
+                &path,
+                true,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            )
+            .map_err(fail("read-only bind", dest))?;
         }
         MountOp::Readonly { dest } => {
             let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;

@@ -73,7 +73,7 @@ impl Drop for ClockDir {
     }
 }
 
-pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
+pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;
@@ -103,15 +103,19 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         _ => (None, None),
     };
     let start = Instant::now();
+    let cgroup = res.cgroup;
     let setup = || {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+        if let Some(cg) = cgroup {
+            cg.add(Pid::from_raw(0)).map_err(|_| Errno::EPERM)?;
+        }
         nix::unistd::chdir(&plan.host_workdir)
     };
     let notify_to = theirs.as_ref().map(|sock| exec::Notify {
         sock,
         filter: &filter,
     });
-    let pins = exec::ProcessPins::from_plan(plan);
+    let pins = exec::ProcessPins::from_plan(plan, res.seccomp);
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).
     let spawned = unsafe { exec::spawn(setup, &plan.argv, &env, pins, false, notify_to) }
         .map_err(step("fork"))?;

@@ -37,6 +37,7 @@ impl Watched {
             timed_out: self.timed_out,
             usage: self.usage,
             isolation,
+            oom_killed: false,
         }
     }
 }
@@ -171,7 +172,7 @@ fn exit_code(status: libc::c_int) -> i32 {
 }
 
 /// Runs the plan in full isolation.
-pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
+pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     let (ours, theirs): (OwnedFd, OwnedFd) = socketpair(
@@ -200,11 +201,26 @@ pub fn run(plan: &Plan) -> Result<Outcome, SandboxError> {
         }
         Ok(None) => {
             drop(ours);
-            init::main(plan, theirs)
+            init::main(plan, res.seccomp, theirs)
         }
         Ok(Some(pid)) => pid,
     };
     drop(theirs);
+    // Into the cgroup before init forks anything; init waits for the word.
+    if let Some(cg) = res.cgroup {
+        if let Err(e) = cg.add(child) {
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(child, None);
+            return Err(SandboxError::Setup {
+                reason: e.to_string(),
+            });
+        }
+        let _ = nix::sys::socket::send(
+            std::os::fd::AsRawFd::as_raw_fd(&ours),
+            &[init::GO],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+    }
     let server = if vdso::SUPPORTED {
         let config = notify::Config::from_plan(plan);
         Some(

@@ -31,6 +31,26 @@ pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errn
     Ok(owned)
 }
 
+/// Installs a classic-BPF seccomp filter on the calling thread (inherited by its children and
+/// across exec). The caller must have no_new_privs set.
+pub fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut _,
+    };
+    // SAFETY: fprog points to `prog` (seccompiler's sock_filter has the kernel's layout), which
+    // outlives the call; the kernel copies the program.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    Errno::result(r).map(drop)
+}
+
 /// Receives one pending notification.
 pub fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
     // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed on entry.

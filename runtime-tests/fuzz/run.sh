@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of reprorun's input parsers for a bounded time each.
+#
+#   runtime-tests/fuzz/run.sh [SECONDS_PER_TARGET]     (default 60)
+#
+# Needs a nightly toolchain and cargo-fuzz:
+#   rustup toolchain install nightly && cargo install cargo-fuzz
+# Corpora go to runtime-tests/fuzz/corpus/TARGET, crashing inputs to
+# runtime-tests/fuzz/artifacts/TARGET, full logs to runtime-tests/fuzz/target/logs/TARGET.log.
+# Exits 1 when any target crashed (or failed to build), 2 on a usage error.
+set -euo pipefail
+
+seconds="${1:-60}"
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [SECONDS_PER_TARGET]  (a positive whole number; default 60)" >&2
+    exit 2
+fi
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+fuzz_dir="runtime-tests/fuzz"
+
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "error: 'cargo +nightly fuzz' is not available." >&2
+    echo "Install it with:  rustup toolchain install nightly && cargo install cargo-fuzz" >&2
+    exit 1
+fi
+
+# The build is the same for every target: do it once, up front (CARGO_BUILD_JOBS is honoured).
+targets=($(cargo +nightly fuzz list --fuzz-dir "$fuzz_dir"))
+if [ "${#targets[@]}" -eq 0 ]; then
+    echo "error: no fuzz targets found in $fuzz_dir" >&2
+    exit 1
+fi
+echo "== building ${#targets[@]} fuzz targets"
+cargo +nightly fuzz build --fuzz-dir "$fuzz_dir"
+
+log_dir="$fuzz_dir/target/logs"
+mkdir -p "$log_dir"
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+    log="$log_dir/$t.log"
+    echo "== fuzzing $t for ${seconds}s (log: $log)"
+    status=0
+    # timeout: a backstop in case libFuzzer overruns -max_total_time (e.g. a hung input).
+    timeout --kill-after=30 "$((seconds + 300))" \
+        cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$t" -- \
+        -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    runs="$(grep -oE '^Done [0-9]+ runs' "$log" | tail -n1 | awk '{print $2}' || true)"
+    if [ -z "$runs" ]; then
+        runs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+$' || true)"
+    fi
+    runs="${runs:-?}"
+    if [ "$status" -eq 0 ]; then
+        result="no crash"
+    else
+        failed=1
+        artifact="$(grep -oE 'Test unit written to [^ ]+' "$log" | tail -n1 | sed 's/^Test unit written to //' || true)"
+        if [ -n "$artifact" ]; then
+            result="CRASH (exit $status), input: $artifact"
+        elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+            result="TIMED OUT (exit $status)"
+        else
+            result="FAILED (exit $status), see $log"
+        fi
+        echo "---- last lines of $log:"
+        tail -n 40 "$log"
+    fi
+    line="$(printf '%-14s %12s executions  %s' "$t" "$runs" "$result")"
+    summary+=("$line")
+    echo "$line"
+done
+
+echo
+echo "== summary (${seconds}s per target)"
+printf '%s\n' "${summary[@]}"
+exit "$failed"

@@ -1,0 +1,298 @@
+//! Hardening and limits as data: the seccomp profile, capabilities to keep, descriptors to
+//! pass, resource limits (rlimits and cgroup limits). Parsed and resolved here, applied by
+//! the sandbox executor (`sandbox::exec` and `sandbox::cgroup`).
+
+pub mod seccomp;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use seccomp::{SeccompError, SeccompProfile};
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum LimitError {
+    #[error("--cap-add {0:?}: unknown capability; use a name such as NET_RAW or CAP_SYS_PTRACE (see capabilities(7))")]
+    Capability(String),
+    #[error("--rlimit {0:?}: expected NAME=SOFT[:HARD] with NAME one of {names} and values a number or \"unlimited\"", names = RLIMIT_NAMES.join(", "))]
+    Rlimit(String),
+    #[error("--rlimit {0:?}: the soft limit is above the hard limit")]
+    RlimitOrder(String),
+    #[error("{option} {value:?}: expected a size such as 512m, 2g or 1048576 (bytes; k, m, g, t suffixes are powers of 1024)")]
+    Size { option: &'static str, value: String },
+    #[error("--pids {0:?}: expected a positive number of processes")]
+    Pids(String),
+    #[error("--cpus-quota {0:?}: expected a positive number of CPUs such as 0.5 or 2")]
+    CpuQuota(String),
+}
+
+/// Parses a capability name (`NET_RAW`, `cap_net_raw`, `CAP_NET_RAW`) into its canonical
+/// `CAP_*` form.
+pub fn capability(text: &str) -> Result<String, LimitError> {
+    let upper = text.trim().to_ascii_uppercase();
+    let name = if upper.starts_with("CAP_") {
+        upper
+    } else {
+        format!("CAP_{upper}")
+    };
+    name.parse::<caps::Capability>()
+        .map(|c| c.to_string())
+        .map_err(|_| LimitError::Capability(text.to_string()))
+}
+
+/// One resource limit: `None` is unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rlimit {
+    pub name: String,
+    pub soft: Option<u64>,
+    pub hard: Option<u64>,
+}
+
+/// The rlimit names `--rlimit` takes, with their resources.
+const RLIMITS: &[(&str, u32)] = &[
+    ("as", libc::RLIMIT_AS as u32),
+    ("core", libc::RLIMIT_CORE as u32),
+    ("cpu", libc::RLIMIT_CPU as u32),
+    ("data", libc::RLIMIT_DATA as u32),
+    ("fsize", libc::RLIMIT_FSIZE as u32),
+    ("locks", libc::RLIMIT_LOCKS as u32),
+    ("memlock", libc::RLIMIT_MEMLOCK as u32),
+    ("msgqueue", libc::RLIMIT_MSGQUEUE as u32),
+    ("nice", libc::RLIMIT_NICE as u32),
+    ("nofile", libc::RLIMIT_NOFILE as u32),
+    ("nproc", libc::RLIMIT_NPROC as u32),
+    ("rss", libc::RLIMIT_RSS as u32),
+    ("rtprio", libc::RLIMIT_RTPRIO as u32),
+    ("rttime", libc::RLIMIT_RTTIME as u32),
+    ("sigpending", libc::RLIMIT_SIGPENDING as u32),
+    ("stack", libc::RLIMIT_STACK as u32),
+];
+const RLIMIT_NAMES: [&str; 16] = [
+    "as",
+    "core",
+    "cpu",
+    "data",
+    "fsize",
+    "locks",
+    "memlock",
+    "msgqueue",
+    "nice",
+    "nofile",
+    "nproc",
+    "rss",
+    "rtprio",
+    "rttime",
+    "sigpending",
+    "stack",
+];
+
+impl Rlimit {
+    /// The resource number for `setrlimit(2)`.
+    pub fn resource(&self) -> u32 {
+        RLIMITS
+            .iter()
+            .find(|(n, _)| *n == self.name)
+            .map_or(u32::MAX, |(_, r)| *r)
+    }
+}
+
+/// Parses `--rlimit NAME=SOFT[:HARD]` (HARD defaults to SOFT; `unlimited` allowed).
+pub fn rlimit(text: &str) -> Result<Rlimit, LimitError> {
+    let err = || LimitError::Rlimit(text.to_string());
+    let (name, values) = text.split_once('=').ok_or_else(err)?;
+    let name = name.trim().to_ascii_lowercase();
+    let name = name.strip_prefix("rlimit_").unwrap_or(&name);
+    let name = RLIMITS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, _)| *n)
+        .ok_or_else(err)?;
+    let value = |v: &str| -> Result<Option<u64>, LimitError> {
+        match v.trim() {
+            "unlimited" | "infinity" | "-1" => Ok(None),
+            n => n.parse().map(Some).map_err(|_| err()),
+        }
+    };
+    let (soft, hard) = match values.split_once(':') {
+        Some((s, h)) => (value(s)?, value(h)?),
+        None => {
+            let v = value(values)?;
+            (v, v)
+        }
+    };
+    let above = match (soft, hard) {
+        (None, Some(_)) => true,
+        (Some(s), Some(h)) => s > h,
+        _ => false,
+    };
+    if above {
+        return Err(LimitError::RlimitOrder(text.to_string()));
+    }
+    Ok(Rlimit {
+        name: name.to_string(),
+        soft,
+        hard,
+    })
+}
+
+/// The limits every sandbox gets unless `--rlimit` says otherwise: no core dumps, and 1024
+/// open files (hard 524288, lowered to the caller's hard limit where that is less).
+pub fn default_rlimits() -> Vec<Rlimit> {
+    vec![
+        Rlimit {
+            name: "core".into(),
+            soft: Some(0),
+            hard: Some(0),
+        },
+        Rlimit {
+            name: "nofile".into(),
+            soft: Some(1024),
+            hard: Some(524_288),
+        },
+    ]
+}
+
+/// Parses a size: bytes, or a number with a k/m/g/t suffix (powers of 1024; `KiB`, `MB`
+/// and the like are read the same way).
+pub fn size(option: &'static str, text: &str) -> Result<u64, LimitError> {
+    let err = || LimitError::Size {
+        option,
+        value: text.to_string(),
+    };
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches("ib").trim_end_matches('b');
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k')) => (&t[..i], 10),
+        Some((i, 'm')) => (&t[..i], 20),
+        Some((i, 'g')) => (&t[..i], 30),
+        Some((i, 't')) => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| err())?;
+    let bytes = n.checked_mul(1u64 << shift).ok_or_else(err)?;
+    if bytes == 0 {
+        return Err(err());
+    }
+    Ok(bytes)
+}
+
+/// Parses `--pids N`.
+pub fn pids(text: &str) -> Result<u64, LimitError> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(LimitError::Pids(text.to_string())),
+    }
+}
+
+/// Parses `--cpus-quota F` into thousandths of a CPU.
+pub fn cpu_quota(text: &str) -> Result<u64, LimitError> {
+    let err = || LimitError::CpuQuota(text.to_string());
+    let f: f64 = text.trim().parse().map_err(|_| err())?;
+    if !f.is_finite() || f < 0.001 || f > 65_536.0 {
+        return Err(err());
+    }
+    Ok((f * 1000.0).round() as u64)
+}
+
+/// Cgroup limits for the whole sandbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    /// Memory in bytes (no swap beyond it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
+    /// Processes and threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+    /// CPU time per wall time, in thousandths of a CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_milli: Option<u64>,
+}
+
+impl Resources {
+    pub fn any(&self) -> bool {
+        self.memory.is_some() || self.pids.is_some() || self.cpu_milli.is_some()
+    }
+}
+
+/// Everything about the workload's privilege: profile, capabilities kept, descriptors
+/// passed, rlimits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Security {
+    pub seccomp: SeccompProfile,
+    /// Capabilities kept (canonical `CAP_*` names); every other one is dropped.
+    pub cap_add: Vec<String>,
+    /// Descriptors 3..3+N passed to the workload (`--preserve-fds`).
+    pub preserve_fds: u32,
+    pub rlimits: Vec<Rlimit>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_parse_in_any_spelling() {
+        assert_eq!(capability("NET_RAW").unwrap(), "CAP_NET_RAW");
+        assert_eq!(capability("cap_sys_ptrace").unwrap(), "CAP_SYS_PTRACE");
+        assert!(capability("FLY").is_err());
+        assert!(capability("").is_err());
+    }
+
+    #[test]
+    fn rlimits_parse_and_refuse_bad_input() {
+        assert_eq!(
+            rlimit("nofile=100:200").unwrap(),
+            Rlimit {
+                name: "nofile".into(),
+                soft: Some(100),
+                hard: Some(200)
+            }
+        );
+        assert_eq!(rlimit("CORE=0").unwrap().hard, Some(0));
+        assert_eq!(rlimit("stack=unlimited").unwrap().soft, None);
+        assert_eq!(rlimit("RLIMIT_NPROC=5").unwrap().name, "nproc");
+        for bad in [
+            "nofile",
+            "nofile=",
+            "nofile=x",
+            "bogus=1",
+            "=1",
+            "nofile=1:2:3",
+        ] {
+            assert!(matches!(rlimit(bad), Err(LimitError::Rlimit(_))), "{bad}");
+        }
+        assert!(matches!(
+            rlimit("nofile=10:5"),
+            Err(LimitError::RlimitOrder(_))
+        ));
+        assert!(rlimit("nofile=unlimited:5").is_err());
+        for r in default_rlimits() {
+            assert_ne!(r.resource(), u32::MAX);
+        }
+    }
+
+    #[test]
+    fn sizes_pids_and_quotas() {
+        assert_eq!(size("--memory", "512m").unwrap(), 512 << 20);
+        assert_eq!(size("--memory", "2G").unwrap(), 2 << 30);
+        assert_eq!(size("--memory", "64KiB").unwrap(), 64 << 10);
+        assert_eq!(size("--memory", "1000").unwrap(), 1000);
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "1.5g",
+            "lots",
+            "99999999999999999999",
+            "16777216t",
+        ] {
+            assert!(size("--memory", bad).is_err(), "{bad}");
+        }
+        assert_eq!(pids("64").unwrap(), 64);
+        assert!(pids("0").is_err());
+        assert_eq!(cpu_quota("0.5").unwrap(), 500);
+        assert_eq!(cpu_quota("2").unwrap(), 2000);
+        for bad in ["0", "-1", "nan", "inf", "x"] {
+            assert!(cpu_quota(bad).is_err(), "{bad}");
+        }
+    }
+}
