@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod escape;
 mod exec;
 mod isolation;
 mod lifecycle;

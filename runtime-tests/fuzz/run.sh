@@ -21,6 +21,15 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 fuzz_dir="runtime-tests/fuzz"
 
+# Linking: the repository's .cargo/config.toml adds `-C target-feature=+crt-static` for the
+# reprorun binary, but sanitizer builds must link dynamically. cargo-fuzz always sets RUSTFLAGS
+# (sanitizer and coverage flags, plus any RUSTFLAGS of yours), and RUSTFLAGS replaces every
+# config `rustflags`, so crt-static does not reach the fuzz build. A config file in
+# runtime-tests/fuzz could not undo it: cargo joins `rustflags` arrays across config files, and
+# `+crt-static` wins over a later `-crt-static`. CARGO_ENCODED_RUSTFLAGS would in turn replace
+# cargo-fuzz's RUSTFLAGS, so drop it. (build.rs builds src/reprotime with RUSTFLAGS="" itself.)
+unset CARGO_ENCODED_RUSTFLAGS
+
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "error: 'cargo +nightly fuzz' is not available." >&2
     echo "Install it with:  rustup toolchain install nightly && cargo install cargo-fuzz" >&2

@@ -13,7 +13,7 @@ pub use seccomp::{SeccompError, SeccompProfile};
 pub enum LimitError {
     #[error("--cap-add {0:?}: unknown capability; use a name such as NET_RAW or CAP_SYS_PTRACE (see capabilities(7))")]
     Capability(String),
-    #[error("--rlimit {0:?}: expected NAME=SOFT[:HARD] with NAME one of {names} and values a number or \"unlimited\"", names = RLIMIT_NAMES.join(", "))]
+    #[error("--rlimit {0:?}: expected NAME=SOFT[:HARD] with NAME one of {names} and values a number or \"unlimited\"", names = rlimit_names())]
     Rlimit(String),
     #[error("--rlimit {0:?}: the soft limit is above the hard limit")]
     RlimitOrder(String),
@@ -49,41 +49,31 @@ pub struct Rlimit {
 
 /// The rlimit names `--rlimit` takes, with their resources.
 const RLIMITS: &[(&str, u32)] = &[
-    ("as", libc::RLIMIT_AS as u32),
-    ("core", libc::RLIMIT_CORE as u32),
-    ("cpu", libc::RLIMIT_CPU as u32),
-    ("data", libc::RLIMIT_DATA as u32),
-    ("fsize", libc::RLIMIT_FSIZE as u32),
-    ("locks", libc::RLIMIT_LOCKS as u32),
-    ("memlock", libc::RLIMIT_MEMLOCK as u32),
-    ("msgqueue", libc::RLIMIT_MSGQUEUE as u32),
-    ("nice", libc::RLIMIT_NICE as u32),
-    ("nofile", libc::RLIMIT_NOFILE as u32),
-    ("nproc", libc::RLIMIT_NPROC as u32),
-    ("rss", libc::RLIMIT_RSS as u32),
-    ("rtprio", libc::RLIMIT_RTPRIO as u32),
-    ("rttime", libc::RLIMIT_RTTIME as u32),
-    ("sigpending", libc::RLIMIT_SIGPENDING as u32),
-    ("stack", libc::RLIMIT_STACK as u32),
+    ("as", libc::RLIMIT_AS),
+    ("core", libc::RLIMIT_CORE),
+    ("cpu", libc::RLIMIT_CPU),
+    ("data", libc::RLIMIT_DATA),
+    ("fsize", libc::RLIMIT_FSIZE),
+    ("locks", libc::RLIMIT_LOCKS),
+    ("memlock", libc::RLIMIT_MEMLOCK),
+    ("msgqueue", libc::RLIMIT_MSGQUEUE),
+    ("nice", libc::RLIMIT_NICE),
+    ("nofile", libc::RLIMIT_NOFILE),
+    ("nproc", libc::RLIMIT_NPROC),
+    ("rss", libc::RLIMIT_RSS),
+    ("rtprio", libc::RLIMIT_RTPRIO),
+    ("rttime", libc::RLIMIT_RTTIME),
+    ("sigpending", libc::RLIMIT_SIGPENDING),
+    ("stack", libc::RLIMIT_STACK),
 ];
-const RLIMIT_NAMES: [&str; 16] = [
-    "as",
-    "core",
-    "cpu",
-    "data",
-    "fsize",
-    "locks",
-    "memlock",
-    "msgqueue",
-    "nice",
-    "nofile",
-    "nproc",
-    "rss",
-    "rtprio",
-    "rttime",
-    "sigpending",
-    "stack",
-];
+/// The names `--rlimit` takes, for messages.
+fn rlimit_names() -> String {
+    RLIMITS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 impl Rlimit {
     /// The resource number for `setrlimit(2)`.
@@ -187,7 +177,7 @@ pub fn pids(text: &str) -> Result<u64, LimitError> {
 pub fn cpu_quota(text: &str) -> Result<u64, LimitError> {
     let err = || LimitError::CpuQuota(text.to_string());
     let f: f64 = text.trim().parse().map_err(|_| err())?;
-    if !f.is_finite() || f < 0.001 || f > 65_536.0 {
+    if !f.is_finite() || !(0.001..=65_536.0).contains(&f) {
         return Err(err());
     }
     Ok((f * 1000.0).round() as u64)
