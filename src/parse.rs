@@ -53,11 +53,16 @@ pub fn duration(text: &str) -> Result<Duration, ParseError> {
         _ => return Err(err()),
     };
     let secs = value * scale;
-    // A zero or absurd duration is almost certainly a mistake; refuse rather than guess.
+    // A zero or absurd duration is almost certainly a mistake; refuse rather than guess
+    // (after rounding: 0.1ns is zero nanoseconds).
     if secs.is_nan() || secs <= 0.0 || secs > 1.0e9 {
         return Err(err());
     }
-    Ok(Duration::from_secs_f64(secs))
+    let d = Duration::from_secs_f64(secs);
+    if d.is_zero() {
+        return Err(err());
+    }
+    Ok(d)
 }
 
 /// Checks a path inside the sandbox used as a mount target.
@@ -187,7 +192,20 @@ mod tests {
         assert_eq!(duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(duration("7").unwrap(), Duration::from_secs(7));
         for bad in [
-            "", "s", "10x", "-1s", "0s", "1..2s", ".5s", "5.s", "ten", "1e3s", "5 m",
+            "",
+            "s",
+            "10x",
+            "-1s",
+            "0s",
+            "1..2s",
+            ".5s",
+            "5.s",
+            "ten",
+            "1e3s",
+            "5 m",
+            // Positive, but zero once rounded to nanoseconds (found by fuzzing).
+            "0.1ns",
+            "0.0000000001",
         ] {
             assert!(duration(bad).is_err(), "{bad:?} should be refused");
         }

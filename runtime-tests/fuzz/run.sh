@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of reprorun's input parsers for a bounded time each.
 #
-#   runtime-tests/fuzz/run.sh [SECONDS_PER_TARGET]     (default 60)
+#   runtime-tests/fuzz/run.sh [SECONDS_PER_TARGET [LIBFUZZER_ARGS...]]     (default 60)
 #
+# LIBFUZZER_ARGS go to every target after -max_total_time (e.g. -only_ascii=1, -jobs=2).
 # Needs a nightly toolchain and cargo-fuzz:
 #   rustup toolchain install nightly && cargo install cargo-fuzz
-# Corpora go to runtime-tests/fuzz/corpus/TARGET, crashing inputs to
+# Seeds come from runtime-tests/fuzz/seeds/TARGET (committed); corpora grow in
+# runtime-tests/fuzz/corpus/TARGET, crashing inputs go to
 # runtime-tests/fuzz/artifacts/TARGET, full logs to runtime-tests/fuzz/target/logs/TARGET.log.
 # Exits 1 when any target crashed (or failed to build), 2 on a usage error.
 set -euo pipefail
 
 seconds="${1:-60}"
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: $0 [SECONDS_PER_TARGET]  (a positive whole number; default 60)" >&2
+    echo "usage: $0 [SECONDS_PER_TARGET [LIBFUZZER_ARGS...]]  (seconds: a positive whole number; default 60)" >&2
     exit 2
 fi
+shift $(( $# > 0 ? 1 : 0 ))
+extra=("$@")
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -48,15 +52,22 @@ cargo +nightly fuzz build --fuzz-dir "$fuzz_dir"
 log_dir="$fuzz_dir/target/logs"
 mkdir -p "$log_dir"
 summary=()
+reproduce=()
 failed=0
 for t in "${targets[@]}"; do
     log="$log_dir/$t.log"
     echo "== fuzzing $t for ${seconds}s (log: $log)"
     status=0
     # timeout: a backstop in case libFuzzer overruns -max_total_time (e.g. a hung input).
+    # Committed seed inputs (runtime-tests/fuzz/seeds/TARGET), if any, join the corpus.
+    corpus=("$fuzz_dir/corpus/$t")
+    mkdir -p "${corpus[0]}"
+    if [ -d "$fuzz_dir/seeds/$t" ]; then
+        corpus+=("$fuzz_dir/seeds/$t")
+    fi
     timeout --kill-after=30 "$((seconds + 300))" \
-        cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$t" -- \
-        -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1 || status=$?
+        cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$t" "${corpus[@]}" -- \
+        -max_total_time="$seconds" -print_final_stats=1 ${extra[@]+"${extra[@]}"} >"$log" 2>&1 || status=$?
     runs="$(grep -oE '^Done [0-9]+ runs' "$log" | tail -n1 | awk '{print $2}' || true)"
     if [ -z "$runs" ]; then
         runs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+$' || true)"
@@ -69,6 +80,8 @@ for t in "${targets[@]}"; do
         artifact="$(grep -oE 'Test unit written to [^ ]+' "$log" | tail -n1 | sed 's/^Test unit written to //' || true)"
         if [ -n "$artifact" ]; then
             result="CRASH (exit $status), input: $artifact"
+            # (cargo-fuzz's own hint leaves out --fuzz-dir, since this one also ends in "fuzz".)
+            reproduce+=("RUST_BACKTRACE=1 cargo +nightly fuzz run --fuzz-dir $fuzz_dir $t $artifact")
         elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
             result="TIMED OUT (exit $status)"
         else
@@ -85,4 +98,9 @@ done
 echo
 echo "== summary (${seconds}s per target)"
 printf '%s\n' "${summary[@]}"
+if [ "${#reproduce[@]}" -gt 0 ]; then
+    echo
+    echo "== reproduce (from the repository root)"
+    printf '%s\n' "${reproduce[@]}"
+fi
 exit "$failed"

@@ -47,8 +47,9 @@ fn digits(s: &str, n: usize) -> Option<i64> {
 }
 
 fn parse_rfc3339(t: &str) -> Option<i64> {
+    // Byte 10 may fall inside a multi-byte character (`2024年03月01日`): then it is no date.
     let (date, rest) = if t.len() > 10 {
-        t.split_at(10)
+        t.split_at_checked(10)?
     } else {
         (t, "")
     };
@@ -193,6 +194,10 @@ mod tests {
             "@",
             "@12x",
             "2024-03-01T12:00:00+2",
+            // Byte 10 inside a multi-byte character (found by fuzzing: it used to panic).
+            "2024年03月01日",
+            "2024-03-0é",
+            "\0\0\0\0\0\0\0\0\0\u{584}",
         ] {
             assert!(
                 matches!(parse_date(bad), Err(DateError::Syntax(_))),

@@ -111,7 +111,8 @@ pub unsafe fn spawn(
 pub fn drop_privileges(keep: &[String]) -> Result<(), Errno> {
     let io = |_| Errno::EPERM;
     let keep: caps::CapsHashSet = keep.iter().filter_map(|c| c.parse().ok()).collect();
-    for cap in caps::all() {
+    // Only what the running kernel has (an older one lacks the newest capabilities).
+    for cap in caps::read(None, CapSet::Bounding).map_err(io)? {
         if !keep.contains(&cap) {
             caps::drop(None, CapSet::Bounding, cap).map_err(io)?;
         }

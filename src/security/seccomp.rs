@@ -94,9 +94,11 @@ pub fn parse_option(value: &str) -> Result<SeccompProfile, SeccompError> {
                 path: path.clone(),
                 reason,
             })?;
-            // Compile once now: unknown actions and operators are input errors.
-            compile_oci(&path, &spec)?;
-            Ok(SeccompProfile::Oci { path, spec })
+            // Compile once now: unknown actions, operators and oversize programs are input
+            // errors.
+            let profile = SeccompProfile::Oci { path, spec };
+            compile(&profile)?;
+            Ok(profile)
         }
     }
 }
@@ -423,13 +425,23 @@ fn compile_oci(path: &Path, spec: &OciSeccomp) -> Result<Vec<BpfProgram>, Seccom
     Ok(programs)
 }
 
+/// The kernel's limit on one seccomp program (BPF_MAXINSNS).
+pub const MAX_INSTRUCTIONS: usize = 4096;
+
 /// The BPF programs the workload installs for `profile` (none when unconfined).
 pub fn compile(profile: &SeccompProfile) -> Result<Vec<BpfProgram>, SeccompError> {
-    match profile {
-        SeccompProfile::Unconfined => Ok(Vec::new()),
-        SeccompProfile::Default => default_programs(),
-        SeccompProfile::Oci { path, spec } => compile_oci(path, spec),
+    let programs = match profile {
+        SeccompProfile::Unconfined => Vec::new(),
+        SeccompProfile::Default => default_programs()?,
+        SeccompProfile::Oci { path, spec } => compile_oci(path, spec)?,
+    };
+    if let Some(p) = programs.iter().find(|p| p.len() > MAX_INSTRUCTIONS) {
+        return Err(SeccompError::Compile(format!(
+            "{} instructions, more than the kernel's {MAX_INSTRUCTIONS} per filter; use fewer argument rules",
+            p.len()
+        )));
     }
+    Ok(programs)
 }
 
 include!("syscalls.rs");
