@@ -3,7 +3,8 @@
 //! the same on every host, for static and Go programs as much as for dynamic ones:
 //! - realtime clock calls (answered from the sandbox's clock page) and execs (handed to
 //!   `vdso`: the in-process clock and seeded AT_RANDOM for static and Go programs);
-//! - `getrandom(2)`: one seeded stream per thread, keyed by the thread's id in the sandbox;
+//! - `getrandom(2)`: one seeded stream per process, keyed by its pid in the sandbox (per
+//!   process, not per thread: runtimes such as Go move a goroutine between threads);
 //! - `uname(2)`, `sysinfo(2)`, `sched_getaffinity(2)`: the pinned identity;
 //! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
 //!
@@ -261,15 +262,21 @@ impl Drop for Page {
 }
 
 /// A thread that made a notified call, kept between its calls: a pidfd of that very thread
-/// (while it has not exited, its id cannot name another thread), its memory, its id in the
-/// sandbox and its getrandom stream.
+/// (while it has not exited, its id cannot name another thread), its memory, and its process.
 struct Caller {
     /// `None` where the kernel gives no thread pidfds: then nothing is kept.
     pidfd: Option<OwnedFd>,
     mem: std::fs::File,
     tid: Pid,
-    ns_tid: Option<u64>,
-    stream: Option<Stream>,
+    /// (host tgid, tgid in the sandbox), read when first needed.
+    process: Option<(i32, u64)>,
+}
+
+/// A process's getrandom stream, with a pidfd that tells the process from a later one with
+/// its reused id.
+struct ProcessStream {
+    pidfd: OwnedFd,
+    stream: Stream,
 }
 
 impl Caller {
@@ -282,8 +289,7 @@ impl Caller {
             pidfd,
             mem,
             tid,
-            ns_tid: None,
-            stream: None,
+            process: None,
         })
     }
 
@@ -310,11 +316,14 @@ impl Caller {
             .map_err(|_| Errno::EFAULT)
     }
 
-    fn ns_tid(&mut self) -> Result<u64, Errno> {
-        if self.ns_tid.is_none() {
-            self.ns_tid = ns_id(self.tid, "NSpid");
+    /// The caller's process: its host tgid and its tgid in the sandbox.
+    fn process(&mut self) -> Result<(i32, u64), Errno> {
+        if self.process.is_none() {
+            let host = ns_id(self.tid, "Tgid").and_then(|t| i32::try_from(t).ok());
+            let inner = ns_id(self.tid, "NStgid");
+            self.process = host.zip(inner);
         }
-        self.ns_tid.ok_or(Errno::ESRCH)
+        self.process.ok_or(Errno::ESRCH)
     }
 }
 
@@ -329,6 +338,7 @@ struct Server {
     config: Config,
     page: Option<Page>,
     callers: HashMap<i32, Caller>,
+    streams: HashMap<i32, ProcessStream>,
     listings: Listings,
     started: Instant,
     /// The kernel's cpumask size in bytes (what sched_getaffinity returns).
@@ -366,6 +376,7 @@ impl Server {
             config,
             page,
             callers: HashMap::new(),
+            streams: HashMap::new(),
             listings: Listings::default(),
             started: Instant::now(),
             cpumask_bytes: cpumask_bytes(),
@@ -546,7 +557,7 @@ impl Server {
         }
     }
 
-    /// getrandom(buf, len, flags): the next bytes of the calling thread's seeded stream.
+    /// getrandom(buf, len, flags): the next bytes of the calling process's seeded stream.
     fn getrandom(&mut self, c: &mut Caller, args: &[u64; 6]) -> Result<i64, Errno> {
         const GRND_NONBLOCK: u64 = 1;
         const GRND_RANDOM: u64 = 2;
@@ -565,13 +576,23 @@ impl Server {
         if len == 0 {
             return Ok(0);
         }
-        if c.stream.is_none() {
-            let ns_tid = c.ns_tid()?;
-            c.stream = Some(Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tid));
+        let (tgid, ns_tgid) = c.process()?;
+        let exited = |pidfd: &OwnedFd| {
+            let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+            !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
+        };
+        if self.streams.get(&tgid).map_or(true, |s| exited(&s.pidfd)) {
+            // The caller is blocked in this call, so its process is alive and `tgid` is it.
+            let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid))?;
+            if self.streams.len() >= 4096 {
+                self.streams.retain(|_, s| !exited(&s.pidfd));
+            }
+            let stream = Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tgid);
+            self.streams.insert(tgid, ProcessStream { pidfd, stream });
         }
         let mut bytes = vec![0u8; len];
-        if let Some(stream) = c.stream.as_mut() {
-            stream.fill(&mut bytes);
+        if let Some(s) = self.streams.get_mut(&tgid) {
+            s.stream.fill(&mut bytes);
         }
         c.put(buf, &bytes).map(|_| len as i64)
     }

@@ -279,6 +279,14 @@ pub fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
     Err(Errno::EINVAL)
 }
 
+/// A pidfd for process `pid` (readable once the whole process has exited). Close-on-exec.
+pub fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
+    // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Errno::result(fd).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// A duplicate of descriptor `fd` of the process behind `pidfd`: the same open file
 /// description, so its offset is shared. Close-on-exec (the kernel sets it).
 pub fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {

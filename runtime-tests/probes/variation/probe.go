@@ -10,16 +10,24 @@ import (
 	"time"
 )
 
-func main() {
+// The map order is taken during package initialization, which Go runs on the main OS
+// thread (locked to it): Go's per-thread random state makes map order depend on which thread
+// a goroutine runs on, and the scheduler may move one after a slow system call
+// (spec/determinism.md, limits).
+var mapOrder string
+
+func init() {
 	m := map[string]int{}
 	for i := 0; i < 16; i++ {
 		m[fmt.Sprint("key", i)] = i
 	}
-	fmt.Print("go.map:")
 	for k := range m {
-		fmt.Print(" ", k)
+		mapOrder += " " + k
 	}
-	fmt.Println()
+}
+
+func main() {
+	fmt.Println("go.map:" + mapOrder)
 	b := make([]byte, 8)
 	rand.Read(b)
 	fmt.Printf("go.crypto: %x\n", b)
