@@ -226,17 +226,24 @@ impl EntropyFeed {
         Ok(feed)
     }
 
-    /// Writes up to `chunks` 4 KiB chunks, or until the pipe is full.
+    /// Writes up to `chunks` 4 KiB chunks (in writes of up to 64 KiB), or until the pipe is
+    /// full.
     fn fill(&mut self, chunks: usize) {
         use std::io::Write;
-        for _ in 0..chunks {
+        let mut left = chunks;
+        while left > 0 {
             if self.pending.is_empty() {
-                self.pending = vec![0u8; 4096];
+                let n = left.min(16);
+                left -= n;
+                self.pending = vec![0u8; n * 4096];
                 self.stream.fill(&mut self.pending);
             }
             match (&self.fifo).write(&self.pending) {
                 Ok(n) if n > 0 => {
                     self.pending.drain(..n);
+                    if !self.pending.is_empty() {
+                        return; // the pipe took part of it: full for now
+                    }
                 }
                 _ => return, // full (EAGAIN), or broken: nothing more now
             }

@@ -79,9 +79,14 @@ pub fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     )
     .map_err(MountError::Private)?;
     enter_staging()?;
+    CHECKED.with(|c| c.borrow_mut().clear());
     for op in ops {
         apply(op)?;
+        if let Some(dest) = op.dest() {
+            forget_below(dest);
+        }
     }
+    CHECKED.with(|c| c.borrow_mut().clear());
     std::env::set_current_dir(NEWROOT).map_err(|e| MountError::Pivot(io_errno(&e)))?;
     nix::unistd::pivot_root(".", ".").map_err(MountError::Pivot)?;
     umount2(".", MntFlags::MNT_DETACH).map_err(MountError::Detach)?;
@@ -132,6 +137,9 @@ fn reject_links(dest: &Path) -> Result<(), MountError> {
     let mut prefix = PathBuf::from("/");
     for part in dest.components().skip(1) {
         prefix.push(part);
+        if CHECKED.with(|c| c.borrow().contains(&prefix)) {
+            continue;
+        }
         match std::fs::symlink_metadata(staged(&prefix)) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(MountError::Link {
@@ -139,11 +147,27 @@ fn reject_links(dest: &Path) -> Result<(), MountError> {
                     link: prefix,
                 });
             }
-            Ok(_) => {}
+            Ok(_) => CHECKED.with(|c| c.borrow_mut().insert(prefix.clone())),
             Err(_) => return Ok(()), // the rest does not exist yet: we create plain directories
-        }
+        };
     }
     Ok(())
+}
+
+thread_local! {
+    /// Paths inside the new root already found not to be symbolic links. What lies below a
+    /// mount point changes when something is mounted there, so every mount forgets what it
+    /// covers ([`forget_below`]).
+    static CHECKED: std::cell::RefCell<std::collections::HashSet<PathBuf>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// Forgets the checks of every path strictly below `dest` (a new mount covers them).
+fn forget_below(dest: &Path) {
+    CHECKED.with(|c| {
+        c.borrow_mut()
+            .retain(|p| !(p.starts_with(dest) && p.as_path() != dest))
+    });
 }
 
 fn ensure_dir(dest: &Path) -> Result<PathBuf, MountError> {
@@ -211,26 +235,22 @@ fn mask(dest: &Path) -> Result<(), MountError> {
         )
         .map_err(fail("mask"));
     }
-    use std::os::fd::AsRawFd;
-    let null = nix::fcntl::open(
-        &host(Path::new("/dev/null")),
-        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(fail("mask (open /dev/null)"))?;
-    // SAFETY: open returned a fresh descriptor that nothing else owns.
-    let null = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(null) };
-    let st = nix::sys::stat::fstat(null.as_raw_fd()).map_err(fail("mask (stat /dev/null)"))?;
-    let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-    if !is_null {
-        return Err(MountError::Op {
-            kind: "mask (/dev/null is not the null device)",
-            dest: dest.to_path_buf(),
-            errno: Errno::EPERM,
-        });
-    }
+    let null = NULL_DEVICE.with(|n| match n.get() {
+        Some(fd) => Ok(*fd),
+        None => {
+            let fd = open_null_device().map_err(|(kind, errno)| MountError::Op {
+                kind,
+                dest: dest.to_path_buf(),
+                errno,
+            })?;
+            // Kept open (close-on-exec) for the other masks; the workload's exec drops it.
+            let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
+            let _ = n.set(raw);
+            Ok(raw)
+        }
+    })?;
     // Through the sandbox's own procfs (mounted already): the staging root has none.
-    let src = format!("{NEWROOT}/proc/self/fd/{}", null.as_raw_fd());
+    let src = format!("{NEWROOT}/proc/self/fd/{null}");
     mount(
         Some(src.as_str()),
         &path,
@@ -240,6 +260,30 @@ fn mask(dest: &Path) -> Result<(), MountError> {
     )
     .map_err(fail("mask"))?;
     mount_setattr(&path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0).map_err(fail("mask"))
+}
+
+thread_local! {
+    /// The host's null device, opened and checked once for every mask.
+    static NULL_DEVICE: std::cell::OnceCell<std::os::fd::RawFd> = const { std::cell::OnceCell::new() };
+}
+
+/// Opens the host's `/dev/null` without following links and checks it is the null device.
+fn open_null_device() -> Result<std::os::fd::OwnedFd, (&'static str, Errno)> {
+    use std::os::fd::AsRawFd;
+    let null = nix::fcntl::open(
+        &host(Path::new("/dev/null")),
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| ("mask (open /dev/null)", e))?;
+    // SAFETY: open returned a fresh descriptor that nothing else owns.
+    let null = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(null) };
+    let st = nix::sys::stat::fstat(null.as_raw_fd()).map_err(|e| ("mask (stat /dev/null)", e))?;
+    let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+    if !is_null {
+        return Err(("mask (/dev/null is not the null device)", Errno::EPERM));
+    }
+    Ok(null)
 }
 
 fn apply(op: &MountOp) -> Result<(), MountError> {

@@ -256,19 +256,18 @@ fn default_programs() -> Result<Vec<BpfProgram>, SeccompError> {
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_personality, vec![rule(odd_persona)?]);
     let denied = program(rules, SeccompAction::Allow, eperm)?;
-    let mut clone3 = BTreeMap::new();
-    clone3.insert(libc::SYS_clone3, vec![]);
-    let clone3 = program(
-        clone3,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-    )?;
-    Ok(vec![denied, clone3, x32_blocker()])
+    Ok(vec![denied, enosys_program(Some(libc::SYS_clone3))])
 }
 
 /// x32 system calls (x86-64's 32-bit-pointer ABI, numbers with bit 30 set) would pass a
 /// filter keyed by x86-64 numbers: refuse them all (ENOSYS).
 fn x32_blocker() -> BpfProgram {
+    enosys_program(None)
+}
+
+/// ENOSYS for every x32 system call and, if given, for the call `also` (one small program:
+/// each filter runs on every system call, so the fewer the better).
+fn enosys_program(also: Option<i64>) -> BpfProgram {
     const X32_BIT: u32 = 0x4000_0000;
     let ld = |k: u32| libc::sock_filter {
         code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
@@ -282,7 +281,8 @@ fn x32_blocker() -> BpfProgram {
         jf: 0,
         k,
     };
-    let prog = [
+    let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+    let mut prog = vec![
         ld(0), // syscall number
         libc::sock_filter {
             code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16,
@@ -290,9 +290,18 @@ fn x32_blocker() -> BpfProgram {
             jf: 1,
             k: X32_BIT,
         },
-        ret(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-        ret(libc::SECCOMP_RET_ALLOW),
+        ret(enosys),
     ];
+    if let Some(nr) = also {
+        prog.push(libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: nr as u32,
+        });
+        prog.push(ret(enosys));
+    }
+    prog.push(ret(libc::SECCOMP_RET_ALLOW));
     prog.iter()
         .map(|i| seccompiler::sock_filter {
             code: i.code,
