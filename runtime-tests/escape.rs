@@ -620,19 +620,12 @@ fn rootless_resource_limits_fail_clearly() {
     };
     let (_dir, bin) = world_readable_binary();
     let w = Work::new();
-    let o = Command::new("setpriv")
-        .args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={gid}"),
-            "--clear-groups",
-            "--",
-        ])
-        .arg(&bin)
-        .args(["exec", "--memory", "64m", "--", "true"])
-        .current_dir(w.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = as_user(
+        (uid, gid),
+        &bin,
+        &["exec", "--memory", "64m", "--", "true"],
+        w.path(),
+    );
     // Where the host delegates a cgroup to this user the run works; otherwise it must say
     // why and how, in one line, with 125.
     if o.status.code() != Some(0) {

@@ -20,21 +20,7 @@ fn rootless_run_as_an_unprivileged_user() {
     let (_bin_dir, bin) = world_readable_binary();
     let w = Work::new();
     // `reprorun ARGS` as the unprivileged user, from the work directory.
-    let as_user = |args: &[&str]| {
-        Command::new("setpriv")
-            .args([
-                &format!("--reuid={uid}"),
-                &format!("--regid={gid}"),
-                "--clear-groups",
-                "--",
-            ])
-            .arg(&bin)
-            .args(args)
-            .current_dir(w.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let as_user = |args: &[&str]| as_user((uid, gid), &bin, args, w.path());
     let o = as_user(&[
         "exec",
         "--",

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common::*;
@@ -20,44 +19,25 @@ fn probes() -> &'static Probes {
     PROBES.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes");
-        let build = |cmd: &mut Command, what: &str| {
-            let o = cmd
-                .output()
-                .unwrap_or_else(|e| panic!("{what}: {e} (run .ci/setup)"));
-            assert!(
-                o.status.success(),
-                "{what}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        };
-        let dynamic = dir.path().join("clock-dynamic");
-        let static_ = dir.path().join("clock-static");
-        let go = dir.path().join("clock-go");
         let c = src.join("clock.c");
-        build(
-            Command::new("gcc")
-                .args(["-O2", "-pthread", "-o"])
-                .arg(&dynamic)
-                .arg(&c),
-            "gcc",
+        let scratch = dir.path();
+        build_probe(
+            &c,
+            &dir.path().join("clock-dynamic"),
+            &["-pthread"],
+            scratch,
         );
-        build(
-            Command::new("gcc")
-                .args(["-O2", "-static", "-pthread", "-o"])
-                .arg(&static_)
-                .arg(&c),
-            "gcc -static",
+        build_probe(
+            &c,
+            &dir.path().join("clock-static"),
+            &["-static", "-pthread"],
+            scratch,
         );
-        build(
-            Command::new("go")
-                .args(["build", "-o"])
-                .arg(&go)
-                .arg(src.join("clock.go"))
-                .env("CGO_ENABLED", "0")
-                .env("GOCACHE", dir.path().join("gocache"))
-                .env("GOPATH", dir.path().join("gopath"))
-                .env("GO111MODULE", "off"),
-            "go build",
+        build_probe(
+            &src.join("clock.go"),
+            &dir.path().join("clock-go"),
+            &[],
+            scratch,
         );
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

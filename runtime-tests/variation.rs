@@ -28,35 +28,15 @@ fn kit() -> &'static Kit {
         for f in ["run-all.sh", "probe.sh", "probe.py", "probe.pl"] {
             std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
         }
-        let build = |cmd: &mut Command, what: &str| {
-            let o = cmd
-                .output()
-                .unwrap_or_else(|e| panic!("{what}: {e} (run .ci/setup)"));
-            assert!(
-                o.status.success(),
-                "{what}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        };
-        build(
-            Command::new("gcc")
-                .args(["-O2", "-static", "-o"])
-                .arg(dir.path().join("probe-static"))
-                .arg(src.join("probe.c")),
-            "gcc -static",
-        );
         let scratch = tempfile::tempdir().unwrap();
-        build(
-            Command::new("go")
-                .args(["build", "-o"])
-                .arg(dir.path().join("probe-go"))
-                .arg(src.join("probe.go"))
-                .env("CGO_ENABLED", "0")
-                .env("GOCACHE", scratch.path().join("gocache"))
-                .env("GOPATH", scratch.path().join("gopath"))
-                .env("GO111MODULE", "off"),
-            "go build",
+        let out = |name: &str| dir.path().join(name);
+        build_probe(
+            &src.join("probe.c"),
+            &out("probe-static"),
+            &["-static"],
+            scratch.path(),
         );
+        build_probe(&src.join("probe.go"), &out("probe-go"), &[], scratch.path());
         for entry in std::fs::read_dir(dir.path()).unwrap() {
             let path = entry.unwrap().path();
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -153,6 +153,23 @@ pub fn rootless_user() -> Option<(u32, u32)> {
     Some((id("-u"), id("-g")))
 }
 
+/// `BIN ARGS` run as the unprivileged user `(uid, gid)` (no supplementary groups) from `cwd`.
+pub fn as_user(user: (u32, u32), bin: &Path, args: &[&str], cwd: &Path) -> Output {
+    Command::new("setpriv")
+        .args([
+            &format!("--reuid={}", user.0),
+            &format!("--regid={}", user.1),
+            "--clear-groups",
+            "--",
+        ])
+        .arg(bin)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv")
+}
+
 /// A copy of the reprorun binary in a directory every user can read and traverse.
 pub fn world_readable_binary() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -180,4 +197,33 @@ pub fn with_stdin(mut cmd: Command, input: &[u8]) -> Output {
 pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
+}
+
+/// Builds a probe program: `gcc -O2 FLAGS -o OUT SRC`, or (for a `.go` source) a static Go
+/// build with its caches under `scratch`. Panics with the compiler's output on failure.
+pub fn build_probe(src: &Path, out: &Path, gcc_flags: &[&str], scratch: &Path) {
+    let mut cmd = if src.extension().is_some_and(|e| e == "go") {
+        let mut c = Command::new("go");
+        c.args(["build", "-o"])
+            .arg(out)
+            .arg(src)
+            .env("CGO_ENABLED", "0")
+            .env("GOCACHE", scratch.join("gocache"))
+            .env("GOPATH", scratch.join("gopath"))
+            .env("GO111MODULE", "off");
+        c
+    } else {
+        let mut c = Command::new("gcc");
+        c.arg("-O2").args(gcc_flags).arg("-o").arg(out).arg(src);
+        c
+    };
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("build {}: {e} (run .ci/setup)", src.display()));
+    assert!(
+        o.status.success(),
+        "build {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

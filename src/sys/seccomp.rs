@@ -4,24 +4,37 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 
-/// Installs a classic-BPF seccomp filter on the calling thread (inherited by its children
-/// and across exec) and returns its notification listener (close-on-exec).
-/// The caller must have no_new_privs set.
-pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, prog)`: installs a classic-BPF filter on the
+/// calling thread (inherited by its children and across exec). The caller must have
+/// no_new_privs set. Returns what the kernel returns (a listener with NEW_LISTENER).
+fn set_filter<F>(prog: &[F], flags: libc::c_ulong) -> Result<libc::c_long, Errno> {
+    // The kernel's `struct sock_filter` (libc's and seccompiler's types share its layout).
+    assert_eq!(
+        std::mem::size_of::<F>(),
+        std::mem::size_of::<libc::sock_filter>()
+    );
     let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_ptr() as *mut _,
+        len: u16::try_from(prog.len()).map_err(|_| Errno::EINVAL)?,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
     };
     // SAFETY: fprog points to `prog`, which outlives the call; the kernel copies the program.
-    let fd = unsafe {
+    let r = unsafe {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            flags,
             &fprog as *const libc::sock_fprog,
         )
     };
-    let fd = Errno::result(fd)? as RawFd;
+    Errno::result(r)
+}
+
+/// Installs a filter and returns its notification listener (close-on-exec).
+pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+    let fd = set_filter(
+        prog,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong,
+    )? as RawFd;
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     nix::fcntl::fcntl(
@@ -31,24 +44,9 @@ pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errn
     Ok(owned)
 }
 
-/// Installs a classic-BPF seccomp filter on the calling thread (inherited by its children and
-/// across exec). The caller must have no_new_privs set.
+/// Installs a filter (a compiled security profile).
 pub fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
-    let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_ptr() as *mut _,
-    };
-    // SAFETY: fprog points to `prog` (seccompiler's sock_filter has the kernel's layout), which
-    // outlives the call; the kernel copies the program.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    Errno::result(r).map(drop)
+    set_filter(prog, 0).map(drop)
 }
 
 /// Receives one pending notification.
