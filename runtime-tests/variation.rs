@@ -601,3 +601,36 @@ fn pins_only_runs_keep_the_pins_that_need_no_namespace() {
         "uname, CPUs, sorted listing and ASLR off (ADDR_NO_RANDOMIZE) without namespaces"
     );
 }
+
+#[test]
+fn short_lived_callers_do_not_pile_up_in_the_supervisor() {
+    use std::io::BufRead;
+    let w = Work::new();
+    let mut child = w
+        .cmd(&[
+            "exec",
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            // Each `uname` process makes routed calls: getrandom (glibc's malloc) and uname.
+            "for i in $(seq 600); do uname -r >/dev/null; done; echo done; sleep 30",
+        ])
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "done\n");
+    // 600 processes made routed calls; the supervisor keeps descriptors for live ones only.
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+        .unwrap()
+        .count();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(fds < 150, "the supervisor holds {fds} descriptors");
+}

@@ -223,11 +223,12 @@ fn prepare_and_exec(
         let listener = crate::sys::seccomp::install_with_listener(notify.filter)?;
         crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)?;
     }
-    // The security profile last: nothing above must be refused by it.
+    crate::sys::cloexec_from(3 + pins.security.preserve_fds)?;
+    // The security profile last: nothing above must be refused by it (a profile may lack
+    // close_range, say).
     for prog in pins.seccomp {
         crate::sys::seccomp::install(prog)?;
     }
-    crate::sys::cloexec_from(3 + pins.security.preserve_fds)?;
 
     let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
     let args = argv

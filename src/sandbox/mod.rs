@@ -95,6 +95,9 @@ pub struct Outcome {
 /// run, announced through `warn` before the workload starts.
 pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
     let setup = |reason: String| SandboxError::Setup { reason };
+    // The notification server keeps descriptors per live caller: use the whole soft limit
+    // the caller allows (the workload gets its own limits, `spec/security.md`).
+    raise_nofile();
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
         .map_err(|e| setup(e.to_string()))?;
     let cgroup = if plan.resources.any() {
@@ -124,6 +127,16 @@ pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxEr
         o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
         o
     })
+}
+
+/// Raises the soft open-files limit of this process to its hard limit.
+fn raise_nofile() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
 }
 
 /// What the executor prepared before any process starts.

@@ -301,16 +301,12 @@ impl Caller {
         !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
     }
 
-    /// Writes into the caller's memory; once more through a fresh descriptor if its program
-    /// changed since (an exec replaces the memory the old descriptor names).
+    /// Writes into the caller's memory (the descriptor names the memory it had when it was
+    /// opened; every exec empties the cache, so that is the caller's current memory).
     fn put(&mut self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
         if addr == 0 {
             return Err(Errno::EFAULT);
         }
-        if self.mem.write_all_at(bytes, addr).is_ok() {
-            return Ok(());
-        }
-        self.mem = open_mem(self.tid).ok_or(Errno::EFAULT)?;
         self.mem
             .write_all_at(bytes, addr)
             .map_err(|_| Errno::EFAULT)
@@ -334,11 +330,16 @@ fn open_mem(tid: Pid) -> Option<std::fs::File> {
         .ok()
 }
 
+/// The cache sizes at which exited callers and processes are first swept out.
+const SWEEP_MIN: usize = 64;
+
 struct Server {
     config: Config,
     page: Option<Page>,
     callers: HashMap<i32, Caller>,
+    sweep_at: usize,
     streams: HashMap<i32, ProcessStream>,
+    streams_sweep_at: usize,
     listings: Listings,
     started: Instant,
     /// The kernel's cpumask size in bytes (what sched_getaffinity returns).
@@ -376,7 +377,9 @@ impl Server {
             config,
             page,
             callers: HashMap::new(),
+            sweep_at: SWEEP_MIN,
             streams: HashMap::new(),
+            streams_sweep_at: SWEEP_MIN,
             listings: Listings::default(),
             started: Instant::now(),
             cpumask_bytes: cpumask_bytes(),
@@ -399,8 +402,11 @@ impl Server {
         if caller.pidfd.is_none() {
             return;
         }
-        if self.callers.len() >= 4096 {
+        // Each kept caller holds two descriptors: drop the exited ones whenever the cache has
+        // doubled since the last sweep, so short-lived processes never pile up.
+        if self.callers.len() >= self.sweep_at {
             self.callers.retain(|_, c| !c.exited());
+            self.sweep_at = (2 * self.callers.len()).max(SWEEP_MIN);
         }
         self.callers.insert(caller.tid.as_raw(), caller);
     }
@@ -462,6 +468,9 @@ impl Server {
         let id = notif.id;
         let args = notif.data.args;
         if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+            // An exec replaces a process's memory (and a vfork child's shared one): no kept
+            // /proc/TID/mem may outlive it.
+            self.callers.clear();
             let patch = ExecPatch {
                 clock: self.clock_patch(),
                 seeded: self.config.seed.is_some(),
@@ -482,7 +491,12 @@ impl Server {
             return Ok(());
         }
         let Some(mut caller) = self.caller(listener, pid, id) else {
-            return Ok(()); // the caller is gone
+            // Gone, or its memory cannot be opened here (e.g. Yama ptrace_scope=3): never
+            // leave a live caller waiting; the kernel answers instead.
+            if seccomp::id_valid(listener, id) {
+                let _ = seccomp::respond_continue(listener, id);
+            }
+            return Ok(());
         };
         if nr == libc::SYS_getdents64 || is_legacy_getdents(nr) {
             let result = self.getdents(&mut caller, &args, nr != libc::SYS_getdents64);
@@ -584,8 +598,9 @@ impl Server {
         if self.streams.get(&tgid).map_or(true, |s| exited(&s.pidfd)) {
             // The caller is blocked in this call, so its process is alive and `tgid` is it.
             let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid))?;
-            if self.streams.len() >= 4096 {
+            if self.streams.len() >= self.streams_sweep_at {
                 self.streams.retain(|_, s| !exited(&s.pidfd));
+                self.streams_sweep_at = (2 * self.streams.len()).max(SWEEP_MIN);
             }
             let stream = Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tgid);
             self.streams.insert(tgid, ProcessStream { pidfd, stream });
@@ -599,11 +614,14 @@ impl Server {
 
     /// sched_getaffinity(pid, len, mask): CPUs 0..cpus-1, whatever the real mask.
     fn getaffinity(&self, c: &mut Caller, args: &[u64; 6]) -> Result<i64, Errno> {
+        // As the kernel: a whole number of longs, large enough for every CPU it reports;
+        // the answer is the smaller of that and its own mask size.
         let len = args[1] as usize;
-        if len % std::mem::size_of::<libc::c_ulong>() != 0 || len < self.cpumask_bytes {
+        let word = std::mem::size_of::<libc::c_ulong>();
+        if len % word != 0 || len * 8 < self.config.identity.cpus as usize {
             return Err(Errno::EINVAL);
         }
-        let n = self.cpumask_bytes;
+        let n = len.min(self.cpumask_bytes);
         c.put(args[2], &self.config.identity.affinity_mask(n))
             .map(|_| n as i64)
     }
@@ -648,28 +666,47 @@ impl Server {
         }
         use nix::unistd::{lseek, Whence};
         let pos = lseek(dup.as_raw_fd(), 0, Whence::SeekCur).ok()?;
-        let entries = self
-            .listings
-            .get(
-                (c.tid.as_raw(), fd),
-                (st.st_dev, st.st_ino),
-                pos == 0,
-                || dirs::read_sorted(&dup),
-            )
-            .ok()?;
-        let start = usize::try_from(pos).ok()?.min(entries.len());
+        // Reading the directory moves the shared offset: every way out that consumes nothing
+        // puts it back where the caller left it.
+        let restore = || {
+            let _ = lseek(dup.as_raw_fd(), pos, Whence::SeekSet);
+        };
+        let entries = match self.listings.get(
+            (c.tid.as_raw(), fd),
+            (st.st_dev, st.st_ino),
+            pos == 0,
+            || dirs::read_sorted(&dup),
+        ) {
+            Ok(e) => e,
+            Err(_) => {
+                restore();
+                return None;
+            }
+        };
+        let start = usize::try_from(pos)
+            .unwrap_or(usize::MAX)
+            .min(entries.len());
         let (bytes, next) = match dirs::encode(entries, start, count, legacy) {
             Ok(r) => r,
-            Err(e) => return Some(Err(e)),
+            Err(e) => {
+                restore();
+                return Some(Err(e));
+            }
         };
-        if lseek(dup.as_raw_fd(), next as i64, Whence::SeekSet).is_err() {
-            let _ = lseek(dup.as_raw_fd(), 0, Whence::SeekSet);
-            return None;
-        }
         if bytes.is_empty() {
+            restore();
             return Some(Ok(0));
         }
-        Some(c.put(buf, &bytes).map(|_| bytes.len() as i64))
+        if let Err(e) = c.put(buf, &bytes) {
+            restore();
+            return Some(Err(e));
+        }
+        if lseek(dup.as_raw_fd(), next as i64, Whence::SeekSet).is_err() {
+            // This filesystem refuses our offsets: the kernel's own (unsorted) answer.
+            restore();
+            return None;
+        }
+        Some(Ok(bytes.len() as i64))
     }
 }
 

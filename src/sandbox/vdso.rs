@@ -124,6 +124,19 @@ fn name_at(table: &[u8], at: usize) -> &[u8] {
     &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())]
 }
 
+/// Reads `len` bytes at `at` from a program file, if the file holds them: never more than
+/// the file's size and never more than 64 MiB (a crafted header must not make the supervisor
+/// allocate or read gigabytes).
+fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
+    const LIMIT: usize = 64 << 20;
+    let size = exe.metadata().ok()?.len() as usize;
+    if len > LIMIT || at.checked_add(len)? > size {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
+}
+
 /// What kind of program an ELF file is, as far as the exec-time path cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ProgramKind {
@@ -150,16 +163,13 @@ fn bypasses_libc(exe: &std::fs::File) -> bool {
 
 /// The kind of an ELF64 little-endian program; `None` for anything else or a malformed file.
 pub(super) fn program_kind(exe: &std::fs::File) -> Option<ProgramKind> {
-    let read = |at: usize, len: usize| {
-        let mut buf = vec![0u8; len];
-        exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
-    };
+    let read = |at: usize, len: usize| read_bounded(exe, at, len);
     let ehdr = read(0, 64)?;
     if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
         return None; // not a little-endian ELF64: nothing to patch
     }
     let (phoff, phentsize, phnum) = (le(&ehdr, 32, 8)?, le(&ehdr, 54, 2)?, le(&ehdr, 56, 2)?);
-    if phentsize < 56 {
+    if phentsize != 56 {
         return None;
     }
     let phdrs = read(phoff, phentsize * phnum)?;
@@ -174,7 +184,7 @@ pub(super) fn program_kind(exe: &std::fs::File) -> Option<ProgramKind> {
         le(&ehdr, 62, 2)?,
     );
     let is_go = || {
-        if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
+        if shentsize != 64 || shnum == 0 || shstrndx >= shnum {
             return None;
         }
         let shdrs = read(shoff, shentsize * shnum)?;
@@ -210,10 +220,7 @@ const TICKS_CODE: [u8; 13] = [
 
 /// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds).
 pub(super) fn go_cputicks(exe: &std::fs::File) -> Option<GoTicks> {
-    let read = |at: usize, len: usize| {
-        let mut buf = vec![0u8; len];
-        exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
-    };
+    let read = |at: usize, len: usize| read_bounded(exe, at, len);
     let ehdr = read(0, 64)?;
     if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
         return None;
@@ -221,7 +228,7 @@ pub(super) fn go_cputicks(exe: &std::fs::File) -> Option<GoTicks> {
     const ET_DYN: usize = 3;
     let (e_type, entry) = (le(&ehdr, 16, 2)?, le(&ehdr, 24, 8)? as u64);
     let (shoff, shentsize, shnum) = (le(&ehdr, 40, 8)?, le(&ehdr, 58, 2)?, le(&ehdr, 60, 2)?);
-    if shentsize < 64 || shnum == 0 {
+    if shentsize != 64 || shnum == 0 {
         return None;
     }
     let shdrs = read(shoff, shentsize.checked_mul(shnum)?)?;
@@ -541,12 +548,30 @@ fn exec_target(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
     file.metadata().ok().filter(|m| m.is_file()).map(|_| file)
 }
 
+/// Opens `path` for reading only if it is a regular file: it is looked up with O_PATH first
+/// (which opens no device: a link to `/dev/watchdog` must not start a watchdog), checked,
+/// and only then opened through its descriptor.
 fn open_nonblocking(path: impl AsRef<std::path::Path>) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    let probe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+        .ok()?;
+    reopen_regular(&probe)
+}
+
+/// Reopens an O_PATH descriptor for reading if it names a regular file.
+fn reopen_regular(probe: &std::fs::File) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !probe.metadata().ok()?.is_file() {
+        return None;
+    }
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
+        .open(format!("/proc/self/fd/{}", probe.as_raw_fd()))
         .ok()
 }
 
@@ -571,7 +596,8 @@ fn exec_target_any(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> 
     }
     if path.as_encoded_bytes().first() == Some(&b'/') {
         let root = std::fs::File::open(format!("/proc/{pid}/root")).ok()?;
-        return crate::sys::open_in_root(&root, std::path::Path::new(path)).ok();
+        let probe = crate::sys::find_in_root(&root, std::path::Path::new(path)).ok()?;
+        return reopen_regular(&probe);
     }
     let base = if dirfd == libc::AT_FDCWD {
         format!("/proc/{pid}/cwd")
@@ -598,7 +624,8 @@ fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::Fi
         let interp = interp.filter(|i| i.first() == Some(&b'/'))?;
         let root = std::fs::File::open(format!("/proc/{pid}/root")).ok();
         let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp);
-        let interp = crate::sys::open_in_root(&root?, std::path::Path::new(target)).ok()?;
+        let probe = crate::sys::find_in_root(&root?, std::path::Path::new(target)).ok()?;
+        let interp = reopen_regular(&probe)?;
         let kind = program_kind(&interp).filter(|k| k.bypasses_libc())?;
         return Some((interp, kind));
     }
@@ -767,6 +794,30 @@ mod tests {
         assert_eq!(le(&[1, 2, 3], 2, 2), None);
         assert_eq!(name_at(b"ab\0cd", 3), b"cd");
         assert_eq!(name_at(b"ab", 9), b"");
+    }
+
+    #[test]
+    fn crafted_headers_cannot_make_the_supervisor_read_much() {
+        // A 64-byte ELF header claiming 65535 program headers of 56 bytes and 65535 section
+        // headers: nothing is read past the (tiny) file, and nothing panics.
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 2;
+        h[5] = 1;
+        h[32..40].copy_from_slice(&64u64.to_le_bytes()); // phoff
+        h[40..48].copy_from_slice(&64u64.to_le_bytes()); // shoff
+        h[54..56].copy_from_slice(&56u16.to_le_bytes());
+        h[56..58].copy_from_slice(&u16::MAX.to_le_bytes());
+        h[58..60].copy_from_slice(&64u16.to_le_bytes());
+        h[60..62].copy_from_slice(&u16::MAX.to_le_bytes());
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &h).unwrap();
+        let file = std::fs::File::open(f.path()).unwrap();
+        assert_eq!(program_kind(&file), None);
+        assert_eq!(go_cputicks(&file), None);
+        assert!(read_bounded(&file, 0, 65).is_none());
+        assert!(read_bounded(&file, usize::MAX, 2).is_none());
+        assert_eq!(read_bounded(&file, 0, 4).unwrap(), b"\x7fELF");
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub const DENIED: &[(&str, i64)] = &[
     ("fspick", libc::SYS_fspick),
     ("move_mount", libc::SYS_move_mount),
     ("open_tree", libc::SYS_open_tree),
+    ("open_tree_attr", 467), // Linux 6.15; not in libc yet (unified number)
     ("mount_setattr", libc::SYS_mount_setattr),
     ("chroot", libc::SYS_chroot),
     // Namespaces.
@@ -162,6 +163,7 @@ pub const DENIED: &[(&str, i64)] = &[
     ("clock_adjtime", libc::SYS_clock_adjtime),
     ("adjtimex", libc::SYS_adjtimex),
     ("quotactl", libc::SYS_quotactl),
+    ("quotactl_fd", libc::SYS_quotactl_fd),
     ("syslog", libc::SYS_syslog),
     ("vhangup", libc::SYS_vhangup),
     ("uselib", libc::SYS_uselib),
@@ -172,6 +174,7 @@ pub const DENIED: &[(&str, i64)] = &[
     ("set_mempolicy", libc::SYS_set_mempolicy),
     ("migrate_pages", libc::SYS_migrate_pages),
     ("move_pages", libc::SYS_move_pages),
+    ("set_mempolicy_home_node", libc::SYS_set_mempolicy_home_node),
     ("sethostname", libc::SYS_sethostname),
     ("setdomainname", libc::SYS_setdomainname),
 ];

@@ -88,12 +88,27 @@ pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, 
     open_in_root_with(root, path, false, false)
 }
 
+/// [`open_in_root`] with O_PATH: finds the file without opening it (no device's open runs).
+pub fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+    openat2_in_root(root, path, libc::O_PATH, false)
+}
+
 /// [`open_in_root`], optionally read-write, and optionally refusing every symbolic link on
 /// the way (RESOLVE_NO_SYMLINKS).
 pub fn open_in_root_with(
     root: &std::fs::File,
     path: &Path,
     write: bool,
+    no_symlinks: bool,
+) -> Result<std::fs::File, Errno> {
+    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+    openat2_in_root(root, path, access | libc::O_NONBLOCK, no_symlinks)
+}
+
+fn openat2_in_root(
+    root: &std::fs::File,
+    path: &Path,
+    flags: libc::c_int,
     no_symlinks: bool,
 ) -> Result<std::fs::File, Errno> {
     #[repr(C)]
@@ -105,10 +120,9 @@ pub fn open_in_root_with(
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     const RESOLVE_IN_ROOT: u64 = 0x10;
     let c = cpath(path)?;
-    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
     let resolve = RESOLVE_IN_ROOT | if no_symlinks { RESOLVE_NO_SYMLINKS } else { 0 };
     let how = OpenHow {
-        flags: (access | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64,
+        flags: (flags | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve,
     };
