@@ -145,11 +145,10 @@ impl Cgroup {
     pub fn create(res: &Resources, name: &str) -> Result<Cgroup, CgroupError> {
         let controllers = needed(res);
         let mkdir = |dir: PathBuf| -> Result<PathBuf, CgroupError> {
-            match std::fs::create_dir(&dir) {
-                Ok(()) => Ok(dir),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(dir),
-                Err(source) => Err(CgroupError::Create { path: dir, source }),
-            }
+            // A fresh directory only: one left over would bring old processes and counters.
+            std::fs::create_dir(&dir)
+                .map(|_| dir.clone())
+                .map_err(|source| CgroupError::Create { path: dir, source })
         };
         let cg = if let Some(base) = v2_base(&controllers) {
             Cgroup {

@@ -101,7 +101,11 @@ pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxEr
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
         .map_err(|e| setup(e.to_string()))?;
     let cgroup = if plan.resources.any() {
-        let name = format!("reprorun-{}", std::process::id());
+        // Unique even against a cgroup left by a crashed run that had our pid.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("reprorun-{}-{nanos}", std::process::id());
         Some(cgroup::Cgroup::create(&plan.resources, &name).map_err(|e| setup(e.to_string()))?)
     } else {
         None

@@ -21,7 +21,7 @@ pub enum LimitError {
     Size { option: &'static str, value: String },
     #[error("--pids {0:?}: expected a positive number of processes")]
     Pids(String),
-    #[error("--cpus-quota {0:?}: expected a positive number of CPUs such as 0.5 or 2")]
+    #[error("--cpus-quota {0:?}: expected a number of CPUs from 0.01 up, such as 0.5 or 2")]
     CpuQuota(String),
 }
 
@@ -177,7 +177,8 @@ pub fn pids(text: &str) -> Result<u64, LimitError> {
 pub fn cpu_quota(text: &str) -> Result<u64, LimitError> {
     let err = || LimitError::CpuQuota(text.to_string());
     let f: f64 = text.trim().parse().map_err(|_| err())?;
-    if !f.is_finite() || !(0.001..=65_536.0).contains(&f) {
+    // The kernel's CFS quota is at least 1 ms per 100 ms period: 0.01 CPU.
+    if !f.is_finite() || !(0.01..=65_536.0).contains(&f) {
         return Err(err());
     }
     Ok((f * 1000.0).round() as u64)
@@ -281,7 +282,7 @@ mod tests {
         assert!(pids("0").is_err());
         assert_eq!(cpu_quota("0.5").unwrap(), 500);
         assert_eq!(cpu_quota("2").unwrap(), 2000);
-        for bad in ["0", "-1", "nan", "inf", "x"] {
+        for bad in ["0", "-1", "nan", "inf", "x", "0.005"] {
             assert!(cpu_quota(bad).is_err(), "{bad}");
         }
     }
