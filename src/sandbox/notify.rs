@@ -499,7 +499,10 @@ impl Server {
             return Ok(());
         };
         if nr == libc::SYS_getdents64 || is_legacy_getdents(nr) {
-            let result = self.getdents(&mut caller, &args, nr != libc::SYS_getdents64);
+            let legacy = nr != libc::SYS_getdents64;
+            let result = self.getdents(&mut caller, &args, legacy, || {
+                seccomp::id_valid(listener, id)
+            });
             self.keep(caller);
             return match result {
                 Some(Ok(n)) => reply(listener, id, Ok(n)),
@@ -649,9 +652,25 @@ impl Server {
         c: &mut Caller,
         args: &[u64; 6],
         legacy: bool,
+        still_valid: impl Fn() -> bool,
     ) -> Option<Result<i64, Errno>> {
         let (fd, buf, count) = (args[0] as i32, args[1], args[2] as u32 as usize);
-        let dup = match crate::sys::pidfd_getfd(c.pidfd.as_ref()?, fd) {
+        // Kernels before 6.9 give no pidfd for a thread that is not its process's leader:
+        // use the process's (the descriptor table is shared), checked to still be the
+        // caller's, so that every thread's listing goes through here.
+        let process_pidfd;
+        let pidfd = match c.pidfd.as_ref() {
+            Some(p) => p,
+            None => {
+                let (tgid, _) = c.process().ok()?;
+                process_pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid)).ok()?;
+                if !still_valid() {
+                    return None;
+                }
+                &process_pidfd
+            }
+        };
+        let dup = match crate::sys::pidfd_getfd(pidfd, fd) {
             Ok(d) => d,
             Err(Errno::EBADF) => return Some(Err(Errno::EBADF)),
             Err(_) => return None,
@@ -783,7 +802,16 @@ impl NotifyServer {
     /// the thread sees the channel close and returns.
     pub fn stop_unused(self) {
         drop(self.listener);
-        let _ = self.thread.join();
+        // A thread that got a listener (the workload's exec failed) may sit in RECV, which a
+        // kernel before 6.11 does not wake when the last filtered process is gone: wait a
+        // little, then leave it (no fork follows on that path; the process ends soon).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while !self.thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if self.thread.is_finished() {
+            let _ = self.thread.join();
+        }
     }
 }
 
