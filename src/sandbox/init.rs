@@ -210,18 +210,13 @@ impl EntropyFeed {
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(ENTROPY_FIFO)
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        // A larger pipe serves larger reads at once; the default size still works.
-        let _ = nix::fcntl::fcntl(
-            fifo.as_raw_fd(),
-            nix::fcntl::FcntlArg::F_SETPIPE_SZ(1 << 18),
-        );
         let mut feed = EntropyFeed {
             fifo,
             stream: Stream::new(seed, entropy::DOMAIN_DEVICE, 0),
             pending: Vec::new(),
         };
-        // 64 KiB before the workload starts (more than any read at start-up takes); the rest
-        // of the pipe fills while it runs.
+        // The whole pipe (64 KiB) before the workload starts; afterwards only what readers
+        // take is made again (generating bytes nobody reads would cost every run).
         feed.fill(16);
         Ok(feed)
     }
