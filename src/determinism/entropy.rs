@@ -19,7 +19,7 @@ pub enum RandomMode {
     Real,
 }
 
-/// The per-thread `getrandom(2)` stream's domain tag.
+/// The per-process `getrandom(2)` stream's domain tag.
 pub const DOMAIN_GETRANDOM: &str = "getrandom";
 /// The `/dev/urandom` and `/dev/random` stream's domain tag (one stream for the sandbox).
 pub const DOMAIN_DEVICE: &str = "urandom";
@@ -34,7 +34,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// The stream `domain` of `seed` at position `id` (e.g. a thread's id in the sandbox).
+    /// The stream `domain` of `seed` at position `id` (e.g. a process's id in the sandbox).
     pub fn new(seed: u64, domain: &str, id: u64) -> Stream {
         let mut prefix = Vec::with_capacity(domain.len() + 17);
         prefix.extend_from_slice(domain.as_bytes());
