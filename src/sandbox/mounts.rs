@@ -251,16 +251,34 @@ fn mask(dest: &Path) -> Result<(), MountError> {
     })?;
     // Through the sandbox's own procfs (mounted already): the staging root has none.
     let src = format!("{NEWROOT}/proc/self/fd/{null}");
-    mount(
-        Some(src.as_str()),
-        &path,
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .map_err(fail("mask"))?;
-    mount_setattr(&path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0).map_err(fail("mask"))
+    bind(Path::new(&src), &path, false, READ_ONLY, "mask", dest)
 }
+
+/// Binds `src` onto `path` (with everything mounted below it when `recursive`) and sets
+/// `attrs` (MOUNT_ATTR_*) on the new mount — and, when recursive, on every mount below.
+fn bind(
+    src: &Path,
+    path: &Path,
+    recursive: bool,
+    attrs: u64,
+    kind: &'static str,
+    dest: &Path,
+) -> Result<(), MountError> {
+    let fail = |errno| MountError::Op {
+        kind,
+        dest: dest.to_path_buf(),
+        errno,
+    };
+    let mut flags = MsFlags::MS_BIND;
+    if recursive {
+        flags |= MsFlags::MS_REC;
+    }
+    mount(Some(src), path, None::<&str>, flags, None::<&str>).map_err(fail)?;
+    mount_setattr(path, recursive, attrs, 0).map_err(fail)
+}
+
+/// The attributes of every read-only bind reprorun makes.
+const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 
 thread_local! {
     /// The host's null device, opened and checked once for every mask.
@@ -319,12 +337,12 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             } else {
                 ensure_file(dest)?
             };
-            let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
-            mount(Some(&source), &path, None::<&str>, flags, None::<&str>)
-                .map_err(fail("bind", dest))?;
-            let ro = if *readonly { MOUNT_ATTR_RDONLY } else { 0 };
-            mount_setattr(&path, true, ro | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0)
-                .map_err(fail("bind attributes", dest))?;
+            let attrs = if *readonly {
+                READ_ONLY
+            } else {
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+            };
+            bind(&source, &path, true, attrs, "bind", dest)?;
         }
         MountOp::DevNode { src, dest } => {
             let path = ensure_file(dest)?;
@@ -423,21 +441,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             );
             write_file(&src, contents.as_bytes(), 0o444, dest)?;
             let path = ensure_file(dest)?;
-            mount(
-                Some(&src),
-                &path,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(fail("bind", dest))?;
-            mount_setattr(
-                &path,
-                false,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                0,
-            )
-            .map_err(fail("bind attributes", dest))?;
+            bind(&src, &path, false, READ_ONLY, "bind", dest)?;
         }
         MountOp::Fifo { dest, mode, links } => {
             if let Some(parent) = dest.parent() {
@@ -490,16 +494,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
                 return Ok(()); // nothing there on this kernel
             }
             reject_links(dest)?;
-            let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
-            mount(Some(&path), &path, None::<&str>, flags, None::<&str>)
-                .map_err(fail("read-only bind", dest))?;
-            mount_setattr(
-                &path,
-                true,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                0,
-            )
-            .map_err(fail("read-only bind", dest))?;
+            bind(&path, &path, true, READ_ONLY, "read-only bind", dest)?;
         }
         MountOp::Readonly { dest } => {
             let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;

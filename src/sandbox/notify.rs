@@ -294,11 +294,7 @@ impl Caller {
     }
 
     fn exited(&self) -> bool {
-        let Some(pidfd) = &self.pidfd else {
-            return true;
-        };
-        let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
-        !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
+        exited(self.pidfd.as_ref())
     }
 
     /// Writes into the caller's memory (the descriptor names the memory it had when it was
@@ -315,9 +311,8 @@ impl Caller {
     /// The caller's process: its host tgid and its tgid in the sandbox.
     fn process(&mut self) -> Result<(i32, u64), Errno> {
         if self.process.is_none() {
-            let host = ns_id(self.tid, "Tgid").and_then(|t| i32::try_from(t).ok());
-            let inner = ns_id(self.tid, "NStgid");
-            self.process = host.zip(inner);
+            let [host, inner] = status_ids(self.tid, ["Tgid", "NStgid"]);
+            self.process = host.and_then(|t| i32::try_from(t).ok()).zip(inner);
         }
         self.process.ok_or(Errno::ESRCH)
     }
@@ -346,17 +341,35 @@ struct Server {
     cpumask_bytes: usize,
 }
 
-/// A field of /proc/TID/status, such as `NSpid` or `NStgid`: its innermost value (the id in
-/// the sandbox's pid namespace).
+/// Fields of /proc/TID/status, such as `Tgid` or `NStgid`, read in one go: each one's
+/// innermost value (for the `NS*` fields, the id in the sandbox's pid namespace).
+fn status_ids<const N: usize>(tid: Pid, fields: [&str; N]) -> [Option<u64>; N] {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
+    fields.map(|field| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+            .split_whitespace()
+            .last()?
+            .parse()
+            .ok()
+    })
+}
+
+/// One field of /proc/TID/status (see [`status_ids`]).
 fn ns_id(tid: Pid, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
-        .split_whitespace()
-        .last()?
-        .parse()
-        .ok()
+    let [id] = status_ids(tid, [field]);
+    id
+}
+
+/// Whether the process or thread behind a pidfd has exited (no pidfd: as good as exited,
+/// since nothing tells it from a later one with its id).
+fn exited(pidfd: Option<&OwnedFd>) -> bool {
+    let Some(pidfd) = pidfd else {
+        return true;
+    };
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
 }
 
 /// The kernel's cpumask size in bytes, as sched_getaffinity reports it.
@@ -594,15 +607,15 @@ impl Server {
             return Ok(0);
         }
         let (tgid, ns_tgid) = c.process()?;
-        let exited = |pidfd: &OwnedFd| {
-            let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
-            !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
-        };
-        if self.streams.get(&tgid).map_or(true, |s| exited(&s.pidfd)) {
+        if self
+            .streams
+            .get(&tgid)
+            .map_or(true, |s| exited(Some(&s.pidfd)))
+        {
             // The caller is blocked in this call, so its process is alive and `tgid` is it.
             let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid))?;
             if self.streams.len() >= self.streams_sweep_at {
-                self.streams.retain(|_, s| !exited(&s.pidfd));
+                self.streams.retain(|_, s| !exited(Some(&s.pidfd)));
                 self.streams_sweep_at = (2 * self.streams.len()).max(SWEEP_MIN);
             }
             let stream = Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tgid);

@@ -30,17 +30,17 @@ use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::{ClockPlan, RandomMode};
 use crate::plan::{Isolation, Plan};
 
-/// The private directory holding the clock page and preload library of a pins-only run.
-struct ClockDir {
+/// The private directory holding the runtime page and preload library of a pins-only run.
+struct RuntimeDir {
     dir: PathBuf,
 }
 
-impl ClockDir {
-    fn create(clock: Option<ClockPlan>, seed: Option<u64>) -> Result<ClockDir, Errno> {
+impl RuntimeDir {
+    fn create(clock: Option<ClockPlan>, seed: Option<u64>) -> Result<RuntimeDir, Errno> {
         let io = |e: std::io::Error| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
         let template = std::env::temp_dir().join("reprorun-XXXXXX");
         let dir = nix::unistd::mkdtemp(&template)?;
-        let made = ClockDir { dir };
+        let made = RuntimeDir { dir };
         super::write_runtime_files(&made.dir, clock, seed).map_err(io)?;
         Ok(made)
     }
@@ -67,7 +67,7 @@ impl ClockDir {
     }
 }
 
-impl Drop for ClockDir {
+impl Drop for RuntimeDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -78,12 +78,12 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;
     let seed = (plan.random == RandomMode::Seeded).then_some(plan.seed);
-    let clock_dir = if plan.clock.is_some() || seed.is_some() {
-        Some(ClockDir::create(plan.clock, seed).map_err(step("runtime directory"))?)
+    let runtime_dir = if plan.clock.is_some() || seed.is_some() {
+        Some(RuntimeDir::create(plan.clock, seed).map_err(step("runtime directory"))?)
     } else {
         None
     };
-    let env = clock_dir
+    let env = runtime_dir
         .as_ref()
         .map_or_else(|| plan.env.clone(), |d| d.env(&plan.env));
     // The workload sends its notification listener over this socket (as in a sandbox).
@@ -126,7 +126,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         Some(_) => {
             let at = notify::PageAt {
                 root: "/".into(),
-                path: clock_dir
+                path: runtime_dir
                     .as_ref()
                     .map_or_else(PathBuf::new, |d| d.dir.join(PAGE_FILE)),
             };
