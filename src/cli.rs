@@ -10,6 +10,7 @@ use thiserror::Error;
 use crate::determinism::clock::{self, ClockMode, DateChoice};
 use crate::determinism::RandomMode;
 use crate::exit;
+use crate::oci;
 use crate::parse::{self, BindSpec, ParseError};
 use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
 use crate::record::{self, RecordError, RecordSink, RunRecord};
@@ -24,14 +25,40 @@ use crate::security::{self, Resources, Rlimit, SeccompProfile};
     propagate_version = true
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: oci::cli::GlobalOpts,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one command in a fresh sandbox and exit with its status.
+    /// Run one command in a fresh sandbox and exit with its status. (`exec ID CMD` with a
+    /// container id, or with runc's exec options, runs CMD in that OCI container.)
     Exec(ExecArgs),
+    /// OCI: create a container from a bundle; its process waits for `start`.
+    Create(oci::cli::CreateArgs),
+    /// OCI: start a created container's process.
+    Start(oci::cli::IdArg),
+    /// OCI: print a container's state as JSON.
+    State(oci::cli::IdArg),
+    /// OCI: send a signal (default SIGTERM) to a container.
+    Kill(oci::cli::KillArgs),
+    /// OCI: remove a stopped container (--force: any container).
+    Delete(oci::cli::DeleteArgs),
+    /// OCI: create and start a container, wait for it, delete it (--detach: return at once).
+    Run(oci::cli::RunArgs),
+    /// OCI: list containers in the state root.
+    List(oci::cli::ListArgs),
+    /// OCI: list the processes of a container.
+    Ps(oci::cli::PsArgs),
+    /// OCI: print the features this runtime supports (runtime-spec features JSON).
+    Features,
+    /// OCI: write a default config.json.
+    Spec(oci::cli::SpecArgs),
+    /// OCI: execute a process in a running container (runc's `exec ID`).
+    #[command(name = "oci-exec", hide = true)]
+    OciExec(oci::cli::OciExecArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -169,7 +196,14 @@ impl Error {
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
-    let matches = match Cli::command().try_get_matches() {
+    let mut args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // runc's `exec ID ...` and reprorun's one-shot `exec -- CMD` share a name.
+    if let Some(at) = oci::cli::runc_exec_at(&args) {
+        args[at] = "oci-exec".into();
+    }
+    let matches = match Cli::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
@@ -177,11 +211,24 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    use oci::cli::Lifecycle as L;
+    let g = &cli.global;
     match cli.command {
         Command::Exec(args) => {
             let sub = matches.subcommand_matches("exec").expect("exec matched");
             exec(args, sub)
         }
+        Command::Create(a) => oci::cli::dispatch(g, L::Create(a)),
+        Command::Start(a) => oci::cli::dispatch(g, L::Start(a)),
+        Command::State(a) => oci::cli::dispatch(g, L::State(a)),
+        Command::Kill(a) => oci::cli::dispatch(g, L::Kill(a)),
+        Command::Delete(a) => oci::cli::dispatch(g, L::Delete(a)),
+        Command::Run(a) => oci::cli::dispatch(g, L::Run(a)),
+        Command::List(a) => oci::cli::dispatch(g, L::List(a)),
+        Command::Ps(a) => oci::cli::dispatch(g, L::Ps(a)),
+        Command::Features => oci::cli::dispatch(g, L::Features),
+        Command::Spec(a) => oci::cli::dispatch(g, L::Spec(a)),
+        Command::OciExec(a) => oci::cli::dispatch(g, L::Exec(a)),
     }
 }
 

@@ -45,6 +45,13 @@ impl EnvProfile {
         EnvProfile { vars }
     }
 
+    /// No variables at all (an OCI container with the determinism layer off).
+    pub fn empty() -> Self {
+        EnvProfile {
+            vars: BTreeMap::new(),
+        }
+    }
+
     /// Sets (or overrides) one variable; the user's word wins over a pin.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), EnvError> {
         if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {

@@ -273,6 +273,58 @@ pub struct Plan {
     pub identity: Identity,
     pub security: Security,
     pub resources: Resources,
+    /// OCI `process.user`: the workload switches to these ids itself (no user namespace
+    /// needed; with one, they are ids inside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_user: Option<ProcessUser>,
+    /// Existing namespaces to join instead of creating new ones (OCI `linux.namespaces` paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub join: Vec<NsJoin>,
+    /// OCI `process.oomScoreAdj`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_score_adj: Option<i32>,
+    /// OCI `process.terminal`: the workload runs on a new pseudo-terminal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminal: bool,
+    /// OCI `linux.uidMappings`/`gidMappings`: written by the creating process (which may map
+    /// ranges), instead of init's one line `uid_map`/`gid_map`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_maps: Option<ParentMaps>,
+    /// Whether the workload's clock, entropy, identity, directory and exec calls are routed
+    /// to the supervisor (off only for an OCI container with the determinism layer off).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub intercept: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// The ids the workload runs as (OCI `process.user`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessUser {
+    pub uid: u32,
+    pub gid: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_gids: Vec<u32>,
+}
+
+/// A namespace joined by path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NsJoin {
+    pub ns: Namespace,
+    pub path: PathBuf,
+}
+
+/// Id maps of several ranges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentMaps {
+    pub uid: Vec<IdMap>,
+    pub gid: Vec<IdMap>,
 }
 
 impl Plan {
@@ -280,12 +332,12 @@ impl Plan {
         self.namespaces.contains(&ns)
     }
 
-    /// `clone(2)` flags for every namespace except time, which init enters by `unshare` so
+    /// `clone(2)` flags for every namespace except time and those joined, which init enters by `unshare` so
     /// that its offsets can be written before the workload is forked into it.
     pub fn clone_flags(&self) -> libc::c_int {
         self.namespaces
             .iter()
-            .filter(|ns| **ns != Namespace::Time)
+            .filter(|ns| **ns != Namespace::Time && !self.join.iter().any(|j| j.ns == **ns))
             .fold(0, |acc, ns| acc | ns.flag())
     }
 }
@@ -464,8 +516,15 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             cap_add,
             preserve_fds: req.preserve_fds,
             rlimits,
+            caps: None,
         },
         resources: req.resources,
+        process_user: None,
+        join: Vec::new(),
+        oom_score_adj: None,
+        terminal: false,
+        parent_maps: None,
+        intercept: true,
     })
 }
 

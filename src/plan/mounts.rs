@@ -91,6 +91,118 @@ pub enum MountOp {
     },
     /// Makes the skeleton root read-only once every mount point exists.
     ReadonlyRoot,
+    /// OCI: a recursive bind of the bundle's root filesystem as the new root (writable
+    /// unless a [`MountOp::ReadonlyRoot`] follows), instead of a skeleton tmpfs.
+    RootBind {
+        src: PathBuf,
+    },
+    /// OCI: a filesystem mount (`proc`, `tmpfs`, `sysfs`, `devpts`, `mqueue`, ...) with
+    /// flag words ([`flag_word`]) and filesystem data.
+    Fs {
+        fstype: String,
+        source: String,
+        dest: PathBuf,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flags: Vec<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        data: String,
+    },
+    /// OCI: a bind (recursive with `rbind`) with flag words applied to it afterwards
+    /// (`ro`, `nosuid`, `nodev`, `noexec`, propagation).
+    FlagBind {
+        src: PathBuf,
+        dest: PathBuf,
+        recursive: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flags: Vec<String>,
+    },
+    /// OCI: writes `value` to `/proc/sys/KEY` (dots as slashes) before /proc/sys is made
+    /// read-only.
+    Sysctl {
+        key: String,
+        value: String,
+    },
+    /// OCI `linux.devices`: a device node made with mknod (or, where that is refused, the
+    /// host's node of the same path bound).
+    Device {
+        dest: PathBuf,
+        /// `c`, `b`, `u` or `p`.
+        kind: char,
+        major: i64,
+        minor: i64,
+        #[serde(with = "octal")]
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    },
+    /// OCI `linux.rootfsPropagation`: the propagation of the new root.
+    RootPropagation {
+        flag: String,
+    },
+}
+
+/// What one OCI mount option word means to `mount(2)`: flags it sets, flags it clears, or a
+/// propagation change. `None`: not a flag word (filesystem data, e.g. `mode=0755`).
+pub fn flag_word(word: &str) -> Option<FlagWord> {
+    use libc::*;
+    let set = |f: c_ulong| Some(FlagWord::Set(f as u64));
+    let clear = |f: c_ulong| Some(FlagWord::Clear(f as u64));
+    let prop = |f: c_ulong| Some(FlagWord::Propagation(f as u64));
+    match word {
+        "ro" => set(MS_RDONLY),
+        "rw" => clear(MS_RDONLY),
+        "nosuid" => set(MS_NOSUID),
+        "suid" => clear(MS_NOSUID),
+        "nodev" => set(MS_NODEV),
+        "dev" => clear(MS_NODEV),
+        "noexec" => set(MS_NOEXEC),
+        "exec" => clear(MS_NOEXEC),
+        "sync" => set(MS_SYNCHRONOUS),
+        "async" => clear(MS_SYNCHRONOUS),
+        "dirsync" => set(MS_DIRSYNC),
+        "mand" => set(MS_MANDLOCK),
+        "nomand" => clear(MS_MANDLOCK),
+        "noatime" => set(MS_NOATIME),
+        "atime" => clear(MS_NOATIME),
+        "nodiratime" => set(MS_NODIRATIME),
+        "diratime" => clear(MS_NODIRATIME),
+        "relatime" => set(MS_RELATIME),
+        "norelatime" => clear(MS_RELATIME),
+        "strictatime" => set(MS_STRICTATIME),
+        "nostrictatime" => clear(MS_STRICTATIME),
+        "nosymfollow" => set(0x100),
+        "private" => prop(MS_PRIVATE),
+        "rprivate" => prop(MS_PRIVATE | MS_REC),
+        "shared" => prop(MS_SHARED),
+        "rshared" => prop(MS_SHARED | MS_REC),
+        "slave" => prop(MS_SLAVE),
+        "rslave" => prop(MS_SLAVE | MS_REC),
+        "unbindable" => prop(MS_UNBINDABLE),
+        "runbindable" => prop(MS_UNBINDABLE | MS_REC),
+        _ => None,
+    }
+}
+
+/// See [`flag_word`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagWord {
+    Set(u64),
+    Clear(u64),
+    Propagation(u64),
+}
+
+/// The flags and the propagation change of a list of flag words (later words win).
+pub fn flag_bits(words: &[String]) -> (u64, Option<u64>) {
+    let (mut flags, mut propagation) = (0u64, None);
+    for w in words {
+        match flag_word(w) {
+            Some(FlagWord::Set(f)) => flags |= f,
+            Some(FlagWord::Clear(f)) => flags &= !f,
+            Some(FlagWord::Propagation(p)) => propagation = Some(p),
+            None => {}
+        }
+    }
+    (flags, propagation)
 }
 
 impl MountOp {
@@ -111,8 +223,14 @@ impl MountOp {
             | MountOp::Mask { dest }
             | MountOp::ReadonlyPath { dest }
             | MountOp::Preload { etc: dest, .. }
-            | MountOp::Readonly { dest } => Some(dest),
-            MountOp::ReadonlyRoot => None,
+            | MountOp::Readonly { dest }
+            | MountOp::Fs { dest, .. }
+            | MountOp::FlagBind { dest, .. }
+            | MountOp::Device { dest, .. } => Some(dest),
+            MountOp::ReadonlyRoot
+            | MountOp::RootBind { .. }
+            | MountOp::Sysctl { .. }
+            | MountOp::RootPropagation { .. } => None,
         }
     }
 }

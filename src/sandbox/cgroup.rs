@@ -170,6 +170,74 @@ impl Cgroup {
         Ok(cg)
     }
 
+    /// Creates the cgroup of an OCI container at `path` (`linux.cgroupsPath`): absolute from
+    /// the hierarchy's root, relative below reprorun's own cgroup. Parents are made as
+    /// needed; the leaf must be new.
+    pub fn create_at(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
+        let controllers = needed(res);
+        let rel = path.trim_start_matches('/');
+        let absolute = path.starts_with('/');
+        let mk = |base: PathBuf, own: &str| -> Result<PathBuf, CgroupError> {
+            let parent_rel = if absolute {
+                ""
+            } else {
+                own.trim_start_matches('/')
+            };
+            let dir = base.join(parent_rel).join(rel);
+            if let Some(parent) = dir.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| CgroupError::Create {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+            std::fs::create_dir(&dir)
+                .map(|_| dir.clone())
+                .map_err(|source| CgroupError::Create { path: dir, source })
+        };
+        let cg = match v2_base(&controllers) {
+            Some(base) => {
+                let own = own_path("").unwrap_or_default();
+                // v2_base is our own cgroup's directory: its hierarchy root is above it.
+                let root = base
+                    .to_string_lossy()
+                    .strip_suffix(own.trim_end_matches('/'))
+                    .map(PathBuf::from)
+                    .unwrap_or(base.clone());
+                Cgroup {
+                    version: Version::V2,
+                    dirs: vec![mk(root, &own)?],
+                }
+            }
+            None => {
+                let mut cg = Cgroup {
+                    version: Version::V1,
+                    dirs: Vec::new(),
+                };
+                for c in &controllers {
+                    let own = own_path(c).unwrap_or_default();
+                    let mine = v1_dir(c)?;
+                    let root = mine
+                        .to_string_lossy()
+                        .strip_suffix(own.trim_end_matches('/'))
+                        .map(PathBuf::from)
+                        .unwrap_or(mine.clone());
+                    cg.dirs.push(mk(root, &own)?);
+                }
+                cg
+            }
+        };
+        cg.limit(res)?;
+        Ok(cg)
+    }
+
+    /// Keeps the directories after this value is gone (an OCI container's cgroup outlives
+    /// `create`); [`remove_dirs`] removes them.
+    pub fn keep(self) -> Vec<PathBuf> {
+        let dirs = self.dirs.clone();
+        std::mem::forget(self);
+        dirs
+    }
+
     /// The directory holding `file` (v1: the first whose name says so).
     fn file(&self, file: &str) -> Option<PathBuf> {
         self.dirs.iter().map(|d| d.join(file)).find(|p| p.exists())
@@ -246,7 +314,14 @@ impl Drop for Cgroup {
     /// Kills whatever is left (nothing, after a sandbox: its pid namespace is gone) and
     /// removes the directories.
     fn drop(&mut self) {
-        for dir in &self.dirs {
+        remove_dirs(&self.dirs);
+    }
+}
+
+/// Kills every process left in the cgroup directories and removes them.
+pub fn remove_dirs(dirs: &[PathBuf]) {
+    {
+        for dir in dirs {
             for _ in 0..100 {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 if procs.trim().is_empty() {

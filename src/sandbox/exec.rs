@@ -28,6 +28,10 @@ pub struct ProcessPins<'a> {
     pub security: &'a crate::security::Security,
     /// The compiled security seccomp programs (empty: unconfined).
     pub seccomp: &'a [seccompiler::BpfProgram],
+    /// OCI `process.user`: ids to switch to.
+    pub user: Option<&'a crate::plan::ProcessUser>,
+    /// OCI `process.oomScoreAdj`.
+    pub oom_score_adj: Option<i32>,
 }
 
 impl<'a> ProcessPins<'a> {
@@ -40,6 +44,8 @@ impl<'a> ProcessPins<'a> {
             cpus: plan.identity.cpus,
             security: &plan.security,
             seccomp,
+            user: plan.process_user.as_ref(),
+            oom_score_adj: plan.oom_score_adj,
         }
     }
 }
@@ -108,9 +114,16 @@ pub unsafe fn spawn(
 /// Drops every capability but `keep` (bounding, inheritable, effective, permitted; `keep` is
 /// also raised in the ambient set, so it survives an exec as any user) and sets
 /// no_new_privs, so neither the workload nor anything it executes can gain privilege.
-pub fn drop_privileges(keep: &[String]) -> Result<(), Errno> {
+pub fn drop_privileges(security: &crate::security::Security) -> Result<(), Errno> {
+    if let Some(sets) = &security.caps {
+        return set_capabilities(sets);
+    }
     let io = |_| Errno::EPERM;
-    let keep: caps::CapsHashSet = keep.iter().filter_map(|c| c.parse().ok()).collect();
+    let keep: caps::CapsHashSet = security
+        .cap_add
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
     // Only what the running kernel has (an older one lacks the newest capabilities).
     for cap in caps::read(None, CapSet::Bounding).map_err(io)? {
         if !keep.contains(&cap) {
@@ -125,6 +138,49 @@ pub fn drop_privileges(keep: &[String]) -> Result<(), Errno> {
     for cap in &keep {
         caps::raise(None, CapSet::Ambient, *cap).map_err(io)?;
     }
+    Ok(())
+}
+
+/// OCI capabilities: each of the five sets as given, and no_new_privs.
+fn set_capabilities(sets: &crate::security::CapSets) -> Result<(), Errno> {
+    let io = |_| Errno::EPERM;
+    let set = |names: &[String]| -> caps::CapsHashSet {
+        names.iter().filter_map(|c| c.parse().ok()).collect()
+    };
+    let bounding = set(&sets.bounding);
+    for cap in caps::read(None, CapSet::Bounding).map_err(io)? {
+        if !bounding.contains(&cap) {
+            caps::drop(None, CapSet::Bounding, cap).map_err(io)?;
+        }
+    }
+    caps::clear(None, CapSet::Ambient).map_err(io)?;
+    caps::set(None, CapSet::Inheritable, &set(&sets.inheritable)).map_err(io)?;
+    nix::sys::prctl::set_no_new_privs()?;
+    caps::set(None, CapSet::Effective, &set(&sets.effective)).map_err(io)?;
+    caps::set(None, CapSet::Permitted, &set(&sets.permitted)).map_err(io)?;
+    for cap in set(&sets.ambient) {
+        caps::raise(None, CapSet::Ambient, cap).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Switches to the OCI `process.user` ids, keeping the permitted capabilities (the
+/// capability step after this decides what stays).
+fn switch_user(user: &crate::plan::ProcessUser) -> Result<(), Errno> {
+    use nix::unistd::{setgid, setgroups, setuid, Gid, Uid};
+    nix::sys::prctl::set_keepcaps(true)?;
+    let groups: Vec<Gid> = user
+        .additional_gids
+        .iter()
+        .map(|g| Gid::from_raw(*g))
+        .collect();
+    match setgroups(&groups) {
+        // A user namespace with setgroups denied: only an empty list could be set anyway.
+        Err(Errno::EPERM) if groups.is_empty() => {}
+        other => other?,
+    }
+    setgid(Gid::from_raw(user.gid))?;
+    setuid(Uid::from_raw(user.uid))?;
     Ok(())
 }
 
@@ -214,8 +270,15 @@ fn prepare_and_exec(
     pin_cpus(pins.cpus)?;
     set_rlimits(&pins.security.rlimits)?;
     super::signals::reset_for_exec()?;
+    if let Some(adj) = pins.oom_score_adj {
+        std::fs::write("/proc/self/oom_score_adj", adj.to_string())
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    }
+    if let Some(user) = pins.user {
+        switch_user(user)?;
+    }
     if sandboxed {
-        drop_privileges(&pins.security.cap_add)?;
+        drop_privileges(pins.security)?;
     }
     // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
     nix::sys::prctl::set_no_new_privs()?;

@@ -43,6 +43,12 @@ pub enum InitError {
     Exec { program: String, errno: Errno },
     #[error("open the seeded /dev/urandom: {0}")]
     Entropy(Errno),
+    #[error("join namespace {path}: {errno}")]
+    Join { path: String, errno: Errno },
+    #[error("terminal: {step}: {errno}")]
+    Terminal { step: &'static str, errno: Errno },
+    #[error("wait for start: {0}")]
+    Start(Errno),
 }
 
 impl InitError {
@@ -62,7 +68,9 @@ impl InitError {
                     | InitError::TimeNs(e)
                     | InitError::Signals(e)
                     | InitError::Entropy(e)
-                    | InitError::Fork(e) => *e,
+                    | InitError::Fork(e)
+                    | InitError::Start(e) => *e,
+                    InitError::Join { errno, .. } | InitError::Terminal { errno, .. } => *errno,
                     _ => Errno::UnknownErrno,
                 };
                 let refusal = match other {
@@ -93,9 +101,28 @@ impl InitError {
 /// The supervisor's word that init may go on (it has joined the sandbox's cgroup).
 pub const GO: u8 = b'G';
 
+/// The creator's word (OCI create) that the container's state is saved: init no longer dies
+/// with its creator and goes on to wait for `start`.
+pub const COMMIT: u8 = b'C';
+
+/// What init of an OCI container (created now, started later) gets besides the plan.
+pub struct Lifecycle {
+    /// `exec.fifo` of the container's state directory, opened `O_PATH`: init opens it for
+    /// writing, which blocks until `reprorun start` opens it for reading.
+    pub exec_fifo: OwnedFd,
+    /// The connected `--console-socket`: with `process.terminal`, the pty's master goes
+    /// out on it.
+    pub console: Option<OwnedFd>,
+}
+
 /// Runs as pid 1 and never returns.
-pub fn main(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: OwnedFd) -> ! {
-    let code = match run(plan, seccomp, &sock) {
+pub fn main(
+    plan: &Plan,
+    seccomp: &[seccompiler::BpfProgram],
+    sock: OwnedFd,
+    lifecycle: Option<&Lifecycle>,
+) -> ! {
+    let code = match run(plan, seccomp, &sock, lifecycle) {
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
@@ -107,7 +134,12 @@ pub fn main(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: OwnedFd) -> 
     unsafe { libc::_exit(code) }
 }
 
-fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Result<i32, InitError> {
+fn run(
+    plan: &Plan,
+    seccomp: &[seccompiler::BpfProgram],
+    sock: &OwnedFd,
+    lifecycle: Option<&Lifecycle>,
+) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
     let mut fds = [nix::poll::PollFd::new(
@@ -122,8 +154,9 @@ fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Resu
         return Err(InitError::ParentGone);
     }
 
-    if plan.resources.any() {
-        // Nothing may be forked before the supervisor has put us into the cgroup.
+    if plan.resources.any() || lifecycle.is_some() {
+        // Nothing may be forked before the supervisor has put us into the cgroup (and, for
+        // an OCI container, written our id maps).
         let mut byte = [0u8; 1];
         match nix::sys::socket::recv(
             sock.as_raw_fd(),
@@ -134,7 +167,10 @@ fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Resu
             _ => return Err(InitError::ParentGone),
         }
     }
-    write_id_maps(plan)?;
+    join_namespaces(plan, &[Namespace::User, Namespace::Mount])?;
+    if plan.parent_maps.is_none() {
+        write_id_maps(plan)?;
+    }
     if plan.has(Namespace::Uts) {
         nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
         crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)?;
@@ -155,23 +191,54 @@ fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Resu
     }
 
     // Seeded /dev/urandom: the FIFO is filled before the workload starts.
-    let entropy = match plan.random {
-        RandomMode::Seeded => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
-        RandomMode::Real => None,
+    let seeded = plan.random == RandomMode::Seeded && plan.intercept;
+    let entropy = match seeded {
+        true => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
+        false => None,
     };
+    let mut pty_slave = None;
+    if let Some(lc) = lifecycle {
+        if plan.terminal {
+            pty_slave = Some(open_terminal(lc.console.as_ref())?);
+        }
+        check_program(plan)?;
+        post(sock, &InitMsg::Ready);
+        // The creator saves the container's state, then lets go of us.
+        let mut byte = [0u8; 1];
+        match nix::sys::socket::recv(
+            sock.as_raw_fd(),
+            &mut byte,
+            nix::sys::socket::MsgFlags::empty(),
+        ) {
+            Ok(1) if byte[0] == COMMIT => {}
+            _ => return Err(InitError::ParentGone),
+        }
+        // SAFETY: prctl(PR_SET_PDEATHSIG, 0) only clears this process's parent-death signal.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0) };
+        // The creator waits for this before it may exit.
+        let _ = nix::sys::socket::send(
+            sock.as_raw_fd(),
+            &[COMMIT],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+        wait_for_start(&lc.exec_fifo)?;
+    }
     // The workload routes its clock, entropy, identity and directory calls (and its execs)
     // to the supervisor.
     let filter = notify::Config::from_plan(plan).filter();
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
-    let notify = vdso::SUPPORTED.then_some(exec::Notify {
+    let notify = (vdso::SUPPORTED && plan.intercept).then_some(exec::Notify {
         sock,
         filter: &filter,
     });
     // SAFETY: init is single-threaded.
     let spawned = unsafe {
         exec::spawn(
-            || Ok(()),
+            || match &pty_slave {
+                Some(slave) => take_terminal(slave),
+                None => Ok(()),
+            },
             &plan.argv,
             &plan.env,
             exec::ProcessPins::from_plan(plan, seccomp),
@@ -189,6 +256,130 @@ fn run(plan: &Plan, seccomp: &[seccompiler::BpfProgram], sock: &OwnedFd) -> Resu
     // what it needed from init's root before the workload's exec went through.
     nix::sys::prctl::set_dumpable(false).map_err(InitError::Signals)?;
     Ok(supervise(&sfd, workload, entropy))
+}
+
+/// Joins the namespaces of `kinds` the plan names by path (user first, then mount: what the
+/// creator could not join for us without losing its own view of the host).
+fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
+    for kind in kinds {
+        for j in plan.join.iter().filter(|j| j.ns == *kind) {
+            let fail = |errno| InitError::Join {
+                path: j.path.display().to_string(),
+                errno,
+            };
+            let file = std::fs::File::open(&j.path)
+                .map_err(|e| fail(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
+            nix::sched::setns(file, nix::sched::CloneFlags::from_bits_retain(j.ns.flag()))
+                .map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a program that is not in the new root before the container is reported created
+/// (as runc does: `podman run IMG nonexistent` fails at create).
+fn check_program(plan: &Plan) -> Result<(), InitError> {
+    use std::os::unix::fs::PermissionsExt;
+    let program = &plan.argv[0];
+    let exists = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        let p = std::path::Path::new(program);
+        exists(&if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            plan.cwd.join(p)
+        })
+    } else {
+        let path = plan
+            .env
+            .iter()
+            .find_map(|e| e.strip_prefix("PATH="))
+            .unwrap_or(crate::determinism::FROZEN_PATH);
+        path.split(':')
+            .filter(|d| !d.is_empty())
+            .any(|d| exists(&std::path::Path::new(d).join(program)))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(InitError::Exec {
+            program: program.clone(),
+            errno: Errno::ENOENT,
+        })
+    }
+}
+
+/// Blocks until `reprorun start` opens the exec FIFO for reading, then tells it we go on.
+fn wait_for_start(fifo: &OwnedFd) -> Result<(), InitError> {
+    use std::io::Write;
+    let path = format!("/proc/self/fd/{}", fifo.as_raw_fd());
+    let mut w = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags_cloexec()
+        .open(path)
+        .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
+    w.write_all(b"0")
+        .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
+}
+
+trait CloexecOpen {
+    fn custom_flags_cloexec(&mut self) -> &mut Self;
+}
+
+impl CloexecOpen for std::fs::OpenOptions {
+    fn custom_flags_cloexec(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.custom_flags(libc::O_CLOEXEC)
+    }
+}
+
+/// Opens a new pseudo-terminal in the container's devpts and sends its master over the
+/// console socket (SCM_RIGHTS, as runc does); returns the slave for the workload.
+pub(super) fn open_terminal(console: Option<&OwnedFd>) -> Result<OwnedFd, InitError> {
+    use nix::fcntl::OFlag;
+    let t = |step: &'static str| move |errno| InitError::Terminal { step, errno };
+    let console = console.ok_or(InitError::Terminal {
+        step: "process.terminal is set but no --console-socket was given",
+        errno: Errno::EINVAL,
+    })?;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
+        .map_err(t("open /dev/ptmx"))?;
+    nix::pty::grantpt(&master).map_err(t("grantpt"))?;
+    nix::pty::unlockpt(&master).map_err(t("unlockpt"))?;
+    // SAFETY: ptsname_r writes into its own buffer; the master is a valid pty.
+    let name = nix::pty::ptsname_r(&master).map_err(t("ptsname"))?;
+    let slave = nix::fcntl::open(
+        name.as_str(),
+        OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(t("open the pty"))?;
+    // SAFETY: open returned a fresh descriptor nothing else owns.
+    let slave = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+    // SAFETY: the master's descriptor stays open for the duration of the borrow.
+    let master_fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(master.as_raw_fd()) };
+    let owned = master_fd
+        .try_clone_to_owned()
+        .map_err(|e| InitError::Terminal {
+            step: "dup the pty master",
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        })?;
+    crate::sys::send_fd(console, &owned, b'p').map_err(t("send the pty master"))?;
+    Ok(slave)
+}
+
+/// In the workload before exec: a new session whose controlling terminal is the pty, on
+/// standard input, output and error.
+fn take_terminal(slave: &OwnedFd) -> Result<(), Errno> {
+    nix::unistd::setsid()?;
+    // SAFETY: TIOCSCTTY takes an int argument; the descriptor is a valid terminal.
+    Errno::result(unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSCTTY, 0) })?;
+    for fd in 0..3 {
+        nix::unistd::dup2(slave.as_raw_fd(), fd)?;
+    }
+    Ok(())
 }
 
 /// Keeps the seeded /dev/urandom FIFO full: one stream for the whole sandbox, written in

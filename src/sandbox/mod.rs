@@ -6,6 +6,7 @@
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
 mod cgroup;
+pub mod container;
 mod dirs;
 mod exec;
 mod init;
@@ -131,6 +132,11 @@ pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxEr
         o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
         o
     })
+}
+
+/// Kills what is left in an OCI container's cgroup directories and removes them.
+pub fn remove_cgroup(dirs: &[std::path::PathBuf]) {
+    cgroup::remove_dirs(dirs)
 }
 
 /// Raises the soft open-files limit of this process to its hard limit.

@@ -277,6 +277,109 @@ fn bind(
     mount_setattr(path, recursive, attrs, 0).map_err(fail)
 }
 
+/// Applies a propagation change (`MS_PRIVATE`, `MS_SLAVE`, ... with `MS_REC`) to a mount.
+fn propagate(path: &Path, propagation: Option<u64>, dest: &Path) -> Result<(), MountError> {
+    let Some(p) = propagation else { return Ok(()) };
+    let flags = MsFlags::from_bits_truncate(p as libc::c_ulong);
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(|errno| MountError::Op {
+        kind: "propagation",
+        dest: dest.to_path_buf(),
+        errno,
+    })
+}
+
+/// `MOUNT_ATTR_*` (set, clear) for the flag words of a bind.
+fn bind_attrs(words: &[String]) -> (u64, u64) {
+    const NOEXEC: u64 = 0x8;
+    const ATIME_MASK: u64 = 0x70;
+    const NOATIME: u64 = 0x10;
+    const STRICTATIME: u64 = 0x20;
+    const NODIRATIME: u64 = 0x80;
+    const NOSYMFOLLOW: u64 = 0x0020_0000;
+    let (mut set, mut clear) = (0u64, 0u64);
+    for w in words {
+        let (s, c) = match w.as_str() {
+            "ro" => (MOUNT_ATTR_RDONLY, 0),
+            "nosuid" => (MOUNT_ATTR_NOSUID, 0),
+            "nodev" => (MOUNT_ATTR_NODEV, 0),
+            "noexec" => (NOEXEC, 0),
+            "nodiratime" => (NODIRATIME, 0),
+            "nosymfollow" => (NOSYMFOLLOW, 0),
+            "noatime" => (NOATIME, ATIME_MASK),
+            "strictatime" => (STRICTATIME, ATIME_MASK),
+            "relatime" => (0, ATIME_MASK),
+            _ => (0, 0),
+        };
+        if c != 0 {
+            set &= !c;
+        }
+        set |= s;
+        clear |= c;
+    }
+    (set, clear)
+}
+
+/// Makes a device node (OCI `linux.devices`); where mknod is refused (a user namespace), the
+/// host's node at the same path is bound instead, if it is the same device.
+fn device(
+    dest: &Path,
+    kind: char,
+    (major, minor): (i64, i64),
+    mode: u32,
+    (uid, gid): (u32, u32),
+) -> Result<(), MountError> {
+    use nix::sys::stat::{mknod, Mode, SFlag};
+    if let Some(parent) = dest.parent() {
+        ensure_dir(parent)?;
+    }
+    reject_links(dest)?;
+    let path = staged(dest);
+    let fail = |errno| MountError::Op {
+        kind: "device",
+        dest: dest.to_path_buf(),
+        errno,
+    };
+    let sflag = match kind {
+        'b' => SFlag::S_IFBLK,
+        'p' => SFlag::S_IFIFO,
+        _ => SFlag::S_IFCHR,
+    };
+    let dev = libc::makedev(major as u32, minor as u32);
+    let _ = std::fs::remove_file(&path);
+    match mknod(&path, sflag, Mode::from_bits_truncate(mode & 0o7777), dev) {
+        Ok(()) => {
+            nix::unistd::chown(
+                &path,
+                Some(nix::unistd::Uid::from_raw(uid)),
+                Some(nix::unistd::Gid::from_raw(gid)),
+            )
+            .map_err(fail)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o7777))
+                .map_err(|e| fail(io_errno(&e)))
+        }
+        Err(Errno::EPERM) => {
+            let src = host(dest);
+            let same = std::fs::metadata(&src).is_ok_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.rdev() == dev
+            });
+            if !same {
+                return Err(fail(Errno::EPERM));
+            }
+            let path = ensure_file(dest)?;
+            mount(
+                Some(&src),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(fail)
+        }
+        Err(e) => Err(fail(e)),
+    }
+}
+
 /// The attributes of every read-only bind reprorun makes.
 const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 
@@ -506,6 +609,93 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
                 None::<&str>,
             )
             .map_err(fail("read-only remount", dest))?;
+        }
+        MountOp::RootBind { src } => {
+            let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
+            mount(Some(&host(src)), NEWROOT, None::<&str>, rec, None::<&str>)
+                .map_err(fail("root bind", Path::new("/")))?;
+        }
+        MountOp::Fs {
+            fstype,
+            source,
+            dest,
+            flags,
+            data,
+        } => {
+            let path = ensure_dir(dest)?;
+            let (bits, propagation) = crate::plan::mounts::flag_bits(flags);
+            let ms = MsFlags::from_bits_truncate(bits as libc::c_ulong);
+            let data = (!data.is_empty()).then_some(data.as_str());
+            let mounted = mount(
+                Some(source.as_str()),
+                &path,
+                Some(fstype.as_str()),
+                ms,
+                data,
+            );
+            match mounted {
+                Err(Errno::EPERM | Errno::EACCES) if fstype == "sysfs" => {
+                    // Not the owner of the net namespace: the host's, read-only.
+                    let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
+                    mount(
+                        Some(&host(Path::new("/sys"))),
+                        &path,
+                        None::<&str>,
+                        rec,
+                        None::<&str>,
+                    )
+                    .map_err(fail("sysfs", dest))?;
+                    mount_setattr(&path, true, READ_ONLY, 0).map_err(fail("sysfs", dest))?;
+                }
+                other => other.map_err(fail("filesystem", dest))?,
+            }
+            propagate(&path, propagation, dest)?;
+        }
+        MountOp::FlagBind {
+            src,
+            dest,
+            recursive,
+            flags,
+        } => {
+            let source = host(src);
+            let path = if source.is_dir() {
+                ensure_dir(dest)?
+            } else {
+                ensure_file(dest)?
+            };
+            let (set, clear) = bind_attrs(flags);
+            let mut ms = MsFlags::MS_BIND;
+            if *recursive {
+                ms |= MsFlags::MS_REC;
+            }
+            mount(Some(&source), &path, None::<&str>, ms, None::<&str>)
+                .map_err(fail("bind", dest))?;
+            if set != 0 || clear != 0 {
+                mount_setattr(&path, *recursive, set, clear).map_err(fail("bind", dest))?;
+            }
+            propagate(&path, crate::plan::mounts::flag_bits(flags).1, dest)?;
+        }
+        MountOp::Sysctl { key, value } => {
+            let rel = key.replace('.', "/");
+            let path = staged(&Path::new("/proc/sys").join(&rel));
+            std::fs::write(&path, value).map_err(|e| MountError::Op {
+                kind: "sysctl",
+                dest: PathBuf::from(format!("/proc/sys/{rel}")),
+                errno: io_errno(&e),
+            })?;
+        }
+        MountOp::Device {
+            dest,
+            kind,
+            major,
+            minor,
+            mode,
+            uid,
+            gid,
+        } => device(dest, *kind, (*major, *minor), *mode, (*uid, *gid))?,
+        MountOp::RootPropagation { flag } => {
+            let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
+            propagate(Path::new(NEWROOT), propagation, Path::new("/"))?;
         }
         MountOp::ReadonlyRoot => {
             let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;

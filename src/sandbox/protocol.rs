@@ -17,6 +17,8 @@ pub enum InitMsg {
     },
     /// The workload could not be executed.
     ExecFailed { program: String, errno: i32 },
+    /// OCI create: the container is set up and waits for `start`.
+    Ready,
 }
 
 /// Sends one message; failures are ignored (the supervisor then sees only the exit status).

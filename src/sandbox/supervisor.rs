@@ -201,7 +201,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         }
         Ok(None) => {
             drop(ours);
-            init::main(plan, res.seccomp, theirs)
+            init::main(plan, res.seccomp, theirs, None)
         }
         Ok(Some(pid)) => pid,
     };
@@ -221,7 +221,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
     }
-    let server = if vdso::SUPPORTED {
+    let server = if vdso::SUPPORTED && plan.intercept {
         let config = notify::Config::from_plan(plan);
         Some(
             notify::start(config, notify::PageAt::sandbox(child))
@@ -266,6 +266,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
                     errno: Errno::from_raw(errno),
                 })
             }
+            InitMsg::Ready => {}
         }
     }
     Ok(watched.outcome(Isolation::Full))

@@ -214,6 +214,19 @@ pub struct Security {
     /// Descriptors 3..3+N passed to the workload (`--preserve-fds`).
     pub preserve_fds: u32,
     pub rlimits: Vec<Rlimit>,
+    /// OCI `process.capabilities`: each set given apart (then `cap_add` is unused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<CapSets>,
+}
+
+/// The five capability sets of OCI `process.capabilities` (canonical `CAP_*` names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapSets {
+    pub bounding: Vec<String>,
+    pub effective: Vec<String>,
+    pub permitted: Vec<String>,
+    pub inheritable: Vec<String>,
+    pub ambient: Vec<String>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,283 @@
+use super::*;
+
+/// A bundle directory with an empty rootfs, and podman's config for it (trimmed).
+fn bundle() -> (tempfile::TempDir, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("rootfs")).unwrap();
+    std::fs::write(dir.path().join("hosts"), "127.0.0.1 localhost\n").unwrap();
+    let config = serde_json::json!({
+        "ociVersion": "1.0.2-dev",
+        "process": {
+            "user": {"uid": 0, "gid": 0, "umask": 18},
+            "args": ["echo", "hi"],
+            "env": ["PATH=/usr/bin:/bin", "TERM=xterm", "HOME=/root", "TZ=Europe/Paris"],
+            "cwd": "/",
+            "capabilities": {
+                "bounding": ["CAP_CHOWN", "CAP_KILL"],
+                "effective": ["CAP_CHOWN", "CAP_KILL"],
+                "permitted": ["CAP_CHOWN", "CAP_KILL"]
+            },
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}]
+        },
+        "root": {"path": "rootfs"},
+        "hostname": "abc123",
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc", "options": ["nosuid", "noexec", "nodev"]},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+            {"destination": "/dev/pts", "type": "devpts", "source": "devpts", "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"]},
+            {"destination": "/etc/hosts", "type": "bind", "source": "hosts", "options": ["bind", "rprivate", "ro"]},
+            {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup", "options": ["rprivate", "nosuid", "noexec", "nodev", "relatime", "ro"]}
+        ],
+        "annotations": {"io.container.manager": "libpod"},
+        "linux": {
+            "sysctl": {"net.ipv4.ping_group_range": "0 0"},
+            "resources": {"devices": [{"allow": false, "access": "rwm"}], "pids": {"limit": 2048}},
+            "cgroupsPath": "/libpod_parent/libpod-abc",
+            "namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}],
+            "seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["kexec_load"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]},
+            "maskedPaths": ["/proc/kcore"],
+            "readonlyPaths": ["/proc/sys"]
+        }
+    });
+    (dir, config)
+}
+
+fn resolve_json(dir: &Path, v: &serde_json::Value) -> Result<Container, String> {
+    let spec: Spec = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    resolve(&spec, dir, 2).map_err(|e| e.to_string())
+}
+
+#[test]
+fn podman_config_resolves_to_a_plan() {
+    let (dir, config) = bundle();
+    let c = resolve_json(dir.path(), &config).unwrap();
+    let p = &c.plan;
+    assert_eq!(p.argv, ["echo", "hi"]);
+    assert_eq!(p.hostname, "abc123");
+    assert_eq!(p.umask, 0o022);
+    // Config env wins; the pins fill the rest.
+    assert!(p.env.contains(&"TZ=Europe/Paris".to_string()));
+    assert!(p.env.contains(&"PATH=/usr/bin:/bin".to_string()));
+    assert!(p.env.iter().any(|e| e.starts_with("PYTHONHASHSEED=")));
+    // The new namespaces, plus time for the determinism layer; no user namespace.
+    assert!(p.has(Namespace::Net) && p.has(Namespace::Time) && !p.has(Namespace::User));
+    assert_eq!(p.resources.pids, Some(2048));
+    assert_eq!(c.cgroups_path.as_deref(), Some("/libpod_parent/libpod-abc"));
+    let caps = p.security.caps.as_ref().unwrap();
+    assert_eq!(caps.bounding, ["CAP_CHOWN", "CAP_KILL"]);
+    assert!(caps.ambient.is_empty());
+    assert_eq!(p.security.rlimits[0].name, "nofile");
+    assert!(matches!(p.security.seccomp, SeccompProfile::Oci { .. }));
+    // The root is the bundle's rootfs, writable; mounts in order with their flag words.
+    assert_eq!(
+        p.mounts[0],
+        MountOp::RootBind {
+            src: dir.path().join("rootfs")
+        }
+    );
+    assert!(!p.mounts.contains(&MountOp::ReadonlyRoot));
+    assert!(p.mounts.contains(&MountOp::Fs {
+        fstype: "devpts".into(),
+        source: "devpts".into(),
+        dest: "/dev/pts".into(),
+        flags: vec!["nosuid".into(), "noexec".into()],
+        data: "newinstance,ptmxmode=0666,mode=0620,gid=5".into(),
+    }));
+    assert!(p.mounts.contains(&MountOp::FlagBind {
+        src: dir.path().join("hosts"),
+        dest: "/etc/hosts".into(),
+        recursive: false,
+        flags: vec!["rprivate".into(), "ro".into()],
+    }));
+    // Default devices on the fresh /dev, seeded /dev/urandom, the preload file, the sysctl,
+    // the config's masked and read-only paths (not reprorun's defaults).
+    assert!(p
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::DevNode { dest, .. } if dest == Path::new("/dev/null"))));
+    assert!(p
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::Fifo { dest, .. } if dest == Path::new("/dev/urandom"))));
+    assert!(p.mounts.iter().any(|m| matches!(m, MountOp::File { dest, contents } if dest == Path::new("/etc/ld.so.preload") && contents.starts_with(PRELOAD_PATH))));
+    assert!(p.mounts.contains(&MountOp::Sysctl {
+        key: "net.ipv4.ping_group_range".into(),
+        value: "0 0".into()
+    }));
+    let masks: Vec<_> = p
+        .mounts
+        .iter()
+        .filter(|m| matches!(m, MountOp::Mask { .. }))
+        .collect();
+    assert_eq!(
+        masks,
+        [&MountOp::Mask {
+            dest: "/proc/kcore".into()
+        }]
+    );
+    assert_eq!(p.clock.unwrap().epoch, DEFAULT_EPOCH);
+}
+
+#[test]
+fn annotations_drive_the_determinism_layer() {
+    let (dir, mut config) = bundle();
+    config["annotations"]["org.reprorun.date"] = "2020-01-01".into();
+    config["annotations"]["org.reprorun.seed"] = "7".into();
+    config["annotations"]["org.reprorun.clock"] = "frozen".into();
+    let c = resolve_json(dir.path(), &config).unwrap();
+    let clock = c.plan.clock.unwrap();
+    assert_eq!(clock.epoch, 1_577_836_800);
+    assert_eq!(clock.mode, ClockMode::Frozen);
+    assert_eq!(c.plan.seed, 7);
+    assert!(c
+        .plan
+        .env
+        .contains(&"SOURCE_DATE_EPOCH=1577836800".to_string()));
+
+    config["annotations"]["org.reprorun.determinism"] = "off".into();
+    let c = resolve_json(dir.path(), &config).unwrap();
+    assert!(c.plan.clock.is_none() && !c.plan.intercept);
+    assert!(!c.plan.has(Namespace::Time));
+    assert!(!c.plan.env.iter().any(|e| e.starts_with("PYTHONHASHSEED=")));
+    assert!(!c
+        .plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, MountOp::Fifo { .. })));
+
+    for (key, value) in [
+        ("org.reprorun.date", "yesterday"),
+        ("org.reprorun.seed", "-1"),
+        ("org.reprorun.cpus", "99"),
+        ("org.reprorun.clokc", "frozen"),
+    ] {
+        let (dir, mut config) = bundle();
+        config["annotations"][key] = value.into();
+        let e = resolve_json(dir.path(), &config).unwrap_err();
+        assert!(e.contains(key), "{key}: {e}");
+    }
+}
+
+#[test]
+fn unknown_and_unsupported_fields_are_named() {
+    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+        ("bogus", Box::new(|c| c["process"]["bogus"] = 1.into())),
+        (
+            "linux.resources.cpu.shares",
+            Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"shares": 512})),
+        ),
+        (
+            "linux.resources.blockIO",
+            Box::new(|c| c["linux"]["resources"]["blockIO"] = serde_json::json!({})),
+        ),
+        (
+            "process.apparmorProfile",
+            Box::new(|c| c["process"]["apparmorProfile"] = "x".into()),
+        ),
+        (
+            "mounts[0]",
+            Box::new(|c| c["mounts"][0]["type"] = "nfs".into()),
+        ),
+        (
+            "mounts[0]",
+            Box::new(|c| c["mounts"][0]["destination"] = "proc".into()),
+        ),
+        (
+            "mounts[3]",
+            Box::new(|c| c["mounts"][3]["source"] = "/nonexistent/x".into()),
+        ),
+        (
+            "mounts[3]",
+            Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "mode=0755"])),
+        ),
+        (
+            "linux.namespaces",
+            Box::new(|c| c["linux"]["namespaces"] = serde_json::json!([{"type": "pid"}])),
+        ),
+        (
+            "linux.namespaces[0]",
+            Box::new(|c| c["linux"]["namespaces"][0]["type"] = "pidd".into()),
+        ),
+        (
+            "linux.uidMappings",
+            Box::new(|c| c["linux"]["namespaces"][5] = serde_json::json!({"type": "user"})),
+        ),
+        (
+            "process.capabilities.bounding",
+            Box::new(|c| c["process"]["capabilities"]["bounding"][0] = "CAP_FLY".into()),
+        ),
+        (
+            "process.rlimits[0].type",
+            Box::new(|c| c["process"]["rlimits"][0]["type"] = "RLIMIT_FLY".into()),
+        ),
+        (
+            "linux.sysctl",
+            Box::new(|c| c["linux"]["sysctl"] = serde_json::json!({"../../etc/x": "1"})),
+        ),
+        (
+            "linux.seccomp",
+            Box::new(|c| c["linux"]["seccomp"]["defaultAction"] = "SCMP_ACT_FLY".into()),
+        ),
+        (
+            "root.path",
+            Box::new(|c| c["root"]["path"] = "missing".into()),
+        ),
+        (
+            "process.args",
+            Box::new(|c| c["process"]["args"] = serde_json::json!([])),
+        ),
+        ("ociVersion", Box::new(|c| c["ociVersion"] = "2.0.0".into())),
+    ];
+    for (needle, mutate) in cases {
+        let (dir, mut config) = bundle();
+        mutate(&mut config);
+        let e = resolve_json(dir.path(), &config).unwrap_err();
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+}
+
+#[test]
+fn user_namespaces_and_joined_namespaces() {
+    let (dir, mut config) = bundle();
+    config["linux"]["namespaces"] = serde_json::json!([
+        {"type": "user"}, {"type": "mount"}, {"type": "pid"},
+        {"type": "network", "path": "/proc/1/ns/net"}
+    ]);
+    config["linux"]["uidMappings"] =
+        serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    config["linux"]["gidMappings"] =
+        serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    config["hostname"] = "".into();
+    let c = resolve_json(dir.path(), &config).unwrap();
+    let p = &c.plan;
+    assert!(p.has(Namespace::User) && !p.has(Namespace::Net));
+    assert_eq!(
+        p.join,
+        [NsJoin {
+            ns: Namespace::Net,
+            path: "/proc/1/ns/net".into()
+        }]
+    );
+    assert_eq!(p.parent_maps.as_ref().unwrap().uid[0].count, 65536);
+    assert_eq!(p.clone_flags() & libc::CLONE_NEWNET, 0);
+    // A hostname without a uts namespace is refused.
+    config["hostname"] = "x".into();
+    assert!(resolve_json(dir.path(), &config)
+        .unwrap_err()
+        .contains("hostname"));
+}
+
+#[test]
+fn the_default_spec_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("rootfs")).unwrap();
+    for rootless in [false, true] {
+        let spec = spec::default_spec(rootless);
+        let text = serde_json::to_string(&spec).unwrap();
+        let back: Spec = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, spec);
+        let c = resolve(&spec, dir.path(), 1).unwrap();
+        assert!(c.plan.mounts.contains(&MountOp::ReadonlyRoot));
+        assert_eq!(c.plan.has(Namespace::User), rootless);
+    }
+}

@@ -1,0 +1,111 @@
+//! OCI runtime: runc's command-line contract over reprorun's plan and executor. A bundle's
+//! `config.json` resolves to the same [`crate::plan::Plan`] as `reprorun exec` flags do
+//! ([`convert`]); the lifecycle ([`lifecycle`]) keeps containers in a state root
+//! ([`state`]) between invocations; the executor's OCI half is `sandbox::container`.
+
+pub mod cli;
+pub mod convert;
+pub mod hooks;
+pub mod lifecycle;
+pub mod spec;
+pub mod state;
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// The runtime-spec version reprorun reports.
+pub const OCI_VERSION: &str = "1.2.0";
+
+#[derive(Debug, Error)]
+pub enum OciError {
+    #[error("{0}")]
+    State(#[from] state::StateError),
+    #[error("read {path}: {source}; pass --bundle DIR holding config.json")]
+    ReadConfig {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    ParseConfig { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Convert(#[from] convert::ConvertError),
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("{0}")]
+    Hook(#[from] hooks::HookError),
+    #[error("container {id:?} is {status}; {hint}")]
+    Status {
+        id: String,
+        status: state::Status,
+        hint: &'static str,
+    },
+    #[error("signal {0:?}: expected a number, or a name such as KILL or SIGTERM")]
+    Signal(String),
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl OciError {
+    /// The exit status for this error: a program that could not be executed keeps the
+    /// shell's 126/127; everything else is 125... except that runc reports failures with 1,
+    /// which engines only compare to zero.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            OciError::Sandbox(e) => e.exit_code(),
+            _ => crate::exit::RUNTIME_ERROR,
+        }
+    }
+}
+
+/// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.
+pub fn read_spec(bundle: &std::path::Path) -> Result<spec::Spec, OciError> {
+    let path = bundle.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|source| OciError::ReadConfig {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| OciError::ParseConfig {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// Parses a signal: a number, or a name with or without `SIG` in any case.
+pub fn parse_signal(text: &str) -> Result<nix::sys::signal::Signal, OciError> {
+    use std::str::FromStr;
+    let bad = || OciError::Signal(text.to_string());
+    if let Ok(n) = text.parse::<i32>() {
+        return nix::sys::signal::Signal::try_from(n).map_err(|_| bad());
+    }
+    let upper = text.trim().to_ascii_uppercase();
+    let name = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    nix::sys::signal::Signal::from_str(&name).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::signal::Signal;
+
+    #[test]
+    fn signals_parse_as_runc_takes_them() {
+        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL);
+        assert_eq!(parse_signal("KILL").unwrap(), Signal::SIGKILL);
+        assert_eq!(parse_signal("SIGKILL").unwrap(), Signal::SIGKILL);
+        assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM);
+        for bad in ["", "0x9", "FLY", "999", "-1"] {
+            assert!(parse_signal(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! OCI lifecycle: a container created now and started later, and processes executed into a
+//! running one.
+//!
+//! Process model: the creating process (`reprorun create`) clones init, as `exec`'s
+//! supervisor does, and waits until init reports the container set up. It then starts the
+//! *monitor* — a small daemon in its own session that serves the notification listeners
+//! (the vDSO path for static programs, entropy, identity, directory order) and lives as long
+//! as init — and exits. Init is then an orphan that the engine (conmon, as child subreaper)
+//! reaps: its exit status is the container's. Init blocks on the state directory's
+//! `exec.fifo` until `reprorun start` opens it.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::unistd::Pid;
+
+use super::init::{self, Lifecycle};
+use super::protocol::{self, InitMsg};
+use super::vdso::LISTENER_TAG;
+use super::{cgroup, notify, signals, vdso, SandboxError};
+use crate::plan::{IdMap, Namespace, Plan};
+
+/// Where the container's cgroup goes: `linux.cgroupsPath` (absolute: from the hierarchy's
+/// root; relative: below reprorun's own cgroup), else `reprorun/ID`.
+pub struct CgroupPlace<'a> {
+    pub path: &'a str,
+}
+
+/// A container whose init waits for the creator's commit.
+pub struct Created {
+    pub pid: Pid,
+    /// The cgroup directories (kept after the creator exits; `delete` removes them).
+    pub cgroup_dirs: Vec<PathBuf>,
+    sock: OwnedFd,
+    pidfd: OwnedFd,
+}
+
+fn setup(reason: impl Into<String>) -> SandboxError {
+    SandboxError::Setup {
+        reason: reason.into(),
+    }
+}
+
+/// Creates the container: namespaces, id maps, cgroup, root, and a pid 1 that waits. On
+/// error nothing is left behind (init is killed, the cgroup removed).
+pub fn create(
+    plan: &Plan,
+    place: CgroupPlace,
+    exec_fifo: &Path,
+    console: Option<OwnedFd>,
+) -> Result<Created, SandboxError> {
+    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+    super::raise_nofile();
+    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
+        .map_err(|e| setup(e.to_string()))?;
+    let cg =
+        cgroup::Cgroup::create_at(&plan.resources, place.path).map_err(|e| setup(e.to_string()))?;
+    // Joined namespaces that only affect children (pid, time) or that do not change this
+    // process's view of files: entered here, so that init is cloned into them.
+    for j in &plan.join {
+        if matches!(j.ns, Namespace::User | Namespace::Mount) {
+            continue;
+        }
+        let file = std::fs::File::open(&j.path)
+            .map_err(|e| setup(format!("join namespace {}: {e}", j.path.display())))?;
+        nix::sched::setns(file, nix::sched::CloneFlags::from_bits_retain(j.ns.flag()))
+            .map_err(|e| setup(format!("join namespace {}: {e}", j.path.display())))?;
+    }
+    let fifo = nix::fcntl::open(
+        exec_fifo,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| setup(format!("open {}: {e}", exec_fifo.display())))?;
+    // SAFETY: open returned a fresh descriptor nothing else owns.
+    let fifo = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fifo) };
+    let lifecycle = Lifecycle {
+        exec_fifo: fifo,
+        console,
+    };
+    signals::block_supervised().map_err(step("block signals"))?;
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(step("socketpair"))?;
+    let child = match crate::sys::clone_process(plan.clone_flags()) {
+        Err(errno) => {
+            return Err(SandboxError::Unavailable {
+                reason: format!("create namespaces: {errno}"),
+            })
+        }
+        Ok(None) => {
+            drop(ours);
+            init::main(plan, &seccomp, theirs, Some(&lifecycle))
+        }
+        Ok(Some(pid)) => pid,
+    };
+    drop(theirs);
+    drop(lifecycle);
+    let pidfd = crate::sys::pidfd_open_process(child).map_err(step("pidfd_open"))?;
+    let abort = |e: SandboxError| {
+        let _ = kill(child, Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(child, None);
+        e
+    };
+    if let Some(maps) = &plan.parent_maps {
+        write_maps(child, &maps.uid, &maps.gid).map_err(|e| abort(setup(e)))?;
+    }
+    cg.add(child).map_err(|e| abort(setup(e.to_string())))?;
+    nix::sys::socket::send(
+        ours.as_raw_fd(),
+        &[init::GO],
+        nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+    )
+    .map_err(|e| abort(step("start init")(e)))?;
+    // Init reports Ready, or a failure, or dies.
+    loop {
+        let mut fds = [
+            nix::poll::PollFd::new(ours.as_fd(), nix::poll::PollFlags::POLLIN),
+            nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN),
+        ];
+        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(abort(step("poll")(e))),
+        }
+        let msg = crate::sys::recv_packet(&ours)
+            .ok()
+            .flatten()
+            .and_then(|(b, _)| protocol::parse(&b));
+        match msg {
+            Some(InitMsg::Ready) => break,
+            Some(InitMsg::SetupFailed { step, .. }) => return Err(abort(setup(step))),
+            Some(InitMsg::ExecFailed { program, errno }) => {
+                return Err(abort(SandboxError::Exec {
+                    program: format!("{program} (in the container's PATH)"),
+                    errno: Errno::from_raw(errno),
+                }))
+            }
+            None => {
+                if fds[1].any().unwrap_or(false) {
+                    let status = nix::sys::wait::waitpid(child, None);
+                    return Err(setup(format!(
+                        "container init exited during setup ({status:?})"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(Created {
+        pid: child,
+        cgroup_dirs: cg.keep(),
+        sock: ours,
+        pidfd,
+    })
+}
+
+/// Writes multi-range id maps for `child` (the creator is in the parent user namespace).
+fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), String> {
+    let text = |m: &[IdMap]| {
+        m.iter()
+            .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
+            .collect::<String>()
+    };
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        std::fs::write(format!("/proc/{child}/setgroups"), "deny")
+            .map_err(|e| format!("write setgroups: {e}"))?;
+    }
+    for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
+        std::fs::write(format!("/proc/{child}/{file}"), text(maps)).map_err(|e| {
+            format!("write {file}: {e}; mapping ranges needs root (or newuidmap), a rootless caller may map only its own id")
+        })?;
+    }
+    Ok(())
+}
+
+impl Created {
+    /// Starts the monitor (forked, in its own session, stdio on /dev/null), then lets init go
+    /// on to wait for `start`. `exec_socket`: where `reprorun exec` processes send their
+    /// notification listeners. Returns the monitor's pid.
+    pub fn commit(self, plan: &Plan, exec_socket: &Path) -> Result<Pid, SandboxError> {
+        let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+        let listener = if plan.intercept && vdso::SUPPORTED {
+            let _ = std::fs::remove_file(exec_socket);
+            let l = nix::sys::socket::socket(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                SockFlag::SOCK_CLOEXEC,
+                None,
+            )
+            .map_err(step("exec socket"))?;
+            let addr = nix::sys::socket::UnixAddr::new(exec_socket).map_err(step("exec socket"))?;
+            nix::sys::socket::bind(l.as_raw_fd(), &addr).map_err(step("bind exec socket"))?;
+            nix::sys::socket::listen(
+                &l,
+                nix::sys::socket::Backlog::new(16).unwrap_or(nix::sys::socket::Backlog::MAXCONN),
+            )
+            .map_err(step("listen exec socket"))?;
+            Some(l)
+        } else {
+            None
+        };
+        // Init clears its parent-death signal and answers; only then may we exit.
+        nix::sys::socket::send(
+            self.sock.as_raw_fd(),
+            &[init::COMMIT],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        )
+        .map_err(step("commit"))?;
+        let mut ack = [0u8; 1];
+        match nix::sys::socket::recv(
+            self.sock.as_raw_fd(),
+            &mut ack,
+            nix::sys::socket::MsgFlags::empty(),
+        ) {
+            Ok(1) if ack[0] == init::COMMIT => {}
+            _ => return Err(setup("container init exited before it was committed")),
+        }
+        // SAFETY: the creator is single-threaded (no server thread was started in it).
+        let monitor = match unsafe { nix::unistd::fork() }.map_err(step("fork monitor"))? {
+            nix::unistd::ForkResult::Child => {
+                let _ = nix::unistd::setsid();
+                if let Ok(null) = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/null")
+                {
+                    for fd in 0..3 {
+                        let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+                    }
+                }
+                let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
+                // SAFETY: _exit ends the monitor without the creator's atexit handlers.
+                unsafe { libc::_exit(code) }
+            }
+            nix::unistd::ForkResult::Parent { child } => child,
+        };
+        Ok(monitor)
+    }
+}
+
+/// The monitor: one notification server per listener (init's workload, and every process
+/// `reprorun exec` starts), until init exits.
+fn monitor(
+    plan: &Plan,
+    init: Pid,
+    pidfd: &OwnedFd,
+    sock: &OwnedFd,
+    exec_listener: Option<&OwnedFd>,
+) -> i32 {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let config = notify::Config::from_plan(plan);
+    let mut servers = Vec::new();
+    let mut serve = |fd: OwnedFd| {
+        if let Ok(server) = notify::start(config.clone(), notify::PageAt::sandbox(init)) {
+            let _ = server.listener.send(fd);
+            servers.push(server);
+        }
+    };
+    let mut sock_open = true;
+    // Connections of `reprorun exec` processes; each sends its listener before its exec.
+    let mut conns: Vec<OwnedFd> = Vec::new();
+    loop {
+        let mut fds = vec![PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+        let sock_at = sock_open.then(|| {
+            fds.push(PollFd::new(sock.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let listen_at = exec_listener.map(|l| {
+            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let conns_at = fds.len();
+        for c in &conns {
+            fds.push(PollFd::new(c.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return 1,
+        }
+        let ready: Vec<bool> = fds.iter().map(|f| f.any().unwrap_or(false)).collect();
+        drop(fds);
+        if ready[0] {
+            return 0;
+        }
+        if sock_at.is_some_and(|i| ready[i]) {
+            match crate::sys::recv_packet(sock) {
+                Ok(Some((bytes, Some(fd)))) if bytes == [LISTENER_TAG] => serve(fd),
+                Ok(Some(_)) => {}
+                _ => sock_open = false,
+            }
+        }
+        // Connections that spoke (or hung up) are done after one message.
+        let mut keep = Vec::new();
+        for (i, conn) in conns.drain(..).enumerate() {
+            if !ready[conns_at + i] {
+                keep.push(conn);
+                continue;
+            }
+            if let Ok(Some((bytes, Some(fd)))) = crate::sys::recv_packet(&conn) {
+                if bytes == [LISTENER_TAG] {
+                    serve(fd);
+                }
+            }
+        }
+        conns = keep;
+        if let (Some(l), Some(true)) = (exec_listener, listen_at.map(|i| ready[i])) {
+            if let Ok(conn) = nix::sys::socket::accept4(l.as_raw_fd(), SockFlag::SOCK_CLOEXEC) {
+                // SAFETY: accept4 returned a fresh descriptor nothing else owns.
+                conns.push(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(conn) });
+            }
+        }
+    }
+}
+
+/// What a process executed into a running container runs, and as whom.
+pub struct ExecProcess<'a> {
+    pub argv: Vec<String>,
+    pub env: Vec<String>,
+    pub cwd: PathBuf,
+    pub user: Option<crate::plan::ProcessUser>,
+    pub security: crate::security::Security,
+    /// A connected console socket: the process runs on a new pty whose master goes there.
+    pub console: Option<OwnedFd>,
+    /// The container's plan (clock, seed, identity, umask, CPUs).
+    pub plan: &'a Plan,
+    pub cgroup_dirs: &'a [PathBuf],
+    pub exec_socket: &'a Path,
+}
+
+/// Starts `process` in the namespaces and cgroup of the container whose init is `init`.
+/// Returns the new process's pid and, unless `detach`, waits for it and returns its exit
+/// code too. With `detach` the process is orphaned (a child subreaper such as conmon reaps it).
+pub fn exec_into(
+    init: Pid,
+    process: ExecProcess,
+    detach: bool,
+) -> Result<(Pid, Option<i32>), SandboxError> {
+    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+    let seccomp = crate::security::seccomp::compile(&process.security.seccomp)
+        .map_err(|e| setup(e.to_string()))?;
+    // The namespaces to enter, opened now: user first (it grants the rest), mount last.
+    let mut nss = Vec::new();
+    for (name, flag) in [
+        ("user", libc::CLONE_NEWUSER),
+        ("ipc", libc::CLONE_NEWIPC),
+        ("uts", libc::CLONE_NEWUTS),
+        ("net", libc::CLONE_NEWNET),
+        ("cgroup", libc::CLONE_NEWCGROUP),
+        ("pid", libc::CLONE_NEWPID),
+        ("time_for_children", libc::CLONE_NEWTIME),
+        ("mnt", libc::CLONE_NEWNS),
+    ] {
+        let theirs = format!("/proc/{init}/ns/{name}");
+        let ours = format!("/proc/self/ns/{}", name.trim_end_matches("_for_children"));
+        let same = match (std::fs::metadata(&theirs), std::fs::metadata(&ours)) {
+            (Ok(a), Ok(b)) => {
+                use std::os::unix::fs::MetadataExt;
+                a.ino() == b.ino() && a.dev() == b.dev()
+            }
+            (Err(e), _) => {
+                return Err(setup(format!(
+                    "open {theirs}: {e}; is the container running?"
+                )))
+            }
+            _ => false,
+        };
+        if !same {
+            let f =
+                std::fs::File::open(&theirs).map_err(|e| setup(format!("open {theirs}: {e}")))?;
+            nss.push((f, flag));
+        }
+    }
+    let (status_r, status_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(step("pipe"))?;
+    let notify_sock = if process.plan.intercept && vdso::SUPPORTED {
+        let s = nix::sys::socket::socket(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(step("socket"))?;
+        let addr = nix::sys::socket::UnixAddr::new(process.exec_socket).map_err(step("socket"))?;
+        nix::sys::socket::connect(s.as_raw_fd(), &addr)
+            .map_err(|e| setup(format!("connect to the container's monitor: {e}")))?;
+        Some(s)
+    } else {
+        None
+    };
+    // SAFETY: this process is single-threaded here (the CLI starts no threads before).
+    let joiner = match unsafe { nix::unistd::fork() }.map_err(step("fork"))? {
+        nix::unistd::ForkResult::Child => {
+            drop(status_r);
+            let code = join_and_run(
+                &process,
+                &nss,
+                &seccomp,
+                notify_sock.as_ref(),
+                &status_w,
+                detach,
+            );
+            // SAFETY: _exit ends the helper without the parent's cleanup.
+            unsafe { libc::_exit(code) }
+        }
+        nix::unistd::ForkResult::Parent { child } => child,
+    };
+    drop(status_w);
+    // The helper writes the process's pid (4 bytes) once its exec went through, or an errno
+    // (negated) on failure.
+    let mut buf = [0u8; 4];
+    let got = nix::unistd::read(status_r.as_raw_fd(), &mut buf);
+    let value = i32::from_ne_bytes(buf);
+    if !matches!(got, Ok(4)) || value <= 0 {
+        let _ = nix::sys::wait::waitpid(joiner, None);
+        let errno = Errno::from_raw(if matches!(got, Ok(4)) {
+            -value
+        } else {
+            libc::EIO
+        });
+        return Err(SandboxError::Exec {
+            program: process.argv[0].clone(),
+            errno,
+        });
+    }
+    let pid = Pid::from_raw(value);
+    if detach {
+        let _ = nix::sys::wait::waitpid(joiner, None);
+        return Ok((pid, None));
+    }
+    signals::block_supervised().map_err(step("block signals"))?;
+    let mut msgs = Vec::new();
+    let watched = super::supervisor::watch(
+        joiner,
+        None,
+        || {},
+        super::supervisor::Watch {
+            reap_all: false,
+            sock: None,
+        },
+        &mut msgs,
+    )?;
+    Ok((
+        pid,
+        Some(watched.outcome(crate::plan::Isolation::Full).exit_code),
+    ))
+}
+
+/// In the helper: join the cgroup and namespaces, fork the process into the pid namespace,
+/// report its pid, and (unless detached) wait for it.
+fn join_and_run(
+    p: &ExecProcess,
+    nss: &[(std::fs::File, libc::c_int)],
+    seccomp: &[seccompiler::BpfProgram],
+    notify_sock: Option<&OwnedFd>,
+    status: &OwnedFd,
+    detach: bool,
+) -> i32 {
+    let report = |v: i32| {
+        let _ = nix::unistd::write(status, &v.to_ne_bytes());
+    };
+    for dir in p.cgroup_dirs {
+        let _ = std::fs::write(dir.join("cgroup.procs"), "0");
+    }
+    for (f, flag) in nss {
+        if let Err(e) = nix::sched::setns(f, nix::sched::CloneFlags::from_bits_retain(*flag)) {
+            report(-(e as i32));
+            return 125;
+        }
+    }
+    let filter = notify::Config::from_plan(p.plan).filter();
+    let terminal = match &p.console {
+        Some(c) => match init::open_terminal(Some(c)) {
+            Ok(slave) => Some(slave),
+            Err(_) => {
+                report(-libc::EIO);
+                return 125;
+            }
+        },
+        None => None,
+    };
+    let Ok((exec_r, exec_w)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        report(-libc::EMFILE);
+        return 125;
+    };
+    // SAFETY: the helper is single-threaded.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => {
+            report(-(e as i32));
+            125
+        }
+        Ok(nix::unistd::ForkResult::Child) => {
+            let errno = (|| {
+                if let Some(t) = &terminal {
+                    nix::unistd::setsid()?;
+                    // SAFETY: TIOCSCTTY takes an int; the descriptor is a terminal.
+                    Errno::result(unsafe { libc::ioctl(t.as_raw_fd(), libc::TIOCSCTTY, 0) })?;
+                    for fd in 0..3 {
+                        nix::unistd::dup2(t.as_raw_fd(), fd)?;
+                    }
+                }
+                nix::unistd::chdir(&p.cwd)?;
+                let pins = super::exec::ProcessPins {
+                    umask: p.plan.umask,
+                    cpus: p.plan.identity.cpus,
+                    security: &p.security,
+                    seccomp,
+                    user: p.user.as_ref(),
+                    oom_score_adj: None,
+                };
+                let notify = notify_sock.map(|sock| super::exec::Notify {
+                    sock,
+                    filter: &filter,
+                });
+                Err(super::exec::exec(&p.argv, &p.env, pins, true, notify))
+            })()
+            .unwrap_or_else(|e: Errno| e);
+            let _ = nix::unistd::write(&exec_w, &(errno as i32).to_ne_bytes());
+            // SAFETY: _exit ends the failed child at once.
+            unsafe { libc::_exit(super::exec::exit_code_for(errno as i32)) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(exec_w);
+            let mut buf = [0u8; 4];
+            if let Ok(4) = nix::unistd::read(exec_r.as_raw_fd(), &mut buf) {
+                let _ = nix::sys::wait::waitpid(child, None);
+                report(-i32::from_ne_bytes(buf));
+                return 125;
+            }
+            report(child.as_raw());
+            if detach {
+                return 0;
+            }
+            match nix::sys::wait::waitpid(child, None) {
+                Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
+                Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
+                _ => 125,
+            }
+        }
+    }
+}
+
+/// Waits for init, a child of this process (`reprorun run`), forwarding signals to it;
+/// returns its exit code (128+N for signal N).
+pub fn wait_init(init: Pid) -> Result<i32, SandboxError> {
+    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+    signals::block_supervised().map_err(step("block signals"))?;
+    let mut msgs = Vec::new();
+    let watched = super::supervisor::watch(
+        init,
+        None,
+        || {},
+        super::supervisor::Watch {
+            reap_all: false,
+            sock: None,
+        },
+        &mut msgs,
+    )?;
+    Ok(watched.outcome(crate::plan::Isolation::Full).exit_code)
+}
