@@ -8,5 +8,6 @@ mod escape;
 mod exec;
 mod isolation;
 mod lifecycle;
+mod oci;
 mod time;
 mod variation;

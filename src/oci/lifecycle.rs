@@ -94,10 +94,13 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             ),
         ));
     }
-    let cg_path = c
-        .cgroups_path
-        .clone()
-        .unwrap_or_else(|| format!("reprorun/{}", o.id));
+    let cg_path = c.cgroups_path.clone().unwrap_or_else(|| {
+        // Unique even across state roots and against a cgroup a killed run left.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        format!("reprorun/{}-{}-{nanos}", o.id, std::process::id())
+    });
     let created = match container::create(&c.plan, CgroupPlace { path: &cg_path }, &fifo, console) {
         Ok(x) => x,
         Err(e) => return Err(cleanup(dir, e.into())),

@@ -60,7 +60,11 @@ pub struct Process {
     pub scheduler: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_priority: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "execCPUAffinity",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub exec_cpu_affinity: Option<serde_json::Value>,
 }
 
@@ -246,7 +250,7 @@ pub struct Resources {
     pub cpu: Option<Cpu>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<Pids>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "blockIO", default, skip_serializing_if = "Option::is_none")]
     pub block_io: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hugepage_limits: Option<serde_json::Value>,
@@ -283,11 +287,15 @@ pub struct Memory {
     pub swap: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "kernelTCP", default, skip_serializing_if = "Option::is_none")]
     pub kernel_tcp: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swappiness: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "disableOOMKiller",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub disable_oom_killer: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_hierarchy: Option<bool>,

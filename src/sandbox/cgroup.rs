@@ -230,6 +230,14 @@ impl Cgroup {
         Ok(cg)
     }
 
+    /// No cgroup at all (an unprivileged caller's container without limits).
+    pub fn none() -> Cgroup {
+        Cgroup {
+            version: Version::V2,
+            dirs: Vec::new(),
+        }
+    }
+
     /// Keeps the directories after this value is gone (an OCI container's cgroup outlives
     /// `create`); [`remove_dirs`] removes them.
     pub fn keep(self) -> Vec<PathBuf> {

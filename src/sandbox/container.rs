@@ -56,8 +56,14 @@ pub fn create(
     super::raise_nofile();
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
         .map_err(|e| setup(e.to_string()))?;
-    let cg =
-        cgroup::Cgroup::create_at(&plan.resources, place.path).map_err(|e| setup(e.to_string()))?;
+    let cg = match cgroup::Cgroup::create_at(&plan.resources, place.path) {
+        Ok(cg) => cg,
+        // Without limits a cgroup is only bookkeeping: an unprivileged caller goes without.
+        Err(_) if !plan.resources.any() && !nix::unistd::geteuid().is_root() => {
+            cgroup::Cgroup::none()
+        }
+        Err(e) => return Err(setup(e.to_string())),
+    };
     // Joined namespaces that only affect children (pid, time) or that do not change this
     // process's view of files: entered here, so that init is cloned into them.
     for j in &plan.join {

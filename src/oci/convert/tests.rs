@@ -200,7 +200,12 @@ fn unknown_and_unsupported_fields_are_named() {
         ),
         (
             "linux.uidMappings",
-            Box::new(|c| c["linux"]["namespaces"][5] = serde_json::json!({"type": "user"})),
+            Box::new(|c| {
+                c["linux"]["namespaces"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"type": "user"}))
+            }),
         ),
         (
             "process.capabilities.bounding",

@@ -1,0 +1,662 @@
+//! The OCI runtime: runc's lifecycle over config.json bundles, and podman driving reprorun.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+
+/// Busybox applets the bundles use.
+const APPLETS: &[&str] = &[
+    "sh", "echo", "sleep", "date", "cat", "ls", "id", "tty", "true", "env", "touch", "test",
+];
+
+/// A bundle: a busybox rootfs and `reprorun spec`'s config with `args` and `edit` applied.
+struct Bundle {
+    work: Work,
+    state: PathBuf,
+}
+
+impl Bundle {
+    fn new(args: &[&str], edit: impl FnOnce(&mut serde_json::Value)) -> Bundle {
+        let work = Work::new();
+        let rootfs = work.path().join("rootfs");
+        for d in ["bin", "etc", "tmp", "proc", "sys", "dev", "shared"] {
+            std::fs::create_dir_all(rootfs.join(d)).unwrap();
+        }
+        std::fs::copy("/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+        for a in APPLETS {
+            std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(a)).unwrap();
+        }
+        std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/:/bin/sh\n").unwrap();
+        let o = work.run(&["spec"]);
+        expect_code(&o, 0);
+        let path = work.path().join("config.json");
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config["process"]["args"] = serde_json::json!(args);
+        config["root"]["readonly"] = false.into();
+        // A host directory the tests look into.
+        let shared = work.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        config["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "destination": "/shared", "type": "bind",
+                "source": shared, "options": ["rbind", "rw"]
+            }));
+        edit(&mut config);
+        std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+        let state = work.path().join("state");
+        Bundle { work, state }
+    }
+
+    fn shared(&self) -> PathBuf {
+        self.work.path().join("shared")
+    }
+
+    /// `reprorun --root STATE ARGS` in the bundle directory.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = self.work.cmd(&["--root", self.state.to_str().unwrap()]);
+        c.args(args);
+        c
+    }
+
+    /// Runs to completion with stdout and stderr in files, not pipes: after `create`, the
+    /// container's init keeps the caller's stdio (runc's contract), so a pipe would not
+    /// close until the container exits.
+    fn run(&self, args: &[&str]) -> Output {
+        run_to_files(self.cmd(args))
+    }
+
+    fn state_of(&self, id: &str) -> serde_json::Value {
+        let o = self.run(&["state", id]);
+        serde_json::from_str(&expect_code(&o, 0)).unwrap()
+    }
+}
+
+impl Drop for Bundle {
+    /// A failed test leaves no container behind.
+    fn drop(&mut self) {
+        let ids = stdout(&self.run(&["list", "-q"]));
+        for id in ids.lines() {
+            let _ = self.run(&["delete", "--force", id]);
+        }
+    }
+}
+
+fn run_to_files(mut cmd: Command) -> Output {
+    let out = tempfile::tempfile().unwrap();
+    let err = tempfile::tempfile().unwrap();
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .status()
+        .expect("run reprorun");
+    let read = |mut f: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut v = Vec::new();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.read_to_end(&mut v).unwrap();
+        v
+    };
+    Output {
+        status,
+        stdout: read(out),
+        stderr: read(err),
+    }
+}
+
+fn alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[test]
+fn lifecycle_create_start_exec_kill_delete() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(
+        &["sh", "-c", "touch /shared/started; exec sleep 1000"],
+        |c| {
+            c["annotations"] = serde_json::json!({"org.reprorun.date": "2020-01-01"});
+        },
+    );
+    let pid_file = b.work.path().join("pid");
+    let o = b.run(&["create", "--pid-file", pid_file.to_str().unwrap(), "c1"]);
+    expect_code(&o, 0);
+    let pid: i64 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let st = b.state_of("c1");
+    assert_eq!(st["status"], "created");
+    assert_eq!(st["pid"], pid);
+    assert_eq!(st["id"], "c1");
+    assert_eq!(
+        st["bundle"],
+        b.work.path().canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(st["annotations"]["org.reprorun.date"], "2020-01-01");
+    // Created: the process waits, nothing of it ran yet.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!b.shared().join("started").exists());
+    assert!(alive(pid));
+    // A second create of the same id is refused; a created container cannot exec.
+    expect_error(&b.run(&["create", "c1"]), "already exists");
+    expect_error(&b.run(&["exec", "c1", "true"]), "is created");
+
+    expect_code(&b.run(&["start", "c1"]), 0);
+    assert!(wait_until(Duration::from_secs(10), || b
+        .shared()
+        .join("started")
+        .exists()));
+    assert_eq!(b.state_of("c1")["status"], "running");
+    expect_error(&b.run(&["start", "c1"]), "only a created container");
+    let list = expect_code(&b.run(&["list", "--format", "json"]), 0);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["id"], "c1");
+    assert_eq!(list[0]["status"], "running");
+    let ps = expect_code(&b.run(&["ps", "--format", "json", "c1"]), 0);
+    let ps: Vec<i64> = serde_json::from_str(&ps).unwrap();
+    assert!(ps.contains(&pid) && ps.len() >= 2, "{ps:?}");
+
+    // exec in runc's form (the first word names a container): output, status, env, and
+    // the container's pinned clock reaches the static busybox `date` of an exec'd process.
+    let o = b.run(&["exec", "c1", "sh", "-c", "date +%Y; echo $FOO; exit 4"]);
+    assert_eq!(o.status.code(), Some(4), "{o:?}");
+    assert_eq!(stdout(&o), "2020\n\n");
+    let o = b.run(&[
+        "exec",
+        "--env",
+        "FOO=bar",
+        "--cwd",
+        "/tmp",
+        "c1",
+        "sh",
+        "-c",
+        "echo $FOO; pwd",
+    ]);
+    assert_eq!(expect_code(&o, 0), "bar\n/tmp\n");
+    // --process FILE and --detach with --pid-file, as conmon calls it.
+    let proc_file = b.work.path().join("process.json");
+    std::fs::write(
+        &proc_file,
+        serde_json::json!({
+            "user": {"uid": 0, "gid": 0}, "cwd": "/",
+            "args": ["sh", "-c", "date +%Y > /shared/exec-date"],
+            "env": ["PATH=/bin"]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let exec_pid = b.work.path().join("exec.pid");
+    let o = b.run(&[
+        "exec",
+        "--process",
+        proc_file.to_str().unwrap(),
+        "--detach",
+        "--pid-file",
+        exec_pid.to_str().unwrap(),
+        "c1",
+    ]);
+    expect_code(&o, 0);
+    assert!(
+        std::fs::read_to_string(&exec_pid)
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(b.shared().join("exec-date")).is_ok_and(|s| s == "2020\n")
+    }));
+    let o = b.run(&["exec", "c1", "/no/such/program"]);
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    assert!(stderr(&o).contains("command not found"), "{o:?}");
+
+    // A running container is not deleted without --force; kill stops it.
+    expect_error(&b.run(&["delete", "c1"]), "--force");
+    expect_code(&b.run(&["kill", "c1", "KILL"]), 0);
+    assert!(wait_until(Duration::from_secs(10), || !alive(pid)));
+    let st = b.state_of("c1");
+    assert_eq!(st["status"], "stopped");
+    expect_error(&b.run(&["kill", "c1", "TERM"]), "stopped");
+    expect_code(&b.run(&["delete", "c1"]), 0);
+    expect_error(&b.run(&["state", "c1"]), "does not exist");
+    assert_eq!(expect_code(&b.run(&["list", "-q"]), 0), "");
+    assert!(!b.state.join("c1").exists());
+}
+
+#[test]
+fn run_waits_and_propagates_status_and_signals() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "date +%Y; cat /proc/cpuinfo | grep -c ^processor; exit 3",
+        ],
+        |c| {
+            c["annotations"] =
+                serde_json::json!({"org.reprorun.date": "2020-06-01", "org.reprorun.cpus": "1"});
+        },
+    );
+    let o = b.run(&["run", "r1"]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert_eq!(stdout(&o), "2020\n1\n");
+    assert!(!b.state.join("r1").exists(), "run deletes the container");
+    // Without the determinism layer the clock is the host's.
+    let b = Bundle::new(&["date", "+%Y"], |c| {
+        c["annotations"] = serde_json::json!({"org.reprorun.determinism": "off"});
+    });
+    let o = b.run(&["run", "r2"]);
+    assert_ne!(expect_code(&o, 0), "2020\n");
+    assert_ne!(stdout(&o), "2024\n");
+    // A container killed by a signal reports 128+N.
+    let b = Bundle::new(&["sh", "-c", "kill -9 $$"], |_| {});
+    assert_eq!(b.run(&["run", "r3"]).status.code(), Some(137));
+}
+
+#[test]
+fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(&["true"], |_| {});
+    let one_line = |o: &Output, needle: &str| {
+        expect_error(o, needle);
+        assert_eq!(stderr(o).trim().lines().count(), 1, "{o:?}");
+    };
+    one_line(
+        &b.run(&["create", "--bundle", "/nonexistent", "x1"]),
+        "config.json",
+    );
+    one_line(&b.run(&["start", "nope"]), "does not exist");
+    one_line(&b.run(&["state", "nope"]), "does not exist");
+    one_line(&b.run(&["delete", "nope"]), "does not exist");
+    one_line(&b.run(&["create", "../escape"]), "invalid");
+    one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
+    one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");
+    // Unknown fields, unsupported fields, missing programs: nothing left behind.
+    for (edit, needle, code) in [
+        (serde_json::json!({"process": {"bogus": 1}}), "bogus", 125),
+        (
+            serde_json::json!({"linux": {"resources": {"cpu": {"shares": 2}}}}),
+            "linux.resources.cpu.shares",
+            125,
+        ),
+        (
+            serde_json::json!({"annotations": {"org.reprorun.sede": "1"}}),
+            "org.reprorun.sede",
+            125,
+        ),
+        (
+            serde_json::json!({"process": {"args": ["/no/such/program"]}}),
+            "command not found",
+            127,
+        ),
+    ] {
+        let b = Bundle::new(&["true"], |c| merge(c, &edit));
+        let o = b.run(&["create", "bad"]);
+        assert_eq!(o.status.code(), Some(code), "{needle}: {o:?}");
+        assert!(stderr(&o).contains(needle), "{needle}: {o:?}");
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{o:?}");
+        let left: Vec<_> = std::fs::read_dir(&b.state).unwrap().collect();
+        assert!(left.is_empty(), "{needle}: {left:?}");
+    }
+    // The remains of a create that crashed (its creator gone) are cleared, and the id is
+    // free again.
+    let crashed = b.state.join("ghost");
+    std::fs::create_dir_all(&crashed).unwrap();
+    std::fs::write(crashed.join("creating"), "999999999").unwrap();
+    assert_eq!(expect_code(&b.run(&["list", "-q"]), 0), "");
+    assert!(!crashed.exists());
+    std::fs::create_dir_all(&crashed).unwrap();
+    std::fs::write(crashed.join("creating"), "999999999").unwrap();
+    expect_code(&b.run(&["create", "ghost"]), 0);
+    expect_code(&b.run(&["delete", "ghost"]), 0);
+}
+
+/// Merges `patch` into `target` (objects recursively; anything else replaces).
+fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (target, patch) {
+        (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge(t.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+#[test]
+fn concurrent_containers_do_not_interfere() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(&["sh", "-c", "echo $HOSTNAME > /dev/null"], |_| {});
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let create = b.cmd(&["create", &format!("p{i}")]);
+            let start = b.cmd(&["start", &format!("p{i}")]);
+            let delete = b.cmd(&["delete", "--force", &format!("p{i}")]);
+            std::thread::spawn(move || {
+                let a = run_to_files(create);
+                let s = run_to_files(start);
+                let d = run_to_files(delete);
+                (a, s, d)
+            })
+        })
+        .collect();
+    for t in threads {
+        let (a, s, d) = t.join().unwrap();
+        expect_code(&a, 0);
+        expect_code(&s, 0);
+        expect_code(&d, 0);
+    }
+    assert!(std::fs::read_dir(&b.state).unwrap().next().is_none());
+}
+
+#[test]
+fn hooks_run_at_their_stages_with_the_state() {
+    if !is_root() {
+        return;
+    }
+    let log = tempfile::tempdir().unwrap();
+    let hook = |stage: &str| {
+        let out = log.path().join(stage);
+        serde_json::json!({
+            "path": "/bin/sh",
+            "args": ["sh", "-c", format!("cat > {}", out.display())],
+        })
+    };
+    let b = Bundle::new(&["true"], |c| {
+        c["hooks"] = serde_json::json!({
+            "createRuntime": [hook("createRuntime")],
+            "poststart": [hook("poststart")],
+            "poststop": [hook("poststop")],
+        });
+    });
+    expect_code(&b.run(&["create", "h1"]), 0);
+    let created = read_json(&log.path().join("createRuntime"));
+    assert_eq!(created["id"], "h1");
+    assert_eq!(created["status"], "created");
+    assert!(!log.path().join("poststart").exists());
+    expect_code(&b.run(&["start", "h1"]), 0);
+    assert_eq!(
+        read_json(&log.path().join("poststart"))["status"],
+        "running"
+    );
+    assert!(!log.path().join("poststop").exists());
+    assert!(wait_until(Duration::from_secs(10), || b.state_of("h1")
+        ["status"]
+        == "stopped"));
+    expect_code(&b.run(&["delete", "h1"]), 0);
+    assert_eq!(read_json(&log.path().join("poststop"))["status"], "stopped");
+    // A failing createRuntime hook fails the create and leaves nothing.
+    let b = Bundle::new(&["true"], |c| {
+        c["hooks"] = serde_json::json!({"createRuntime": [{"path": "/bin/false"}]});
+    });
+    expect_error(&b.run(&["create", "h2"]), "createRuntime hook /bin/false");
+    assert!(std::fs::read_dir(&b.state).unwrap().next().is_none());
+}
+
+/// Receives one descriptor sent with SCM_RIGHTS on a connected stream.
+fn recv_fd(sock: &std::os::unix::net::UnixStream) -> OwnedFd {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut buf = [0u8; 64];
+    let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::empty(),
+    )
+    .expect("recvmsg");
+    for c in msg.cmsgs().unwrap() {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            // SAFETY: the kernel installed this descriptor for us.
+            return unsafe { OwnedFd::from_raw_fd(fds[0]) };
+        }
+    }
+    panic!("no descriptor received");
+}
+
+#[test]
+fn terminal_master_goes_out_on_the_console_socket() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(&["sh", "-c", "tty; echo done"], |c| {
+        c["process"]["terminal"] = true.into();
+    });
+    let sock_path = b.work.path().join("console.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
+    let o = b.run(&[
+        "create",
+        "--console-socket",
+        sock_path.to_str().unwrap(),
+        "t1",
+    ]);
+    expect_code(&o, 0);
+    let (conn, _) = listener.accept().unwrap();
+    let master = recv_fd(&conn);
+    expect_code(&b.run(&["start", "t1"]), 0);
+    let mut out = Vec::new();
+    let mut f = std::fs::File::from(master);
+    let mut buf = [0u8; 256];
+    loop {
+        use std::io::Read;
+        match f.read(&mut buf) {
+            Ok(0) | Err(_) => break, // EIO once the last slave closes
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+        if String::from_utf8_lossy(&out).contains("done") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("/dev/pts/0"), "{text:?}");
+    // Without a console socket, a terminal config is refused.
+    let o = b.run(&["create", "t2"]);
+    expect_error(&o, "--console-socket");
+    let _ = b.run(&["delete", "--force", "t1"]);
+}
+
+#[test]
+fn features_and_spec_documents() {
+    let w = Work::new();
+    let o = w.run(&["features"]);
+    let f: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    assert_eq!(f["ociVersionMax"], "1.2.0");
+    assert!(f["linux"]["namespaces"]
+        .as_array()
+        .unwrap()
+        .contains(&"time".into()));
+    assert!(f["annotations"]["org.reprorun.date"].is_string());
+    expect_code(&w.run(&["spec", "--rootless"]), 0);
+    let c = read_json(&w.path().join("config.json"));
+    assert!(c["linux"]["uidMappings"].is_array());
+    expect_error(&w.run(&["spec"]), "exists already");
+}
+
+#[test]
+fn rootless_user_runs_a_rootless_bundle() {
+    let Some(user) = rootless_user() else { return };
+    let (_bin_dir, bin) = world_readable_binary();
+    let b = Bundle::new(&["sh", "-c", "id -u; date +%Y"], |_| {});
+    let mut config = read_json(&b.work.path().join("config.json"));
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "user"}));
+    let map = |id: u32| serde_json::json!([{"containerID": 0, "hostID": id, "size": 1}]);
+    config["linux"]["uidMappings"] = map(user.0);
+    config["linux"]["gidMappings"] = map(user.1);
+    // Without the host bind (another user's directory).
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["destination"] != "/shared");
+    std::fs::write(b.work.path().join("config.json"), config.to_string()).unwrap();
+    // A rootless user's root filesystem is their own.
+    let chown = Command::new("chown")
+        .args(["-R", &format!("{}:{}", user.0, user.1)])
+        .arg(b.work.path().join("rootfs"))
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let state = b.work.path().join("rstate");
+    let o = as_user(
+        user,
+        &bin,
+        &["--root", state.to_str().unwrap(), "run", "rl1"],
+        b.work.path(),
+    );
+    assert_eq!(expect_code(&o, 0), "0\n2024\n");
+    // Root's state is not the user's: the user cannot see or touch another root's state.
+    let o = as_user(
+        user,
+        &bin,
+        &["--root", "/run/reprorun", "list"],
+        b.work.path(),
+    );
+    assert_ne!(o.status.code(), Some(0), "{o:?}");
+}
+
+/// podman, with conmon, driving reprorun as its OCI runtime.
+mod podman {
+    use super::*;
+
+    const IMAGE: &str = "localhost/reprorun-test-busybox:latest";
+
+    fn podman() -> Option<Command> {
+        if !is_root() || Command::new("podman").arg("--version").output().is_err() {
+            eprintln!("skipped: podman needs root and the podman package");
+            return None;
+        }
+        let mut c = Command::new("podman");
+        c.args([
+            "--runtime",
+            BIN,
+            "--cgroup-manager=cgroupfs",
+            "--events-backend=file",
+        ]);
+        c.stdin(Stdio::null());
+        Some(c)
+    }
+
+    /// The busybox image, imported once.
+    fn image() -> Option<()> {
+        static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+        let mut done = ONCE.lock().unwrap();
+        if *done {
+            return Some(());
+        }
+        let mut p = podman()?;
+        let have = p.args(["image", "exists", IMAGE]).status().unwrap();
+        if !have.success() {
+            let b = Bundle::new(&["true"], |_| {});
+            let tar = b.work.path().join("rootfs.tar");
+            let t = Command::new("tar")
+                .args(["-C", b.work.path().join("rootfs").to_str().unwrap(), "-cf"])
+                .arg(&tar)
+                .arg(".")
+                .status()
+                .unwrap();
+            assert!(t.success());
+            let o = podman()?
+                .args(["import"])
+                .arg(&tar)
+                .arg(IMAGE)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{o:?}");
+        }
+        *done = true;
+        Some(())
+    }
+
+    fn run(args: &[&str]) -> Option<Output> {
+        image()?;
+        let mut p = podman()?;
+        p.args(args);
+        Some(run_to_files(p))
+    }
+
+    const LIMITS: &[&str] = &[
+        "--network",
+        "none",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=1024:1024",
+    ];
+
+    fn podman_run(extra: &[&str], cmd: &[&str]) -> Option<Output> {
+        let mut args = vec!["run", "--rm"];
+        args.extend_from_slice(LIMITS);
+        args.extend_from_slice(extra);
+        args.push(IMAGE);
+        args.extend_from_slice(cmd);
+        run(&args)
+    }
+
+    #[test]
+    fn podman_run_prints_and_propagates_exit_codes() {
+        let Some(o) = podman_run(&[], &["echo", "hi"]) else {
+            return;
+        };
+        assert_eq!(expect_code(&o, 0), "hi\n");
+        let o = podman_run(&[], &["sh", "-c", "exit 7"]).unwrap();
+        assert_eq!(o.status.code(), Some(7), "{o:?}");
+        let o = podman_run(&[], &["no-such-program"]).unwrap();
+        assert_eq!(o.status.code(), Some(127), "{o:?}");
+    }
+
+    #[test]
+    fn podman_annotation_pins_the_date_of_a_static_binary() {
+        let Some(o) = podman_run(
+            &["--annotation", "org.reprorun.date=2020-01-01"],
+            &["date", "+%Y-%m-%d"],
+        ) else {
+            return;
+        };
+        assert_eq!(expect_code(&o, 0), "2020-01-01\n");
+        // The default: reprorun's pinned date.
+        let o = podman_run(&[], &["date", "+%Y"]).unwrap();
+        assert_eq!(expect_code(&o, 0), "2024\n");
+    }
+
+    #[test]
+    fn podman_detach_exec_stop_rm() {
+        let mut args = vec!["run", "-d"];
+        args.extend_from_slice(LIMITS);
+        args.extend_from_slice(&[
+            "--annotation",
+            "org.reprorun.date=2021-03-04",
+            IMAGE,
+            "sleep",
+            "1000",
+        ]);
+        let Some(o) = run(&args) else { return };
+        let id = expect_code(&o, 0).trim().to_string();
+        let o = run(&["exec", &id, "sh", "-c", "date +%Y; exit 5"]).unwrap();
+        assert_eq!(o.status.code(), Some(5), "{o:?}");
+        assert_eq!(stdout(&o), "2021\n");
+        let o = run(&["inspect", "--format", "{{.State.Status}}", &id]).unwrap();
+        assert_eq!(expect_code(&o, 0), "running\n");
+        expect_code(&run(&["stop", "-t", "2", &id]).unwrap(), 0);
+        let o = run(&["inspect", "--format", "{{.State.Status}}", &id]).unwrap();
+        assert_eq!(expect_code(&o, 0), "exited\n");
+        expect_code(&run(&["rm", &id]).unwrap(), 0);
+        let o = run(&["inspect", &id]).unwrap();
+        assert_ne!(o.status.code(), Some(0));
+    }
+}
