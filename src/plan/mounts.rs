@@ -91,6 +91,21 @@ pub enum MountOp {
     },
     /// Makes the skeleton root read-only once every mount point exists.
     ReadonlyRoot,
+    /// A fresh writable overlay at `dest` (the root, for `exec --image`): `lower`, a host
+    /// directory (the image's flattened root), is never written; the upper and work
+    /// directories live in a private tmpfs that ends with the run.
+    Overlay {
+        lower: PathBuf,
+        dest: PathBuf,
+    },
+    /// Writes `ld.so.preload` naming `lib` into `etc` on a writable root (an image's
+    /// overlay), replacing whatever is there, instead of covering `etc` like [`Preload`].
+    ///
+    /// [`Preload`]: MountOp::Preload
+    PreloadFile {
+        etc: PathBuf,
+        lib: PathBuf,
+    },
 }
 
 impl MountOp {
@@ -111,6 +126,8 @@ impl MountOp {
             | MountOp::Mask { dest }
             | MountOp::ReadonlyPath { dest }
             | MountOp::Preload { etc: dest, .. }
+            | MountOp::PreloadFile { etc: dest, .. }
+            | MountOp::Overlay { dest, .. }
             | MountOp::Readonly { dest } => Some(dest),
             MountOp::ReadonlyRoot => None,
         }
