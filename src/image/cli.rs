@@ -112,7 +112,12 @@ fn dispatch(args: ImageArgs) -> Result<(), ImageError> {
                 let text = serde_json::to_string_pretty(&images).expect("records serialize");
                 writeln!(out, "{text}").map_err(print)?;
             } else {
-                writeln!(out, "{:<40} {:<12} {:>10}  CREATED", "NAME", "DIGEST", "SIZE").map_err(print)?;
+                writeln!(
+                    out,
+                    "{:<40} {:<12} {:>10}  CREATED",
+                    "NAME", "DIGEST", "SIZE"
+                )
+                .map_err(print)?;
                 for rec in &images {
                     for name in names_or_none(rec) {
                         writeln!(
@@ -133,7 +138,11 @@ fn dispatch(args: ImageArgs) -> Result<(), ImageError> {
             let rec = store.record(&digest)?;
             let mut value = serde_json::to_value(&rec).expect("records serialize");
             value["rootfs"] = serde_json::Value::String(
-                store.image_dir(&digest).join("rootfs").display().to_string(),
+                store
+                    .image_dir(&digest)
+                    .join("rootfs")
+                    .display()
+                    .to_string(),
             );
             let text = serde_json::to_string_pretty(&value).expect("values serialize");
             writeln!(out, "{text}").map_err(print)?;

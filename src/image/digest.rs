@@ -110,8 +110,14 @@ impl<R: Read> Read for Hashing<R> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Mismatch {
     /// More or fewer bytes than the descriptor's size (`None`: more than the size).
-    Size { expected: u64, actual: Option<u64> },
-    Digest { expected: Digest, actual: Digest },
+    Size {
+        expected: u64,
+        actual: Option<u64>,
+    },
+    Digest {
+        expected: Digest,
+        actual: Digest,
+    },
 }
 
 /// Copies at most `expected_size + 1` bytes of `src` into `dst`, and checks the size and the
@@ -151,7 +157,10 @@ mod tests {
 
     #[test]
     fn parse_accepts_only_sha256_hex() {
-        assert_eq!(Digest::parse(&format!("sha256:{EMPTY}")).unwrap().hex(), EMPTY);
+        assert_eq!(
+            Digest::parse(&format!("sha256:{EMPTY}")).unwrap().hex(),
+            EMPTY
+        );
         for bad in [
             EMPTY.to_string(),
             format!("sha512:{EMPTY}"),
@@ -169,7 +178,10 @@ mod tests {
     fn verified_copy_checks_size_and_digest() {
         let good = Digest::of(b"hello");
         let mut out = Vec::new();
-        assert_eq!(copy_verified(&b"hello"[..], &mut out, &good, 5).unwrap(), Ok(()));
+        assert_eq!(
+            copy_verified(&b"hello"[..], &mut out, &good, 5).unwrap(),
+            Ok(())
+        );
         assert_eq!(out, b"hello");
 
         let r = copy_verified(&b"hellx"[..], Vec::new(), &good, 5).unwrap();

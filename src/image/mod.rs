@@ -123,17 +123,21 @@ pub fn import(store: &Store, req: &ImportRequest) -> Result<Vec<ImageRecord>, Im
         .name
         .as_deref()
         .map(|n| {
-            ImageName::parse(n).map(|n| n.to_string()).map_err(|why| ImageError::Name {
-                name: n.to_string(),
-                why,
-            })
+            ImageName::parse(n)
+                .map(|n| n.to_string())
+                .map_err(|why| ImageError::Name {
+                    name: n.to_string(),
+                    why,
+                })
         })
         .transpose()?;
     let _lock = store.lock()?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let work = store.tmp().join(format!("import-{}-{nanos}", std::process::id()));
+    let work = store
+        .tmp()
+        .join(format!("import-{}-{nanos}", std::process::id()));
     let result = (|| {
         for dir in ["src", "blobs", "images"] {
             std::fs::create_dir_all(work.join(dir)).map_err(|e| ImageError::store(&work, e))?;
@@ -196,7 +200,8 @@ impl Import<'_> {
                         continue;
                     }
                     let bytes = self.json_blob(&src, &desc, "manifest")?;
-                    let manifest: Manifest = parse_json(&bytes, &format!("manifest {}", desc.digest))?;
+                    let manifest: Manifest =
+                        parse_json(&bytes, &format!("manifest {}", desc.digest))?;
                     self.image(&src, desc.digest, manifest, f.names, |this, d, what| {
                         this.blob(&src, d, what).map(drop)
                     })?
@@ -213,7 +218,11 @@ impl Import<'_> {
         if src.has("oci-layout") {
             let bytes = read_small(&src.path("oci-layout")?, "oci-layout")?;
             let layout: serde_json::Value = parse_json(&bytes, "oci-layout")?;
-            if layout.get("imageLayoutVersion").and_then(|v| v.as_str()).is_none() {
+            if layout
+                .get("imageLayoutVersion")
+                .and_then(|v| v.as_str())
+                .is_none()
+            {
                 return Err(self.format("oci-layout has no imageLayoutVersion"));
             }
         }
@@ -235,7 +244,9 @@ impl Import<'_> {
             });
         }
         for f in &mut found {
-            let FoundManifest::Oci(desc) = &f.manifest else { continue };
+            let FoundManifest::Oci(desc) = &f.manifest else {
+                continue;
+            };
             // Names: docker RepoTags for this config, else the annotations.
             if !docker.is_empty() {
                 let bytes = self.json_blob(src, desc, "manifest")?;
@@ -249,7 +260,13 @@ impl Import<'_> {
         Ok(found)
     }
 
-    fn collect(&mut self, src: &Source, desc: Descriptor, depth: usize, out: &mut Vec<Found>) -> Result<(), ImageError> {
+    fn collect(
+        &mut self,
+        src: &Source,
+        desc: Descriptor,
+        depth: usize,
+        out: &mut Vec<Found>,
+    ) -> Result<(), ImageError> {
         if desc.platform.as_ref().is_some_and(|p| !p.matches_host()) {
             return Ok(());
         }
@@ -327,16 +344,24 @@ impl Import<'_> {
 
     /// A docker-save image: the config is verified by its file name (`HEX.json`), each layer
     /// by the config's diff ids; an OCI manifest is made for it, whose digest names it.
-    fn docker_image(&mut self, src: &Source, entry: DockerEntry, names: Vec<String>) -> Result<Staged, ImageError> {
+    fn docker_image(
+        &mut self,
+        src: &Source,
+        entry: DockerEntry,
+        names: Vec<String>,
+    ) -> Result<Staged, ImageError> {
         let stem = entry.config.rsplit('/').next().unwrap_or("");
-        let config_digest = Digest::from_hex(stem.strip_suffix(".json").unwrap_or(stem)).ok_or_else(|| {
-            self.format(&format!(
+        let config_digest = Digest::from_hex(stem.strip_suffix(".json").unwrap_or(stem))
+            .ok_or_else(|| {
+                self.format(&format!(
                 "manifest.json: config {:?} is not named by its sha256, so it cannot be verified",
                 entry.config
             ))
-        })?;
+            })?;
         let path = src.path(&entry.config)?;
-        let size = std::fs::metadata(&path).map_err(|e| self.format(&e.to_string()))?.len();
+        let size = std::fs::metadata(&path)
+            .map_err(|e| self.format(&e.to_string()))?
+            .len();
         let config_desc = Descriptor {
             media_type: oci::MEDIA_CONFIG.into(),
             digest: config_digest,
@@ -349,10 +374,17 @@ impl Import<'_> {
         for (i, rel) in entry.layers.iter().enumerate() {
             let path = src.path(rel)?;
             let digest = self.stage_unverified(&path, &format!("layer {i} ({rel})"))?;
-            let size = std::fs::metadata(self.staged_blob(&digest)).map_err(|e| self.format(&e.to_string()))?.len();
+            let size = std::fs::metadata(self.staged_blob(&digest))
+                .map_err(|e| self.format(&e.to_string()))?
+                .len();
             let gz = sniff(&self.staged_blob(&digest))? == Compression::Gzip;
             layers.push(Descriptor {
-                media_type: if gz { oci::MEDIA_LAYER_GZIP } else { oci::MEDIA_LAYER_TAR }.into(),
+                media_type: if gz {
+                    oci::MEDIA_LAYER_GZIP
+                } else {
+                    oci::MEDIA_LAYER_TAR
+                }
+                .into(),
                 digest,
                 size,
                 annotations: BTreeMap::new(),
@@ -385,24 +417,34 @@ impl Import<'_> {
     ) -> Result<Staged, ImageError> {
         let _ = src;
         if manifest.layers.len() > MAX_LAYERS {
-            return Err(self.format(&format!("manifest {digest} has more than {MAX_LAYERS} layers")));
+            return Err(self.format(&format!(
+                "manifest {digest} has more than {MAX_LAYERS} layers"
+            )));
         }
         let config_bytes = if self.blobs.contains(&manifest.config.digest) {
             read_small(&self.staged_blob(&manifest.config.digest), "config")?
         } else {
             if manifest.config.size > MAX_JSON {
-                return Err(self.format(&format!("config {} is larger than {MAX_JSON} bytes", manifest.config.digest)));
+                return Err(self.format(&format!(
+                    "config {} is larger than {MAX_JSON} bytes",
+                    manifest.config.digest
+                )));
             }
             fetch(self, &manifest.config, "config")?;
             read_small(&self.staged_blob(&manifest.config.digest), "config")?
         };
-        let config: ConfigFile = parse_json(&config_bytes, &format!("config {}", manifest.config.digest))?;
+        let config: ConfigFile =
+            parse_json(&config_bytes, &format!("config {}", manifest.config.digest))?;
         for (i, layer) in manifest.layers.iter().enumerate() {
             if !self.blobs.contains(&layer.digest) {
                 fetch(self, layer, &format!("layer {i}"))?;
             }
         }
-        let diff_ids = config.rootfs.as_ref().map(|r| r.diff_ids.clone()).unwrap_or_default();
+        let diff_ids = config
+            .rootfs
+            .as_ref()
+            .map(|r| r.diff_ids.clone())
+            .unwrap_or_default();
         if diff_ids.len() != manifest.layers.len() {
             return Err(self.format(&format!(
                 "config {} lists {} diff ids for {} layers",
@@ -438,11 +480,14 @@ impl Import<'_> {
         let dir = self.work.join("images").join(digest.hex());
         let rootfs = dir.join("rootfs");
         std::fs::create_dir_all(&rootfs).map_err(|e| ImageError::store(&rootfs, e))?;
-        let mut x = Extractor::new(&rootfs, self.req.options, self.req.limits).map_err(|source| ImageError::Layer {
-            index: 0,
-            digest: digest.to_string(),
-            source,
-        })?;
+        let mut x =
+            Extractor::new(&rootfs, self.req.options, self.req.limits).map_err(|source| {
+                ImageError::Layer {
+                    index: 0,
+                    digest: digest.to_string(),
+                    source,
+                }
+            })?;
         for (i, layer) in manifest.layers.iter().enumerate() {
             let path = self.staged_blob(&layer.digest);
             let layer_err = |source| ImageError::Layer {
@@ -464,7 +509,9 @@ impl Import<'_> {
             };
             let mut hashing = Hashing::new(stream);
             x.layer(&mut hashing).map_err(layer_err)?;
-            let (diff_id, _) = hashing.finish().map_err(|e| layer_err(ExtractError::Read(e)))?;
+            let (diff_id, _) = hashing
+                .finish()
+                .map_err(|e| layer_err(ExtractError::Read(e)))?;
             if diff_id != diff_ids[i] {
                 return Err(ImageError::Digest {
                     what: format!("layer {i} ({}) uncompressed", layer.digest),
@@ -486,7 +533,11 @@ impl Import<'_> {
     }
 
     /// Moves staged blobs and images into the store and points the names at them.
-    fn commit(&mut self, staged: Vec<Staged>, name: Option<&str>) -> Result<Vec<ImageRecord>, ImageError> {
+    fn commit(
+        &mut self,
+        staged: Vec<Staged>,
+        name: Option<&str>,
+    ) -> Result<Vec<ImageRecord>, ImageError> {
         for d in &self.blobs {
             let to = self.store.blob(d);
             if !to.exists() {
@@ -517,7 +568,10 @@ impl Import<'_> {
             if let Some(dir) = s.dir {
                 let mut rec = s.record.clone();
                 rec.names = Vec::new();
-                store::write_atomic(&dir.join("image.json"), &serde_json::to_vec_pretty(&rec).expect("records serialize"))?;
+                store::write_atomic(
+                    &dir.join("image.json"),
+                    &serde_json::to_vec_pretty(&rec).expect("records serialize"),
+                )?;
                 let to = self.store.image_dir(&s.record.digest);
                 if to.exists() {
                     // Unpacked before with other --keep-* options: replace it.
@@ -563,7 +617,8 @@ impl Import<'_> {
         let input = std::fs::File::open(path).map_err(|e| self.format(&format!("{what}: {e}")))?;
         let to = self.staged_blob(&desc.digest);
         let out = std::fs::File::create(&to).map_err(|e| ImageError::store(&to, e))?;
-        let verdict = copy_verified(input, out, &desc.digest, desc.size).map_err(|e| self.format(&format!("{what}: {e}")))?;
+        let verdict = copy_verified(input, out, &desc.digest, desc.size)
+            .map_err(|e| self.format(&format!("{what}: {e}")))?;
         match verdict {
             Ok(()) => {
                 self.blobs.insert(desc.digest.clone());
@@ -590,7 +645,9 @@ impl Import<'_> {
         let mut out = std::fs::File::create(&tmp).map_err(|e| ImageError::store(&tmp, e))?;
         let mut reader = Hashing::new(input.take(self.req.limits.max_bytes));
         std::io::copy(&mut reader, &mut out).map_err(|e| self.format(&format!("{what}: {e}")))?;
-        let (digest, _) = reader.finish().map_err(|e| self.format(&format!("{what}: {e}")))?;
+        let (digest, _) = reader
+            .finish()
+            .map_err(|e| self.format(&format!("{what}: {e}")))?;
         let to = self.staged_blob(&digest);
         std::fs::rename(&tmp, &to).map_err(|e| ImageError::store(&to, e))?;
         self.blobs.insert(digest.clone());
@@ -598,9 +655,17 @@ impl Import<'_> {
     }
 
     /// A verified JSON blob (index, manifest), size-capped.
-    fn json_blob(&mut self, src: &Source, desc: &Descriptor, what: &str) -> Result<Vec<u8>, ImageError> {
+    fn json_blob(
+        &mut self,
+        src: &Source,
+        desc: &Descriptor,
+        what: &str,
+    ) -> Result<Vec<u8>, ImageError> {
         if desc.size > MAX_JSON {
-            return Err(self.format(&format!("{what} {} is larger than {MAX_JSON} bytes", desc.digest)));
+            return Err(self.format(&format!(
+                "{what} {} is larger than {MAX_JSON} bytes",
+                desc.digest
+            )));
         }
         let path = self.blob(src, desc, what)?;
         read_small(&path, what)
@@ -631,10 +696,12 @@ fn read_small(path: &Path, what: &str) -> Result<Vec<u8>, ImageError> {
         detail: e.to_string(),
     })?;
     let mut bytes = Vec::new();
-    f.take(MAX_JSON + 1).read_to_end(&mut bytes).map_err(|e| ImageError::Format {
-        what: what.to_string(),
-        detail: e.to_string(),
-    })?;
+    f.take(MAX_JSON + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ImageError::Format {
+            what: what.to_string(),
+            detail: e.to_string(),
+        })?;
     if bytes.len() as u64 > MAX_JSON {
         return Err(ImageError::Format {
             what: what.to_string(),
@@ -653,7 +720,10 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resul
 
 /// Removes names (or, for `sha256:…`, every name of that image) and then every image and
 /// blob nothing refers to. Returns the names removed and the images deleted.
-pub fn remove(store: &Store, references: &[String]) -> Result<(Vec<String>, Vec<Digest>), ImageError> {
+pub fn remove(
+    store: &Store,
+    references: &[String],
+) -> Result<(Vec<String>, Vec<Digest>), ImageError> {
     let _lock = store.lock()?;
     let mut refs = store.refs()?;
     let mut untagged = Vec::new();
@@ -668,7 +738,9 @@ pub fn remove(store: &Store, references: &[String]) -> Result<(Vec<String>, Vec<
                 untagged.push(n);
             }
         } else {
-            let n = ImageName::parse(reference).map(|n| n.to_string()).unwrap_or_default();
+            let n = ImageName::parse(reference)
+                .map(|n| n.to_string())
+                .unwrap_or_default();
             refs.remove(&n);
             untagged.push(n);
             doomed.insert(digest);
@@ -680,7 +752,10 @@ pub fn remove(store: &Store, references: &[String]) -> Result<(Vec<String>, Vec<
 }
 
 /// The root filesystem and run settings of an image, for `exec --image`.
-pub fn run_root(store: &Store, reference: &str) -> Result<crate::plan::image::ImageRoot, ImageError> {
+pub fn run_root(
+    store: &Store,
+    reference: &str,
+) -> Result<crate::plan::image::ImageRoot, ImageError> {
     let digest = store.resolve(reference)?;
     let rec = store.record(&digest)?;
     let rootfs = store.image_dir(&digest).join("rootfs");
@@ -695,7 +770,10 @@ pub fn run_root(store: &Store, reference: &str) -> Result<crate::plan::image::Im
         .env
         .iter()
         .flatten()
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
         .collect();
     let argv = rec
         .config
@@ -734,18 +812,30 @@ fn image_user(rootfs: &Path, user: &str) -> Result<(u32, u32), String> {
         let etc = rootfs.join("etc");
         let path = etc.join(file);
         for p in [&etc, &path] {
-            let meta = std::fs::symlink_metadata(p).map_err(|_| format!("the image has no /etc/{file}"))?;
+            let meta = std::fs::symlink_metadata(p)
+                .map_err(|_| format!("the image has no /etc/{file}"))?;
             if meta.file_type().is_symlink() {
-                return Err(format!("the image's /etc/{file} is reached through a symbolic link"));
+                return Err(format!(
+                    "the image's /etc/{file} is reached through a symbolic link"
+                ));
             }
         }
         let text = std::fs::read_to_string(&path).map_err(|e| format!("/etc/{file}: {e}"))?;
         for line in text.lines() {
             let fields: Vec<&str> = line.split(':').collect();
             if fields.first() == Some(&name) && fields.len() > field {
-                let id = fields[field].parse().map_err(|_| format!("/etc/{file}: bad id for {name}"))?;
+                let id = fields[field]
+                    .parse()
+                    .map_err(|_| format!("/etc/{file}: bad id for {name}"))?;
                 let gid = fields.get(3).and_then(|g| g.parse().ok());
-                return Ok((id, if field == 2 && file == "passwd" { gid } else { None }));
+                return Ok((
+                    id,
+                    if field == 2 && file == "passwd" {
+                        gid
+                    } else {
+                        None
+                    },
+                ));
             }
         }
         Err(format!("{name} is not in the image's /etc/{file}"))

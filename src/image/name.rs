@@ -22,7 +22,10 @@ impl ImageName {
             return Err("longer than 255 characters".into());
         }
         if text.contains('@') {
-            return Err("digest references (NAME@sha256:...) are not names; pass sha256:DIGEST alone".into());
+            return Err(
+                "digest references (NAME@sha256:...) are not names; pass sha256:DIGEST alone"
+                    .into(),
+            );
         }
         // The tag follows the last ':' after the last '/' (a ':' before it is a registry port).
         let last_slash = text.rfind('/').map_or(0, |i| i + 1);
@@ -40,9 +43,15 @@ impl ImageName {
         while let Some(part) = parts.next() {
             let is_last = parts.peek().is_none();
             // The first of several components may be a registry host (with a port).
-            let host = first && !is_last && (part.contains('.') || part.contains(':') || part == "localhost");
+            let host = first
+                && !is_last
+                && (part.contains('.') || part.contains(':') || part == "localhost");
             first = false;
-            let ok = if host { valid_host(part) } else { valid_component(part) };
+            let ok = if host {
+                valid_host(part)
+            } else {
+                valid_component(part)
+            };
             if !ok {
                 return Err(format!(
                     "component {part:?} must be lowercase letters and digits separated by '.', '_', '__' or '-'"
@@ -67,8 +76,7 @@ fn valid_tag(tag: &str) -> bool {
     !b.is_empty()
         && b.len() <= 128
         && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
-        && b
-            .iter()
+        && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
@@ -86,7 +94,10 @@ fn valid_component(part: &str) -> bool {
             prev_sep = false;
         } else if matches!(c, b'.' | b'_' | b'-') {
             // One separator: '.', '_', '__' or one or more '-'.
-            if prev_sep && !(c == b'-' && b[i - 1] == b'-') && !(c == b'_' && b[i - 1] == b'_' && (i < 2 || b[i - 2] != b'_')) {
+            if prev_sep
+                && !(c == b'-' && b[i - 1] == b'-')
+                && !(c == b'_' && b[i - 1] == b'_' && (i < 2 || b[i - 2] != b'_'))
+            {
                 return false;
             }
             prev_sep = true;
@@ -106,11 +117,15 @@ fn valid_host(part: &str) -> bool {
     let host_ok = !host.is_empty()
         && host.split('.').all(|label| {
             !label.is_empty()
-                && label.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+                && label
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         });
-    let port_ok = port.map_or(true, |p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|c| c.is_ascii_digit()));
+    let port_ok = port.map_or(true, |p| {
+        !p.is_empty() && p.len() <= 5 && p.bytes().all(|c| c.is_ascii_digit())
+    });
     host_ok && port_ok
 }
 
@@ -129,19 +144,43 @@ mod tests {
         assert_eq!(full("busybox:1.36.1"), "busybox:1.36.1");
         assert_eq!(full("localhost/busybox:1"), "localhost/busybox:1");
         assert_eq!(full("localhost:5000/a/b"), "localhost:5000/a/b:latest");
-        assert_eq!(full("Registry.Example.com:5000/team/app:v_2"), "Registry.Example.com:5000/team/app:v_2");
-        assert_eq!(full("docker.io/library/python:3.11-slim"), "docker.io/library/python:3.11-slim");
+        assert_eq!(
+            full("Registry.Example.com:5000/team/app:v_2"),
+            "Registry.Example.com:5000/team/app:v_2"
+        );
+        assert_eq!(
+            full("docker.io/library/python:3.11-slim"),
+            "docker.io/library/python:3.11-slim"
+        );
         assert_eq!(full("a__b/c-d--e/f.g:x"), "a__b/c-d--e/f.g:x");
         let n = ImageName::parse("localhost:5000/app").unwrap();
-        assert_eq!((n.repository.as_str(), n.tag.as_str()), ("localhost:5000/app", "latest"));
+        assert_eq!(
+            (n.repository.as_str(), n.tag.as_str()),
+            ("localhost:5000/app", "latest")
+        );
     }
 
     #[test]
     fn malformed_names_are_refused() {
         for bad in [
-            "", "Busybox", "busybox:", ":tag", "busybox:-x", "busybox:.x", "a//b", "/busybox",
-            "busybox/", "../busybox", "bu..sybox", "a___b", "busy box", "busybox@sha256:00",
-            "a/B", "-a", "a-", "busybox:t/x",
+            "",
+            "Busybox",
+            "busybox:",
+            ":tag",
+            "busybox:-x",
+            "busybox:.x",
+            "a//b",
+            "/busybox",
+            "busybox/",
+            "../busybox",
+            "bu..sybox",
+            "a___b",
+            "busy box",
+            "busybox@sha256:00",
+            "a/B",
+            "-a",
+            "a-",
+            "busybox:t/x",
         ] {
             assert!(ImageName::parse(bad).is_err(), "{bad:?} accepted");
         }

@@ -106,11 +106,19 @@ pub struct RootFs {
 pub struct RunConfig {
     #[serde(rename = "Env", default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<String>>,
-    #[serde(rename = "Entrypoint", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "Entrypoint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub entrypoint: Option<Vec<String>>,
     #[serde(rename = "Cmd", default, skip_serializing_if = "Option::is_none")]
     pub cmd: Option<Vec<String>>,
-    #[serde(rename = "WorkingDir", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "WorkingDir",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub working_dir: Option<String>,
     #[serde(rename = "User", default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,

@@ -61,7 +61,9 @@ impl Source {
         };
         let mut archive = tar::Archive::new(stream.take(limits.max_bytes));
         let mut count = 0u64;
-        let entries = archive.entries().map_err(|e| bad(format!("not a tar archive: {e}")))?;
+        let entries = archive
+            .entries()
+            .map_err(|e| bad(format!("not a tar archive: {e}")))?;
         for entry in entries {
             let mut entry = entry.map_err(|e| bad(format!("read archive: {e}")))?;
             count += 1;
@@ -80,21 +82,31 @@ impl Source {
                 T::Regular | T::Continuous => {
                     let dest = self.root.join(&rel);
                     if let Some(parent) = dest.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| bad(format!("{}: {e}", rel.display())))?;
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| bad(format!("{}: {e}", rel.display())))?;
                     }
-                    let mut out = File::create(&dest).map_err(|e| bad(format!("{}: {e}", rel.display())))?;
-                    std::io::copy(&mut entry, &mut out).map_err(|e| bad(format!("{}: {e}", rel.display())))?;
+                    let mut out =
+                        File::create(&dest).map_err(|e| bad(format!("{}: {e}", rel.display())))?;
+                    std::io::copy(&mut entry, &mut out)
+                        .map_err(|e| bad(format!("{}: {e}", rel.display())))?;
                 }
                 T::Symlink | T::Link => {
                     let kind = entry.header().entry_type();
-                    let target = entry.link_name_bytes().map(|t| t.into_owned()).unwrap_or_default();
+                    let target = entry
+                        .link_name_bytes()
+                        .map(|t| t.into_owned())
+                        .unwrap_or_default();
                     let base = if kind == T::Symlink {
                         rel.parent().unwrap_or(Path::new("")).to_path_buf()
                     } else {
                         PathBuf::new()
                     };
                     let resolved = lexical(&base, Path::new(std::ffi::OsStr::from_bytes(&target)))
-                        .ok_or_else(|| bad(format!("archive member {shown}: its link leads outside the archive")))?;
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "archive member {shown}: its link leads outside the archive"
+                            ))
+                        })?;
                     self.aliases.insert(rel, resolved);
                 }
                 _ => {} // directories are implied; nothing else is part of an image archive
@@ -123,7 +135,11 @@ impl Source {
                 Some(next) => rel = next.clone(),
                 None => {
                     let path = self.root.join(&rel);
-                    return if path.is_file() { Ok(path) } else { Err(missing()) };
+                    return if path.is_file() {
+                        Ok(path)
+                    } else {
+                        Err(missing())
+                    };
                 }
             }
         }
@@ -137,7 +153,11 @@ impl Source {
 
 /// `base/link` resolved by name only; `None` if it climbs out.
 fn lexical(base: &Path, link: &Path) -> Option<PathBuf> {
-    let mut out = if link.is_absolute() { PathBuf::new() } else { base.to_path_buf() };
+    let mut out = if link.is_absolute() {
+        PathBuf::new()
+    } else {
+        base.to_path_buf()
+    };
     for part in link.components() {
         match part {
             Component::ParentDir => {

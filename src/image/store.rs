@@ -96,7 +96,11 @@ impl Store {
     /// Creates the store's directories and takes the writers' lock. Imports left behind by
     /// a killed writer (anything in `tmp/`) are removed: no other writer can be running.
     pub fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, ImageError> {
-        for dir in [self.root.join("blobs/sha256"), self.root.join("images"), self.tmp()] {
+        for dir in [
+            self.root.join("blobs/sha256"),
+            self.root.join("images"),
+            self.tmp(),
+        ] {
             std::fs::create_dir_all(&dir).map_err(|e| ImageError::store(&dir, e))?;
         }
         let path = self.root.join("lock");
@@ -109,7 +113,10 @@ impl Store {
         let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, e)| ImageError::store(&path, std::io::Error::from(e)))?;
         let tmp = self.tmp();
-        for entry in std::fs::read_dir(&tmp).map_err(|e| ImageError::store(&tmp, e))?.flatten() {
+        for entry in std::fs::read_dir(&tmp)
+            .map_err(|e| ImageError::store(&tmp, e))?
+            .flatten()
+        {
             let _ = super::extract::remove_tree(&entry.path());
         }
         Ok(lock)
@@ -143,7 +150,10 @@ impl Store {
     }
 
     pub fn write_record(&self, rec: &ImageRecord) -> Result<(), ImageError> {
-        write_atomic(&self.image_dir(&rec.digest).join("image.json"), &to_json(rec))
+        write_atomic(
+            &self.image_dir(&rec.digest).join("image.json"),
+            &to_json(rec),
+        )
     }
 
     pub fn record(&self, d: &Digest) -> Result<ImageRecord, ImageError> {
@@ -235,7 +245,8 @@ impl Store {
                 let keep = Digest::from_hex(&e.file_name().to_string_lossy())
                     .is_some_and(|d| keep_blobs.contains(&d));
                 if !keep {
-                    std::fs::remove_file(e.path()).map_err(|err| ImageError::store(&e.path(), err))?;
+                    std::fs::remove_file(e.path())
+                        .map_err(|err| ImageError::store(&e.path(), err))?;
                 }
             }
         }

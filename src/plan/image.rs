@@ -67,3 +67,116 @@ pub(super) fn writable_etc(mounts: &mut [MountOp]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{resolve, ExecRequest, HostFacts, Plan};
+    use super::*;
+
+    fn host(cwd: &std::path::Path) -> HostFacts {
+        HostFacts {
+            uid: 1000,
+            gid: 100,
+            cwd: cwd.to_path_buf(),
+            source_date_epoch: None,
+            now: 1_800_000_000,
+            cpus_available: 4,
+        }
+    }
+
+    fn image(rootfs: &std::path::Path) -> ImageRoot {
+        ImageRoot {
+            reference: "busybox".into(),
+            digest: format!("sha256:{}", "a".repeat(64)),
+            rootfs: rootfs.to_path_buf(),
+            env: vec![
+                ("PATH".into(), "/img/bin".into()),
+                ("TZ".into(), "Europe/Paris".into()),
+                ("IMAGE_VAR".into(), "1".into()),
+            ],
+            argv: vec!["/bin/entry".into(), "--flag".into()],
+            user: Some((1000, 1000)),
+        }
+    }
+
+    fn plan(req: ExecRequest) -> Result<Plan, PlanError> {
+        let work = tempfile::tempdir().unwrap();
+        resolve(&req, &host(work.path()))
+    }
+
+    #[test]
+    fn image_root_is_a_writable_overlay() {
+        let root = tempfile::tempdir().unwrap();
+        let mut req = ExecRequest::new(vec![]);
+        req.image = Some(image(root.path()));
+        let p = plan(req).unwrap();
+        assert_eq!(
+            p.mounts[0],
+            MountOp::Overlay {
+                lower: root.path().to_path_buf(),
+                dest: "/".into()
+            }
+        );
+        assert!(!p.mounts.contains(&MountOp::ReadonlyRoot));
+        assert!(!p
+            .mounts
+            .iter()
+            .any(|m| matches!(m, MountOp::Tmpfs { dest, .. } if dest.as_os_str() == "/")));
+        assert!(!p
+            .mounts
+            .iter()
+            .any(|m| matches!(m, MountOp::Preload { .. })));
+        assert!(p
+            .mounts
+            .iter()
+            .any(|m| matches!(m, MountOp::PreloadFile { .. })));
+        assert_eq!(p.rootfs, root.path());
+        assert_eq!(p.argv, vec!["/bin/entry", "--flag"]);
+        assert_eq!((p.uid_map.inside, p.gid_map.inside), (1000, 1000));
+        assert!(p.env.contains(&"PATH=/img/bin".to_string()));
+        assert!(
+            p.env.contains(&"TZ=UTC".to_string()),
+            "pins win: {:?}",
+            p.env
+        );
+        assert!(p.env.contains(&"IMAGE_VAR=1".to_string()));
+        assert_eq!(p.cwd, std::path::Path::new("/work"));
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""op":"overlay""#), "{json}");
+    }
+
+    #[test]
+    fn the_users_command_env_and_ids_win() {
+        let root = tempfile::tempdir().unwrap();
+        let mut req = ExecRequest::new(vec!["sh".into(), "-c".into(), "true".into()]);
+        req.image = Some(image(root.path()));
+        req.env = vec![
+            ("TZ".into(), "Asia/Tokyo".into()),
+            ("IMAGE_VAR".into(), "2".into()),
+        ];
+        req.user = Some((0, 0));
+        let p = plan(req).unwrap();
+        assert_eq!(p.argv, vec!["sh", "-c", "true"]);
+        assert!(p.env.contains(&"TZ=Asia/Tokyo".to_string()));
+        assert!(p.env.contains(&"IMAGE_VAR=2".to_string()));
+        assert_eq!(p.uid_map.inside, 0);
+    }
+
+    #[test]
+    fn isolation_rootfs_and_empty_command() {
+        let root = tempfile::tempdir().unwrap();
+        let mut req = ExecRequest::new(vec!["true".into()]);
+        req.image = Some(image(root.path()));
+        req.isolation = Isolation::None;
+        assert!(matches!(plan(req.clone()), Err(PlanError::ImageIsolation)));
+        req.isolation = Isolation::Auto;
+        assert_eq!(plan(req.clone()).unwrap().isolation, Isolation::Full);
+        req.rootfs = Some(root.path().to_path_buf());
+        assert!(matches!(plan(req), Err(PlanError::ImageAndRootfs)));
+        let mut req = ExecRequest::new(vec![]);
+        let mut img = image(root.path());
+        img.argv.clear();
+        req.image = Some(img);
+        assert!(matches!(plan(req), Err(PlanError::EmptyCommand)));
+    }
+}

@@ -323,7 +323,11 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         None => req.isolation,
     };
     let rootfs = match &req.rootfs {
-        None if !host_root => req.image.as_ref().map(|i| i.rootfs.clone()).unwrap_or_default(),
+        None if !host_root => req
+            .image
+            .as_ref()
+            .map(|i| i.rootfs.clone())
+            .unwrap_or_default(),
         None => PathBuf::from("/"),
         Some(dir) => {
             let dir = absolute(dir);

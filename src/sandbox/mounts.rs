@@ -530,7 +530,9 @@ fn overlay(lower: &Path, dest: &Path) -> Result<(), MountError> {
     let lower = host(lower);
     // The options string separates with ',' and ':'; such paths cannot be named there.
     if lower.to_string_lossy().contains([',', ':', '\\']) {
-        return Err(fail("overlay (',', ':' or '\\' in the image's path)")(Errno::EINVAL));
+        return Err(fail("overlay (',', ':' or '\\' in the image's path)")(
+            Errno::EINVAL,
+        ));
     }
     if !lower.is_dir() {
         return Err(fail("overlay (image root missing)")(Errno::ENOENT));

@@ -132,7 +132,9 @@ impl Extractor {
         // the layer's diff id) — under the same cap.
         let result = self
             .layer_entries(&mut counted)
-            .and_then(|()| std::io::copy(&mut counted, &mut std::io::sink()).map_err(ExtractError::Read))
+            .and_then(|()| {
+                std::io::copy(&mut counted, &mut std::io::sink()).map_err(ExtractError::Read)
+            })
             .map(drop);
         self.bytes += budget - counted.left;
         if counted.left == 0 && result.is_err() {
@@ -192,7 +194,9 @@ impl Extractor {
         match kind {
             T::Directory => {
                 match fstatat(Some(p), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
-                    Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR => {}
+                    Ok(st)
+                        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
+                            == SFlag::S_IFDIR => {}
                     Ok(_) => {
                         remove_all(p, name).map_err(|e| fs_err("replace", shown, e))?;
                         mkdir(p, name).map_err(|e| fs_err("create directory", shown, e))?;
@@ -206,7 +210,11 @@ impl Extractor {
                 let fd = openat(
                     Some(p),
                     name,
-                    OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                    OFlag::O_WRONLY
+                        | OFlag::O_CREAT
+                        | OFlag::O_EXCL
+                        | OFlag::O_NOFOLLOW
+                        | OFlag::O_CLOEXEC,
                     Mode::from_bits_truncate(0o600),
                 )
                 .map_err(|e| fs_err("create", shown, e))?;
@@ -265,14 +273,24 @@ impl Extractor {
                     }
                     Err(e) => return Err(e),
                 };
-                let (tparent, tname) = self.parent(&target, &target_shown, false).map_err(|e| match e {
-                    ExtractError::ThroughLink { link, .. } => {
-                        hard(format!("{link} is a symbolic link, and links are not followed"))
-                    }
-                    other => hard(other.to_string()),
-                })?;
-                let st = fstatat(Some(tparent.as_raw_fd()), tname, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .map_err(|e| hard(format!("the target does not exist in the image ({e})")))?;
+                let (tparent, tname) =
+                    self.parent(&target, &target_shown, false)
+                        .map_err(|e| match e {
+                            ExtractError::ThroughLink { link, .. } => hard(format!(
+                                "{link} is a symbolic link, and links are not followed"
+                            )),
+                            ExtractError::Fs {
+                                errno: Errno::ENOENT,
+                                ..
+                            } => hard("the target does not exist in the image".into()),
+                            other => hard(other.to_string()),
+                        })?;
+                let st = fstatat(
+                    Some(tparent.as_raw_fd()),
+                    tname,
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| hard(format!("the target does not exist in the image ({e})")))?;
                 if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
                     return Err(hard("the target is a directory".into()));
                 }
@@ -325,7 +343,12 @@ impl Extractor {
     /// Applies the entry's extended attributes that are kept: `user.*`, and
     /// `security.capability` with `keep_caps`. Everything else (including file capabilities
     /// by default) is dropped.
-    fn xattrs<R: Read>(&self, entry: &mut tar::Entry<R>, fd: RawFd, shown: &str) -> Result<(), ExtractError> {
+    fn xattrs<R: Read>(
+        &self,
+        entry: &mut tar::Entry<R>,
+        fd: RawFd,
+        shown: &str,
+    ) -> Result<(), ExtractError> {
         let Ok(Some(exts)) = entry.pax_extensions() else {
             return Ok(());
         };
@@ -338,7 +361,9 @@ impl Extractor {
             if !(attr.starts_with("user.") || (caps && self.opts.keep_caps)) {
                 continue;
             }
-            let Ok(cname) = CString::new(attr) else { continue };
+            let Ok(cname) = CString::new(attr) else {
+                continue;
+            };
             let value = ext.value_bytes();
             // SAFETY: fd is an open descriptor of the file just written; cname is a valid
             // NUL-terminated string and value a live slice whose length is passed with it.
@@ -364,7 +389,12 @@ impl Extractor {
         }
     }
 
-    fn whiteout(&mut self, rel: &Path, shown: &str, written: &HashSet<PathBuf>) -> Result<(), ExtractError> {
+    fn whiteout(
+        &mut self,
+        rel: &Path,
+        shown: &str,
+        written: &HashSet<PathBuf>,
+    ) -> Result<(), ExtractError> {
         let name = rel.file_name().unwrap_or_default().as_bytes();
         let dir = rel.parent().unwrap_or(Path::new(""));
         let bad = |reason: &str| ExtractError::Whiteout {
@@ -402,7 +432,12 @@ impl Extractor {
     }
 
     /// Removes every entry below the directory `dir` that this layer did not write.
-    fn clear_lower(&mut self, dirfd: RawFd, dir: &Path, written: &HashSet<PathBuf>) -> Result<(), Errno> {
+    fn clear_lower(
+        &mut self,
+        dirfd: RawFd,
+        dir: &Path,
+        written: &HashSet<PathBuf>,
+    ) -> Result<(), Errno> {
         for name in list(dirfd)? {
             let path = dir.join(&name);
             if !written.contains(&path) {
@@ -419,7 +454,12 @@ impl Extractor {
 
     /// Opens the directory that holds `rel` (creating missing directories when `create`)
     /// and returns it with the last component.
-    fn parent<'a>(&self, rel: &'a Path, shown: &str, create: bool) -> Result<(OwnedFd, &'a OsStr), ExtractError> {
+    fn parent<'a>(
+        &self,
+        rel: &'a Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<(OwnedFd, &'a OsStr), ExtractError> {
         let name = rel.file_name().unwrap_or_default();
         let dir = rel.parent().unwrap_or(Path::new(""));
         match self.resolve_dir(dir, shown, create)? {
@@ -434,16 +474,24 @@ impl Extractor {
 
     /// Opens `dir` (relative to the root) without following any link. `None` when a
     /// component is missing and `create` is false.
-    fn resolve_dir(&self, dir: &Path, shown: &str, create: bool) -> Result<Option<OwnedFd>, ExtractError> {
+    fn resolve_dir(
+        &self,
+        dir: &Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<Option<OwnedFd>, ExtractError> {
         let mut fd = dup(self.root.as_raw_fd()).map_err(|e| fs_err("open root for", shown, e))?;
         let mut walked = PathBuf::new();
         for part in dir.components() {
-            let Component::Normal(part) = part else { continue };
+            let Component::Normal(part) = part else {
+                continue;
+            };
             walked.push(part);
             let next = match open_dir(fd.as_raw_fd(), part) {
                 Ok(next) => next,
                 Err(Errno::ENOENT) if create => {
-                    mkdir(fd.as_raw_fd(), part).map_err(|e| fs_err("create directory", shown, e))?;
+                    mkdir(fd.as_raw_fd(), part)
+                        .map_err(|e| fs_err("create directory", shown, e))?;
                     open_dir(fd.as_raw_fd(), part).map_err(|e| fs_err("open", shown, e))?
                 }
                 Err(Errno::ENOENT) => return Ok(None),
@@ -455,8 +503,14 @@ impl Extractor {
                 }
                 Err(Errno::ENOTDIR) => {
                     // O_NOFOLLOW|O_DIRECTORY on a link gives ENOTDIR on some paths: tell which.
-                    let st = fstatat(Some(fd.as_raw_fd()), part, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW);
-                    let link = st.is_ok_and(|s| SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK);
+                    let st = fstatat(
+                        Some(fd.as_raw_fd()),
+                        part,
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    );
+                    let link = st.is_ok_and(|s| {
+                        SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK
+                    });
                     return Err(if link {
                         ExtractError::ThroughLink {
                             path: shown.to_string(),
@@ -491,12 +545,12 @@ impl Extractor {
             nix::sys::stat::fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(*mode))
                 .map_err(|e| fs_err("chmod", &shown, e))?;
             let t = timespec(*mtime);
-            nix::sys::stat::futimens(fd.as_raw_fd(), &t, &t).map_err(|e| fs_err("set times of", &shown, e))?;
+            nix::sys::stat::futimens(fd.as_raw_fd(), &t, &t)
+                .map_err(|e| fs_err("set times of", &shown, e))?;
         }
         Ok(())
     }
 }
-
 
 /// Normalizes an entry path: leading `/` and `./` are dropped, `.` components skipped, and
 /// `..` anywhere refused. `None` for the root itself.

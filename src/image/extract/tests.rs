@@ -17,7 +17,13 @@ impl Layer {
         }
     }
 
-    fn header(path: &str, kind: tar::EntryType, size: u64, mode: u32, link: Option<&str>) -> tar::Header {
+    fn header(
+        path: &str,
+        kind: tar::EntryType,
+        size: u64,
+        mode: u32,
+        link: Option<&str>,
+    ) -> tar::Header {
         let mut h = tar::Header::new_ustar();
         h.set_entry_type(kind);
         h.set_size(size);
@@ -34,7 +40,14 @@ impl Layer {
         h
     }
 
-    fn add(mut self, path: &str, kind: tar::EntryType, data: &[u8], mode: u32, link: Option<&str>) -> Self {
+    fn add(
+        mut self,
+        path: &str,
+        kind: tar::EntryType,
+        data: &[u8],
+        mode: u32,
+        link: Option<&str>,
+    ) -> Self {
         let h = Self::header(path, kind, data.len() as u64, mode, link);
         self.builder.append(&h, data).unwrap();
         self
@@ -93,7 +106,12 @@ impl Fixture {
         self.dir.path().join("outside")
     }
 
-    fn unpack_with(&self, layers: Vec<Vec<u8>>, opts: Options, limits: Limits) -> Result<(), ExtractError> {
+    fn unpack_with(
+        &self,
+        layers: Vec<Vec<u8>>,
+        opts: Options,
+        limits: Limits,
+    ) -> Result<(), ExtractError> {
         let mut x = Extractor::new(&self.root(), opts, limits)?;
         for layer in layers {
             x.layer(&layer[..])?;
@@ -113,7 +131,11 @@ impl Fixture {
             for e in names {
                 let p = e.path();
                 let meta = std::fs::symlink_metadata(&p).unwrap();
-                out.push(format!("{} {:o}", p.strip_prefix(base).unwrap().display(), meta.mode()));
+                out.push(format!(
+                    "{} {:o}",
+                    p.strip_prefix(base).unwrap().display(),
+                    meta.mode()
+                ));
                 if meta.is_dir() {
                     walk(&p, base, out);
                 }
@@ -148,14 +170,26 @@ fn files_dirs_links_and_fifos_unpack_with_modes_and_times() {
         .bytes();
     f.unpack(vec![layer]).unwrap();
     let root = f.root();
-    assert_eq!(std::fs::read_to_string(root.join("usr/bin/tool")).unwrap(), "#!/bin/sh\n");
-    assert_eq!(std::fs::read_link(root.join("bin")).unwrap(), Path::new("usr/bin"));
+    assert_eq!(
+        std::fs::read_to_string(root.join("usr/bin/tool")).unwrap(),
+        "#!/bin/sh\n"
+    );
+    assert_eq!(
+        std::fs::read_link(root.join("bin")).unwrap(),
+        Path::new("usr/bin")
+    );
     let a = std::fs::metadata(root.join("usr/bin/tool")).unwrap();
     let b = std::fs::metadata(root.join("usr/bin/tool2")).unwrap();
     assert_eq!(a.ino(), b.ino());
     assert_eq!(a.mtime(), 1_700_000_000);
-    assert!(std::fs::symlink_metadata(root.join("run.fifo")).unwrap().file_type().is_fifo_like());
-    assert_eq!(std::fs::read_to_string(root.join("implicit/parent/file")).unwrap(), "x");
+    assert!(std::fs::symlink_metadata(root.join("run.fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo_like());
+    assert_eq!(
+        std::fs::read_to_string(root.join("implicit/parent/file")).unwrap(),
+        "x"
+    );
     let ro = std::fs::metadata(root.join("ro")).unwrap();
     assert_eq!(ro.permissions().mode() & 0o7777, 0o555);
     assert_eq!(ro.mtime(), 1_700_000_000);
@@ -204,13 +238,19 @@ fn later_layers_replace_and_whiteouts_remove() {
     assert_eq!(std::fs::read_to_string(root.join("data/new")).unwrap(), "2");
     assert!(!root.join("data/.wh..wh..opq").exists());
     assert!(!root.join("tree").exists());
-    assert_eq!(std::fs::read_to_string(root.join("swap/inside")).unwrap(), "dir now");
+    assert_eq!(
+        std::fs::read_to_string(root.join("swap/inside")).unwrap(),
+        "dir now"
+    );
 }
 
 #[test]
 fn opaque_marker_keeps_this_layers_entries_whatever_their_order() {
     let f = Fixture::new();
-    let lower = Layer::new().file("d/old", "1").file("d/sub/old", "1").bytes();
+    let lower = Layer::new()
+        .file("d/old", "1")
+        .file("d/sub/old", "1")
+        .bytes();
     // The layer's own entries come before the marker; the lower `d/sub/old` still goes.
     let upper = Layer::new()
         .dir("d/")
@@ -234,7 +274,13 @@ fn whiteout_in_the_same_layer_hides_lower_layers_only() {
 
 #[test]
 fn parent_traversal_is_refused() {
-    for path in ["../evil", "a/../../evil", "./../evil", "/../evil", "a/b/../../../evil"] {
+    for path in [
+        "../evil",
+        "a/../../evil",
+        "./../evil",
+        "/../evil",
+        "a/b/../../../evil",
+    ] {
         let f = Fixture::new();
         let before = f.listing();
         let layer = Layer::new().file(path, "pwned").bytes();
@@ -247,10 +293,19 @@ fn parent_traversal_is_refused() {
 #[test]
 fn absolute_paths_stay_inside_the_root() {
     let f = Fixture::new();
-    let layer = Layer::new().file("/etc/from-abs", "x").file("//twice", "y").bytes();
+    let layer = Layer::new()
+        .file("/etc/from-abs", "x")
+        .file("//twice", "y")
+        .bytes();
     f.unpack(vec![layer]).unwrap();
-    assert_eq!(std::fs::read_to_string(f.root().join("etc/from-abs")).unwrap(), "x");
-    assert_eq!(std::fs::read_to_string(f.root().join("twice")).unwrap(), "y");
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("etc/from-abs")).unwrap(),
+        "x"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("twice")).unwrap(),
+        "y"
+    );
 }
 
 #[test]
@@ -294,7 +349,9 @@ fn symlink_to_etc_then_a_file_under_it_is_refused() {
 fn a_symlink_from_an_earlier_layer_is_not_written_through_either() {
     let f = Fixture::new();
     std::fs::create_dir(f.outside()).unwrap();
-    let lower = Layer::new().symlink("usr", &f.outside().display().to_string()).bytes();
+    let lower = Layer::new()
+        .symlink("usr", &f.outside().display().to_string())
+        .bytes();
     let upper = Layer::new().file("usr/pwned", "x").bytes();
     refused(f.unpack(vec![lower, upper]), "usr is a symbolic link");
     assert!(!f.outside().join("pwned").exists());
@@ -310,8 +367,13 @@ fn a_file_over_a_symlink_replaces_the_link_not_its_target() {
         .bytes();
     f.unpack(vec![layer]).unwrap();
     assert_eq!(std::fs::read_to_string(f.outside()).unwrap(), "host file");
-    assert_eq!(std::fs::read_to_string(f.root().join("x")).unwrap(), "image file");
-    assert!(!std::fs::symlink_metadata(f.root().join("x")).unwrap().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("x")).unwrap(),
+        "image file"
+    );
+    assert!(!std::fs::symlink_metadata(f.root().join("x"))
+        .unwrap()
+        .is_symlink());
 }
 
 #[test]
@@ -343,12 +405,20 @@ fn hardlink_through_a_symlink_is_refused() {
         .hardlink("h", "out/secret")
         .bytes();
     refused(f.unpack(vec![layer]), "out is a symbolic link");
-    assert_eq!(std::fs::metadata(f.outside().join("secret")).unwrap().nlink(), 1);
+    assert_eq!(
+        std::fs::metadata(f.outside().join("secret"))
+            .unwrap()
+            .nlink(),
+        1
+    );
 }
 
 #[test]
 fn device_nodes_are_refused() {
-    for (kind, word) in [(tar::EntryType::Char, "character"), (tar::EntryType::Block, "block")] {
+    for (kind, word) in [
+        (tar::EntryType::Char, "character"),
+        (tar::EntryType::Block, "block"),
+    ] {
         let f = Fixture::new();
         let layer = Layer::new().add("dev/sda", kind, b"", 0o666, None).bytes();
         let err = refused(f.unpack(vec![layer]), "device nodes are refused");
@@ -366,7 +436,8 @@ fn setuid_and_setgid_are_stripped_unless_kept() {
             .dir_mode("shared", 0o2775)
             .bytes()
     };
-    let mode = |root: &Path, name: &str| std::fs::metadata(root.join(name)).unwrap().mode() & 0o7777;
+    let mode =
+        |root: &Path, name: &str| std::fs::metadata(root.join(name)).unwrap().mode() & 0o7777;
     let f = Fixture::new();
     f.unpack(vec![layer()]).unwrap();
     assert_eq!(mode(&f.root(), "suid"), 0o755);
@@ -379,7 +450,8 @@ fn setuid_and_setgid_are_stripped_unless_kept() {
         keep_setuid: true,
         keep_caps: false,
     };
-    f.unpack_with(vec![layer()], keep, Limits::default()).unwrap();
+    f.unpack_with(vec![layer()], keep, Limits::default())
+        .unwrap();
     assert_eq!(mode(&f.root(), "suid"), 0o4755);
     assert_eq!(mode(&f.root(), "sgid"), 0o2755);
 }
@@ -400,7 +472,14 @@ fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
     let cname = CString::new(name).unwrap();
     let mut buf = vec![0u8; 256];
     // SAFETY: both strings are NUL-terminated and the buffer's length is passed with it.
-    let n = unsafe { libc::getxattr(cpath.as_ptr(), cname.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = unsafe {
+        libc::getxattr(
+            cpath.as_ptr(),
+            cname.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
     (n >= 0).then(|| {
         buf.truncate(n as usize);
         buf
@@ -417,7 +496,10 @@ fn file_capabilities_are_stripped_unless_kept() {
     };
     let f = Fixture::new();
     f.unpack(vec![layer()]).unwrap();
-    assert_eq!(get_xattr(&f.root().join("ping"), "security.capability"), None);
+    assert_eq!(
+        get_xattr(&f.root().join("ping"), "security.capability"),
+        None
+    );
 
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped --keep-caps half: setting file capabilities needs root");
@@ -428,8 +510,12 @@ fn file_capabilities_are_stripped_unless_kept() {
         keep_setuid: false,
         keep_caps: true,
     };
-    f.unpack_with(vec![layer()], keep, Limits::default()).unwrap();
-    assert_eq!(get_xattr(&f.root().join("ping"), "security.capability"), Some(cap_net_raw()));
+    f.unpack_with(vec![layer()], keep, Limits::default())
+        .unwrap();
+    assert_eq!(
+        get_xattr(&f.root().join("ping"), "security.capability"),
+        Some(cap_net_raw())
+    );
 }
 
 #[test]
@@ -447,15 +533,22 @@ fn whiteouts_may_not_escape() {
     let f = Fixture::new();
     std::fs::create_dir(f.outside()).unwrap();
     std::fs::write(f.outside().join("victim"), "host").unwrap();
-    let lower = Layer::new().symlink("lnk", &f.outside().display().to_string()).bytes();
+    let lower = Layer::new()
+        .symlink("lnk", &f.outside().display().to_string())
+        .bytes();
     let upper = Layer::new().file("lnk/.wh.victim", "").bytes();
-    refused(f.unpack(vec![lower.clone(), upper]), "lnk is a symbolic link");
+    refused(
+        f.unpack(vec![lower.clone(), upper]),
+        "lnk is a symbolic link",
+    );
     assert!(f.outside().join("victim").exists());
 
     let f = Fixture::new();
     std::fs::create_dir(f.outside()).unwrap();
     std::fs::write(f.outside().join("victim"), "host").unwrap();
-    let lower = Layer::new().symlink("lnk", &f.outside().display().to_string()).bytes();
+    let lower = Layer::new()
+        .symlink("lnk", &f.outside().display().to_string())
+        .bytes();
     let upper = Layer::new().file("lnk/.wh..wh..opq", "").bytes();
     refused(f.unpack(vec![lower, upper]), "lnk is a symbolic link");
     assert!(f.outside().join("victim").exists());
@@ -466,7 +559,9 @@ fn whiteout_of_a_symlink_removes_the_link_only() {
     let f = Fixture::new();
     std::fs::create_dir(f.outside()).unwrap();
     std::fs::write(f.outside().join("keep"), "host").unwrap();
-    let lower = Layer::new().symlink("lnk", &f.outside().display().to_string()).bytes();
+    let lower = Layer::new()
+        .symlink("lnk", &f.outside().display().to_string())
+        .bytes();
     let upper = Layer::new().file(".wh.lnk", "").bytes();
     f.unpack(vec![lower, upper]).unwrap();
     assert!(std::fs::symlink_metadata(f.root().join("lnk")).is_err());
@@ -483,19 +578,28 @@ fn a_directory_over_a_symlink_replaces_the_link() {
         .file("d/x", "inside")
         .bytes();
     f.unpack(vec![layer]).unwrap();
-    assert!(std::fs::symlink_metadata(f.root().join("d")).unwrap().is_dir());
+    assert!(std::fs::symlink_metadata(f.root().join("d"))
+        .unwrap()
+        .is_dir());
     assert!(!f.outside().join("x").exists());
 }
 
 #[test]
 fn limits_cap_entries_and_bytes() {
     let f = Fixture::new();
-    let layer = Layer::new().file("a", "1").file("b", "2").file("c", "3").bytes();
+    let layer = Layer::new()
+        .file("a", "1")
+        .file("b", "2")
+        .file("c", "3")
+        .bytes();
     let limits = Limits {
         max_bytes: 1 << 20,
         max_entries: 2,
     };
-    refused(f.unpack_with(vec![layer], Options::default(), limits), "more than 2 entries");
+    refused(
+        f.unpack_with(vec![layer], Options::default(), limits),
+        "more than 2 entries",
+    );
 
     let f = Fixture::new();
     let big = "x".repeat(64 * 1024);
@@ -504,7 +608,10 @@ fn limits_cap_entries_and_bytes() {
         max_bytes: 16 * 1024,
         max_entries: 100,
     };
-    refused(f.unpack_with(vec![layer], Options::default(), limits), "bytes unpacked");
+    refused(
+        f.unpack_with(vec![layer], Options::default(), limits),
+        "bytes unpacked",
+    );
 }
 
 #[test]
