@@ -160,11 +160,8 @@ fn lexical(base: &Path, link: &Path) -> Option<PathBuf> {
     };
     for part in link.components() {
         match part {
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
+            // Popping is the point of the guard: `..` climbs one level, or out.
+            Component::ParentDir if !out.pop() => return None,
             Component::Normal(p) => out.push(p),
             _ => {}
         }
