@@ -6,6 +6,7 @@ mod common;
 mod bad_input;
 mod escape;
 mod exec;
+mod image;
 mod isolation;
 mod lifecycle;
 mod oci;

@@ -31,6 +31,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one command in a fresh sandbox and exit with its status. (`exec ID CMD` with a
@@ -59,6 +61,8 @@ pub enum Command {
     /// OCI: execute a process in a running container (runc's `exec ID`).
     #[command(name = "oci-exec", hide = true)]
     OciExec(oci::cli::OciExecArgs),
+    /// Import, list, inspect and remove container images (`spec/image.md`).
+    Image(crate::image::cli::ImageArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -72,6 +76,13 @@ pub struct ExecArgs {
     /// Root filesystem to run in (default: the host's /, read-only).
     #[arg(long, value_name = "DIR")]
     pub rootfs: Option<PathBuf>,
+    /// Run on an imported image (NAME[:TAG] or sha256:DIGEST) with a fresh writable overlay
+    /// per run; with no COMMAND, the image's Entrypoint and Cmd (`spec/image.md`).
+    #[arg(long, value_name = "IMAGE", conflicts_with = "rootfs")]
+    pub image: Option<String>,
+    /// Image store for --image (env REPRORUN_STORE; default as for `reprorun image`).
+    #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
+    pub store: Option<PathBuf>,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub workdir: Option<PathBuf>,
@@ -183,6 +194,8 @@ pub enum Error {
     Sandbox(#[from] SandboxError),
     #[error("print plan: {0}")]
     Print(std::io::Error),
+    #[error("{0}")]
+    Image(#[from] crate::image::ImageError),
 }
 
 impl Error {
@@ -229,6 +242,7 @@ pub fn main() -> i32 {
         Command::Features => oci::cli::dispatch(g, L::Features),
         Command::Spec(a) => oci::cli::dispatch(g, L::Spec(a)),
         Command::OciExec(a) => oci::cli::dispatch(g, L::Exec(a)),
+        Command::Image(args) => crate::image::cli::run(args),
     }
 }
 
@@ -282,8 +296,16 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
     }
     env.extend(args.env.iter().cloned());
+    let image = match &args.image {
+        Some(reference) => {
+            let store = crate::image::store::Store::new(args.store.clone())?;
+            Some(crate::image::run_root(&store, reference)?)
+        }
+        None => None,
+    };
     Ok(ExecRequest {
         rootfs: args.rootfs.clone(),
+        image,
         workdir: args.workdir.clone(),
         extra_mounts: extra_mounts(args, m),
         net: args.net,

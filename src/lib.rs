@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod determinism;
 pub mod exit;
+pub mod image;
 pub mod oci;
 pub mod parse;
 pub mod plan;

@@ -21,7 +21,7 @@ done
 bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$root/images/busybox/build.sh" "$work/bundle" /bin/true >/dev/null
+"$root/images/busybox/build.sh" --bundle "$work/bundle" /bin/true >/dev/null
 cd "$work"
 hyperfine -N --warmup 10 --runs "$runs" --export-json "$work/result.json" \
   -n reprorun "$bin exec -- /bin/true" \

@@ -2,6 +2,7 @@
 //! a printable, testable value that says everything the executor will do. Resolution reads
 //! the host (it lists the root filesystem and checks that sources exist) but changes nothing.
 
+pub mod image;
 pub mod mounts;
 
 use std::path::{Path, PathBuf};
@@ -77,6 +78,10 @@ pub enum PlanError {
     Cwd(std::io::Error),
     #[error("--cpus {asked}: must be between 1 and {available} (the CPUs this process may use)")]
     Cpus { asked: u32, available: u32 },
+    #[error("--image and --rootfs cannot be combined: pass one root")]
+    ImageAndRootfs,
+    #[error("--image needs namespaces (the image is mounted as the root): drop --isolation=none")]
+    ImageIsolation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -147,6 +152,8 @@ pub enum ExtraMount {
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
     pub rootfs: Option<PathBuf>,
+    /// `--image`: run on this image's root (a fresh writable overlay) instead of `rootfs`.
+    pub image: Option<image::ImageRoot>,
     pub workdir: Option<PathBuf>,
     pub extra_mounts: Vec<ExtraMount>,
     pub net: NetMode,
@@ -180,6 +187,7 @@ impl ExecRequest {
     pub fn new(argv: Vec<String>) -> Self {
         ExecRequest {
             rootfs: None,
+            image: None,
             workdir: None,
             extra_mounts: Vec::new(),
             net: NetMode::None,
@@ -344,7 +352,12 @@ impl Plan {
 
 /// Resolves a request into a plan.
 pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
-    if req.argv.is_empty() || req.argv[0].is_empty() {
+    // With an image and no command, the image's Entrypoint and Cmd.
+    let argv = match &req.image {
+        Some(img) if req.argv.is_empty() => &img.argv,
+        _ => &req.argv,
+    };
+    if argv.is_empty() || argv[0].is_empty() {
         return Err(PlanError::EmptyCommand);
     }
     let absolute = |p: &Path| {
@@ -355,8 +368,18 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         }
     };
 
-    let host_root = req.rootfs.is_none();
+    let host_root = req.rootfs.is_none() && req.image.is_none();
+    let isolation = match &req.image {
+        Some(_) if req.rootfs.is_some() => return Err(PlanError::ImageAndRootfs),
+        Some(_) => image::isolation(req.isolation)?,
+        None => req.isolation,
+    };
     let rootfs = match &req.rootfs {
+        None if !host_root => req
+            .image
+            .as_ref()
+            .map(|i| i.rootfs.clone())
+            .unwrap_or_default(),
         None => PathBuf::from("/"),
         Some(dir) => {
             let dir = absolute(dir);
@@ -392,7 +415,10 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         uname: Uname::pinned(&req.hostname, "(none)"),
     };
     let seeded = req.random == RandomMode::Seeded;
-    mounts.extend(rootfs_binds(&rootfs, host_root)?);
+    match &req.image {
+        Some(img) => mounts = image::root_mounts(img),
+        None => mounts.extend(rootfs_binds(&rootfs, host_root)?),
+    }
     mounts.extend(system_mounts(seeded, req.tmpfs_size));
     mounts.extend(
         identity
@@ -448,14 +474,22 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             },
         });
     }
-    mounts.push(MountOp::ReadonlyRoot);
+    if req.image.is_some() {
+        image::writable_etc(&mut mounts);
+    } else {
+        mounts.push(MountOp::ReadonlyRoot);
+    }
 
     let mut env = EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch), req.seed);
+    if let Some(img) = &req.image {
+        image::apply_env(&mut env, img)?;
+    }
     for (k, v) in &req.env {
         env.set(k, v)?;
     }
 
-    let (in_uid, in_gid) = req.user.unwrap_or((0, 0));
+    let image_user = req.image.as_ref().and_then(|i| i.user);
+    let (in_uid, in_gid) = req.user.or(image_user).unwrap_or((0, 0));
     let mut namespaces = vec![
         Namespace::User,
         Namespace::Pid,
@@ -482,7 +516,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
 
     Ok(Plan {
         version: PLAN_VERSION,
-        isolation: req.isolation,
+        isolation,
         namespaces,
         uid_map: IdMap {
             inside: in_uid,
@@ -502,7 +536,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         host_workdir: workdir,
         env: env.to_vec(),
         umask: 0o022,
-        argv: req.argv.clone(),
+        argv: argv.clone(),
         timeout_ms: req
             .timeout
             .map(|d| d.as_millis().min(u64::MAX as u128) as u64),

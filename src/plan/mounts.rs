@@ -139,6 +139,21 @@ pub enum MountOp {
     RootPropagation {
         flag: String,
     },
+    /// A fresh writable overlay at `dest` (the root, for `exec --image`): `lower`, a host
+    /// directory (the image's flattened root), is never written; the upper and work
+    /// directories live in a private tmpfs that ends with the run.
+    Overlay {
+        lower: PathBuf,
+        dest: PathBuf,
+    },
+    /// Writes `ld.so.preload` naming `lib` into `etc` on a writable root (an image's
+    /// overlay), replacing whatever is there, instead of covering `etc` like [`Preload`].
+    ///
+    /// [`Preload`]: MountOp::Preload
+    PreloadFile {
+        etc: PathBuf,
+        lib: PathBuf,
+    },
 }
 
 /// What one OCI mount option word means to `mount(2)`: flags it sets, flags it clears, or a
@@ -226,6 +241,8 @@ impl MountOp {
             | MountOp::Readonly { dest }
             | MountOp::Fs { dest, .. }
             | MountOp::FlagBind { dest, .. }
+            | MountOp::PreloadFile { etc: dest, .. }
+            | MountOp::Overlay { dest, .. }
             | MountOp::Device { dest, .. } => Some(dest),
             MountOp::ReadonlyRoot
             | MountOp::RootBind { .. }

@@ -697,6 +697,8 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
             propagate(Path::new(NEWROOT), propagation, Path::new("/"))?;
         }
+        MountOp::Overlay { lower, dest } => overlay(lower, dest)?,
+        MountOp::PreloadFile { etc, lib } => preload_file(etc, lib)?,
         MountOp::ReadonlyRoot => {
             let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | hardened;
             mount(None::<&str>, NEWROOT, None::<&str>, flags, None::<&str>)
@@ -704,4 +706,94 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
         }
     }
     Ok(())
+}
+
+/// Mounts a fresh writable overlay at `dest` over the host directory `lower`. Its upper and
+/// work directories live in a tmpfs of their own in the staging root (which is detached after
+/// the pivot; the overlay keeps the tmpfs alive until the sandbox ends), so nothing a run
+/// writes reaches `lower` or outlives the run.
+fn overlay(lower: &Path, dest: &Path) -> Result<(), MountError> {
+    let fail = |kind: &'static str| {
+        let dest = dest.to_path_buf();
+        move |errno| MountError::Op { kind, dest, errno }
+    };
+    let lower = host(lower);
+    // The options string separates with ',' and ':'; such paths cannot be named there.
+    if lower.to_string_lossy().contains([',', ':', '\\']) {
+        return Err(fail("overlay (',', ':' or '\\' in the image's path)")(
+            Errno::EINVAL,
+        ));
+    }
+    if !lower.is_dir() {
+        return Err(fail("overlay (image root missing)")(Errno::ENOENT));
+    }
+    let path = ensure_dir(dest)?;
+    let name = dest.to_string_lossy().replace('/', "_");
+    let base = Path::new("/overlay").join(name);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&base)
+        .map_err(|e| fail("overlay layer")(io_errno(&e)))?;
+    mount(
+        Some("tmpfs"),
+        &base,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755"),
+    )
+    .map_err(fail("overlay layer"))?;
+    let (upper, work) = (base.join("upper"), base.join("work"));
+    for dir in [&upper, &work] {
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(dir)
+            .map_err(|e| fail("overlay layer")(io_errno(&e)))?;
+    }
+    // The root of the overlay takes the upper directory's mode.
+    std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| fail("overlay layer")(io_errno(&e)))?;
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        lower.display(),
+        upper.display(),
+        work.display()
+    );
+    mount(
+        Some("overlay"),
+        &path,
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(data.as_str()),
+    )
+    .map_err(fail("overlay"))
+}
+
+/// Writes `etc/ld.so.preload` naming `lib` on a writable root. Whatever is there (a file, or
+/// a link, which is removed rather than followed) is replaced; the new file is created
+/// exclusively, so it cannot be written through a link.
+fn preload_file(etc: &Path, lib: &Path) -> Result<(), MountError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = ensure_dir(etc)?;
+    let dest = etc.join("ld.so.preload");
+    let io = |e: std::io::Error| MountError::Op {
+        kind: "preload file",
+        dest: dest.clone(),
+        errno: io_errno(&e),
+    };
+    let path = dir.join("ld.so.preload");
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(io)?;
+    file.write_all(format!("{}\n", lib.display()).as_bytes())
+        .map_err(io)
 }

@@ -1,0 +1,678 @@
+//! Safe unpacking of layer tar streams into one directory (the flattened root filesystem).
+//!
+//! Every path is resolved component by component from a descriptor of the root with
+//! `O_NOFOLLOW`, so nothing is ever created, written, linked or removed through a symbolic
+//! link, and `..` is refused outright: a layer cannot touch anything outside the root.
+//! Whiteouts (`.wh.NAME`) and opaque markers (`.wh..wh..opq`) remove what lower layers made.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::{CString, OsStr};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{openat, OFlag};
+use nix::sys::stat::{fstatat, Mode, SFlag};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+use thiserror::Error;
+
+/// Whiteout prefix of the OCI image layer format.
+pub const WHITEOUT: &str = ".wh.";
+/// Marks a directory whose lower-layer contents are hidden.
+pub const OPAQUE: &str = ".wh..wh..opq";
+/// Longest entry path accepted (Linux's PATH_MAX).
+const MAX_PATH: usize = 4096;
+
+/// Caps on what one image may unpack to, summed over its layers.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of (decompressed) layer data, tar headers included.
+    pub max_bytes: u64,
+    /// Tar entries, whiteouts included.
+    pub max_entries: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 64 << 30,
+            max_entries: 2_000_000,
+        }
+    }
+}
+
+/// What may be kept of a layer's privileges.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Keep setuid and setgid bits of regular files.
+    pub keep_setuid: bool,
+    /// Keep `security.capability` extended attributes (file capabilities).
+    pub keep_caps: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum ExtractError {
+    #[error("{path}: path traversal (`..`) is refused")]
+    Traversal { path: String },
+    #[error("{path}: path longer than {MAX_PATH} bytes")]
+    TooLong { path: String },
+    #[error("{path}: {link} is a symbolic link, and nothing is written through links")]
+    ThroughLink { path: String, link: String },
+    #[error("{path}: {parent} is not a directory")]
+    NotDir { path: String, parent: String },
+    #[error("{path}: hard link to {target}: {reason}")]
+    Hardlink {
+        path: String,
+        target: String,
+        reason: String,
+    },
+    #[error("{path}: {kind} device nodes are refused in images (the sandbox provides /dev)")]
+    Device { path: String, kind: &'static str },
+    #[error("{path}: unsupported tar entry type {kind:?}")]
+    EntryType { path: String, kind: u8 },
+    #[error("{path}: bad whiteout: {reason}")]
+    Whiteout { path: String, reason: String },
+    #[error("more than {0} entries (the import limit)")]
+    TooManyEntries(u64),
+    #[error("more than {0} bytes unpacked (the import limit)")]
+    TooBig(u64),
+    #[error("{path}: set file capabilities: {errno}")]
+    Caps { path: String, errno: Errno },
+    #[error("{step} {path}: {errno}")]
+    Fs {
+        step: &'static str,
+        path: String,
+        errno: Errno,
+    },
+    #[error("read tar stream: {0}")]
+    Read(std::io::Error),
+}
+
+/// Unpacks layers, in order, into one root directory.
+pub struct Extractor {
+    root: OwnedFd,
+    opts: Options,
+    limits: Limits,
+    entries: u64,
+    bytes: u64,
+    /// Final modes and mtimes of directories, applied once every layer is in (a read-only
+    /// directory must stay writable while later entries go into it).
+    dirs: BTreeMap<PathBuf, (u32, u64)>,
+}
+
+impl Extractor {
+    /// `root` must be an empty directory the caller created.
+    pub fn new(root: &Path, opts: Options, limits: Limits) -> Result<Extractor, ExtractError> {
+        let fd = nix::fcntl::open(
+            root,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| fs_err("open", root, errno))?;
+        Ok(Extractor {
+            root: own(fd),
+            opts,
+            limits,
+            entries: 0,
+            bytes: 0,
+            dirs: BTreeMap::new(),
+        })
+    }
+
+    /// Unpacks one (decompressed) layer tar stream.
+    pub fn layer(&mut self, stream: impl Read) -> Result<(), ExtractError> {
+        let budget = self.limits.max_bytes.saturating_sub(self.bytes);
+        let mut counted = Counted {
+            inner: stream,
+            left: budget,
+        };
+        // The rest of the stream after the end-of-archive blocks is read too (it counts in
+        // the layer's diff id) — under the same cap.
+        let result = self
+            .layer_entries(&mut counted)
+            .and_then(|()| {
+                std::io::copy(&mut counted, &mut std::io::sink()).map_err(ExtractError::Read)
+            })
+            .map(drop);
+        self.bytes += budget - counted.left;
+        if counted.left == 0 && result.is_err() {
+            return Err(ExtractError::TooBig(self.limits.max_bytes));
+        }
+        result
+    }
+
+    fn layer_entries(&mut self, stream: &mut impl Read) -> Result<(), ExtractError> {
+        let mut archive = tar::Archive::new(stream);
+        // Paths this layer wrote, and their parents: an opaque marker or whiteout of this
+        // layer hides lower layers only.
+        let mut written: HashSet<PathBuf> = HashSet::new();
+        for entry in archive.entries().map_err(ExtractError::Read)? {
+            let mut entry = entry.map_err(ExtractError::Read)?;
+            self.entries += 1;
+            if self.entries > self.limits.max_entries {
+                return Err(ExtractError::TooManyEntries(self.limits.max_entries));
+            }
+            let raw = entry.path_bytes().into_owned();
+            let shown = String::from_utf8_lossy(&raw).into_owned();
+            let Some(rel) = normalize(&raw, &shown)? else {
+                continue; // the root itself
+            };
+            let kind = entry.header().entry_type();
+            if kind == tar::EntryType::XGlobalHeader {
+                continue;
+            }
+            let name = rel.file_name().unwrap_or_default().as_bytes();
+            if name.starts_with(WHITEOUT.as_bytes()) {
+                self.whiteout(&rel, &shown, &written)?;
+                continue;
+            }
+            self.entry(&mut entry, &rel, &shown)?;
+            for ancestor in rel.ancestors() {
+                if !written.insert(ancestor.to_path_buf()) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn entry<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<R>,
+        rel: &Path,
+        shown: &str,
+    ) -> Result<(), ExtractError> {
+        use tar::EntryType as T;
+        let header = entry.header();
+        let kind = header.entry_type();
+        let mode = header.mode().map_err(ExtractError::Read)? & 0o7777;
+        let mtime = header.mtime().unwrap_or(0);
+        let (parent, name) = self.parent(rel, shown, true)?;
+        let p = parent.as_raw_fd();
+        match kind {
+            T::Directory => {
+                match fstatat(Some(p), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    Ok(st)
+                        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
+                            == SFlag::S_IFDIR => {}
+                    Ok(_) => {
+                        remove_all(p, name).map_err(|e| fs_err("replace", shown, e))?;
+                        mkdir(p, name).map_err(|e| fs_err("create directory", shown, e))?;
+                    }
+                    Err(_) => mkdir(p, name).map_err(|e| fs_err("create directory", shown, e))?,
+                }
+                self.dirs.insert(rel.to_path_buf(), (mode, mtime));
+            }
+            T::Regular | T::Continuous | T::GNUSparse => {
+                self.replace(p, name, shown)?;
+                let fd = openat(
+                    Some(p),
+                    name,
+                    OFlag::O_WRONLY
+                        | OFlag::O_CREAT
+                        | OFlag::O_EXCL
+                        | OFlag::O_NOFOLLOW
+                        | OFlag::O_CLOEXEC,
+                    Mode::from_bits_truncate(0o600),
+                )
+                .map_err(|e| fs_err("create", shown, e))?;
+                let mut file = std::fs::File::from(own(fd));
+                std::io::copy(entry, &mut file).map_err(|e| match e.raw_os_error() {
+                    Some(n) => fs_err("write", shown, Errno::from_raw(n)),
+                    None => ExtractError::Read(e),
+                })?;
+                let mut mode = mode;
+                if !self.opts.keep_setuid {
+                    mode &= !(libc::S_ISUID | libc::S_ISGID);
+                }
+                self.xattrs(entry, file.as_raw_fd(), shown)?;
+                nix::sys::stat::fchmod(file.as_raw_fd(), Mode::from_bits_truncate(mode))
+                    .map_err(|e| fs_err("chmod", shown, e))?;
+                let t = timespec(mtime);
+                nix::sys::stat::futimens(file.as_raw_fd(), &t, &t)
+                    .map_err(|e| fs_err("set times of", shown, e))?;
+            }
+            T::Symlink => {
+                let target = entry
+                    .link_name_bytes()
+                    .map(|t| t.into_owned())
+                    .unwrap_or_default();
+                if target.is_empty() {
+                    return Err(fs_err("symlink", shown, Errno::EINVAL));
+                }
+                self.replace(p, name, shown)?;
+                nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(p), name)
+                    .map_err(|e| fs_err("symlink", shown, e))?;
+                let t = timespec(mtime);
+                let _ = nix::sys::stat::utimensat(
+                    Some(p),
+                    name,
+                    &t,
+                    &t,
+                    nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+                );
+            }
+            T::Link => {
+                let raw = entry
+                    .link_name_bytes()
+                    .map(|t| t.into_owned())
+                    .unwrap_or_default();
+                let target_shown = String::from_utf8_lossy(&raw).into_owned();
+                let hard = |reason: String| ExtractError::Hardlink {
+                    path: shown.to_string(),
+                    target: target_shown.clone(),
+                    reason,
+                };
+                let target = match normalize(&raw, &target_shown) {
+                    Ok(Some(t)) => t,
+                    Ok(None) => return Err(hard("the target is the root".into())),
+                    Err(ExtractError::Traversal { .. }) => {
+                        return Err(hard("the target is outside the image (`..`)".into()))
+                    }
+                    Err(e) => return Err(e),
+                };
+                let (tparent, tname) =
+                    self.parent(&target, &target_shown, false)
+                        .map_err(|e| match e {
+                            ExtractError::ThroughLink { link, .. } => hard(format!(
+                                "{link} is a symbolic link, and links are not followed"
+                            )),
+                            ExtractError::Fs {
+                                errno: Errno::ENOENT,
+                                ..
+                            } => hard("the target does not exist in the image".into()),
+                            other => hard(other.to_string()),
+                        })?;
+                let st = fstatat(
+                    Some(tparent.as_raw_fd()),
+                    tname,
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| hard(format!("the target does not exist in the image ({e})")))?;
+                if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
+                    return Err(hard("the target is a directory".into()));
+                }
+                if target == rel {
+                    return Ok(());
+                }
+                self.replace(p, name, shown)?;
+                nix::unistd::linkat(
+                    Some(tparent.as_raw_fd()),
+                    tname,
+                    Some(p),
+                    name,
+                    nix::fcntl::AtFlags::empty(),
+                )
+                .map_err(|e| fs_err("hard link", shown, e))?;
+            }
+            T::Fifo => {
+                self.replace(p, name, shown)?;
+                nix::sys::stat::mknodat(
+                    Some(p),
+                    name,
+                    SFlag::S_IFIFO,
+                    Mode::from_bits_truncate(mode & 0o777),
+                    0,
+                )
+                .map_err(|e| fs_err("create fifo", shown, e))?;
+            }
+            T::Char => {
+                return Err(ExtractError::Device {
+                    path: shown.to_string(),
+                    kind: "character",
+                })
+            }
+            T::Block => {
+                return Err(ExtractError::Device {
+                    path: shown.to_string(),
+                    kind: "block",
+                })
+            }
+            other => {
+                return Err(ExtractError::EntryType {
+                    path: shown.to_string(),
+                    kind: other.as_byte(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the entry's extended attributes that are kept: `user.*`, and
+    /// `security.capability` with `keep_caps`. Everything else (including file capabilities
+    /// by default) is dropped.
+    fn xattrs<R: Read>(
+        &self,
+        entry: &mut tar::Entry<R>,
+        fd: RawFd,
+        shown: &str,
+    ) -> Result<(), ExtractError> {
+        let Ok(Some(exts)) = entry.pax_extensions() else {
+            return Ok(());
+        };
+        for ext in exts.flatten() {
+            let Ok(key) = ext.key() else { continue };
+            let Some(attr) = key.strip_prefix("SCHILY.xattr.") else {
+                continue;
+            };
+            let caps = attr == "security.capability";
+            if !(attr.starts_with("user.") || (caps && self.opts.keep_caps)) {
+                continue;
+            }
+            let Ok(cname) = CString::new(attr) else {
+                continue;
+            };
+            let value = ext.value_bytes();
+            // SAFETY: fd is an open descriptor of the file just written; cname is a valid
+            // NUL-terminated string and value a live slice whose length is passed with it.
+            let rc = unsafe {
+                libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+            };
+            if rc != 0 && caps {
+                return Err(ExtractError::Caps {
+                    path: shown.to_string(),
+                    errno: Errno::last(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes whatever is at `name` (a directory with its contents) so a new entry can take
+    /// its place; the removal never follows a link.
+    fn replace(&self, parent: RawFd, name: &OsStr, shown: &str) -> Result<(), ExtractError> {
+        match remove_all(parent, name) {
+            Ok(()) | Err(Errno::ENOENT) => Ok(()),
+            Err(e) => Err(fs_err("replace", shown, e)),
+        }
+    }
+
+    fn whiteout(
+        &mut self,
+        rel: &Path,
+        shown: &str,
+        written: &HashSet<PathBuf>,
+    ) -> Result<(), ExtractError> {
+        let name = rel.file_name().unwrap_or_default().as_bytes();
+        let dir = rel.parent().unwrap_or(Path::new(""));
+        let bad = |reason: &str| ExtractError::Whiteout {
+            path: shown.to_string(),
+            reason: reason.to_string(),
+        };
+        if name == OPAQUE.as_bytes() {
+            let Some(dirfd) = self.resolve_dir(dir, shown, false)? else {
+                return Ok(());
+            };
+            return self
+                .clear_lower(dirfd.as_raw_fd(), dir, written)
+                .map_err(|e| fs_err("opaque directory", shown, e));
+        }
+        if name.starts_with(b".wh..wh.") {
+            return Ok(()); // aufs bookkeeping (.wh..wh.plnk, ...): nothing to apply
+        }
+        let victim = &name[WHITEOUT.len()..];
+        if victim.is_empty() || victim == b"." || victim == b".." {
+            return Err(bad("it names no file"));
+        }
+        let target = dir.join(OsStr::from_bytes(victim));
+        if written.contains(&target) {
+            return Ok(()); // hides lower layers only
+        }
+        let Some(dirfd) = self.resolve_dir(dir, shown, false)? else {
+            return Ok(());
+        };
+        match remove_all(dirfd.as_raw_fd(), OsStr::from_bytes(victim)) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(fs_err("whiteout", shown, e)),
+        }
+        self.dirs.retain(|p, _| !p.starts_with(&target));
+        Ok(())
+    }
+
+    /// Removes every entry below the directory `dir` that this layer did not write.
+    fn clear_lower(
+        &mut self,
+        dirfd: RawFd,
+        dir: &Path,
+        written: &HashSet<PathBuf>,
+    ) -> Result<(), Errno> {
+        for name in list(dirfd)? {
+            let path = dir.join(&name);
+            if !written.contains(&path) {
+                remove_all(dirfd, &name)?;
+                self.dirs.retain(|p, _| !p.starts_with(&path));
+                continue;
+            }
+            if let Ok(sub) = open_dir(dirfd, &name) {
+                self.clear_lower(sub.as_raw_fd(), &path, written)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the directory that holds `rel` (creating missing directories when `create`)
+    /// and returns it with the last component.
+    fn parent<'a>(
+        &self,
+        rel: &'a Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<(OwnedFd, &'a OsStr), ExtractError> {
+        let name = rel.file_name().unwrap_or_default();
+        let dir = rel.parent().unwrap_or(Path::new(""));
+        match self.resolve_dir(dir, shown, create)? {
+            Some(fd) => Ok((fd, name)),
+            None => Err(ExtractError::Fs {
+                step: "open parent of",
+                path: shown.to_string(),
+                errno: Errno::ENOENT,
+            }),
+        }
+    }
+
+    /// Opens `dir` (relative to the root) without following any link. `None` when a
+    /// component is missing and `create` is false.
+    fn resolve_dir(
+        &self,
+        dir: &Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<Option<OwnedFd>, ExtractError> {
+        let mut fd = dup(self.root.as_raw_fd()).map_err(|e| fs_err("open root for", shown, e))?;
+        let mut walked = PathBuf::new();
+        for part in dir.components() {
+            let Component::Normal(part) = part else {
+                continue;
+            };
+            walked.push(part);
+            let next = match open_dir(fd.as_raw_fd(), part) {
+                Ok(next) => next,
+                Err(Errno::ENOENT) if create => {
+                    mkdir(fd.as_raw_fd(), part)
+                        .map_err(|e| fs_err("create directory", shown, e))?;
+                    open_dir(fd.as_raw_fd(), part).map_err(|e| fs_err("open", shown, e))?
+                }
+                Err(Errno::ENOENT) => return Ok(None),
+                Err(Errno::ELOOP) => {
+                    return Err(ExtractError::ThroughLink {
+                        path: shown.to_string(),
+                        link: walked.display().to_string(),
+                    })
+                }
+                Err(Errno::ENOTDIR) => {
+                    // O_NOFOLLOW|O_DIRECTORY on a link gives ENOTDIR on some paths: tell which.
+                    let st = fstatat(
+                        Some(fd.as_raw_fd()),
+                        part,
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    );
+                    let link = st.is_ok_and(|s| {
+                        SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK
+                    });
+                    return Err(if link {
+                        ExtractError::ThroughLink {
+                            path: shown.to_string(),
+                            link: walked.display().to_string(),
+                        }
+                    } else {
+                        ExtractError::NotDir {
+                            path: shown.to_string(),
+                            parent: walked.display().to_string(),
+                        }
+                    });
+                }
+                Err(e) => return Err(fs_err("open", shown, e)),
+            };
+            fd = next;
+        }
+        Ok(Some(fd))
+    }
+
+    /// Bytes of layer data read so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Applies the recorded directory modes and mtimes, deepest first.
+    pub fn finish(self) -> Result<(), ExtractError> {
+        for (rel, (mode, mtime)) in self.dirs.iter().rev() {
+            let shown = rel.display().to_string();
+            let Ok(Some(fd)) = self.resolve_dir(rel, &shown, false) else {
+                continue; // replaced by a non-directory later
+            };
+            nix::sys::stat::fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(*mode))
+                .map_err(|e| fs_err("chmod", &shown, e))?;
+            let t = timespec(*mtime);
+            nix::sys::stat::futimens(fd.as_raw_fd(), &t, &t)
+                .map_err(|e| fs_err("set times of", &shown, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Normalizes an entry path: leading `/` and `./` are dropped, `.` components skipped, and
+/// `..` anywhere refused. `None` for the root itself.
+pub fn normalize(raw: &[u8], shown: &str) -> Result<Option<PathBuf>, ExtractError> {
+    if raw.len() > MAX_PATH {
+        return Err(ExtractError::TooLong {
+            path: shown.chars().take(80).collect(),
+        });
+    }
+    let mut out = PathBuf::new();
+    for part in Path::new(OsStr::from_bytes(raw)).components() {
+        match part {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                return Err(ExtractError::Traversal {
+                    path: shown.to_string(),
+                })
+            }
+            Component::Normal(p) => out.push(p),
+        }
+    }
+    Ok((!out.as_os_str().is_empty()).then_some(out))
+}
+
+fn fs_err(step: &'static str, path: impl AsRef<Path>, errno: Errno) -> ExtractError {
+    ExtractError::Fs {
+        step,
+        path: path.as_ref().display().to_string(),
+        errno,
+    }
+}
+
+fn timespec(secs: u64) -> nix::sys::time::TimeSpec {
+    nix::sys::time::TimeSpec::new(secs.min(i64::MAX as u64) as i64, 0)
+}
+
+fn own(fd: RawFd) -> OwnedFd {
+    // SAFETY: every caller passes a descriptor a successful open/openat/dup just returned,
+    // which nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+fn dup(fd: RawFd) -> Result<OwnedFd, Errno> {
+    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(0)).map(own)
+}
+
+fn open_dir(parent: RawFd, name: &OsStr) -> Result<OwnedFd, Errno> {
+    openat(
+        Some(parent),
+        name,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map(own)
+}
+
+fn mkdir(parent: RawFd, name: &OsStr) -> Result<(), Errno> {
+    nix::sys::stat::mkdirat(Some(parent), name, Mode::from_bits_truncate(0o755))
+}
+
+/// The names in a directory (without `.` and `..`).
+fn list(dirfd: RawFd) -> Result<Vec<std::ffi::OsString>, Errno> {
+    let fd = dup(dirfd)?;
+    let mut dir = nix::dir::Dir::from_fd(std::os::fd::IntoRawFd::into_raw_fd(fd))?;
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(OsStr::from_bytes(name).to_os_string());
+        }
+    }
+    Ok(names)
+}
+
+/// Removes `name` in `parent` and, if it is a directory, everything below it, without ever
+/// following a link. Directories are made writable first (an image may hold 0555 ones).
+pub fn remove_all(parent: RawFd, name: &OsStr) -> Result<(), Errno> {
+    let st = fstatat(Some(parent), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)?;
+    if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFDIR {
+        return unlinkat(Some(parent), name, UnlinkatFlags::NoRemoveDir);
+    }
+    let dir = open_dir(parent, name)?;
+    let _ = nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(0o700));
+    for child in list(dir.as_raw_fd())? {
+        remove_all(dir.as_raw_fd(), &child)?;
+    }
+    drop(dir);
+    unlinkat(Some(parent), name, UnlinkatFlags::RemoveDir)
+}
+
+/// Removes a directory tree at `path` (a path of the caller's own, e.g. a store directory),
+/// without following links inside it.
+pub fn remove_tree(path: &Path) -> Result<(), Errno> {
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    let name = path.file_name().ok_or(Errno::EINVAL)?;
+    let fd = nix::fcntl::open(
+        parent,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map(own)?;
+    remove_all(fd.as_raw_fd(), name)
+}
+
+/// Counts (and caps) the bytes read from a layer stream.
+struct Counted<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("unpack limit reached"));
+        }
+        let max = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..max])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests;
