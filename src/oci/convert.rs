@@ -569,6 +569,9 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         intercept: det.enabled,
     };
     let mut hooks = spec.hooks.clone().unwrap_or_default();
+    if !hooks.start_container.is_empty() {
+        return Err(unsupported("hooks.startContainer"));
+    }
     // `prestart` is the deprecated name of createRuntime.
     let prestart = std::mem::take(&mut hooks.prestart);
     hooks.create_runtime.splice(0..0, prestart);

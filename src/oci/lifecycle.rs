@@ -622,7 +622,7 @@ pub fn features() -> serde_json::Value {
     serde_json::json!({
         "ociVersionMin": "1.0.0",
         "ociVersionMax": super::OCI_VERSION,
-        "hooks": ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"],
+        "hooks": ["prestart", "createRuntime", "createContainer", "poststart", "poststop"],
         "mountOptions": mount_options,
         "linux": {
             "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"],

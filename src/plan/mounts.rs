@@ -160,9 +160,9 @@ pub enum MountOp {
 /// propagation change. `None`: not a flag word (filesystem data, e.g. `mode=0755`).
 pub fn flag_word(word: &str) -> Option<FlagWord> {
     use libc::*;
-    let set = |f: c_ulong| Some(FlagWord::Set(f as u64));
-    let clear = |f: c_ulong| Some(FlagWord::Clear(f as u64));
-    let prop = |f: c_ulong| Some(FlagWord::Propagation(f as u64));
+    let set = |f: u64| Some(FlagWord::Set(f));
+    let clear = |f: u64| Some(FlagWord::Clear(f));
+    let prop = |f: u64| Some(FlagWord::Propagation(f));
     match word {
         "ro" => set(MS_RDONLY),
         "rw" => clear(MS_RDONLY),

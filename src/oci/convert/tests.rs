@@ -160,7 +160,8 @@ fn annotations_drive_the_determinism_layer() {
 
 #[test]
 fn unknown_and_unsupported_fields_are_named() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
         ("bogus", Box::new(|c| c["process"]["bogus"] = 1.into())),
         (
             "linux.resources.cpu.shares",
