@@ -313,13 +313,50 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     // free again.
     let crashed = b.state.join("ghost");
     std::fs::create_dir_all(&crashed).unwrap();
-    std::fs::write(crashed.join("creating"), "999999999").unwrap();
+    std::fs::write(crashed.join("creating"), "999999999 1").unwrap();
     assert_eq!(expect_code(&b.run(&["list", "-q"]), 0), "");
     assert!(!crashed.exists());
     std::fs::create_dir_all(&crashed).unwrap();
     std::fs::write(crashed.join("creating"), "999999999").unwrap();
     expect_code(&b.run(&["create", "ghost"]), 0);
     expect_code(&b.run(&["delete", "ghost"]), 0);
+}
+
+#[test]
+fn a_create_killed_midway_leaves_nothing_behind() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(&["true"], |c| {
+        c["hooks"] =
+            serde_json::json!({"createRuntime": [{"path": "/bin/sleep", "args": ["sleep", "5"]}]});
+    });
+    let mut create = b.cmd(&["create", "k1"]);
+    let mut child = create
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed while its hook runs: the state is saved by then, init waits, the cgroup exists.
+    let saved = b.state.join("k1/state.json");
+    assert!(wait_until(Duration::from_secs(10), || saved.exists()));
+    let state = read_json(&saved);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(expect_code(&b.run(&["list", "-q"]), 0), "");
+    assert!(!b.state.join("k1").exists());
+    let pid = state["pid"].as_i64().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || !alive(pid)));
+    for dir in state["cgroup_dirs"].as_array().unwrap() {
+        assert!(
+            !std::path::Path::new(dir.as_str().unwrap()).exists(),
+            "{dir}"
+        );
+    }
+    // The id is free again.
+    let b2 = b.run(&["state", "k1"]);
+    expect_error(&b2, "does not exist");
 }
 
 /// Merges `patch` into `target` (objects recursively; anything else replaces).

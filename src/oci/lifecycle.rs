@@ -150,6 +150,9 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             return Err(fail(dir, &saved, e.into()));
         }
     }
+    if let Err(e) = dir.complete() {
+        return Err(fail(dir, &saved, e.into()));
+    }
     Ok(Made { dir, saved })
 }
 

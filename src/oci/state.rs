@@ -197,7 +197,8 @@ impl Root {
                     let lock = Self::lock(&path)?;
                     let mut f = std::fs::File::create(path.join(CREATING_FILE))
                         .map_err(io("write", &path))?;
-                    let _ = write!(f, "{}", std::process::id());
+                    let me = std::process::id() as i32;
+                    let _ = write!(f, "{me} {}", start_time(me).unwrap_or(0));
                     return Ok(Dir {
                         id: id.to_string(),
                         path,
@@ -209,7 +210,7 @@ impl Root {
                     if !is_stale(&path) {
                         return Err(StateError::Exists(id.to_string()));
                     }
-                    let _ = std::fs::remove_dir_all(&path);
+                    clear_stale(&path);
                     drop(lock);
                 }
                 Err(e) => return Err(io("create", &path)(e)),
@@ -226,9 +227,9 @@ impl Root {
             return Err(StateError::NotFound(id.to_string()));
         }
         let lock = Self::lock(&path)?;
-        if !path.join(STATE_FILE).exists() {
+        if !is_complete(&path) {
             if is_stale(&path) {
-                let _ = std::fs::remove_dir_all(&path);
+                clear_stale(&path);
             }
             return Err(StateError::NotFound(id.to_string()));
         }
@@ -250,10 +251,15 @@ impl Root {
             let Some(name) = e.file_name().to_str().map(String::from) else {
                 continue;
             };
-            if e.path().join(STATE_FILE).exists() {
+            if is_complete(&e.path()) {
                 ids.push(name);
             } else if is_stale(&e.path()) {
-                let _ = std::fs::remove_dir_all(e.path());
+                if let Ok(lock) = Self::lock(&e.path()) {
+                    if is_stale(&e.path()) {
+                        clear_stale(&e.path());
+                    }
+                    drop(lock);
+                }
             }
         }
         ids.sort();
@@ -261,18 +267,42 @@ impl Root {
     }
 }
 
-/// A directory without `state.json` whose creator no longer runs.
+/// A container whose `create` finished: its state is saved and `creating` is gone.
+fn is_complete(path: &Path) -> bool {
+    path.join(STATE_FILE).exists() && !path.join(CREATING_FILE).exists()
+}
+
+/// The remains of a `create` that did not finish and whose process is gone (killed, or
+/// crashed): `creating` names a pid that no longer runs (with that start time).
 fn is_stale(path: &Path) -> bool {
-    if path.join(STATE_FILE).exists() {
+    if is_complete(path) {
         return false;
     }
-    let pid: Option<i32> = std::fs::read_to_string(path.join(CREATING_FILE))
-        .ok()
-        .and_then(|t| t.trim().parse().ok());
-    match pid {
-        Some(pid) => start_time(pid).is_none(),
-        None => true,
+    let text = std::fs::read_to_string(path.join(CREATING_FILE)).unwrap_or_default();
+    let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(pid), Some(start)) => start_time(pid as i32) != Some(start),
+        (Some(pid), None) => start_time(pid as i32).is_none(),
+        _ => !path.join(CREATING_FILE).exists(),
     }
+}
+
+/// Clears a stale directory: a container init that outlived its creator is killed, the
+/// cgroup (if the state got that far) and the directory removed.
+fn clear_stale(path: &Path) {
+    if let Ok(saved) = std::fs::read_to_string(path.join(STATE_FILE))
+        .map_err(|_| ())
+        .and_then(|t| serde_json::from_str::<Saved>(&t).map_err(|_| ()))
+    {
+        if saved.pid > 0 && start_time(saved.pid) == Some(saved.pid_start) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(saved.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        crate::sandbox::remove_cgroup(&saved.cgroup_dirs);
+    }
+    let _ = std::fs::remove_dir_all(path);
 }
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
@@ -290,9 +320,13 @@ impl Dir {
 
     pub fn save(&self, saved: &Saved) -> Result<(), StateError> {
         let bytes = serde_json::to_vec_pretty(saved).expect("state serializes");
-        write_atomic(&self.path.join(STATE_FILE), &bytes)?;
-        let _ = std::fs::remove_file(self.path.join(CREATING_FILE));
-        Ok(())
+        write_atomic(&self.path.join(STATE_FILE), &bytes)
+    }
+
+    /// Marks the create finished: from now on the container is visible to other commands.
+    pub fn complete(&self) -> Result<(), StateError> {
+        let path = self.path.join(CREATING_FILE);
+        std::fs::remove_file(&path).map_err(io("remove", &path))
     }
 
     pub fn load(&self) -> Result<Saved, StateError> {
@@ -420,6 +454,9 @@ mod tests {
             hooks: Hooks::default(),
         };
         dir.save(&saved).unwrap();
+        // Saved but not complete: invisible, and its creator (us) lives: not stale.
+        assert!(root.ids().unwrap().is_empty());
+        dir.complete().unwrap();
         assert_eq!(dir.load().unwrap(), saved);
         assert_eq!(dir.status(&saved), Status::Running);
         let dead = Saved {
