@@ -507,6 +507,29 @@ fn terminal_master_goes_out_on_the_console_socket() {
 }
 
 #[test]
+fn runc_generated_config_runs() {
+    if !is_root() || Command::new("runc").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and runc");
+        return;
+    }
+    let b = Bundle::new(&["true"], |_| {});
+    std::fs::remove_file(b.work.path().join("config.json")).unwrap();
+    let o = Command::new("runc")
+        .args(["spec", "--bundle"])
+        .arg(b.work.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let path = b.work.path().join("config.json");
+    let mut c = read_json(&path);
+    c["process"]["terminal"] = false.into();
+    c["process"]["args"] = serde_json::json!(["sh", "-c", "echo ok; id -u"]);
+    std::fs::write(&path, c.to_string()).unwrap();
+    let o = b.run(&["run", "rc1"]);
+    assert_eq!(expect_code(&o, 0), "ok\n0\n");
+}
+
+#[test]
 fn features_and_spec_documents() {
     let w = Work::new();
     let o = w.run(&["features"]);

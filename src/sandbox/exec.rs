@@ -158,8 +158,14 @@ fn set_capabilities(sets: &crate::security::CapSets) -> Result<(), Errno> {
     nix::sys::prctl::set_no_new_privs()?;
     caps::set(None, CapSet::Effective, &set(&sets.effective)).map_err(io)?;
     caps::set(None, CapSet::Permitted, &set(&sets.permitted)).map_err(io)?;
+    // The kernel takes an ambient capability only if it is permitted and inheritable; others
+    // are skipped, as runc does (runc's own default config lists ambient capabilities that
+    // are not inheritable).
+    let (permitted, inheritable) = (set(&sets.permitted), set(&sets.inheritable));
     for cap in set(&sets.ambient) {
-        caps::raise(None, CapSet::Ambient, cap).map_err(io)?;
+        if permitted.contains(&cap) && inheritable.contains(&cap) {
+            caps::raise(None, CapSet::Ambient, cap).map_err(io)?;
+        }
     }
     Ok(())
 }

@@ -126,6 +126,11 @@ pub fn main(
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
+            if lifecycle.is_some() {
+                // After `create` nobody reads the socket: the container's stderr (the
+                // engine's log) is where this goes.
+                eprintln!("reprorun: {e}");
+            }
             e.exit_code()
         }
     };
