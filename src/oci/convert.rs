@@ -179,12 +179,17 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         .as_ref()
         .ok_or_else(|| bad("root", "missing; name the root filesystem directory"))?;
     let rootfs = bundle_path(bundle, &root.path);
-    if !rootfs.is_dir() {
-        return Err(bad(
-            "root.path",
-            format!("{}: not a directory", rootfs.display()),
-        ));
-    }
+    // Resolved now: the executor reaches host paths from a staging root, where an absolute
+    // symbolic link would point elsewhere.
+    let rootfs = match std::fs::canonicalize(&rootfs) {
+        Ok(p) if p.is_dir() => p,
+        _ => {
+            return Err(bad(
+                "root.path",
+                format!("{}: not a directory", rootfs.display()),
+            ))
+        }
+    };
     let linux = spec.linux.clone().unwrap_or_default();
     let det = determinism(&spec.annotations)?;
     if det.cpus > cpus_available {
@@ -643,12 +648,8 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
         }
         let src = m.source.as_deref().ok_or("a bind mount needs a source")?;
         let src = bundle_path(bundle, src);
-        if std::fs::symlink_metadata(&src).is_err() {
-            return Err(format!(
-                "source {}: no such file or directory",
-                src.display()
-            ));
-        }
+        let src = std::fs::canonicalize(&src)
+            .map_err(|_| format!("source {}: no such file or directory", src.display()))?;
         return Ok(MountOp::FlagBind {
             src,
             dest,

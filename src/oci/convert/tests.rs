@@ -1,10 +1,12 @@
 use super::*;
 
 /// A bundle directory with an empty rootfs, and podman's config for it (trimmed).
-fn bundle() -> (tempfile::TempDir, serde_json::Value) {
+fn bundle() -> (CanonDir, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("rootfs")).unwrap();
     std::fs::write(dir.path().join("hosts"), "127.0.0.1 localhost\n").unwrap();
+    // Paths in the plan are resolved (the executor reaches them from a staging root).
+    let dir = CanonDir(dir);
     let config = serde_json::json!({
         "ociVersion": "1.0.2-dev",
         "process": {
@@ -42,6 +44,15 @@ fn bundle() -> (tempfile::TempDir, serde_json::Value) {
     (dir, config)
 }
 
+/// A temporary directory whose path is canonical (the test compares resolved paths).
+struct CanonDir(tempfile::TempDir);
+
+impl CanonDir {
+    fn path(&self) -> PathBuf {
+        self.0.path().canonicalize().unwrap()
+    }
+}
+
 fn resolve_json(dir: &Path, v: &serde_json::Value) -> Result<Container, String> {
     let spec: Spec = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
     resolve(&spec, dir, 2).map_err(|e| e.to_string())
@@ -50,7 +61,7 @@ fn resolve_json(dir: &Path, v: &serde_json::Value) -> Result<Container, String> 
 #[test]
 fn podman_config_resolves_to_a_plan() {
     let (dir, config) = bundle();
-    let c = resolve_json(dir.path(), &config).unwrap();
+    let c = resolve_json(&dir.path(), &config).unwrap();
     let p = &c.plan;
     assert_eq!(p.argv, ["echo", "hi"]);
     assert_eq!(p.hostname, "abc123");
@@ -124,7 +135,7 @@ fn annotations_drive_the_determinism_layer() {
     config["annotations"]["org.reprorun.date"] = "2020-01-01".into();
     config["annotations"]["org.reprorun.seed"] = "7".into();
     config["annotations"]["org.reprorun.clock"] = "frozen".into();
-    let c = resolve_json(dir.path(), &config).unwrap();
+    let c = resolve_json(&dir.path(), &config).unwrap();
     let clock = c.plan.clock.unwrap();
     assert_eq!(clock.epoch, 1_577_836_800);
     assert_eq!(clock.mode, ClockMode::Frozen);
@@ -135,7 +146,7 @@ fn annotations_drive_the_determinism_layer() {
         .contains(&"SOURCE_DATE_EPOCH=1577836800".to_string()));
 
     config["annotations"]["org.reprorun.determinism"] = "off".into();
-    let c = resolve_json(dir.path(), &config).unwrap();
+    let c = resolve_json(&dir.path(), &config).unwrap();
     assert!(c.plan.clock.is_none() && !c.plan.intercept);
     assert!(!c.plan.has(Namespace::Time));
     assert!(!c.plan.env.iter().any(|e| e.starts_with("PYTHONHASHSEED=")));
@@ -153,7 +164,7 @@ fn annotations_drive_the_determinism_layer() {
     ] {
         let (dir, mut config) = bundle();
         config["annotations"][key] = value.into();
-        let e = resolve_json(dir.path(), &config).unwrap_err();
+        let e = resolve_json(&dir.path(), &config).unwrap_err();
         assert!(e.contains(key), "{key}: {e}");
     }
 }
@@ -237,7 +248,7 @@ fn unknown_and_unsupported_fields_are_named() {
     for (needle, mutate) in cases {
         let (dir, mut config) = bundle();
         mutate(&mut config);
-        let e = resolve_json(dir.path(), &config).unwrap_err();
+        let e = resolve_json(&dir.path(), &config).unwrap_err();
         assert!(e.contains(needle), "{needle}: {e}");
     }
 }
@@ -254,7 +265,7 @@ fn user_namespaces_and_joined_namespaces() {
     config["linux"]["gidMappings"] =
         serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
     config["hostname"] = "".into();
-    let c = resolve_json(dir.path(), &config).unwrap();
+    let c = resolve_json(&dir.path(), &config).unwrap();
     let p = &c.plan;
     assert!(p.has(Namespace::User) && !p.has(Namespace::Net));
     assert_eq!(
@@ -268,7 +279,7 @@ fn user_namespaces_and_joined_namespaces() {
     assert_eq!(p.clone_flags() & libc::CLONE_NEWNET, 0);
     // A hostname without a uts namespace is refused.
     config["hostname"] = "x".into();
-    assert!(resolve_json(dir.path(), &config)
+    assert!(resolve_json(&dir.path(), &config)
         .unwrap_err()
         .contains("hostname"));
 }
