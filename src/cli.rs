@@ -63,6 +63,9 @@ pub enum Command {
     OciExec(oci::cli::OciExecArgs),
     /// Import, list, inspect and remove container images (`spec/image.md`).
     Image(crate::image::cli::ImageArgs),
+    /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
+    /// (`spec/mirror.md`).
+    Mirror(crate::mirror::cli::MirrorArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -83,6 +86,10 @@ pub struct ExecArgs {
     /// Image store for --image (env REPRORUN_STORE; default as for `reprorun image`).
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
     pub store: Option<PathBuf>,
+    /// A dependency mirror (`reprorun mirror`), mounted read-only at /mirror; pip, uv and go
+    /// are pointed at it (`spec/mirror.md`).
+    #[arg(long, value_name = "DIR")]
+    pub mirror: Option<PathBuf>,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub workdir: Option<PathBuf>,
@@ -196,6 +203,8 @@ pub enum Error {
     Print(std::io::Error),
     #[error("{0}")]
     Image(#[from] crate::image::ImageError),
+    #[error("--mirror: {0}")]
+    Mirror(#[from] crate::mirror::MirrorError),
 }
 
 impl Error {
@@ -243,6 +252,7 @@ pub fn main() -> i32 {
         Command::Spec(a) => oci::cli::dispatch(g, L::Spec(a)),
         Command::OciExec(a) => oci::cli::dispatch(g, L::Exec(a)),
         Command::Image(args) => crate::image::cli::run(args),
+        Command::Mirror(args) => crate::mirror::cli::run(args),
     }
 }
 
@@ -295,6 +305,20 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         })?;
         env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
     }
+    let mut extra = extra_mounts(args, m);
+    if let Some(dir) = &args.mirror {
+        let lock = crate::mirror::read_lock(dir)?;
+        // The clients' settings first: the user's --env wins.
+        env.splice(0..0, crate::mirror::client_env(&lock));
+        extra.insert(
+            0,
+            ExtraMount::Bind(BindSpec {
+                src: dir.clone(),
+                dest: crate::mirror::MOUNT.into(),
+                readonly: true,
+            }),
+        );
+    }
     env.extend(args.env.iter().cloned());
     let image = match &args.image {
         Some(reference) => {
@@ -307,7 +331,7 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         rootfs: args.rootfs.clone(),
         image,
         workdir: args.workdir.clone(),
-        extra_mounts: extra_mounts(args, m),
+        extra_mounts: extra,
         net: args.net,
         env,
         hostname: args.hostname.clone(),

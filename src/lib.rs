@@ -8,6 +8,7 @@ pub mod cli;
 pub mod determinism;
 pub mod exit;
 pub mod image;
+pub mod mirror;
 pub mod oci;
 pub mod parse;
 pub mod plan;

@@ -1,0 +1,164 @@
+//! `reprorun mirror pull|add|index|verify`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::pull::{PullOpts, DEFAULT_GOPROXY, DEFAULT_INDEX};
+use super::MirrorError;
+
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    #[command(subcommand)]
+    pub command: MirrorCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MirrorCommand {
+    /// Build a mirror of what the requirements need, as the index stood at DATE.
+    Pull(PullArgs),
+    /// Add local distribution files (wheels, sdists) with their upload time.
+    Add(AddArgs),
+    /// Regenerate the index from the lock; --date drops files uploaded later.
+    Index(IndexArgs),
+    /// Check every file against the lock and the index against the files.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The date the index is taken at (RFC 3339, YYYY-MM-DD or @EPOCH).
+    #[arg(long, value_name = "DATE")]
+    pub date: String,
+    /// A requirements file (as pip and uv read it).
+    #[arg(short = 'r', long = "requirement", value_name = "FILE")]
+    pub requirement: Option<PathBuf>,
+    /// Python version the files must run on.
+    #[arg(long, value_name = "X.Y", default_value = "3.11")]
+    pub python: String,
+    /// Wheel platform tag prefix (e.g. manylinux, linux_x86_64); default Linux x86-64.
+    #[arg(long, value_name = "TAG")]
+    pub platform: Option<String>,
+    /// Upstream simple index (PEP 691 JSON with upload times).
+    #[arg(long, value_name = "URL", default_value = DEFAULT_INDEX)]
+    pub index: String,
+    /// Also mirror the modules this go.mod needs (GOPROXY tree).
+    #[arg(long, value_name = "GO.MOD")]
+    pub go: Option<PathBuf>,
+    /// Upstream GOPROXY for --go.
+    #[arg(long, value_name = "URL", default_value = DEFAULT_GOPROXY)]
+    pub go_proxy: String,
+    /// The mirror directory to create (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Requirements (e.g. pytest==8.0 or pytest).
+    #[arg(value_name = "PKG")]
+    pub packages: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The mirror directory (created if it holds no mirror).
+    pub dir: PathBuf,
+    /// Upload time recorded for the files (RFC 3339; default: now).
+    #[arg(long, value_name = "TIME")]
+    pub upload_time: Option<String>,
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    pub dir: PathBuf,
+    /// Drop (and delete) files uploaded after DATE.
+    #[arg(long, value_name = "DATE")]
+    pub date: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    pub dir: PathBuf,
+}
+
+/// Runs one mirror command; returns the exit status.
+pub fn run(args: MirrorArgs) -> i32 {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("reprorun: {e}");
+            crate::exit::RUNTIME_ERROR
+        }
+    }
+}
+
+fn run_inner(args: MirrorArgs) -> Result<i32, MirrorError> {
+    match args.command {
+        MirrorCommand::Pull(a) => {
+            if a.requirement.is_none() && a.packages.is_empty() && a.go.is_none() {
+                return Err(MirrorError::Pull(
+                    "nothing to mirror: give -r FILE, package names, or --go GO.MOD".into(),
+                ));
+            }
+            let lock = super::pull::pull(&PullOpts {
+                date: super::parse_date("--date", &a.date)?,
+                requirements: a.requirement,
+                packages: a.packages,
+                python: a.python,
+                platform: a.platform,
+                index: a.index,
+                out: a.out.clone(),
+                go_mod: a.go,
+                go_proxy: a.go_proxy,
+            })?;
+            println!(
+                "{}: {} files, {} Go module versions, as of {}",
+                a.out.display(),
+                lock.files.len(),
+                lock.go.len(),
+                lock.date.as_deref().unwrap_or("?")
+            );
+            Ok(0)
+        }
+        MirrorCommand::Add(a) => {
+            let when = a
+                .upload_time
+                .as_deref()
+                .map(|t| super::parse_date("--upload-time", t))
+                .transpose()?;
+            let n = super::add(&a.dir, &a.files, when)?;
+            println!("{}: {n} files added", a.dir.display());
+            Ok(0)
+        }
+        MirrorCommand::Index(a) => {
+            let date = a
+                .date
+                .as_deref()
+                .map(|d| super::parse_date("--date", d))
+                .transpose()?;
+            let dropped = super::index(&a.dir, date)?;
+            println!(
+                "{}: index written, {dropped} files dropped",
+                a.dir.display()
+            );
+            Ok(0)
+        }
+        MirrorCommand::Verify(a) => {
+            let problems = super::verify(&a.dir)?;
+            if problems.is_empty() {
+                let lock = super::read_lock(&a.dir)?;
+                println!(
+                    "{}: OK, {} files and {} Go module versions match the lock",
+                    a.dir.display(),
+                    lock.files.len(),
+                    lock.go.len()
+                );
+                Ok(0)
+            } else {
+                for p in &problems {
+                    eprintln!("reprorun: mirror verify: {p}");
+                }
+                Ok(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Read-only dependency-index mirrors frozen at a date (`spec/mirror.md`): a directory with
+//! `lock.json` (every file, its hash, size and upload time), the files under `pypi/files`,
+//! a PEP 503 HTML + PEP 691 JSON simple index under `pypi/simple`, and a GOPROXY tree under
+//! `go/`. `reprorun exec --mirror DIR` mounts it read-only at `/mirror` and points every
+//! client at it.
+
+pub mod cli;
+pub mod dist;
+pub mod go;
+pub mod layout;
+pub mod pull;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+pub use layout::{GoRecord, Lock, Record};
+use layout::{FILES_DIR, GO_DIR, LOCK_VERSION, SIMPLE_DIR};
+
+/// Where a mirror appears inside the sandbox.
+pub const MOUNT: &str = "/mirror";
+pub const LOCK_FILE: &str = "lock.json";
+
+#[derive(Debug, Error)]
+pub enum MirrorError {
+    #[error("{path}: not a mirror (no {LOCK_FILE}); create one with `reprorun mirror add` or `mirror pull`")]
+    NotAMirror { path: PathBuf },
+    #[error("{path}: {reason}")]
+    BadLock { path: PathBuf, reason: String },
+    #[error("{path}: not a wheel or sdist file name (NAME-VERSION-TAGS.whl, NAME-VERSION.tar.gz or .zip)")]
+    BadFileName { path: PathBuf },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--date {0:?}: {1}")]
+    Date(String, String),
+    #[error("{0}")]
+    Pull(String),
+    #[error("{path} holds a different file named {filename} already (sha256 {existing}); remove it first")]
+    Conflict {
+        path: PathBuf,
+        filename: String,
+        existing: String,
+    },
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MirrorError {
+    let path = path.to_path_buf();
+    move |source| MirrorError::Io { what, path, source }
+}
+
+/// sha256 and size of a file, streamed.
+pub fn hash_file(path: &Path) -> Result<(String, u64), MirrorError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(io("read", path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(io("read", path))?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        h.update(&buf[..n]);
+    }
+    Ok((hex(&h.finalize()), size))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses a date option (RFC 3339, YYYY-MM-DD, @EPOCH) into seconds since the epoch.
+pub fn parse_date(option: &str, text: &str) -> Result<i64, MirrorError> {
+    crate::determinism::date::parse_date(text)
+        .map_err(|e| MirrorError::Date(format!("{option} {text}"), e.to_string()))
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, as indexes write upload times).
+pub fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = crate::determinism::date::civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Reads a mirror's lock.
+pub fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
+    let path = dir.join(LOCK_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(MirrorError::NotAMirror {
+                path: dir.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(io("read", &path)(e)),
+    };
+    let lock: Lock = serde_json::from_str(&text).map_err(|e| MirrorError::BadLock {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    if lock.lock_version != LOCK_VERSION {
+        return Err(MirrorError::BadLock {
+            path,
+            reason: format!(
+                "lock_version {} (this reprorun reads {LOCK_VERSION})",
+                lock.lock_version
+            ),
+        });
+    }
+    for r in &lock.files {
+        if dist::parse(&r.filename).is_none() {
+            return Err(MirrorError::BadLock {
+                path,
+                reason: format!("file name {:?} is not a distribution", r.filename),
+            });
+        }
+    }
+    Ok(lock)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io("write", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(io("rename", path))
+}
+
+/// Writes the lock and regenerates the simple index from it (the index directory is built
+/// aside and swapped in).
+pub fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
+    let mut lock = lock.clone();
+    lock.files
+        .sort_by(|a, b| (&a.name, &a.filename).cmp(&(&b.name, &b.filename)));
+    lock.go
+        .sort_by(|a, b| (&a.module, &a.version).cmp(&(&b.module, &b.version)));
+    let simple = dir.join(SIMPLE_DIR);
+    let fresh = dir.join(format!("pypi/.simple-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&fresh);
+    for (rel, bytes) in layout::simple_tree(&lock.files) {
+        let rel = rel
+            .strip_prefix(SIMPLE_DIR)
+            .unwrap_or(&rel)
+            .trim_start_matches('/');
+        let path = fresh.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+        }
+        std::fs::write(&path, bytes).map_err(io("write", &path))?;
+    }
+    let old = dir.join(format!("pypi/.simple-old-{}", std::process::id()));
+    if simple.exists() {
+        std::fs::rename(&simple, &old).map_err(io("rename", &simple))?;
+    }
+    std::fs::rename(&fresh, &simple).map_err(io("rename", &fresh))?;
+    let _ = std::fs::remove_dir_all(&old);
+    let text = serde_json::to_string_pretty(&lock).expect("lock serializes") + "\n";
+    write_atomic(&dir.join(LOCK_FILE), text.as_bytes())
+}
+
+fn empty_lock() -> Lock {
+    Lock {
+        lock_version: LOCK_VERSION,
+        date: None,
+        index: None,
+        files: Vec::new(),
+        go: Vec::new(),
+    }
+}
+
+/// `mirror add`: copies distribution files in, with their upload time (default: now).
+/// Creates the mirror if `dir` holds none.
+pub fn add(dir: &Path, files: &[PathBuf], upload_time: Option<i64>) -> Result<usize, MirrorError> {
+    let mut lock = match read_lock(dir) {
+        Ok(l) => l,
+        Err(MirrorError::NotAMirror { .. }) => empty_lock(),
+        Err(e) => return Err(e),
+    };
+    let when = upload_time.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    });
+    let files_dir = dir.join(FILES_DIR);
+    std::fs::create_dir_all(&files_dir).map_err(io("create", &files_dir))?;
+    // Everything is checked before anything is copied.
+    let mut incoming = Vec::new();
+    for f in files {
+        let filename = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(String::from)
+            .ok_or_else(|| MirrorError::BadFileName { path: f.clone() })?;
+        let name =
+            dist::parse(&filename).ok_or_else(|| MirrorError::BadFileName { path: f.clone() })?;
+        let (sha256, size) = hash_file(f)?;
+        if let Some(existing) = lock.files.iter().find(|r| r.filename == filename) {
+            if existing.sha256 != sha256 {
+                return Err(MirrorError::Conflict {
+                    path: dir.to_path_buf(),
+                    filename,
+                    existing: existing.sha256.clone(),
+                });
+            }
+        }
+        incoming.push((f, filename, name, sha256, size));
+    }
+    let n = incoming.len();
+    for (src, filename, name, sha256, size) in incoming {
+        let dest = files_dir.join(&filename);
+        let tmp = files_dir.join(format!(".{filename}.tmp-{}", std::process::id()));
+        std::fs::copy(src, &tmp).map_err(io("copy", src))?;
+        std::fs::rename(&tmp, &dest).map_err(io("rename", &dest))?;
+        lock.files.retain(|r| r.filename != filename);
+        lock.files.push(Record {
+            name: name.project,
+            version: name.version,
+            filename,
+            sha256,
+            size,
+            upload_time: rfc3339(when),
+            requires_python: None,
+        });
+    }
+    write(dir, &lock)?;
+    Ok(n)
+}
+
+/// `mirror index`: regenerates the index from the lock; with `date`, first drops (and
+/// deletes) every file uploaded after it. Returns the number dropped.
+pub fn index(dir: &Path, date: Option<i64>) -> Result<usize, MirrorError> {
+    let mut lock = read_lock(dir)?;
+    let mut dropped = 0;
+    if let Some(date) = date {
+        let (keep, drop): (Vec<Record>, Vec<Record>) = lock.files.into_iter().partition(|r| {
+            crate::determinism::date::parse_date(&r.upload_time).is_ok_and(|t| t <= date)
+        });
+        for r in &drop {
+            let _ = std::fs::remove_file(dir.join(FILES_DIR).join(&r.filename));
+        }
+        dropped = drop.len();
+        lock.files = keep;
+        lock.date = Some(rfc3339(date));
+    }
+    write(dir, &lock)?;
+    Ok(dropped)
+}
+
+/// `mirror verify`: every problem found, as one line each (empty: the mirror verifies).
+pub fn verify(dir: &Path) -> Result<Vec<String>, MirrorError> {
+    let lock = read_lock(dir)?;
+    let mut problems = Vec::new();
+    let files_dir = dir.join(FILES_DIR);
+    for r in &lock.files {
+        let path = files_dir.join(&r.filename);
+        match hash_file(&path) {
+            Err(_) => problems.push(format!("{}: missing", r.filename)),
+            Ok((sha, size)) if sha != r.sha256 || size != r.size => problems.push(format!(
+                "{}: sha256 {sha} ({size} bytes), the lock says {} ({} bytes)",
+                r.filename, r.sha256, r.size
+            )),
+            Ok(_) => {}
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(&files_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !lock.files.iter().any(|r| r.filename == name) {
+                problems.push(format!("{FILES_DIR}/{name}: not in the lock"));
+            }
+        }
+    }
+    // The index must be exactly what the lock generates.
+    let want = layout::simple_tree(&lock.files);
+    let mut seen = std::collections::BTreeSet::new();
+    for (rel, bytes) in &want {
+        seen.insert(rel.clone());
+        match std::fs::read(dir.join(rel)) {
+            Ok(have) if &have == bytes => {}
+            Ok(_) => problems.push(format!(
+                "{rel}: differs from the lock (run `reprorun mirror index`)"
+            )),
+            Err(_) => problems.push(format!("{rel}: missing")),
+        }
+    }
+    walk(&dir.join(SIMPLE_DIR), dir, &mut |rel| {
+        if !seen.contains(rel) {
+            problems.push(format!("{rel}: not generated from the lock"));
+        }
+    });
+    problems.extend(go::verify(dir, &lock.go));
+    Ok(problems)
+}
+
+/// Calls `f` with the mirror-relative path of every file below `at`.
+fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
+    let Ok(entries) = std::fs::read_dir(at) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(&p, root, f);
+        } else if let Ok(rel) = p.strip_prefix(root) {
+            f(&rel.to_string_lossy());
+        }
+    }
+}
+
+/// The environment `exec --mirror` gives the sandbox: every client pointed at `/mirror`,
+/// nothing else consulted (`spec/mirror.md`).
+pub fn client_env(lock: &Lock) -> Vec<(String, String)> {
+    let simple = format!("file://{MOUNT}/{SIMPLE_DIR}");
+    let mut env = vec![
+        ("PIP_INDEX_URL", simple.clone()),
+        ("PIP_NO_INPUT", "1".into()),
+        ("PIP_DISABLE_PIP_VERSION_CHECK", "1".into()),
+        ("PIP_CONFIG_FILE", "/dev/null".into()),
+        ("PIP_NO_CACHE_DIR", "1".into()),
+        ("PIP_RETRIES", "0".into()),
+        ("UV_INDEX_URL", simple.clone()),
+        ("UV_DEFAULT_INDEX", simple),
+        ("UV_NO_CONFIG", "1".into()),
+        ("UV_NO_CACHE", "1".into()),
+        ("UV_PYTHON_DOWNLOADS", "never".into()),
+        ("GOPROXY", format!("file://{MOUNT}/{GO_DIR}")),
+        ("GOFLAGS", "-mod=mod".into()),
+        ("GOSUMDB", "off".into()),
+        ("GOPRIVATE", "".into()),
+        ("GONOPROXY", "".into()),
+        ("GOTOOLCHAIN", "local".into()),
+        ("REPRORUN_MIRROR", MOUNT.into()),
+    ];
+    if let Some(date) = &lock.date {
+        env.push(("UV_EXCLUDE_NEWER", date.clone()));
+    }
+    env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+#[cfg(test)]
+mod tests;
