@@ -9,6 +9,7 @@ mod exec;
 mod image;
 mod isolation;
 mod lifecycle;
+mod mirror;
 mod oci;
 mod time;
 mod variation;

@@ -69,9 +69,9 @@ pub fn parse(filename: &str) -> Option<DistName> {
     // The version starts after the last '-' followed by a digit.
     let at = stem
         .char_indices()
-        .filter(|(i, c)| *c == '-' && stem[i + 1..].starts_with(|d: char| d.is_ascii_digit()))
-        .map(|(i, _)| i)
-        .last()?;
+        .rev()
+        .find(|(i, c)| *c == '-' && stem[i + 1..].starts_with(|d: char| d.is_ascii_digit()))
+        .map(|(i, _)| i)?;
     let (name, version) = (&stem[..at], &stem[at + 1..]);
     if name.is_empty() || version.is_empty() {
         return None;
