@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Mirror benchmark and real-package check (talks to PyPI; not part of the test suite).
+# Pulls the pytest closure at two dates, installs each offline inside the sandbox, prints the
+# versions (they must differ as the dates imply), then times an offline install from the
+# mirror against a plain online `pip install` of the same pins, side by side, with ratios.
+#   runtime-tests/bench/mirror.sh [DATE_OLD] [DATE_NEW]
+# Needs uv, curl, python3 with pip, hyperfine, network access to PyPI.
+set -euo pipefail
+old=${1:-2023-01-15}
+new=${2:-2024-06-15}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+for tool in uv curl hyperfine python3; do
+  command -v "$tool" >/dev/null || { echo "mirror.sh: $tool not installed" >&2; exit 1; }
+done
+(cd "$root" && cargo build --release --quiet)
+bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+start=$(date +%s.%N)
+"$bin" mirror pull --date "$old" --out "$work/old" pytest
+pulled=$(date +%s.%N)
+"$bin" mirror pull --date "$new" --out "$work/new" pytest
+"$bin" mirror verify "$work/old" >/dev/null
+"$bin" mirror verify "$work/new" >/dev/null
+probe='python3 -m pip install -q --target /tmp/site pytest && PYTHONPATH=/tmp/site python3 -c "import pytest; print(pytest.__version__)"'
+v_old=$("$bin" exec --mirror "$work/old" -- sh -c "$probe")
+v_new=$("$bin" exec --mirror "$work/new" -- sh -c "$probe")
+echo "pytest as of $old: $v_old (offline, from the mirror)"
+echo "pytest as of $new: $v_new (offline, from the mirror)"
+[ "$v_old" != "$v_new" ] || { echo "mirror.sh: the two dates gave the same pytest" >&2; exit 1; }
+printf 'mirror pull (%s): %.1f s\n' "$old" "$(echo "$pulled - $start" | bc)"
+# The same pins, online, for the side-by-side timing.
+python3 -c "import json; print('\n'.join(f'{f[\"name\"]}=={f[\"version\"]}' for f in json.load(open('$work/old/lock.json'))['files']))" | sort -u > "$work/pins.txt"
+hyperfine --warmup 1 --runs 5 --export-json "$work/result.json" \
+  -n "offline from mirror (reprorun exec --mirror)" \
+  "$bin exec --mirror $work/old --bind $work/pins.txt:/tmp/pins.txt:ro -- python3 -m pip install -q --target /tmp/site -r /tmp/pins.txt" \
+  -n "online pip install (same pins)" \
+  "rm -rf $work/site && python3 -m pip install -q --no-cache-dir --target $work/site -r $work/pins.txt" >&2
+python3 - "$work/result.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+base = r["offline from mirror (reprorun exec --mirror)"]["median"]
+print(f"{'install':<48}{'median s':>10}{'mirror / it':>13}")
+for name, x in r.items():
+    print(f"{name:<48}{x['median']:>10.2f}{base / x['median']:>13.2f}")
+PY
