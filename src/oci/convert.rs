@@ -220,8 +220,11 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         }
         match &ns.path {
             Some(p) if !p.is_empty() => {
-                if kind == Namespace::Time {
-                    return Err(bad(field, "joining a time namespace is not supported"));
+                if matches!(kind, Namespace::Time | Namespace::Pid | Namespace::User) {
+                    return Err(bad(
+                        field,
+                        format!("joining a {} namespace by path is not supported (reprorun's init must be pid 1 of a new pid namespace, in the caller's user namespace)", ns.kind),
+                    ));
                 }
                 join.push(NsJoin {
                     ns: kind,
@@ -230,6 +233,12 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             }
             _ => namespaces.push(kind),
         }
+    }
+    if !namespaces.contains(&Namespace::Pid) {
+        return Err(bad(
+            "linux.namespaces",
+            "a new pid namespace is required (init must be its pid 1, so that killing it ends every process)",
+        ));
     }
     if !namespaces.contains(&Namespace::Mount) {
         return Err(bad(
@@ -315,6 +324,12 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         }
         mounts.push(op);
     }
+    if seeded && !dev_tmpfs {
+        return Err(bad(
+            "mounts",
+            "seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real",
+        ));
+    }
     mounts.extend(default_devices(seeded, dev_tmpfs));
     for (i, d) in linux.devices.iter().enumerate() {
         let field = format!("linux.devices[{i}]");
@@ -343,6 +358,30 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             && !key.split(['.', '/']).any(|p| p.is_empty() || p == "..");
         if !ok {
             return Err(bad(format!("linux.sysctl.{key}"), "not a sysctl name"));
+        }
+        // Only sysctls of the container's own namespaces (as runc allows): anything else
+        // would change the host.
+        let k = key.replace('/', ".");
+        let ipc = [
+            "kernel.msgmax",
+            "kernel.msgmnb",
+            "kernel.msgmni",
+            "kernel.sem",
+            "kernel.shmall",
+            "kernel.shmmax",
+            "kernel.shmmni",
+            "kernel.shm_rmid_forced",
+        ];
+        let namespaced = ((ipc.contains(&k.as_str()) || k.starts_with("fs.mqueue."))
+            && namespaces.contains(&Namespace::Ipc))
+            || (k.starts_with("net.") && namespaces.contains(&Namespace::Net))
+            || (matches!(k.as_str(), "kernel.hostname" | "kernel.domainname")
+                && namespaces.contains(&Namespace::Uts));
+        if !namespaced {
+            return Err(bad(
+                format!("linux.sysctl.{key}"),
+                "not a sysctl of a namespace the container has of its own; it would change the host",
+            ));
         }
         mounts.push(MountOp::Sysctl {
             key: key.replace('/', "."),
@@ -385,8 +424,18 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             // The container's root is writable: /etc/ld.so.preload is one generated file
             // bound over it (the image's own lines kept), not an overlay over all of /etc
             // (engines bind /etc/hosts and friends into it).
-            let existing =
-                std::fs::read_to_string(rootfs.join("etc/ld.so.preload")).unwrap_or_default();
+            // Read inside the rootfs only: an image's link to a host file is not followed out.
+            let existing = std::fs::File::open(&rootfs)
+                .ok()
+                .and_then(|root| {
+                    crate::sys::open_in_root(&root, Path::new("etc/ld.so.preload")).ok()
+                })
+                .and_then(|f| {
+                    use std::io::Read;
+                    let mut s = String::new();
+                    f.take(64 * 1024).read_to_string(&mut s).ok().map(|_| s)
+                })
+                .unwrap_or_default();
             let mut contents = format!("{PRELOAD_PATH}\n");
             for line in existing.lines().filter(|l| !l.trim().is_empty()) {
                 contents.push_str(line);
@@ -455,7 +504,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
     }
 
     // Privilege.
-    let caps = match &process.capabilities {
+    let mut caps = match &process.capabilities {
         None => CapSets::default(),
         Some(c) => {
             let names = |list: &[String], set: &str| -> Result<Vec<String>, ConvertError> {
@@ -479,6 +528,19 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             }
         }
     };
+    if parent_maps.is_none() {
+        // Without a user namespace, CAP_MKNOD would let the container make a node for a host
+        // disk (there is no device cgroup): it is never granted.
+        for set in [
+            &mut caps.bounding,
+            &mut caps.effective,
+            &mut caps.permitted,
+            &mut caps.inheritable,
+            &mut caps.ambient,
+        ] {
+            set.retain(|c| c != "CAP_MKNOD");
+        }
+    }
     let mut rlimits = Vec::new();
     for (i, r) in process.rlimits.iter().enumerate() {
         let name = r
@@ -583,7 +645,19 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
     Ok(Container {
         plan,
         hooks,
-        cgroups_path: linux.cgroups_path.clone().filter(|p| !p.is_empty()),
+        cgroups_path: match linux.cgroups_path.clone().filter(|p| !p.is_empty()) {
+            Some(p)
+                if p.contains(':')
+                    || p.split('/').any(|c| c == ".." || c == ".")
+                    || p.contains("//") =>
+            {
+                return Err(bad(
+                    "linux.cgroupsPath",
+                    format!("{p:?}: expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"),
+                ))
+            }
+            other => other,
+        },
         annotations: spec.annotations.clone(),
         determinism: det,
     })
@@ -615,7 +689,7 @@ fn absolute_dest(p: &str) -> Result<PathBuf, String> {
 }
 
 /// Filesystem types a mount may have.
-const FS_TYPES: &[&str] = &["proc", "tmpfs", "sysfs", "devpts", "mqueue", "overlay"];
+const FS_TYPES: &[&str] = &["proc", "tmpfs", "sysfs", "devpts", "mqueue"];
 
 /// One entry of `mounts` as a mount operation.
 fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {

@@ -49,8 +49,12 @@ fn run(stage: &'static str, hook: &Hook, state: &[u8]) -> Result<(), HookError> 
         .spawn()
         .map_err(|e| fail(format!("cannot start: {e}")))?;
     if let Some(mut stdin) = child.stdin.take() {
-        // A hook that does not read its input is not an error.
-        let _ = stdin.write_all(state);
+        // From a thread, inside the deadline: a hook that does not read its input neither
+        // fails nor blocks us.
+        let state = state.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&state);
+        });
     }
     let deadline = hook
         .timeout

@@ -197,14 +197,19 @@ fn start_dir(dir: &Dir, saved: &Saved) -> Result<(), OciError> {
             }
         }
     }
-    let _ = std::fs::remove_file(&fifo);
     if !got {
+        let status = dir.status(saved);
         return Err(OciError::Status {
             id: saved.id.clone(),
-            status: Status::Stopped,
-            hint: "its init exited before it could start",
+            status,
+            hint: if status == Status::Stopped {
+                "its init exited before it could start"
+            } else {
+                "its init did not answer in 10 s; retry `reprorun start`"
+            },
         });
     }
+    let _ = std::fs::remove_file(&fifo);
     if let Err(e) = hooks::run_all(
         "poststart",
         &saved.hooks.poststart,
@@ -292,7 +297,7 @@ pub fn kill(root: &Root, id: &str, signal: &str, all: bool) -> Result<i32, OciEr
         return Err(OciError::Status {
             id: id.into(),
             status,
-            hint: "there is no process to signal",
+            hint: "container not running",
         });
     }
     if all {
@@ -357,10 +362,7 @@ fn finish(dir: Dir, saved: &Saved) {
         eprintln!("reprorun: warning: {e}");
     }
     crate::sandbox::remove_cgroup(&saved.cgroup_dirs);
-    if saved.monitor_pid > 0 {
-        // It leaves by itself once init is gone; make sure (it is ours, in its own session).
-        let _ = nix::sys::signal::kill(Pid::from_raw(saved.monitor_pid), None);
-    }
+    // The monitor leaves by itself once init is gone.
     let _ = dir.remove();
 }
 

@@ -171,6 +171,24 @@ impl Root {
                 path: path.to_path_buf(),
                 source,
             })?;
+        // Another user's directory (or a link planted at a predictable path) would let them
+        // plant hooks or receive our listeners.
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).map_err(|source| StateError::Root {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let ours = meta.is_dir()
+            && meta.uid() == nix::unistd::geteuid().as_raw()
+            && meta.mode() & 0o022 == 0;
+        if !ours {
+            return Err(StateError::Root {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(
+                    "not a directory owned by this user without group or other write permission",
+                ),
+            });
+        }
         Ok(Root {
             path: path.to_path_buf(),
         })
@@ -192,7 +210,11 @@ impl Root {
         check_id(id)?;
         let path = self.path.join(id);
         for _ in 0..2 {
-            match std::fs::create_dir(&path) {
+            let made = {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new().mode(0o700).create(&path)
+            };
+            match made {
                 Ok(()) => {
                     let lock = Self::lock(&path)?;
                     let mut f = std::fs::File::create(path.join(CREATING_FILE))
@@ -307,8 +329,18 @@ fn clear_stale(path: &Path) {
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(io("write", &tmp))?;
+    // Owner only: the plan holds the container's environment.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io("write", &tmp))?;
+    f.write_all(bytes).map_err(io("write", &tmp))?;
+    drop(f);
     std::fs::rename(&tmp, path).map_err(io("rename", path))
 }
 

@@ -471,8 +471,17 @@ fn join_and_run(
     let report = |v: i32| {
         let _ = nix::unistd::write(status, &v.to_ne_bytes());
     };
+    // Nothing in the container may trace or look into this process while it still runs
+    // reprorun's own binary (CVE-2019-5736); exec makes the workload dumpable again.
+    if nix::sys::prctl::set_dumpable(false).is_err() {
+        report(-libc::EPERM);
+        return 125;
+    }
     for dir in p.cgroup_dirs {
-        let _ = std::fs::write(dir.join("cgroup.procs"), "0");
+        if let Err(e) = std::fs::write(dir.join("cgroup.procs"), "0") {
+            report(-e.raw_os_error().unwrap_or(libc::EIO));
+            return 125;
+        }
     }
     for (f, flag) in nss {
         if let Err(e) = nix::sched::setns(f, nix::sched::CloneFlags::from_bits_retain(*flag)) {

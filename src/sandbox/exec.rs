@@ -141,18 +141,25 @@ pub fn drop_privileges(security: &crate::security::Security) -> Result<(), Errno
     Ok(())
 }
 
-/// OCI capabilities: each of the five sets as given, and no_new_privs.
+/// Drops every capability not in `keep` from the bounding set.
+fn drop_bounding(keep: &[String]) -> Result<(), Errno> {
+    let io = |_| Errno::EPERM;
+    let keep: caps::CapsHashSet = keep.iter().filter_map(|c| c.parse().ok()).collect();
+    for cap in caps::read(None, CapSet::Bounding).map_err(io)? {
+        if !keep.contains(&cap) {
+            caps::drop(None, CapSet::Bounding, cap).map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+/// OCI capabilities: each of the five sets as given, and no_new_privs. (The bounding set was
+/// reduced already, before any switch of user.)
 fn set_capabilities(sets: &crate::security::CapSets) -> Result<(), Errno> {
     let io = |_| Errno::EPERM;
     let set = |names: &[String]| -> caps::CapsHashSet {
         names.iter().filter_map(|c| c.parse().ok()).collect()
     };
-    let bounding = set(&sets.bounding);
-    for cap in caps::read(None, CapSet::Bounding).map_err(io)? {
-        if !bounding.contains(&cap) {
-            caps::drop(None, CapSet::Bounding, cap).map_err(io)?;
-        }
-    }
     caps::clear(None, CapSet::Ambient).map_err(io)?;
     caps::set(None, CapSet::Inheritable, &set(&sets.inheritable)).map_err(io)?;
     nix::sys::prctl::set_no_new_privs()?;
@@ -279,6 +286,11 @@ fn prepare_and_exec(
     if let Some(adj) = pins.oom_score_adj {
         std::fs::write("/proc/self/oom_score_adj", adj.to_string())
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    }
+    if let (true, Some(sets)) = (sandboxed, &pins.security.caps) {
+        // Dropping from the bounding set needs CAP_SETPCAP, which a switch away from uid 0
+        // takes from the effective set: first the bounding set, then the ids, then the rest.
+        drop_bounding(&sets.bounding)?;
     }
     if let Some(user) = pins.user {
         switch_user(user)?;

@@ -105,6 +105,9 @@ pub const GO: u8 = b'G';
 /// with its creator and goes on to wait for `start`.
 pub const COMMIT: u8 = b'C';
 
+/// Set once the creator let go of us: failures from then on are init's to report.
+static COMMITTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// What init of an OCI container (created now, started later) gets besides the plan.
 pub struct Lifecycle {
     /// `exec.fifo` of the container's state directory, opened `O_PATH`: init opens it for
@@ -126,7 +129,7 @@ pub fn main(
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
-            if lifecycle.is_some() {
+            if COMMITTED.load(std::sync::atomic::Ordering::Relaxed) {
                 // After `create` nobody reads the socket: the container's stderr (the
                 // engine's log) is where this goes.
                 eprintln!("reprorun: {e}");
@@ -205,6 +208,17 @@ fn run(
     if let Some(lc) = lifecycle {
         if plan.terminal {
             pty_slave = Some(open_terminal(lc.console.as_ref())?);
+            // The caller's stdio is not the container's: an engine waiting for end-of-file
+            // on it (containerd's create) must not wait for the container's exit.
+            if let Ok(null) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+            {
+                for fd in 0..3 {
+                    let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+                }
+            }
         }
         check_program(plan)?;
         post(sock, &InitMsg::Ready);
@@ -220,6 +234,7 @@ fn run(
         }
         // SAFETY: prctl(PR_SET_PDEATHSIG, 0) only clears this process's parent-death signal.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0) };
+        COMMITTED.store(true, std::sync::atomic::Ordering::Relaxed);
         // The creator waits for this before it may exit.
         let _ = nix::sys::socket::send(
             sock.as_raw_fd(),

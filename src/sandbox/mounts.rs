@@ -614,6 +614,9 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
             mount(Some(&host(src)), NEWROOT, None::<&str>, rec, None::<&str>)
                 .map_err(fail("root bind", Path::new("/")))?;
+            // Device nodes of the image are never honoured (/dev is the engine's tmpfs).
+            mount_setattr(Path::new(NEWROOT), true, MOUNT_ATTR_NODEV, 0)
+                .map_err(fail("root bind", Path::new("/")))?;
         }
         MountOp::Fs {
             fstype,

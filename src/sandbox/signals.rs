@@ -3,13 +3,16 @@
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
 
 /// Signals the supervisor and init pass on to the workload.
-pub const FORWARDED: [Signal; 6] = [
+pub const FORWARDED: [Signal; 9] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
     Signal::SIGQUIT,
     Signal::SIGUSR1,
     Signal::SIGUSR2,
+    Signal::SIGWINCH,
+    Signal::SIGPWR,
+    Signal::SIGALRM,
 ];
 
 /// `si_code` of a signal the kernel generated itself, e.g. for a terminal's ^C. Such a signal

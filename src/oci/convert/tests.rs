@@ -76,6 +76,11 @@ fn podman_config_resolves_to_a_plan() {
     assert_eq!(c.cgroups_path.as_deref(), Some("/libpod_parent/libpod-abc"));
     let caps = p.security.caps.as_ref().unwrap();
     assert_eq!(caps.bounding, ["CAP_CHOWN", "CAP_KILL"]);
+    // Without a user namespace CAP_MKNOD is never granted.
+    let (dir2, mut with_mknod) = bundle();
+    with_mknod["process"]["capabilities"]["bounding"][0] = "CAP_MKNOD".into();
+    let c2 = resolve_json(&dir2.path(), &with_mknod).unwrap();
+    assert_eq!(c2.plan.security.caps.unwrap().bounding, ["CAP_KILL"]);
     assert!(caps.ambient.is_empty());
     assert_eq!(p.security.rlimits[0].name, "nofile");
     assert!(matches!(p.security.seccomp, SeccompProfile::Oci { .. }));
@@ -244,6 +249,38 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["process"]["args"] = serde_json::json!([])),
         ),
         ("ociVersion", Box::new(|c| c["ociVersion"] = "2.0.0".into())),
+        (
+            "linux.sysctl.kernel.core_pattern",
+            Box::new(|c| c["linux"]["sysctl"] = serde_json::json!({"kernel.core_pattern": "|/x"})),
+        ),
+        (
+            "linux.cgroupsPath",
+            Box::new(|c| c["linux"]["cgroupsPath"] = "/a/../../etc".into()),
+        ),
+        (
+            "linux.cgroupsPath",
+            Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
+        ),
+        (
+            "linux.namespaces[0]",
+            Box::new(|c| c["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid".into()),
+        ),
+        (
+            "a new pid namespace is required",
+            Box::new(|c| {
+                c["linux"]["namespaces"].as_array_mut().unwrap().remove(0);
+            }),
+        ),
+        (
+            "tmpfs mounted at /dev",
+            Box::new(|c| {
+                c["mounts"].as_array_mut().unwrap().remove(1);
+            }),
+        ),
+        (
+            "mounts[0]",
+            Box::new(|c| c["mounts"][0]["type"] = "overlay".into()),
+        ),
     ];
     for (needle, mutate) in cases {
         let (dir, mut config) = bundle();
@@ -265,6 +302,11 @@ fn user_namespaces_and_joined_namespaces() {
     config["linux"]["gidMappings"] =
         serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
     config["hostname"] = "".into();
+    // A net sysctl needs a network namespace of the container's own.
+    assert!(resolve_json(&dir.path(), &config)
+        .unwrap_err()
+        .contains("linux.sysctl"));
+    config["linux"]["sysctl"] = serde_json::json!({});
     let c = resolve_json(&dir.path(), &config).unwrap();
     let p = &c.plan;
     assert!(p.has(Namespace::User) && !p.has(Namespace::Net));
