@@ -167,6 +167,25 @@ fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
         install,
     ]);
     assert_eq!(expect_code(&o, 0), "1.0 1.0\n");
+    // uv, given to the sandbox (it is not in the host root the sandbox sees here), installs
+    // from the mirror too.
+    let uv = Command::new("sh")
+        .args([
+            "-c",
+            // The real binary, not a pyenv shim (a script that needs pyenv).
+            "python3 -c 'import uv; print(uv.find_uv_bin())' 2>/dev/null || readlink -f \"$(command -v uv)\"",
+        ])
+        .output()
+        .unwrap();
+    let uv = String::from_utf8_lossy(&uv.stdout).trim().to_string();
+    let uv_dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&uv, uv_dir.path().join("uv")).unwrap();
+    let bind = format!("{}:/tmp/uvbin:ro", uv_dir.path().display());
+    let o = w.run(&[
+        "exec", "--mirror", out.to_str().unwrap(), "--bind", &bind, "--", "sh", "-c",
+        "/tmp/uvbin/uv pip install -q --python /usr/bin/python3 --target /tmp/u beta && PYTHONPATH=/tmp/u python3 -c 'import alpha; print(alpha.__version__)'",
+    ]);
+    assert_eq!(expect_code(&o, 0), "1.0\n");
     // The mirror is read-only inside.
     let o = w.run(&[
         "exec",

@@ -341,8 +341,10 @@ pub fn client_env(lock: &Lock) -> Vec<(String, String)> {
         ("GOTOOLCHAIN", "local".into()),
         ("REPRORUN_MIRROR", MOUNT.into()),
     ];
+    // No UV_EXCLUDE_NEWER: the mirror is cut at its date already, and uv reads a file://
+    // index as HTML, without upload times, so it would filter every file out.
     if let Some(date) = &lock.date {
-        env.push(("UV_EXCLUDE_NEWER", date.clone()));
+        env.push(("REPRORUN_MIRROR_DATE", date.clone()));
     }
     env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

@@ -117,6 +117,7 @@ fn client_env_points_everything_at_the_mount() {
     assert_eq!(env["UV_INDEX_URL"], "file:///mirror/pypi/simple");
     assert_eq!(env["GOPROXY"], "file:///mirror/go");
     assert_eq!(env["GOTOOLCHAIN"], "local");
-    assert_eq!(env["UV_EXCLUDE_NEWER"], "2023-05-01T00:00:00Z");
+    assert_eq!(env["REPRORUN_MIRROR_DATE"], "2023-05-01T00:00:00Z");
+    assert!(!env.contains_key("UV_EXCLUDE_NEWER"));
     assert_eq!(env["PIP_CONFIG_FILE"], "/dev/null");
 }
