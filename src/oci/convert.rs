@@ -13,8 +13,8 @@ use crate::determinism::clock::{self, ClockMode, ClockPlan, DateChoice, PRELOAD_
 use crate::determinism::identity::MEMORY_BYTES;
 use crate::determinism::{EnvProfile, Identity, RandomMode, Uname, DEFAULT_EPOCH};
 use crate::plan::{
-    IdMap, Isolation, MountOp, Namespace, NsJoin, ParentMaps, Plan, ProcessUser, ENTROPY_FIFO,
-    PLAN_VERSION, UPTIME_START_SECS,
+    IdMap, Isolation, MountOp, Namespace, NsJoin, ParentMaps, Plan, ProcessUser, PLAN_VERSION,
+    UPTIME_START_SECS,
 };
 use crate::security::{CapSets, Resources, Rlimit, SeccompProfile, Security};
 
@@ -766,21 +766,7 @@ fn default_devices(seeded: bool, dev_tmpfs: bool) -> Vec<MountOp> {
     if !dev_tmpfs {
         return Vec::new();
     }
-    let mut ops = Vec::new();
-    let random: &[&str] = if seeded { &[] } else { &["random", "urandom"] };
-    for node in ["null", "zero", "full", "tty"].iter().chain(random) {
-        ops.push(MountOp::DevNode {
-            src: Path::new("/dev").join(node),
-            dest: Path::new("/dev").join(node),
-        });
-    }
-    if seeded {
-        ops.push(MountOp::Fifo {
-            dest: ENTROPY_FIFO.into(),
-            mode: 0o444,
-            links: vec!["/dev/random".into()],
-        });
-    }
+    let mut ops = crate::plan::device_nodes(seeded);
     for (target, dest) in [
         ("pts/ptmx", "/dev/ptmx"),
         ("/proc/self/fd", "/dev/fd"),

@@ -623,20 +623,7 @@ fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp> {
             size: None,
         },
     ];
-    let random: &[&str] = if seeded { &[] } else { &["random", "urandom"] };
-    for node in ["null", "zero", "full", "tty"].iter().chain(random) {
-        ops.push(MountOp::DevNode {
-            src: Path::new("/dev").join(node),
-            dest: Path::new("/dev").join(node),
-        });
-    }
-    if seeded {
-        ops.push(MountOp::Fifo {
-            dest: ENTROPY_FIFO.into(),
-            mode: 0o444,
-            links: vec!["/dev/random".into()],
-        });
-    }
+    ops.extend(device_nodes(seeded));
     ops.push(MountOp::Devpts {
         dest: "/dev/pts".into(),
     });
@@ -679,6 +666,28 @@ fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp> {
         dest: crate::determinism::HOME_DIR.into(),
         mode: 0o755,
     });
+    ops
+}
+
+/// The device nodes of every sandbox and OCI container (runc's list), as binds of the
+/// host's nodes; with seeded entropy /dev/urandom and /dev/random are one FIFO that init
+/// keeps filled from the seeded stream (read-only: a writer would block once it is full).
+pub fn device_nodes(seeded: bool) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    let random: &[&str] = if seeded { &[] } else { &["random", "urandom"] };
+    for node in ["null", "zero", "full", "tty"].iter().chain(random) {
+        ops.push(MountOp::DevNode {
+            src: Path::new("/dev").join(node),
+            dest: Path::new("/dev").join(node),
+        });
+    }
+    if seeded {
+        ops.push(MountOp::Fifo {
+            dest: ENTROPY_FIFO.into(),
+            mode: 0o444,
+            links: vec!["/dev/random".into()],
+        });
+    }
     ops
 }
 

@@ -440,22 +440,7 @@ pub fn exec_into(
         let _ = nix::sys::wait::waitpid(joiner, None);
         return Ok((pid, None));
     }
-    signals::block_supervised().map_err(step("block signals"))?;
-    let mut msgs = Vec::new();
-    let watched = super::supervisor::watch(
-        joiner,
-        None,
-        || {},
-        super::supervisor::Watch {
-            reap_all: false,
-            sock: None,
-        },
-        &mut msgs,
-    )?;
-    Ok((
-        pid,
-        Some(watched.outcome(crate::plan::Isolation::Full).exit_code),
-    ))
+    Ok((pid, Some(wait_init(joiner)?)))
 }
 
 /// In the helper: join the cgroup and namespaces, fork the process into the pid namespace,
@@ -561,8 +546,8 @@ fn join_and_run(
     }
 }
 
-/// Waits for init, a child of this process (`reprorun run`), forwarding signals to it;
-/// returns its exit code (128+N for signal N).
+/// Waits for a child of this process (init after `reprorun run`, the exec helper),
+/// forwarding signals to it; returns its exit code (128+N for signal N).
 pub fn wait_init(init: Pid) -> Result<i32, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
