@@ -101,6 +101,13 @@ impl Drop for Index {
     }
 }
 
+/// `reprorun mirror pull --date DATE --index INDEX --out OUT PKG`.
+fn pull(w: &Work, date: &str, index: &str, out: &str, pkg: &str) -> std::process::Output {
+    w.run(&[
+        "mirror", "pull", "--date", date, "--index", index, "--out", out, pkg,
+    ])
+}
+
 fn uv_available() -> bool {
     Command::new("uv")
         .arg("--version")
@@ -117,17 +124,7 @@ fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
     let idx = Index::start();
     let w = Work::new();
     let out = w.path().join("m");
-    let o = w.run(&[
-        "mirror",
-        "pull",
-        "--date",
-        "2021-01-01",
-        "--index",
-        &idx.url,
-        "--out",
-        out.to_str().unwrap(),
-        "beta",
-    ]);
+    let o = pull(&w, "2021-01-01", &idx.url, out.to_str().unwrap(), "beta");
     expect_code(&o, 0);
     let lock = read_json(&out.join("lock.json"));
     let mut have: Vec<String> = lock["files"]
@@ -200,17 +197,7 @@ fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
 
     // A later date takes the newer alpha.
     let out2 = w.path().join("m2");
-    let o = w.run(&[
-        "mirror",
-        "pull",
-        "--date",
-        "2022-06-01",
-        "--index",
-        &idx.url,
-        "--out",
-        out2.to_str().unwrap(),
-        "alpha",
-    ]);
+    let o = pull(&w, "2022-06-01", &idx.url, out2.to_str().unwrap(), "alpha");
     expect_code(&o, 0);
     assert_eq!(
         read_json(&out2.join("lock.json"))["files"][0]["version"],
@@ -258,17 +245,7 @@ fn pull_fails_clearly_and_leaves_nothing() {
         assert!(left.is_empty(), "{left:?}");
     };
     // Only newer versions than the date.
-    let o = w.run(&[
-        "mirror",
-        "pull",
-        "--date",
-        "2021-01-01",
-        "--index",
-        &idx.url,
-        "--out",
-        out_s,
-        "newonly",
-    ]);
+    let o = pull(&w, "2021-01-01", &idx.url, out_s, "newonly");
     expect_error(&o, "newonly");
     assert!(stderr(&o).contains("2021-01-01"), "{o:?}");
     nothing_left();

@@ -217,6 +217,19 @@ fn lifecycle_create_start_exec_kill_delete() {
     assert_eq!(o.status.code(), Some(127), "{o:?}");
     assert!(stderr(&o).contains("command not found"), "{o:?}");
 
+    // A process file is checked as config.json's process is.
+    let bad_proc = b.work.path().join("bad-process.json");
+    std::fs::write(
+        &bad_proc,
+        serde_json::json!({
+            "user": {"uid": 0, "gid": 0}, "cwd": "/", "args": ["true"],
+            "capabilities": {"bounding": ["CAP_FLY"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let o = b.run(&["exec", "--process", bad_proc.to_str().unwrap(), "c1"]);
+    expect_error(&o, "process.capabilities.bounding");
     // A running container is not deleted without --force; kill stops it.
     expect_error(&b.run(&["delete", "c1"]), "--force");
     expect_code(&b.run(&["kill", "c1", "KILL"]), 0);

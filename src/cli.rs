@@ -38,29 +38,10 @@ pub enum Command {
     /// Run one command in a fresh sandbox and exit with its status. (`exec ID CMD` with a
     /// container id, or with runc's exec options, runs CMD in that OCI container.)
     Exec(ExecArgs),
-    /// OCI: create a container from a bundle; its process waits for `start`.
-    Create(oci::cli::CreateArgs),
-    /// OCI: start a created container's process.
-    Start(oci::cli::IdArg),
-    /// OCI: print a container's state as JSON.
-    State(oci::cli::IdArg),
-    /// OCI: send a signal (default SIGTERM) to a container.
-    Kill(oci::cli::KillArgs),
-    /// OCI: remove a stopped container (--force: any container).
-    Delete(oci::cli::DeleteArgs),
-    /// OCI: create and start a container, wait for it, delete it (--detach: return at once).
-    Run(oci::cli::RunArgs),
-    /// OCI: list containers in the state root.
-    List(oci::cli::ListArgs),
-    /// OCI: list the processes of a container.
-    Ps(oci::cli::PsArgs),
-    /// OCI: print the features this runtime supports (runtime-spec features JSON).
-    Features,
-    /// OCI: write a default config.json.
-    Spec(oci::cli::SpecArgs),
-    /// OCI: execute a process in a running container (runc's `exec ID`).
-    #[command(name = "oci-exec", hide = true)]
-    OciExec(oci::cli::OciExecArgs),
+    /// The OCI lifecycle commands (runc's): create, start, state, kill, delete, run, list,
+    /// ps, features, spec, and `exec ID`.
+    #[command(flatten)]
+    Oci(oci::cli::OciCommand),
     /// Import, list, inspect and remove container images (`spec/image.md`).
     Image(crate::image::cli::ImageArgs),
     /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
@@ -233,24 +214,12 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    use oci::cli::Lifecycle as L;
-    let g = &cli.global;
     match cli.command {
         Command::Exec(args) => {
             let sub = matches.subcommand_matches("exec").expect("exec matched");
             exec(args, sub)
         }
-        Command::Create(a) => oci::cli::dispatch(g, L::Create(a)),
-        Command::Start(a) => oci::cli::dispatch(g, L::Start(a)),
-        Command::State(a) => oci::cli::dispatch(g, L::State(a)),
-        Command::Kill(a) => oci::cli::dispatch(g, L::Kill(a)),
-        Command::Delete(a) => oci::cli::dispatch(g, L::Delete(a)),
-        Command::Run(a) => oci::cli::dispatch(g, L::Run(a)),
-        Command::List(a) => oci::cli::dispatch(g, L::List(a)),
-        Command::Ps(a) => oci::cli::dispatch(g, L::Ps(a)),
-        Command::Features => oci::cli::dispatch(g, L::Features),
-        Command::Spec(a) => oci::cli::dispatch(g, L::Spec(a)),
-        Command::OciExec(a) => oci::cli::dispatch(g, L::Exec(a)),
+        Command::Oci(c) => oci::cli::dispatch(&cli.global, c),
         Command::Image(args) => crate::image::cli::run(args),
         Command::Mirror(args) => crate::mirror::cli::run(args),
     }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::lifecycle::{self, CreateOpts, ExecOpts};
 use super::state::Root;
@@ -270,23 +270,36 @@ fn log(g: &GlobalOpts, level: &str, msg: &str) {
     }
 }
 
-/// The lifecycle commands.
-pub enum Lifecycle {
+/// The lifecycle commands, flattened into reprorun's own.
+#[derive(Debug, Subcommand)]
+pub enum OciCommand {
+    /// OCI: create a container from a bundle; its process waits for `start`.
     Create(CreateArgs),
-    Run(RunArgs),
+    /// OCI: start a created container's process.
     Start(IdArg),
+    /// OCI: print a container's state as JSON.
     State(IdArg),
+    /// OCI: send a signal (default SIGTERM) to a container.
     Kill(KillArgs),
+    /// OCI: remove a stopped container (--force: any container).
     Delete(DeleteArgs),
+    /// OCI: create and start a container, wait for it, delete it (--detach: return at once).
+    Run(RunArgs),
+    /// OCI: list containers in the state root.
     List(ListArgs),
+    /// OCI: list the processes of a container.
     Ps(PsArgs),
-    Exec(OciExecArgs),
+    /// OCI: print the features this runtime supports (runtime-spec features JSON).
     Features,
+    /// OCI: write a default config.json.
     Spec(SpecArgs),
+    /// OCI: execute a process in a running container (runc's `exec ID`).
+    #[command(name = "oci-exec", hide = true)]
+    OciExec(OciExecArgs),
 }
 
 /// Runs one lifecycle command; returns the exit status.
-pub fn dispatch(g: &GlobalOpts, cmd: Lifecycle) -> i32 {
+pub fn dispatch(g: &GlobalOpts, cmd: OciCommand) -> i32 {
     if g.debug {
         log(g, "debug", &std::env::args().collect::<Vec<_>>().join(" "));
     }
@@ -330,32 +343,32 @@ fn parse_user(text: &str) -> Result<(u32, Option<u32>), OciError> {
     }
 }
 
-fn run(g: &GlobalOpts, cmd: Lifecycle) -> Result<i32, OciError> {
+fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
     if g.systemd_cgroup {
         return Err(OciError::Usage(
             "--systemd-cgroup: not supported, reprorun manages cgroups through cgroupfs; run the engine with its cgroupfs manager (podman --cgroup-manager=cgroupfs)".into(),
         ));
     }
     match cmd {
-        Lifecycle::Create(a) => lifecycle::create(&root(g)?, &create_opts(&a)),
-        Lifecycle::Run(a) => lifecycle::run(&root(g)?, &create_opts(&a.create), a.detach),
-        Lifecycle::Start(a) => lifecycle::start(&root(g)?, &a.id),
-        Lifecycle::State(a) => lifecycle::state(&root(g)?, &a.id),
-        Lifecycle::Kill(a) => lifecycle::kill(&root(g)?, &a.id, &a.signal, a.all),
-        Lifecycle::Delete(a) => lifecycle::delete(&root(g)?, &a.id, a.force),
-        Lifecycle::List(a) => lifecycle::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
-        Lifecycle::Ps(a) => lifecycle::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
-        Lifecycle::Features => {
+        OciCommand::Create(a) => lifecycle::create(&root(g)?, &create_opts(&a)),
+        OciCommand::Run(a) => lifecycle::run(&root(g)?, &create_opts(&a.create), a.detach),
+        OciCommand::Start(a) => lifecycle::start(&root(g)?, &a.id),
+        OciCommand::State(a) => lifecycle::state(&root(g)?, &a.id),
+        OciCommand::Kill(a) => lifecycle::kill(&root(g)?, &a.id, &a.signal, a.all),
+        OciCommand::Delete(a) => lifecycle::delete(&root(g)?, &a.id, a.force),
+        OciCommand::List(a) => lifecycle::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
+        OciCommand::Ps(a) => lifecycle::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
+        OciCommand::Features => {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&lifecycle::features()).expect("serializes")
             );
             Ok(0)
         }
-        Lifecycle::Spec(a) => {
+        OciCommand::Spec(a) => {
             lifecycle::write_spec(a.bundle.as_deref().unwrap_or(Path::new(".")), a.rootless)
         }
-        Lifecycle::Exec(a) => {
+        OciCommand::OciExec(a) => {
             if a.preserve_fds > 0 {
                 return Err(OciError::Usage(
                     "exec --preserve-fds: not supported; pass descriptors at create".into(),

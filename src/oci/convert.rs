@@ -23,7 +23,7 @@ pub const ANNOTATION_PREFIX: &str = "org.reprorun.";
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConvertError {
-    #[error("config.json {field}: {reason}")]
+    #[error("{field}: {reason}")]
     Field { field: String, reason: String },
 }
 
@@ -140,40 +140,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         .process
         .as_ref()
         .ok_or_else(|| bad("process", "missing; a container needs a process to run"))?;
-    if process.args.is_empty() || process.args[0].is_empty() {
-        return Err(bad("process.args", "empty; name the program to run"));
-    }
-    if !process.cwd.starts_with('/') {
-        return Err(bad("process.cwd", "must be an absolute path"));
-    }
-    for (set, field) in [
-        (process.scheduler.is_some(), "process.scheduler"),
-        (process.io_priority.is_some(), "process.ioPriority"),
-        (
-            process.exec_cpu_affinity.is_some(),
-            "process.execCPUAffinity",
-        ),
-        (process.command_line.is_some(), "process.commandLine"),
-        (process.user.username.is_some(), "process.user.username"),
-        (
-            process
-                .selinux_label
-                .as_deref()
-                .is_some_and(|l| !l.is_empty()),
-            "process.selinuxLabel",
-        ),
-        (
-            process
-                .apparmor_profile
-                .as_deref()
-                .is_some_and(|l| !l.is_empty()),
-            "process.apparmorProfile",
-        ),
-    ] {
-        if set {
-            return Err(unsupported(field));
-        }
-    }
+    check_process(process)?;
     let root = spec
         .root
         .as_ref()
@@ -503,70 +470,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             .map_err(|e| bad(format!("process.env[{i}]"), e.to_string()))?;
     }
 
-    // Privilege.
-    let mut caps = match &process.capabilities {
-        None => CapSets::default(),
-        Some(c) => {
-            let names = |list: &[String], set: &str| -> Result<Vec<String>, ConvertError> {
-                list.iter()
-                    .map(|n| {
-                        crate::security::capability(n).map_err(|_| {
-                            bad(
-                                format!("process.capabilities.{set}"),
-                                format!("{n:?}: unknown capability"),
-                            )
-                        })
-                    })
-                    .collect()
-            };
-            CapSets {
-                bounding: names(&c.bounding, "bounding")?,
-                effective: names(&c.effective, "effective")?,
-                permitted: names(&c.permitted, "permitted")?,
-                inheritable: names(&c.inheritable, "inheritable")?,
-                ambient: names(&c.ambient, "ambient")?,
-            }
-        }
-    };
-    if parent_maps.is_none() {
-        // Without a user namespace, CAP_MKNOD would let the container make a node for a host
-        // disk (there is no device cgroup): it is never granted.
-        for set in [
-            &mut caps.bounding,
-            &mut caps.effective,
-            &mut caps.permitted,
-            &mut caps.inheritable,
-            &mut caps.ambient,
-        ] {
-            set.retain(|c| c != "CAP_MKNOD");
-        }
-    }
-    let mut rlimits = Vec::new();
-    for (i, r) in process.rlimits.iter().enumerate() {
-        let name = r
-            .kind
-            .strip_prefix("RLIMIT_")
-            .map(|n| n.to_ascii_lowercase())
-            .filter(|n| crate::security::rlimit(&format!("{n}=0")).is_ok())
-            .ok_or_else(|| {
-                bad(
-                    format!("process.rlimits[{i}].type"),
-                    format!("{:?}: unknown rlimit", r.kind),
-                )
-            })?;
-        if r.soft > r.hard {
-            return Err(bad(
-                format!("process.rlimits[{i}]"),
-                "soft limit above the hard limit",
-            ));
-        }
-        let value = |v: u64| (v != u64::MAX).then_some(v);
-        rlimits.push(Rlimit {
-            name,
-            soft: value(r.soft),
-            hard: value(r.hard),
-        });
-    }
+    let (caps, rlimits) = process_privilege(process, parent_maps.is_some())?;
     let seccomp = match &linux.seccomp {
         None => SeccompProfile::Unconfined,
         Some(value) => {
@@ -661,6 +565,117 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         annotations: spec.annotations.clone(),
         determinism: det,
     })
+}
+
+/// Refuses a process reprorun cannot run as asked (for `create` and `exec --process`).
+pub fn check_process(process: &spec::Process) -> Result<(), ConvertError> {
+    if process.args.is_empty() || process.args[0].is_empty() {
+        return Err(bad("process.args", "empty; name the program to run"));
+    }
+    if !process.cwd.starts_with('/') {
+        return Err(bad("process.cwd", "must be an absolute path"));
+    }
+    for (set, field) in [
+        (process.scheduler.is_some(), "process.scheduler"),
+        (process.io_priority.is_some(), "process.ioPriority"),
+        (
+            process.exec_cpu_affinity.is_some(),
+            "process.execCPUAffinity",
+        ),
+        (process.command_line.is_some(), "process.commandLine"),
+        (process.user.username.is_some(), "process.user.username"),
+        (
+            process
+                .selinux_label
+                .as_deref()
+                .is_some_and(|l| !l.is_empty()),
+            "process.selinuxLabel",
+        ),
+        (
+            process
+                .apparmor_profile
+                .as_deref()
+                .is_some_and(|l| !l.is_empty()),
+            "process.apparmorProfile",
+        ),
+    ] {
+        if set {
+            return Err(unsupported(field));
+        }
+    }
+    Ok(())
+}
+
+/// The capability sets and rlimits `process` asks for, checked (for `create` and
+/// `exec --process`). Without a user namespace CAP_MKNOD is never granted.
+pub fn process_privilege(
+    process: &spec::Process,
+    user_namespace: bool,
+) -> Result<(CapSets, Vec<Rlimit>), ConvertError> {
+    let mut caps = match &process.capabilities {
+        None => CapSets::default(),
+        Some(c) => {
+            let names = |list: &[String], set: &str| -> Result<Vec<String>, ConvertError> {
+                list.iter()
+                    .map(|n| {
+                        crate::security::capability(n).map_err(|_| {
+                            bad(
+                                format!("process.capabilities.{set}"),
+                                format!("{n:?}: unknown capability"),
+                            )
+                        })
+                    })
+                    .collect()
+            };
+            CapSets {
+                bounding: names(&c.bounding, "bounding")?,
+                effective: names(&c.effective, "effective")?,
+                permitted: names(&c.permitted, "permitted")?,
+                inheritable: names(&c.inheritable, "inheritable")?,
+                ambient: names(&c.ambient, "ambient")?,
+            }
+        }
+    };
+    if !user_namespace {
+        // Without a user namespace, CAP_MKNOD would let the container make a node for a host
+        // disk (there is no device cgroup): it is never granted.
+        for set in [
+            &mut caps.bounding,
+            &mut caps.effective,
+            &mut caps.permitted,
+            &mut caps.inheritable,
+            &mut caps.ambient,
+        ] {
+            set.retain(|c| c != "CAP_MKNOD");
+        }
+    }
+    let mut rlimits = Vec::new();
+    for (i, r) in process.rlimits.iter().enumerate() {
+        let name = r
+            .kind
+            .strip_prefix("RLIMIT_")
+            .map(|n| n.to_ascii_lowercase())
+            .filter(|n| crate::security::rlimit(&format!("{n}=0")).is_ok())
+            .ok_or_else(|| {
+                bad(
+                    format!("process.rlimits[{i}].type"),
+                    format!("{:?}: unknown rlimit", r.kind),
+                )
+            })?;
+        if r.soft > r.hard {
+            return Err(bad(
+                format!("process.rlimits[{i}]"),
+                "soft limit above the hard limit",
+            ));
+        }
+        let value = |v: u64| (v != u64::MAX).then_some(v);
+        rlimits.push(Rlimit {
+            name,
+            soft: value(r.soft),
+            hard: value(r.hard),
+        });
+    }
+    Ok((caps, rlimits))
 }
 
 /// A path given in the config relative to the bundle.

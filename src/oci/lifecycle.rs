@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
@@ -10,7 +11,7 @@ use nix::unistd::Pid;
 
 use super::state::{self, Dir, Root, Saved, Status};
 use super::{convert, hooks, spec, OciError};
-use crate::sandbox::container::{self, CgroupPlace, ExecProcess};
+use crate::sandbox::container::{self, ExecProcess};
 
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> OciError {
     let path = path.to_path_buf();
@@ -101,7 +102,7 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             .map_or(0, |d| d.subsec_nanos());
         format!("reprorun/{}-{}-{nanos}", o.id, std::process::id())
     });
-    let created = match container::create(&c.plan, CgroupPlace { path: &cg_path }, &fifo, console) {
+    let created = match container::create(&c.plan, &cg_path, &fifo, console) {
         Ok(x) => x,
         Err(e) => return Err(cleanup(dir, e.into())),
     };
@@ -175,9 +176,10 @@ fn start_dir(dir: &Dir, saved: &Saved) -> Result<(), OciError> {
         });
     }
     let fifo = dir.fifo();
+    // Non-blocking: the open returns at once, and init's blocked open for writing with it.
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags_nonblock()
+        .custom_flags(libc::O_NONBLOCK)
         .open(&fifo)
         .map_err(io("open", &fifo))?;
     // Init opens the other end once we are here and writes one byte.
@@ -219,17 +221,6 @@ fn start_dir(dir: &Dir, saved: &Saved) -> Result<(), OciError> {
         eprintln!("reprorun: warning: {e}");
     }
     Ok(())
-}
-
-trait NonblockOpen {
-    fn custom_flags_nonblock(&mut self) -> &mut Self;
-}
-
-impl NonblockOpen for std::fs::OpenOptions {
-    fn custom_flags_nonblock(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-    }
 }
 
 pub fn start(root: &Root, id: &str) -> Result<i32, OciError> {
@@ -489,11 +480,21 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
     let argv = match &o.process {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(io("read --process", path))?;
-            let p: spec::Process =
-                serde_json::from_str(&text).map_err(|e| OciError::ParseConfig {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })?;
+            let bad = |reason: String| OciError::ParseConfig {
+                path: path.clone(),
+                reason,
+            };
+            let p: spec::Process = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+            // Checked as `create` checks config.json's process.
+            convert::check_process(&p).map_err(|e| bad(e.to_string()))?;
+            let (caps, rlimits) = convert::process_privilege(&p, plan.parent_maps.is_some())
+                .map_err(|e| bad(e.to_string()))?;
+            if p.capabilities.is_some() {
+                security.caps = Some(caps);
+            }
+            if !rlimits.is_empty() {
+                security.rlimits = rlimits;
+            }
             for e in &p.env {
                 if let Some((k, v)) = e.split_once('=') {
                     env.insert(k.into(), v.into());
@@ -505,20 +506,6 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
                 gid: p.user.gid,
                 additional_gids: p.user.additional_gids.clone(),
             });
-            if let Some(c) = &p.capabilities {
-                let names = |v: &[String]| {
-                    v.iter()
-                        .filter_map(|n| crate::security::capability(n).ok())
-                        .collect::<Vec<_>>()
-                };
-                security.caps = Some(crate::security::CapSets {
-                    bounding: names(&c.bounding),
-                    effective: names(&c.effective),
-                    permitted: names(&c.permitted),
-                    inheritable: names(&c.inheritable),
-                    ambient: names(&c.ambient),
-                });
-            }
             tty |= p.terminal;
             p.args
         }

@@ -28,7 +28,7 @@ pub enum OciError {
     },
     #[error("{path}: {reason}")]
     ParseConfig { path: PathBuf, reason: String },
-    #[error("{0}")]
+    #[error("config.json {0}")]
     Convert(#[from] convert::ConvertError),
     #[error("{0}")]
     Sandbox(#[from] crate::sandbox::SandboxError),
@@ -54,8 +54,7 @@ pub enum OciError {
 
 impl OciError {
     /// The exit status for this error: a program that could not be executed keeps the
-    /// shell's 126/127; everything else is 125... except that runc reports failures with 1,
-    /// which engines only compare to zero.
+    /// shell's 126/127; everything else is 125 (runc says 1; engines only compare to zero).
     pub fn exit_code(&self) -> i32 {
         match self {
             OciError::Sandbox(e) => e.exit_code(),

@@ -157,7 +157,8 @@ pub struct Root {
 pub struct Dir {
     pub id: String,
     pub path: PathBuf,
-    _lock: Option<std::fs::File>,
+    /// The exclusive `flock` of the directory, while held.
+    lock: Option<std::fs::File>,
 }
 
 impl Root {
@@ -224,7 +225,7 @@ impl Root {
                     return Ok(Dir {
                         id: id.to_string(),
                         path,
-                        _lock: Some(lock),
+                        lock: Some(lock),
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -258,7 +259,7 @@ impl Root {
         Ok(Dir {
             id: id.to_string(),
             path,
-            _lock: Some(lock),
+            lock: Some(lock),
         })
     }
 
@@ -347,7 +348,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
 impl Dir {
     /// Releases the lock early (before processes are started that would inherit it).
     pub fn unlock(&mut self) {
-        self._lock = None;
+        self.lock = None;
     }
 
     pub fn save(&self, saved: &Saved) -> Result<(), StateError> {

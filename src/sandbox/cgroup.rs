@@ -141,49 +141,24 @@ fn v1_dir(controller: &'static str) -> Result<PathBuf, CgroupError> {
 }
 
 impl Cgroup {
-    /// Creates the cgroup named `name` with the limits in `res`.
-    pub fn create(res: &Resources, name: &str) -> Result<Cgroup, CgroupError> {
-        let controllers = needed(res);
-        let mkdir = |dir: PathBuf| -> Result<PathBuf, CgroupError> {
-            // A fresh directory only: one left over would bring old processes and counters.
-            std::fs::create_dir(&dir)
-                .map(|_| dir.clone())
-                .map_err(|source| CgroupError::Create { path: dir, source })
-        };
-        let cg = if let Some(base) = v2_base(&controllers) {
-            Cgroup {
-                version: Version::V2,
-                dirs: vec![mkdir(base.join(name))?],
-            }
-        } else {
-            let mut cg = Cgroup {
-                version: Version::V1,
-                dirs: Vec::new(),
-            };
-            for c in &controllers {
-                let dir = mkdir(v1_dir(c)?.join(name))?;
-                cg.dirs.push(dir);
-            }
-            cg
-        };
-        cg.limit(res)?;
-        Ok(cg)
-    }
-
-    /// Creates the cgroup of an OCI container at `path` (`linux.cgroupsPath`): absolute from
-    /// the hierarchy's root, relative below reprorun's own cgroup. Parents are made as
-    /// needed; the leaf must be new.
-    pub fn create_at(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
+    /// Creates a cgroup with the limits in `res` at `path`: a relative path below reprorun's
+    /// own cgroup (a sandbox's unique name), an absolute one from the hierarchy's root (an
+    /// OCI container's `linux.cgroupsPath`). Parents are made as needed; the leaf must be new
+    /// (one left over would bring old processes and counters).
+    pub fn create(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
         let controllers = needed(res);
         let rel = path.trim_start_matches('/');
-        let absolute = path.starts_with('/');
-        let mk = |base: PathBuf, own: &str| -> Result<PathBuf, CgroupError> {
-            let parent_rel = if absolute {
-                ""
-            } else {
-                own.trim_start_matches('/')
+        // `mine`: our own cgroup's directory on a hierarchy; `own`: its path there.
+        let place = |mine: PathBuf, own: Option<String>| -> Result<PathBuf, CgroupError> {
+            let base = match own.filter(|_| path.starts_with('/')) {
+                Some(own) => mine
+                    .to_string_lossy()
+                    .strip_suffix(own.trim_end_matches('/'))
+                    .map(PathBuf::from)
+                    .unwrap_or(mine),
+                None => mine,
             };
-            let dir = base.join(parent_rel).join(rel);
+            let dir = base.join(rel);
             if let Some(parent) = dir.parent() {
                 std::fs::create_dir_all(parent).map_err(|source| CgroupError::Create {
                     path: parent.to_path_buf(),
@@ -195,33 +170,17 @@ impl Cgroup {
                 .map_err(|source| CgroupError::Create { path: dir, source })
         };
         let cg = match v2_base(&controllers) {
-            Some(base) => {
-                let own = own_path("").unwrap_or_default();
-                // v2_base is our own cgroup's directory: its hierarchy root is above it.
-                let root = base
-                    .to_string_lossy()
-                    .strip_suffix(own.trim_end_matches('/'))
-                    .map(PathBuf::from)
-                    .unwrap_or(base.clone());
-                Cgroup {
-                    version: Version::V2,
-                    dirs: vec![mk(root, &own)?],
-                }
-            }
+            Some(base) => Cgroup {
+                version: Version::V2,
+                dirs: vec![place(base, own_path(""))?],
+            },
             None => {
                 let mut cg = Cgroup {
                     version: Version::V1,
                     dirs: Vec::new(),
                 };
                 for c in &controllers {
-                    let own = own_path(c).unwrap_or_default();
-                    let mine = v1_dir(c)?;
-                    let root = mine
-                        .to_string_lossy()
-                        .strip_suffix(own.trim_end_matches('/'))
-                        .map(PathBuf::from)
-                        .unwrap_or(mine.clone());
-                    cg.dirs.push(mk(root, &own)?);
+                    cg.dirs.push(place(v1_dir(c)?, own_path(c))?);
                 }
                 cg
             }

@@ -14,20 +14,14 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
-use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
 use super::init::{self, Lifecycle};
-use super::protocol::{self, InitMsg};
+use super::protocol;
 use super::vdso::LISTENER_TAG;
 use super::{cgroup, notify, signals, vdso, SandboxError};
 use crate::plan::{IdMap, Namespace, Plan};
-
-/// Where the container's cgroup goes: `linux.cgroupsPath` (absolute: from the hierarchy's
-/// root; relative: below reprorun's own cgroup), else `reprorun/ID`.
-pub struct CgroupPlace<'a> {
-    pub path: &'a str,
-}
 
 /// A container whose init waits for the creator's commit.
 pub struct Created {
@@ -36,6 +30,15 @@ pub struct Created {
     pub cgroup_dirs: Vec<PathBuf>,
     sock: OwnedFd,
     pidfd: OwnedFd,
+}
+
+/// A container has no pins-only fallback: a refusal is a plain setup error (whose message
+/// does not suggest `--isolation`).
+fn no_fallback(e: SandboxError) -> SandboxError {
+    match e {
+        SandboxError::Unavailable { reason } => SandboxError::Setup { reason },
+        other => other,
+    }
 }
 
 fn setup(reason: impl Into<String>) -> SandboxError {
@@ -48,7 +51,7 @@ fn setup(reason: impl Into<String>) -> SandboxError {
 /// error nothing is left behind (init is killed, the cgroup removed).
 pub fn create(
     plan: &Plan,
-    place: CgroupPlace,
+    cgroup_path: &str,
     exec_fifo: &Path,
     console: Option<OwnedFd>,
 ) -> Result<Created, SandboxError> {
@@ -56,7 +59,7 @@ pub fn create(
     super::raise_nofile();
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
         .map_err(|e| setup(e.to_string()))?;
-    let cg = match cgroup::Cgroup::create_at(&plan.resources, place.path) {
+    let cg = match cgroup::Cgroup::create(&plan.resources, cgroup_path) {
         Ok(cg) => cg,
         // Without limits a cgroup is only bookkeeping: an unprivileged caller goes without.
         Err(_) if !plan.resources.any() && !nix::unistd::geteuid().is_root() => {
@@ -87,27 +90,8 @@ pub fn create(
         exec_fifo: fifo,
         console,
     };
-    signals::block_supervised().map_err(step("block signals"))?;
-    let (ours, theirs) = socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .map_err(step("socketpair"))?;
-    let child = match crate::sys::clone_process(plan.clone_flags()) {
-        Err(errno) => {
-            return Err(SandboxError::Unavailable {
-                reason: format!("create namespaces: {errno}"),
-            })
-        }
-        Ok(None) => {
-            drop(ours);
-            init::main(plan, &seccomp, theirs, Some(&lifecycle))
-        }
-        Ok(Some(pid)) => pid,
-    };
-    drop(theirs);
+    let (child, ours) =
+        super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle)).map_err(no_fallback)?;
     drop(lifecycle);
     let pidfd = crate::sys::pidfd_open_process(child).map_err(step("pidfd_open"))?;
     let abort = |e: SandboxError| {
@@ -140,14 +124,10 @@ pub fn create(
             .flatten()
             .and_then(|(b, _)| protocol::parse(&b));
         match msg {
-            Some(InitMsg::Ready) => break,
-            Some(InitMsg::SetupFailed { step, .. }) => return Err(abort(setup(step))),
-            Some(InitMsg::ExecFailed { program, errno }) => {
-                return Err(abort(SandboxError::Exec {
-                    program: format!("{program} (in the container's PATH)"),
-                    errno: Errno::from_raw(errno),
-                }))
-            }
+            Some(msg) => match super::supervisor::init_error(msg) {
+                None => break,
+                Some(e) => return Err(abort(no_fallback(e))),
+            },
             None => {
                 if fds[1].any().unwrap_or(false) {
                     let status = nix::sys::wait::waitpid(child, None);
@@ -264,6 +244,8 @@ fn monitor(
     let config = notify::Config::from_plan(plan);
     let mut servers = Vec::new();
     let mut serve = |fd: OwnedFd| {
+        // One server per `exec`: those whose processes are all gone are let go.
+        servers.retain(|s: &notify::NotifyServer| !s.is_finished());
         if let Ok(server) = notify::start(config.clone(), notify::PageAt::sandbox(init)) {
             let _ = server.listener.send(fd);
             servers.push(server);

@@ -336,23 +336,11 @@ fn wait_for_start(fifo: &OwnedFd) -> Result<(), InitError> {
     use std::io::Write;
     let path = format!("/proc/self/fd/{}", fifo.as_raw_fd());
     let mut w = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags_cloexec()
+        .write(true) // std opens close-on-exec
         .open(path)
         .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
     w.write_all(b"0")
         .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
-}
-
-trait CloexecOpen {
-    fn custom_flags_cloexec(&mut self) -> &mut Self;
-}
-
-impl CloexecOpen for std::fs::OpenOptions {
-    fn custom_flags_cloexec(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_CLOEXEC)
-    }
 }
 
 /// Opens a new pseudo-terminal in the container's devpts and sends its master over the
@@ -368,7 +356,6 @@ pub(super) fn open_terminal(console: Option<&OwnedFd>) -> Result<OwnedFd, InitEr
         .map_err(t("open /dev/ptmx"))?;
     nix::pty::grantpt(&master).map_err(t("grantpt"))?;
     nix::pty::unlockpt(&master).map_err(t("unlockpt"))?;
-    // SAFETY: ptsname_r writes into its own buffer; the master is a valid pty.
     let name = nix::pty::ptsname_r(&master).map_err(t("ptsname"))?;
     let slave = nix::fcntl::open(
         name.as_str(),
@@ -378,15 +365,14 @@ pub(super) fn open_terminal(console: Option<&OwnedFd>) -> Result<OwnedFd, InitEr
     .map_err(t("open the pty"))?;
     // SAFETY: open returned a fresh descriptor nothing else owns.
     let slave = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave) };
-    // SAFETY: the master's descriptor stays open for the duration of the borrow.
-    let master_fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(master.as_raw_fd()) };
-    let owned = master_fd
-        .try_clone_to_owned()
-        .map_err(|e| InitError::Terminal {
-            step: "dup the pty master",
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        })?;
-    crate::sys::send_fd(console, &owned, b'p').map_err(t("send the pty master"))?;
+    // The master itself goes (and is closed here once sent).
+    // SAFETY: into_raw_fd gives up the PtyMaster's ownership of a valid descriptor.
+    let master = unsafe {
+        <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(
+            master,
+        ))
+    };
+    crate::sys::send_fd(console, &master, b'p').map_err(t("send the pty master"))?;
     Ok(slave)
 }
 

@@ -254,6 +254,31 @@ fn mask(dest: &Path) -> Result<(), MountError> {
     bind(Path::new(&src), &path, false, READ_ONLY, "mask", dest)
 }
 
+/// A host source (seen from the staging root) and the mount point made for it at `dest`: a
+/// directory for a directory, an empty file for anything else.
+fn bind_point(src: &Path, dest: &Path) -> Result<(PathBuf, PathBuf), MountError> {
+    let source = host(src);
+    let path = if source.is_dir() {
+        ensure_dir(dest)?
+    } else {
+        ensure_file(dest)?
+    };
+    Ok((source, path))
+}
+
+/// The host's /sys, read-only, where a fresh sysfs is refused (the net namespace is not
+/// ours).
+fn host_sysfs(path: &Path, dest: &Path) -> Result<(), MountError> {
+    bind(
+        &host(Path::new("/sys")),
+        path,
+        true,
+        READ_ONLY,
+        "sysfs",
+        dest,
+    )
+}
+
 /// Binds `src` onto `path` (with everything mounted below it when `recursive`) and sets
 /// `attrs` (MOUNT_ATTR_*) on the new mount — and, when recursive, on every mount below.
 fn bind(
@@ -261,6 +286,18 @@ fn bind(
     path: &Path,
     recursive: bool,
     attrs: u64,
+    kind: &'static str,
+    dest: &Path,
+) -> Result<(), MountError> {
+    bind_with(src, path, recursive, (attrs, 0), kind, dest)
+}
+
+/// [`bind`] that also clears attributes: `(set, clear)`.
+fn bind_with(
+    src: &Path,
+    path: &Path,
+    recursive: bool,
+    (set, clear): (u64, u64),
     kind: &'static str,
     dest: &Path,
 ) -> Result<(), MountError> {
@@ -274,7 +311,7 @@ fn bind(
         flags |= MsFlags::MS_REC;
     }
     mount(Some(src), path, None::<&str>, flags, None::<&str>).map_err(fail)?;
-    mount_setattr(path, recursive, attrs, 0).map_err(fail)
+    mount_setattr(path, recursive, set, clear).map_err(fail)
 }
 
 /// Applies a propagation change (`MS_PRIVATE`, `MS_SLAVE`, ... with `MS_REC`) to a mount.
@@ -434,12 +471,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             dest,
             readonly,
         } => {
-            let source = host(src);
-            let path = if source.is_dir() {
-                ensure_dir(dest)?
-            } else {
-                ensure_file(dest)?
-            };
+            let (source, path) = bind_point(src, dest)?;
             let attrs = if *readonly {
                 READ_ONLY
             } else {
@@ -474,22 +506,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             let flags = hardened | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY;
             if mount(Some("sysfs"), &path, Some("sysfs"), flags, None::<&str>).is_err() {
                 // Not the owner of the net namespace (--net host): show the host's, read-only.
-                let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
-                mount(
-                    Some(&host(Path::new("/sys"))),
-                    &path,
-                    None::<&str>,
-                    rec,
-                    None::<&str>,
-                )
-                .map_err(fail("sysfs", dest))?;
-                mount_setattr(
-                    &path,
-                    true,
-                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                    0,
-                )
-                .map_err(fail("sysfs", dest))?;
+                host_sysfs(&path, dest)?;
             }
         }
         MountOp::Devpts { dest } => {
@@ -639,16 +656,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             match mounted {
                 Err(Errno::EPERM | Errno::EACCES) if fstype == "sysfs" => {
                     // Not the owner of the net namespace: the host's, read-only.
-                    let rec = MsFlags::MS_BIND | MsFlags::MS_REC;
-                    mount(
-                        Some(&host(Path::new("/sys"))),
-                        &path,
-                        None::<&str>,
-                        rec,
-                        None::<&str>,
-                    )
-                    .map_err(fail("sysfs", dest))?;
-                    mount_setattr(&path, true, READ_ONLY, 0).map_err(fail("sysfs", dest))?;
+                    host_sysfs(&path, dest)?;
                 }
                 other => other.map_err(fail("filesystem", dest))?,
             }
@@ -660,22 +668,8 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
             recursive,
             flags,
         } => {
-            let source = host(src);
-            let path = if source.is_dir() {
-                ensure_dir(dest)?
-            } else {
-                ensure_file(dest)?
-            };
-            let (set, clear) = bind_attrs(flags);
-            let mut ms = MsFlags::MS_BIND;
-            if *recursive {
-                ms |= MsFlags::MS_REC;
-            }
-            mount(Some(&source), &path, None::<&str>, ms, None::<&str>)
-                .map_err(fail("bind", dest))?;
-            if set != 0 || clear != 0 {
-                mount_setattr(&path, *recursive, set, clear).map_err(fail("bind", dest))?;
-            }
+            let (source, path) = bind_point(src, dest)?;
+            bind_with(&source, &path, *recursive, bind_attrs(flags), "bind", dest)?;
             propagate(&path, crate::plan::mounts::flag_bits(flags).1, dest)?;
         }
         MountOp::Sysctl { key, value } => {

@@ -811,6 +811,11 @@ pub struct NotifyServer {
 }
 
 impl NotifyServer {
+    /// Whether the server is done (no process uses its filter any more).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
     /// Ends a server that never got a listener (the sandbox failed before its workload ran):
     /// the thread sees the channel close and returns.
     pub fn stop_unused(self) {

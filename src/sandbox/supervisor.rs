@@ -171,8 +171,13 @@ fn exit_code(status: libc::c_int) -> i32 {
     }
 }
 
-/// Runs the plan in full isolation.
-pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
+/// Clones init into the plan's new namespaces (signals blocked first, so it inherits the
+/// mask) and returns its pid and our end of its socket. The child never returns from here.
+pub(super) fn clone_init(
+    plan: &Plan,
+    seccomp: &[seccompiler::BpfProgram],
+    lifecycle: Option<&init::Lifecycle>,
+) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     let (ours, theirs): (OwnedFd, OwnedFd) = socketpair(
@@ -182,7 +187,6 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         SockFlag::SOCK_CLOEXEC,
     )
     .map_err(step("socketpair"))?;
-    let start = Instant::now();
     // The sandbox starts without supplementary groups, whoever calls: a caller that may
     // change its groups drops them for the clone and takes them back after. (An unprivileged
     // caller's stay, shown as nogroup inside: a user namespace cannot drop them.)
@@ -193,19 +197,39 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
     }
-    let child = match cloned {
-        Err(errno) => {
-            return Err(SandboxError::Unavailable {
-                reason: format!("create namespaces: {errno}"),
-            })
-        }
+    match cloned {
+        Err(errno) => Err(SandboxError::Unavailable {
+            reason: format!("create namespaces: {errno}"),
+        }),
         Ok(None) => {
             drop(ours);
-            init::main(plan, res.seccomp, theirs, None)
+            init::main(plan, seccomp, theirs, lifecycle)
         }
-        Ok(Some(pid)) => pid,
-    };
-    drop(theirs);
+        Ok(Some(pid)) => Ok((pid, ours)),
+    }
+}
+
+/// The error a message from init stands for (`None` for `Ready`).
+pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
+    match msg {
+        InitMsg::SetupFailed { step, refusal, .. } => Some(if refusal {
+            SandboxError::Unavailable { reason: step }
+        } else {
+            SandboxError::Setup { reason: step }
+        }),
+        InitMsg::ExecFailed { program, errno } => Some(SandboxError::Exec {
+            program,
+            errno: Errno::from_raw(errno),
+        }),
+        InitMsg::Ready => None,
+    }
+}
+
+/// Runs the plan in full isolation.
+pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
+    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+    let start = Instant::now();
+    let (child, ours) = clone_init(plan, res.seccomp, None)?;
     // Into the cgroup before init forks anything; init waits for the word.
     if let Some(cg) = res.cgroup {
         if let Err(e) = cg.add(child) {
@@ -252,21 +276,8 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         if let Some(server) = server {
             server.stop_unused();
         }
-        match msg {
-            InitMsg::SetupFailed { step, refusal, .. } => {
-                return Err(if refusal {
-                    SandboxError::Unavailable { reason: step }
-                } else {
-                    SandboxError::Setup { reason: step }
-                });
-            }
-            InitMsg::ExecFailed { program, errno } => {
-                return Err(SandboxError::Exec {
-                    program,
-                    errno: Errno::from_raw(errno),
-                })
-            }
-            InitMsg::Ready => {}
+        if let Some(e) = init_error(msg) {
+            return Err(e);
         }
     }
     Ok(watched.outcome(Isolation::Full))
