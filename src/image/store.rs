@@ -10,7 +10,6 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -269,16 +268,5 @@ fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
 
 /// Writes `path` so that readers see the old or the new content, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        ImageError::store(path, e)
-    })
+    crate::sys::write_atomic(path, bytes, 0o644).map_err(|e| ImageError::store(path, e))
 }

@@ -12,7 +12,6 @@ pub mod pull;
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 pub use layout::{GoRecord, Lock, Record};
@@ -53,26 +52,13 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MirrorE
     move |source| MirrorError::Io { what, path, source }
 }
 
-/// sha256 and size of a file, streamed.
+/// sha256 (hex) and size of a file, streamed (the image store's hashing reader).
 pub fn hash_file(path: &Path) -> Result<(String, u64), MirrorError> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(io("read", path))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut size = 0u64;
-    loop {
-        let n = f.read(&mut buf).map_err(io("read", path))?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        h.update(&buf[..n]);
-    }
-    Ok((hex(&h.finalize()), size))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let f = std::fs::File::open(path).map_err(io("read", path))?;
+    let (digest, size) = crate::image::digest::Hashing::new(f)
+        .finish()
+        .map_err(io("read", path))?;
+    Ok((digest.hex().to_string(), size))
 }
 
 /// Parses a date option (RFC 3339, YYYY-MM-DD, @EPOCH) into seconds since the epoch.
@@ -131,9 +117,7 @@ pub fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io("write", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(io("rename", path))
+    crate::sys::write_atomic(path, bytes, 0o644).map_err(io("write", path))
 }
 
 /// Writes the lock and regenerates the simple index from it (the index directory is built

@@ -330,19 +330,8 @@ fn clear_stale(path: &Path) {
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
     // Owner only: the plan holds the container's environment.
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io("write", &tmp))?;
-    f.write_all(bytes).map_err(io("write", &tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io("rename", path))
+    crate::sys::write_atomic(path, bytes, 0o600).map_err(io("write", path))
 }
 
 impl Dir {

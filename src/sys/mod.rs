@@ -325,3 +325,27 @@ pub fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
     };
     Errno::result(r).map(drop)
 }
+
+/// Writes `path` so that readers see the old or the new content, never a mix: a temporary
+/// file beside it (created with `mode`), synced, then renamed over it. The temporary file is
+/// removed on failure.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
