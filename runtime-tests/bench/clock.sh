@@ -7,11 +7,9 @@
 # Needs gcc (with static libc), libfaketime, hyperfine. Not part of the test suite.
 set -euo pipefail
 n=${1:-20000000}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-(cd "$root" && cargo build --release --quiet)
-bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/lib.sh"
+build_reprorun
+make_work
 gcc -O2 -o "$work/dyn" "$root/runtime-tests/bench/clockbench.c"
 gcc -O2 -static -o "$work/static" "$root/runtime-tests/bench/clockbench.c"
 faketime_lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)

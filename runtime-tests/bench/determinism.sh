@@ -10,14 +10,10 @@
 # Needs root, hyperfine, bubblewrap, python3, perl, gcc, golang-go.
 set -euo pipefail
 runs=${1:-15}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-for tool in hyperfine bwrap python3 perl gcc go; do
-  command -v "$tool" >/dev/null || { echo "determinism.sh: $tool not installed" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release --quiet)
-bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/lib.sh"
+need hyperfine bwrap python3 perl gcc go
+build_reprorun
+make_work
 src="$root/runtime-tests/probes/variation"
 mkdir -p "$work/probes" "$work/build/input"
 cp "$src"/run-all.sh "$src"/probe.sh "$src"/probe.py "$src"/probe.pl "$work/probes/"

@@ -8,14 +8,10 @@
 set -euo pipefail
 old=${1:-2023-01-15}
 new=${2:-2024-06-15}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-for tool in uv curl hyperfine python3; do
-  command -v "$tool" >/dev/null || { echo "mirror.sh: $tool not installed" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release --quiet)
-bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/lib.sh"
+need uv curl hyperfine python3
+build_reprorun
+make_work
 cd "$work"
 start=$(date +%s.%N)
 "$bin" mirror pull --date "$old" --out "$work/old" pytest

@@ -9,18 +9,11 @@
 # the whole benchmark runs in a private mount namespace with it unmounted (same for all).
 set -euo pipefail
 runs=${1:-100}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${REPRORUN_BENCH_INNER:-}" ]; then
-  exec unshare --mount --propagation private env REPRORUN_BENCH_INNER=1 "$0" "$@"
-fi
-umount /sys/fs/cgroup/unified 2>/dev/null || true
-for tool in hyperfine crun runc python3; do
-  command -v "$tool" >/dev/null || { echo "oci.sh: $tool not installed" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release --quiet)
-bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/lib.sh"
+in_private_mount_ns "$@"
+need hyperfine crun runc python3
+build_reprorun
+make_work
 "$root/images/busybox/build.sh" --bundle "$work/bundle" /bin/true >/dev/null
 # The same bundle with the determinism layer off.
 mkdir "$work/plain"

@@ -1,0 +1,33 @@
+# Sourced by the benchmarks: the repository root, tool checks, a release build, a scratch
+# directory, and (for crun) a private mount namespace without the hybrid v2 hierarchy.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# need TOOL...: stop with one line naming the first tool that is not installed.
+need() {
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { echo "$(basename "$0"): $t not installed" >&2; exit 1; }
+  done
+}
+
+# build_reprorun: the release binary, as $bin.
+build_reprorun() {
+  (cd "$root" && cargo build --release --quiet)
+  bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
+}
+
+# make_work: a scratch directory, as $work, removed on exit.
+make_work() {
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+}
+
+# in_private_mount_ns "$@": re-runs the script in a private mount namespace and unmounts
+# /sys/fs/cgroup/unified there (crun refuses this host's hybrid cgroup layout while it is
+# mounted; the same for every runtime measured).
+in_private_mount_ns() {
+  if [ -z "${REPRORUN_BENCH_INNER:-}" ]; then
+    exec unshare --mount --propagation private env REPRORUN_BENCH_INNER=1 "$0" "$@"
+  fi
+  umount /sys/fs/cgroup/unified 2>/dev/null || true
+}
