@@ -71,7 +71,7 @@ pub fn pull(
         std::fs::copy(&sum, work.join("go.sum")).map_err(io("copy", &sum))?;
     }
     let o = Command::new("go")
-        .args(["mod", "download", "-x", "all"])
+        .args(["mod", "download", "all"])
         .current_dir(&work)
         .env("GOPROXY", proxy)
         .env("GOMODCACHE", &cache)

@@ -124,7 +124,6 @@ pub struct Container {
     /// `linux.cgroupsPath`, when given.
     pub cgroups_path: Option<String>,
     pub annotations: BTreeMap<String, String>,
-    pub determinism: Determinism,
 }
 
 /// Resolves `spec` (read from `bundle`) into a container. `cpus_available` bounds the
@@ -563,7 +562,6 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             other => other,
         },
         annotations: spec.annotations.clone(),
-        determinism: det,
     })
 }
 

@@ -65,6 +65,7 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     let spec = super::read_spec(&bundle)?;
     let host = crate::plan::HostFacts::current().map_err(|e| OciError::Usage(e.to_string()))?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
+    let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;
     let mut dir = root.create(&o.id)?;
     // The directory exists (with our pid in `creating`): nobody else can create this id,
@@ -107,7 +108,7 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
         Err(e) => return Err(cleanup(dir, e.into())),
     };
     let pid = created.pid;
-    let mut saved = Saved {
+    let saved = Saved {
         id: o.id.clone(),
         pid: pid.as_raw(),
         pid_start: state::start_time(pid.as_raw()).unwrap_or(0),
@@ -117,7 +118,6 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
         annotations: c.annotations.clone(),
         owner: owner(),
         cgroup_dirs: created.cgroup_dirs.clone(),
-        monitor_pid: 0,
         hooks: c.hooks.clone(),
     };
     let fail = |dir: Dir, saved: &Saved, e: OciError| {
@@ -138,16 +138,11 @@ fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             return Err(fail(dir, &saved, e.into()));
         }
     }
-    match created.commit(&c.plan, &dir.exec_socket()) {
-        Ok(monitor) => saved.monitor_pid = monitor.as_raw(),
-        Err(e) => return Err(fail(dir, &saved, e.into())),
-    }
-    if let Err(e) = dir.save(&saved) {
+    if let Err(e) = created.commit(&c.plan, &dir.exec_socket()) {
         return Err(fail(dir, &saved, e.into()));
     }
-    if let Some(p) = &o.pid_file {
-        let p = absolute(p)?;
-        if let Err(e) = state::write_atomic(&p, pid.as_raw().to_string().as_bytes()) {
+    if let Some(p) = &pid_file {
+        if let Err(e) = state::write_atomic(p, pid.as_raw().to_string().as_bytes()) {
             return Err(fail(dir, &saved, e.into()));
         }
     }

@@ -95,7 +95,6 @@ pub struct Saved {
     pub annotations: BTreeMap<String, String>,
     pub owner: String,
     pub cgroup_dirs: Vec<PathBuf>,
-    pub monitor_pid: i32,
     pub hooks: Hooks,
 }
 
@@ -472,7 +471,6 @@ mod tests {
             annotations: BTreeMap::new(),
             owner: "root".into(),
             cgroup_dirs: vec![],
-            monitor_pid: 0,
             hooks: Hooks::default(),
         };
         dir.save(&saved).unwrap();

@@ -167,10 +167,10 @@ fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), String> {
 }
 
 impl Created {
-    /// Starts the monitor (forked, in its own session, stdio on /dev/null), then lets init go
-    /// on to wait for `start`. `exec_socket`: where `reprorun exec` processes send their
-    /// notification listeners. Returns the monitor's pid.
-    pub fn commit(self, plan: &Plan, exec_socket: &Path) -> Result<Pid, SandboxError> {
+    /// Lets init go on to wait for `start` (it no longer dies with us), then starts the
+    /// monitor (forked, in its own session, stdio on /dev/null). `exec_socket`: where
+    /// `reprorun exec` processes send their notification listeners.
+    pub fn commit(self, plan: &Plan, exec_socket: &Path) -> Result<(), SandboxError> {
         let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
         let listener = if plan.intercept && vdso::SUPPORTED {
             let _ = std::fs::remove_file(exec_socket);
@@ -209,7 +209,7 @@ impl Created {
             _ => return Err(setup("container init exited before it was committed")),
         }
         // SAFETY: the creator is single-threaded (no server thread was started in it).
-        let monitor = match unsafe { nix::unistd::fork() }.map_err(step("fork monitor"))? {
+        match unsafe { nix::unistd::fork() }.map_err(step("fork monitor"))? {
             nix::unistd::ForkResult::Child => {
                 let _ = nix::unistd::setsid();
                 if let Ok(null) = std::fs::OpenOptions::new()
@@ -225,9 +225,9 @@ impl Created {
                 // SAFETY: _exit ends the monitor without the creator's atexit handlers.
                 unsafe { libc::_exit(code) }
             }
-            nix::unistd::ForkResult::Parent { child } => child,
-        };
-        Ok(monitor)
+            nix::unistd::ForkResult::Parent { .. } => {}
+        }
+        Ok(())
     }
 }
 
