@@ -13,6 +13,7 @@ pub mod oci;
 pub mod parse;
 pub mod plan;
 pub mod record;
+pub mod reproduce;
 pub mod sandbox;
 pub mod security;
 pub mod sys;
