@@ -47,6 +47,9 @@ pub enum Command {
     /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
     /// (`spec/mirror.md`).
     Mirror(crate::mirror::cli::MirrorArgs),
+    /// Re-run benchmark patches k times with and without the determinism shim; study
+    /// reproducibility (`spec/reproduce.md`).
+    Reproduce(crate::reproduce::cli::ReproduceArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -222,6 +225,7 @@ pub fn main() -> i32 {
         Command::Oci(c) => oci::cli::dispatch(&cli.global, c),
         Command::Image(args) => crate::image::cli::run(args),
         Command::Mirror(args) => crate::mirror::cli::run(args),
+        Command::Reproduce(args) => crate::reproduce::cli::run(args),
     }
 }
 
@@ -276,17 +280,10 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
     }
     let mut extra = extra_mounts(args, m);
     if let Some(dir) = &args.mirror {
-        let lock = crate::mirror::read_lock(dir)?;
+        let (clients, bind) = crate::mirror::attach(dir)?;
         // The clients' settings first: the user's --env wins.
-        env.splice(0..0, crate::mirror::client_env(&lock));
-        extra.insert(
-            0,
-            ExtraMount::Bind(BindSpec {
-                src: dir.clone(),
-                dest: crate::mirror::MOUNT.into(),
-                readonly: true,
-            }),
-        );
+        env.splice(0..0, clients);
+        extra.insert(0, ExtraMount::Bind(bind));
     }
     env.extend(args.env.iter().cloned());
     let image = match &args.image {
@@ -301,8 +298,10 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         image,
         workdir: args.workdir.clone(),
         extra_mounts: extra,
+        workdir_overlay: false,
         net: args.net,
         env,
+        pinned_env: true,
         hostname: args.hostname.clone(),
         user: args.user,
         timeout: args.timeout,

@@ -301,6 +301,20 @@ fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
     }
 }
 
+/// What a sandbox needs to use the mirror in `dir`: the clients' environment and the
+/// read-only bind at [`MOUNT`].
+pub fn attach(dir: &Path) -> Result<(Vec<(String, String)>, crate::parse::BindSpec), MirrorError> {
+    let lock = read_lock(dir)?;
+    Ok((
+        client_env(&lock),
+        crate::parse::BindSpec {
+            src: dir.to_path_buf(),
+            dest: MOUNT.into(),
+            readonly: true,
+        },
+    ))
+}
+
 /// The environment `exec --mirror` gives the sandbox: every client pointed at `/mirror`,
 /// nothing else consulted (`spec/mirror.md`).
 pub fn client_env(lock: &Lock) -> Vec<(String, String)> {

@@ -156,9 +156,15 @@ pub struct ExecRequest {
     pub image: Option<image::ImageRoot>,
     pub workdir: Option<PathBuf>,
     pub extra_mounts: Vec<ExtraMount>,
+    /// The working directory gets a fresh writable overlay (a tmpfs upper that ends with the
+    /// run) instead of a read-write bind: the run cannot change the host directory.
+    pub workdir_overlay: bool,
     pub net: NetMode,
     /// User additions, applied in order over the pins.
     pub env: Vec<(String, String)>,
+    /// Start from the pinned environment (else from nothing but `HOME`, for a host-like run
+    /// whose caller passes its own environment in `env`).
+    pub pinned_env: bool,
     pub hostname: String,
     pub user: Option<(u32, u32)>,
     pub timeout: Option<Duration>,
@@ -190,8 +196,10 @@ impl ExecRequest {
             image: None,
             workdir: None,
             extra_mounts: Vec::new(),
+            workdir_overlay: false,
             net: NetMode::None,
             env: Vec::new(),
+            pinned_env: true,
             hostname: "reprorun".into(),
             user: None,
             timeout: None,
@@ -449,10 +457,17 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     if clock.is_some() || seeded {
         mounts.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
-    mounts.push(MountOp::Bind {
-        src: workdir.clone(),
-        dest: WORKDIR.into(),
-        readonly: false,
+    mounts.push(if req.workdir_overlay {
+        MountOp::Overlay {
+            lower: workdir.clone(),
+            dest: WORKDIR.into(),
+        }
+    } else {
+        MountOp::Bind {
+            src: workdir.clone(),
+            dest: WORKDIR.into(),
+            readonly: false,
+        }
     });
     for extra in &req.extra_mounts {
         mounts.push(match extra {
@@ -480,7 +495,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         mounts.push(MountOp::ReadonlyRoot);
     }
 
-    let mut env = EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch), req.seed);
+    let mut env = if req.pinned_env {
+        EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch), req.seed)
+    } else {
+        let mut env = EnvProfile::empty();
+        env.set("HOME", crate::determinism::env::HOME_DIR)?;
+        env
+    };
     if let Some(img) = &req.image {
         image::apply_env(&mut env, img)?;
     }

@@ -1,1 +1,4 @@
-//! TODO
+//! TODO (being written on branch reproduce-stats)
+pub fn detect(_log: &str) -> Vec<super::Mode> {
+    Vec::new()
+}

@@ -7,12 +7,37 @@
 //! (SQLite rows, logs on disk) → `summary` (statistics from `stats`, failure modes from
 //! `evidence`) → `report` (Markdown, HTML with SVG, JSON).
 
+pub mod cli;
 pub mod evidence;
+pub mod input;
+pub mod outcome;
 pub mod report;
+pub mod runner;
 pub mod stats;
+pub mod store;
+pub mod study;
 pub mod summary;
+pub mod tree;
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// What stops a study or a report; each is one line for the user.
+#[derive(Debug, Error)]
+pub enum ReproduceError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Input(#[from] input::InputError),
+    #[error("{0}")]
+    Store(#[from] store::StoreError),
+    #[error("{0}")]
+    Report(#[from] report::ReportError),
+    #[error("worker: {0}")]
+    Worker(String),
+    #[error("print summary: {0}")]
+    Print(std::io::Error),
+}
 
 /// The conditions one run is made under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -48,7 +73,13 @@ pub enum Pin {
 }
 
 impl Pin {
-    pub const ALL: [Pin; 5] = [Pin::Clock, Pin::HashSeed, Pin::Random, Pin::Env, Pin::Mirror];
+    pub const ALL: [Pin; 5] = [
+        Pin::Clock,
+        Pin::HashSeed,
+        Pin::Random,
+        Pin::Env,
+        Pin::Mirror,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -170,9 +201,14 @@ impl Infra {
     }
 
     pub fn parse(name: &str) -> Option<Infra> {
-        [Infra::PatchApply, Infra::Timeout, Infra::Oom, Infra::Runtime]
-            .into_iter()
-            .find(|i| i.name() == name)
+        [
+            Infra::PatchApply,
+            Infra::Timeout,
+            Infra::Oom,
+            Infra::Runtime,
+        ]
+        .into_iter()
+        .find(|i| i.name() == name)
     }
 }
 

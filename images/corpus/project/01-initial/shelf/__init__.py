@@ -1,0 +1,5 @@
+"""shelf: a tiny inventory library."""
+from .inventory import Inventory, Item
+
+__all__ = ["Inventory", "Item"]
+__version__ = "0.1.0"

@@ -1,0 +1,19 @@
+"""Plain-text reports of an inventory."""
+from __future__ import annotations
+
+from .inventory import Inventory
+
+
+def format_price(cents: int) -> str:
+    """Format an amount in cents as dollars."""
+    return f"${cents // 100}.{cents % 100:02d}"
+
+
+def summary(inv: Inventory) -> str:
+    """One line per item, then the totals."""
+    lines = []
+    for item in inv:
+        price = format_price(item.price_cents)
+        lines.append(f"{item.sku:<8} {item.name:<20} {item.qty:>4} x {price}")
+    lines.append(f"{len(inv)} items, {inv.count()} units, worth {format_price(inv.total_value())}")
+    return "\n".join(lines)

@@ -1,0 +1,241 @@
+//! `reprorun reproduce run|report`: arguments to options, and the summary printed.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::input::Defaults;
+use super::runner::Conditions;
+use super::store::Store;
+use super::{report, study, summary, ReproduceError};
+use crate::plan::NetMode;
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    #[command(subcommand)]
+    pub command: ReproduceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReproduceCommand {
+    /// Re-run each predicted patch k times in fresh sandboxes and record every run.
+    #[command(
+        after_help = "Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
+    )]
+    Run(RunArgs),
+    /// Write report.md, report.html (with SVG charts) and summary.json from a study.
+    #[command(
+        after_help = "Exit status: 0, or 125 when the study cannot be read or the report written."
+    )]
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// SWE-bench instances: a JSON array or JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch).
+    #[arg(long, value_name = "FILE")]
+    pub predictions: PathBuf,
+    /// The study's SQLite database; created, or resumed when it exists. Logs go to
+    /// FILE.logs/, scratch trees to FILE.work/.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Runs per patch and arm.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub k: u32,
+    /// Also run each patch k times without the shim (host-like), pair the outcomes
+    /// (McNemar) and find which pin a non-reproducing patch needs.
+    #[arg(long)]
+    pub compare_shim: bool,
+    /// Also run the unpatched repository (test patch only) k times under each arm.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Runs made in parallel.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub jobs: u32,
+    /// Start run i of every patch no earlier than i×DURATION after the study began.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub stagger: Option<Duration>,
+    /// Print one JSON summary object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The recorded outcomes: a SWE-bench report.json (per instance {"resolved": bool}, or
+    /// the run summary with resolved_ids), over the instances' recorded_resolved.
+    #[arg(long, value_name = "FILE")]
+    pub recorded: Option<PathBuf>,
+    /// Where repositories are found (DIR/owner__name) for instances without repo_path.
+    #[arg(long, value_name = "DIR")]
+    pub repos: Option<PathBuf>,
+    /// The test command for instances without test_cmd (run by /bin/sh -c in /work).
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// The frozen mirror for instances without a mirror field (shim arm).
+    #[arg(long, value_name = "DIR")]
+    pub mirror: Option<PathBuf>,
+    /// The index the no-shim arm installs from, as a mirror directory (the "live" index);
+    /// without it, host-like runs use the host's own pip/uv configuration.
+    #[arg(long, value_name = "DIR")]
+    pub no_shim_mirror: Option<PathBuf>,
+    /// The no-shim arm's network: `none` (loopback only) or `host`.
+    #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
+    pub no_shim_net: NetMode,
+    /// Limit for each test command.
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub timeout: Duration,
+    /// Memory limit (cgroup) for each run; an OOM kill is an infrastructure failure.
+    #[arg(long, value_name = "BYTES", value_parser = |v: &str| crate::security::size("--memory", v))]
+    pub memory: Option<u64>,
+    /// The shim's seed (hash seeds, entropy streams).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub seed: u64,
+    /// Runs per left-out pin for patches that reproduce only with the shim (default k; 0
+    /// turns this off).
+    #[arg(long, value_name = "N")]
+    pub pin_runs: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Directory for report.md, report.html and summary.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print the JSON summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The k the study used (runs with a higher index are ignored); default: the largest
+    /// run count recorded.
+    #[arg(long, value_name = "N")]
+    pub k: Option<u32>,
+}
+
+/// Runs the subcommand; returns the exit status.
+pub fn run(args: ReproduceArgs) -> i32 {
+    let result = match args.command {
+        ReproduceCommand::Run(a) => run_study(a),
+        ReproduceCommand::Report(a) => run_report(a),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("reprorun: reproduce: {e}");
+            crate::exit::RUNTIME_ERROR
+        }
+    }
+}
+
+fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
+    let mut conditions = Conditions::new(a.timeout, a.seed);
+    conditions.memory = a.memory;
+    conditions.no_shim_mirror = a.no_shim_mirror.clone();
+    conditions.no_shim_net = a.no_shim_net;
+    let opts = study::Options {
+        instances: a.instances,
+        predictions: a.predictions,
+        db: a.db.clone(),
+        k: a.k,
+        compare_shim: a.compare_shim,
+        baseline: a.baseline,
+        jobs: a.jobs,
+        stagger: a.stagger,
+        pin_runs: a.pin_runs.unwrap_or(a.k),
+        defaults: Defaults {
+            repos: a.repos,
+            test_cmd: a.test_cmd,
+            recorded: a.recorded,
+            mirror: a.mirror,
+        },
+        conditions,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let skipped = study::run(&opts)?;
+    if !skipped.is_empty() {
+        eprintln!(
+            "reprorun: reproduce: {} instance(s) without a prediction were not run: {}",
+            skipped.len(),
+            skipped.join(", ")
+        );
+    }
+    let store = Store::open(&a.db, false)?;
+    let summary = summary::summarize(&store.instance_runs()?, a.k);
+    print(&summary, a.json)
+}
+
+fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
+    let store = Store::open(&a.db, false)?;
+    let runs = store.instance_runs()?;
+    let k = a.k.unwrap_or_else(|| {
+        runs.iter()
+            .flat_map(|i| i.runs.iter().map(|r| r.idx + 1))
+            .max()
+            .unwrap_or(1)
+    });
+    let summary = summary::summarize(&runs, k);
+    let files = report::write_report(&summary, &a.out)?;
+    if a.json {
+        print(&summary, true)
+    } else {
+        for f in files {
+            println!("{}", f.display());
+        }
+        Ok(())
+    }
+}
+
+/// The summary as one JSON object, or as a short table.
+fn print(summary: &summary::Summary, json: bool) -> Result<(), ReproduceError> {
+    let mut out = std::io::stdout().lock();
+    let v = serde_json::to_value(summary).unwrap_or_default();
+    let text = if json { format!("{v}\n") } else { table(&v) };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
+}
+
+fn table(v: &serde_json::Value) -> String {
+    let mut s = String::new();
+    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
+    s.push_str("arm          reproducible  flaky  broken\n");
+    for arm in ["shim", "no_shim"] {
+        if let Some(a) = v.get(arm).filter(|a| a.is_object()) {
+            s.push_str(&format!(
+                "{arm:<12} {:>12}  {:>5}  {:>6}\n",
+                n(&a["reproducible"]),
+                n(&a["flaky"]),
+                n(&a["broken"])
+            ));
+        }
+    }
+    let num = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
+    if let Some(p) = num("mcnemar_p") {
+        s.push_str(&format!("McNemar exact p = {p:.4}\n"));
+    }
+    if let Some(o) = num("overhead_median") {
+        s.push_str(&format!("median shim overhead = {:+.1}%\n", o * 100.0));
+    }
+    if let Some(h) = num("half_life_days") {
+        s.push_str(&format!("dependency-drift half-life = {h:.0} days\n"));
+    }
+    if let Some(list) = v.get("instances").and_then(|i| i.as_array()) {
+        for i in list {
+            let class = |k: &str| i.get(k).and_then(|c| c.as_str()).unwrap_or("-").to_string();
+            s.push_str(&format!(
+                "  {}: shim {}{}\n",
+                i["instance_id"].as_str().unwrap_or("?"),
+                class("class_shim"),
+                if i.get("class_no_shim").is_some_and(|c| c.is_string()) {
+                    format!(", no shim {}", class("class_no_shim"))
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    s
+}

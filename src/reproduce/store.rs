@@ -1,0 +1,533 @@
+//! The study's store: one SQLite file (`--db FILE`) with one row per run, plus logs on
+//! disk, content-addressed, in `FILE.logs/`. A run's row is inserted only when the run has
+//! finished and its logs are written, in one statement, and `(instance_id, arm, idx)` is
+//! unique: a study killed at any moment and started again records every run exactly once.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use super::input::Instance;
+use super::{Arm, Infra, InstanceRuns, Mode, RunResult};
+
+/// Bumped when the schema changes meaning.
+pub const SCHEMA_VERSION: i64 = 1;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("--db {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("--db {path}: made by another version of reprorun (schema {found}, this one reads {SCHEMA_VERSION}); use a new --db")]
+    Schema { path: PathBuf, found: i64 },
+    #[error("--db {path}: instance {id} was recorded with a different {what}; a study's inputs cannot change: use a new --db")]
+    Changed {
+        path: PathBuf,
+        id: String,
+        what: &'static str,
+    },
+    #[error("--db {path}: no such study (run `reprorun reproduce run --db {path}` first)")]
+    Missing { path: PathBuf },
+    #[error("write log {path}: {source}")]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One finished run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub instance_id: String,
+    pub arm: Arm,
+    pub idx: u32,
+    pub resolved: bool,
+    pub infra: Option<Infra>,
+    pub exit_code: i32,
+    pub wall_ms: u64,
+    pub started_at: i64,
+    pub signature: String,
+    pub evidence: Vec<Mode>,
+    /// How the patches applied (`model=git-apply test=git-apply`).
+    pub apply: String,
+    /// Per-test statuses, JSON.
+    pub tests: String,
+    pub stdout_sha256: String,
+    pub stderr_sha256: String,
+    pub junit_sha256: Option<String>,
+    /// The one-line runtime error, for `Infra::Runtime`.
+    pub error: Option<String>,
+}
+
+pub struct Store {
+    path: PathBuf,
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS instances (
+    instance_id TEXT PRIMARY KEY,
+    recorded_resolved INTEGER NOT NULL,
+    bench_date INTEGER NOT NULL,
+    base_commit TEXT NOT NULL,
+    model_patch_sha256 TEXT NOT NULL,
+    test_patch_sha256 TEXT NOT NULL,
+    test_cmd TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    instance_id TEXT NOT NULL REFERENCES instances(instance_id),
+    arm TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    resolved INTEGER NOT NULL,
+    infra TEXT,
+    exit_code INTEGER NOT NULL,
+    wall_ms INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    apply TEXT NOT NULL,
+    tests TEXT NOT NULL,
+    stdout_sha256 TEXT NOT NULL,
+    stderr_sha256 TEXT NOT NULL,
+    junit_sha256 TEXT,
+    error TEXT,
+    PRIMARY KEY (instance_id, arm, idx)
+);
+";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Store {
+    /// Opens (creating if `create`) the study database.
+    pub fn open(path: &Path, create: bool) -> Result<Store, StoreError> {
+        if !create && !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let err = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(60)).map_err(err)?;
+        // WAL: workers write while the coordinator reads progress.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        let store = Store {
+            path: path.to_path_buf(),
+            conn,
+        };
+        if create {
+            store.conn.execute_batch(SCHEMA).map_err(err)?;
+            store
+                .conn
+                .execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema', ?1)",
+                    params![SCHEMA_VERSION.to_string()],
+                )
+                .map_err(err)?;
+        }
+        let found: Option<String> = store
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .or_else(|e| match e {
+                rusqlite::Error::SqliteFailure(..) => Ok(None),
+                e => Err(err(e)),
+            })?;
+        let found = found.and_then(|v| v.parse().ok()).unwrap_or(0);
+        if found != SCHEMA_VERSION {
+            return Err(StoreError::Schema {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
+        Ok(store)
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The directory logs are kept in: `FILE.logs`.
+    pub fn logs_dir(&self) -> PathBuf {
+        sibling(&self.path, "logs")
+    }
+
+    /// The scratch directory (trees, per-run files): `FILE.work`. It can be deleted
+    /// between invocations; it is rebuilt.
+    pub fn work_dir(&self) -> PathBuf {
+        sibling(&self.path, "work")
+    }
+
+    /// A meta value, set to `value` the first time it is asked for.
+    pub fn meta_or_set(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO meta VALUES (?1, ?2)",
+                params![key, value],
+            )
+            .map_err(self.err())?;
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .map_err(self.err())
+    }
+
+    /// Records the instances, or checks them against those recorded: a study's inputs
+    /// cannot change under it.
+    pub fn register(&self, instances: &[Instance]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err())?;
+        for i in instances {
+            let row = (
+                i.recorded_resolved,
+                i.bench_date,
+                i.base_commit.clone(),
+                sha256_hex(i.model_patch.as_bytes()),
+                sha256_hex(i.test_patch.as_bytes()),
+                i.test_cmd.clone(),
+            );
+            let old: Option<(bool, i64, String, String, String, String)> = tx
+                .query_row(
+                    "SELECT recorded_resolved, bench_date, base_commit, model_patch_sha256, test_patch_sha256, test_cmd FROM instances WHERE instance_id = ?1",
+                    params![i.instance_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                )
+                .optional()
+                .map_err(self.err())?;
+            match old {
+                None => {
+                    tx.execute(
+                        "INSERT INTO instances VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![i.instance_id, row.0, row.1, row.2, row.3, row.4, row.5],
+                    )
+                    .map_err(self.err())?;
+                }
+                Some(old) if old == row => {}
+                Some(old) => {
+                    let what = if old.0 != row.0 {
+                        "recorded outcome"
+                    } else if old.1 != row.1 {
+                        "benchmark date"
+                    } else if old.2 != row.2 {
+                        "base_commit"
+                    } else if old.3 != row.3 {
+                        "model_patch"
+                    } else if old.4 != row.4 {
+                        "test_patch"
+                    } else {
+                        "test command"
+                    };
+                    return Err(StoreError::Changed {
+                        path: self.path.clone(),
+                        id: i.instance_id.clone(),
+                        what,
+                    });
+                }
+            }
+        }
+        tx.commit().map_err(self.err())
+    }
+
+    /// Whether this run is recorded.
+    pub fn has_run(&self, id: &str, arm: Arm, idx: u32) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM runs WHERE instance_id = ?1 AND arm = ?2 AND idx = ?3",
+                params![id, arm.name(), idx],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(self.err())
+    }
+
+    /// How many runs are recorded.
+    pub fn count_runs(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(self.err())
+    }
+
+    /// Writes a log (content-addressed; an existing one is kept) and returns its digest.
+    pub fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let digest = sha256_hex(bytes);
+        let dir = self.logs_dir();
+        let path = dir.join(&digest);
+        if !path.exists() {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| crate::sys::write_atomic(&path, bytes, 0o644))
+                .map_err(|source| StoreError::Log { path, source })?;
+        }
+        Ok(digest)
+    }
+
+    /// Reads a log back by digest.
+    pub fn log(&self, digest: &str) -> Option<Vec<u8>> {
+        if !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        std::fs::read(self.logs_dir().join(digest)).ok()
+    }
+
+    /// Records a finished run. A row already there (the same run finished twice, which the
+    /// scheduler never does) is kept and this one dropped.
+    pub fn insert(&self, r: &RunRow) -> Result<(), StoreError> {
+        let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                params![
+                    r.instance_id,
+                    r.arm.name(),
+                    r.idx,
+                    r.resolved,
+                    r.infra.map(Infra::name),
+                    r.exit_code,
+                    r.wall_ms as i64,
+                    r.started_at,
+                    r.signature,
+                    serde_json::to_string(&evidence).unwrap_or_else(|_| "[]".into()),
+                    r.apply,
+                    r.tests,
+                    r.stdout_sha256,
+                    r.stderr_sha256,
+                    r.junit_sha256,
+                    r.error,
+                ],
+            )
+            .map(|_| ())
+            .map_err(self.err())
+    }
+
+    /// Every run, grouped by instance, for the summary.
+    pub fn instance_runs(&self) -> Result<Vec<InstanceRuns>, StoreError> {
+        let mut out: Vec<InstanceRuns> = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT instance_id, recorded_resolved, bench_date FROM instances ORDER BY instance_id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(InstanceRuns {
+                    instance_id: r.get(0)?,
+                    recorded_resolved: r.get(1)?,
+                    bench_date: r.get(2)?,
+                    runs: Vec::new(),
+                })
+            })
+            .map_err(self.err())?;
+        for row in rows {
+            out.push(row.map_err(self.err())?);
+        }
+        for r in self.rows()? {
+            if let Some(inst) = out.iter_mut().find(|i| i.instance_id == r.instance_id) {
+                inst.runs.push(RunResult {
+                    arm: r.arm,
+                    idx: r.idx,
+                    resolved: r.resolved,
+                    infra: r.infra,
+                    wall_ms: r.wall_ms,
+                    started_at: r.started_at,
+                    signature: r.signature,
+                    evidence: r.evidence,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every run row, in (instance, arm, idx) order.
+    pub fn rows(&self) -> Result<Vec<RunRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT instance_id, arm, idx, resolved, infra, exit_code, wall_ms, started_at, signature, evidence, apply, tests, stdout_sha256, stderr_sha256, junit_sha256, error FROM runs ORDER BY instance_id, arm, idx")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                let arm: String = r.get(1)?;
+                let infra: Option<String> = r.get(4)?;
+                let evidence: String = r.get(9)?;
+                Ok((
+                    arm,
+                    infra,
+                    evidence,
+                    RunRow {
+                        instance_id: r.get(0)?,
+                        arm: Arm::Shim,
+                        idx: r.get(2)?,
+                        resolved: r.get(3)?,
+                        infra: None,
+                        exit_code: r.get(5)?,
+                        wall_ms: r.get::<_, i64>(6)? as u64,
+                        started_at: r.get(7)?,
+                        signature: r.get(8)?,
+                        evidence: Vec::new(),
+                        apply: r.get(10)?,
+                        tests: r.get(11)?,
+                        stdout_sha256: r.get(12)?,
+                        stderr_sha256: r.get(13)?,
+                        junit_sha256: r.get(14)?,
+                        error: r.get(15)?,
+                    },
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (arm, infra, evidence, mut row) = row.map_err(self.err())?;
+            // Rows name their arm and modes by text; an unknown one (a newer reprorun's)
+            // is skipped rather than misread.
+            let Some(arm) = Arm::parse(&arm) else {
+                continue;
+            };
+            row.arm = arm;
+            row.infra = infra.as_deref().and_then(Infra::parse);
+            let names: Vec<String> = serde_json::from_str(&evidence).unwrap_or_default();
+            row.evidence = names
+                .iter()
+                .filter_map(|n| Mode::ALL.iter().copied().find(|m| m.name() == n))
+                .collect();
+            out.push(row);
+        }
+        Ok(out)
+    }
+}
+
+/// `FILE.suffix` beside `FILE`.
+fn sibling(db: &Path, suffix: &str) -> PathBuf {
+    let name = db.file_name().unwrap_or_default().to_string_lossy();
+    db.with_file_name(format!("{name}.{suffix}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(id: &str, patch: &str) -> Instance {
+        Instance {
+            instance_id: id.into(),
+            repo: String::new(),
+            repo_path: "/repo".into(),
+            base_commit: "abc".into(),
+            test_patch: String::new(),
+            model_patch: patch.into(),
+            model_name: String::new(),
+            fail_to_pass: vec![],
+            pass_to_pass: vec![],
+            test_cmd: "true".into(),
+            image: None,
+            rootfs: None,
+            mirror: None,
+            bench_date: 0,
+            recorded_resolved: true,
+        }
+    }
+
+    fn row(id: &str, arm: Arm, idx: u32) -> RunRow {
+        RunRow {
+            instance_id: id.into(),
+            arm,
+            idx,
+            resolved: true,
+            infra: None,
+            exit_code: 0,
+            wall_ms: 10,
+            started_at: 5,
+            signature: "s".into(),
+            evidence: vec![Mode::Time, Mode::Network],
+            apply: "model=git-apply test=none".into(),
+            tests: "{}".into(),
+            stdout_sha256: "a".into(),
+            stderr_sha256: "b".into(),
+            junit_sha256: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn runs_are_recorded_once_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        let s = Store::open(&db, true).unwrap();
+        s.register(&[inst("a", "p")]).unwrap();
+        let r = row("a", Arm::ShimWithout(super::super::Pin::Clock), 0);
+        s.insert(&r).unwrap();
+        let mut again = r.clone();
+        again.resolved = false;
+        s.insert(&again).unwrap();
+        assert_eq!(s.count_runs().unwrap(), 1);
+        assert_eq!(s.rows().unwrap(), vec![r]);
+        assert!(s
+            .has_run("a", Arm::ShimWithout(super::super::Pin::Clock), 0)
+            .unwrap());
+        assert!(!s.has_run("a", Arm::Shim, 0).unwrap());
+        let runs = s.instance_runs().unwrap();
+        assert_eq!(runs[0].runs[0].evidence, vec![Mode::Time, Mode::Network]);
+    }
+
+    #[test]
+    fn a_changed_input_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        Store::open(&db, true)
+            .unwrap()
+            .register(&[inst("a", "p")])
+            .unwrap();
+        let s = Store::open(&db, true).unwrap();
+        s.register(&[inst("a", "p")]).unwrap();
+        let e = s.register(&[inst("a", "q")]).unwrap_err().to_string();
+        assert!(
+            e.contains("instance a was recorded with a different model_patch"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn report_needs_an_existing_study_and_a_known_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Store::open(&dir.path().join("none.db"), false)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("no such study"), "{e}");
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema', '99');")
+            .unwrap();
+        let e = Store::open(&other, true).err().unwrap();
+        assert!(e.to_string().contains("schema 99"), "{e}");
+    }
+
+    #[test]
+    fn logs_are_content_addressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db"), true).unwrap();
+        let d = s.put_log(b"hello").unwrap();
+        assert_eq!(d, sha256_hex(b"hello"));
+        assert_eq!(s.put_log(b"hello").unwrap(), d);
+        assert_eq!(s.log(&d).unwrap(), b"hello");
+        assert!(s.log("../etc/passwd").is_none());
+    }
+}
