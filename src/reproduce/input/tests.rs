@@ -1,1 +1,264 @@
+use super::*;
 
+struct Files {
+    dir: tempfile::TempDir,
+}
+
+impl Files {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("repo")).unwrap();
+        Files { dir }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn load(&self, inst: &str, preds: &str, d: &Defaults) -> Result<Input, InputError> {
+        load(
+            &self.write("i.jsonl", inst),
+            &self.write("p.jsonl", preds),
+            d,
+        )
+    }
+}
+
+const INST: &str = r#"{"instance_id": "a__b-1", "repo": "a/b", "base_commit": "abc123", "test_patch": "T", "FAIL_TO_PASS": "[\"t.py::f\"]", "PASS_TO_PASS": ["t.py::p"], "created_at": "2023-05-10T12:00:00Z", "repo_path": "repo", "test_cmd": "pytest", "recorded_resolved": true, "problem_statement": "ignored"}"#;
+const PRED: &str = r#"{"instance_id": "a__b-1", "model_name_or_path": "m", "model_patch": "P"}"#;
+
+#[test]
+fn swe_bench_fields_are_read_as_they_are() {
+    let f = Files::new();
+    let input = f.load(INST, PRED, &Defaults::default()).unwrap();
+    let i = &input.instances[0];
+    assert_eq!(i.instance_id, "a__b-1");
+    assert_eq!(
+        i.fail_to_pass,
+        vec!["t.py::f"],
+        "a JSON list inside a string"
+    );
+    assert_eq!(i.pass_to_pass, vec!["t.py::p"]);
+    assert_eq!(
+        i.repo_path,
+        f.dir.path().join("repo"),
+        "relative to the instances file"
+    );
+    assert_eq!(i.bench_date, 1_683_720_000);
+    assert_eq!((i.model_patch.as_str(), i.model_name.as_str()), ("P", "m"));
+    assert!(i.recorded_resolved);
+}
+
+#[test]
+fn a_json_array_of_instances_and_bench_date_win() {
+    let f = Files::new();
+    let inst = format!(
+        "[{}]",
+        INST.replace(
+            "\"created_at\"",
+            "\"bench_date\": \"2021-01-02\", \"created_at\""
+        )
+    );
+    let input = load(
+        &f.write("i.json", &inst),
+        &f.write("p.jsonl", PRED),
+        &Defaults::default(),
+    )
+    .unwrap();
+    assert_eq!(input.instances[0].bench_date, 1_609_545_600);
+}
+
+#[test]
+fn malformed_lines_are_reported_with_their_number() {
+    let f = Files::new();
+    let e = f
+        .load(
+            &format!("{INST}\n\n{{not json\n"),
+            PRED,
+            &Defaults::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("i.jsonl:3: malformed JSON: key must be a string at line 1 column 2"),
+        "{e}"
+    );
+    let e = f
+        .load(INST, &format!("{PRED}\n[1]\n"), &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("p.jsonl:2: not a JSON object"), "{e}");
+}
+
+#[test]
+fn unknown_and_duplicate_predictions_are_refused() {
+    let f = Files::new();
+    let other = PRED.replace("a__b-1", "zz-9");
+    let e = f
+        .load(INST, &format!("{PRED}\n{other}\n"), &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("p.jsonl:2: prediction for unknown instance \"zz-9\""),
+        "{e}"
+    );
+    let e = f
+        .load(INST, &format!("{PRED}\n{PRED}\n"), &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("p.jsonl:2: a second prediction"), "{e}");
+    let e = f
+        .load(&format!("{INST}\n{INST}"), PRED, &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("i.jsonl:2: instance \"a__b-1\" appears twice"),
+        "{e}"
+    );
+}
+
+#[test]
+fn instances_without_prediction_are_skipped_and_named() {
+    let f = Files::new();
+    let two = INST.replace("a__b-1", "a__b-2");
+    let input = f
+        .load(&format!("{INST}\n{two}\n"), PRED, &Defaults::default())
+        .unwrap();
+    assert_eq!(input.instances.len(), 1);
+    assert_eq!(input.without_prediction, vec!["a__b-2"]);
+}
+
+#[test]
+fn a_missing_repository_is_a_clear_error() {
+    let f = Files::new();
+    let e = f
+        .load(
+            &INST.replace("repo_path\": \"repo", "repo_path\": \"nowhere"),
+            PRED,
+            &Defaults::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("instance a__b-1: repository") && e.contains("nowhere does not exist"),
+        "{e}"
+    );
+    let no_path = INST.replace(", \"repo_path\": \"repo\"", "");
+    let e = f
+        .load(&no_path, PRED, &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no repository: add \"repo_path\""), "{e}");
+    // --repos DIR finds owner__name.
+    std::fs::create_dir(f.dir.path().join("a__b")).unwrap();
+    let d = Defaults {
+        repos: Some(f.dir.path().to_path_buf()),
+        ..Defaults::default()
+    };
+    let input = f.load(&no_path, PRED, &d).unwrap();
+    assert_eq!(input.instances[0].repo_path, f.dir.path().join("a__b"));
+}
+
+#[test]
+fn recorded_outcomes_come_from_a_report_json() {
+    let f = Files::new();
+    let no_rec = INST.replace(", \"recorded_resolved\": true", "");
+    let e = f
+        .load(&no_rec, PRED, &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no recorded outcome"), "{e}");
+    let per_instance = f.write(
+        "report.json",
+        r#"{"a__b-1": {"resolved": false, "tests_status": {}}}"#,
+    );
+    let d = Defaults {
+        recorded: Some(per_instance),
+        ..Defaults::default()
+    };
+    assert!(
+        !f.load(INST, PRED, &d).unwrap().instances[0].recorded_resolved,
+        "the report wins"
+    );
+    let summary = f.write(
+        "summary.json",
+        r#"{"resolved_ids": ["a__b-1"], "unresolved_ids": []}"#,
+    );
+    let d = Defaults {
+        recorded: Some(summary),
+        ..Defaults::default()
+    };
+    assert!(f.load(&no_rec, PRED, &d).unwrap().instances[0].recorded_resolved);
+    let field = no_rec.replace(
+        "\"problem_statement\"",
+        "\"recorded\": \"unresolved\", \"problem_statement\"",
+    );
+    assert!(
+        !f.load(&field, PRED, &Defaults::default())
+            .unwrap()
+            .instances[0]
+            .recorded_resolved
+    );
+}
+
+#[test]
+fn other_bad_fields() {
+    let f = Files::new();
+    for (from, to, want) in [
+        (
+            "\"base_commit\": \"abc123\"",
+            "\"base_commit\": \"--upload-pack=x\"",
+            "is not a revision",
+        ),
+        (
+            "\"created_at\": \"2023-05-10T12:00:00Z\"",
+            "\"created_at\": \"yesterday\"",
+            "\"created_at\" \"yesterday\" is not a date",
+        ),
+        (
+            "\"test_cmd\": \"pytest\"",
+            "\"test_cmd\": \"  \"",
+            "no test command",
+        ),
+        (
+            "\"PASS_TO_PASS\": [\"t.py::p\"]",
+            "\"PASS_TO_PASS\": [1]",
+            "not a string",
+        ),
+        (
+            "\"FAIL_TO_PASS\": \"[\\\"t.py::f\\\"]\"",
+            "\"FAIL_TO_PASS\": \"t.py::f\"",
+            "not a JSON array",
+        ),
+        (
+            "\"repo_path\": \"repo\"",
+            "\"repo_path\": \"repo\", \"mirror\": \"repo\"",
+            "has no lock.json",
+        ),
+    ] {
+        assert!(INST.contains(from), "{from}");
+        let e = f
+            .load(&INST.replace(from, to), PRED, &Defaults::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{to}: {e}");
+    }
+    let e = f
+        .load(INST, "\n\n", &Defaults::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no records"), "{e}");
+}
+
+#[test]
+fn swe_bench_dates() {
+    assert_eq!(parse_when("2023-05-10 12:00:00"), Some(1_683_720_000));
+    assert_eq!(
+        parse_when("2023-05-10T12:00:00.123456Z"),
+        Some(1_683_720_000)
+    );
+    assert_eq!(parse_when("2023-05-10"), Some(1_683_676_800));
+    assert_eq!(parse_when("soon"), None);
+}
