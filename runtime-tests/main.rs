@@ -11,5 +11,6 @@ mod isolation;
 mod lifecycle;
 mod mirror;
 mod oci;
+mod reproduce;
 mod time;
 mod variation;

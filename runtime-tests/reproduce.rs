@@ -1,0 +1,524 @@
+//! `reprorun reproduce`: studies over a small git repository made by each test, read back
+//! through the JSON summary and the study's store.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+use reprorun::reproduce::store::{RunRow, Store};
+use reprorun::reproduce::{Arm, Infra};
+
+/// A git repository with a `calc.py` and one passing test, and the study files around it.
+struct Fixture {
+    work: Work,
+    base: String,
+    instances: Vec<serde_json::Value>,
+    predictions: Vec<serde_json::Value>,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.org")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.org")
+        .env("GIT_AUTHOR_DATE", "2023-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2023-01-01T00:00:00Z")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    stdout(&out).trim().to_string()
+}
+
+const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n";
+
+/// The model patch: fixes `add`.
+const FIX: &str = "diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,5 +1,5 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+ 
+ 
+ def double(x):
+";
+
+fn test_patch(name: &str, body: &str) -> String {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut p = format!(
+        "diff --git a/tests/{name} b/tests/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/tests/{name}\n@@ -0,0 +1,{} @@\n",
+        lines.len()
+    );
+    for l in lines {
+        p.push('+');
+        p.push_str(l);
+        p.push('\n');
+    }
+    p
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let work = Work::new();
+        let repo = work.path().join("repo");
+        std::fs::create_dir_all(repo.join("tests")).unwrap();
+        std::fs::write(repo.join("calc.py"), CALC).unwrap();
+        std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+        std::fs::write(
+            repo.join("tests/test_old.py"),
+            "import calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n",
+        )
+        .unwrap();
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "init"]);
+        let base = git(&repo, &["rev-parse", "HEAD"]);
+        Fixture {
+            work,
+            base,
+            instances: Vec::new(),
+            predictions: Vec::new(),
+        }
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.work.path().join("repo")
+    }
+
+    /// An instance whose test patch adds `tests/test_new.py` with `body`, FAIL_TO_PASS
+    /// being its `test_new` and PASS_TO_PASS the old test.
+    fn add(&mut self, id: &str, model_patch: &str, body: &str, extra: serde_json::Value) {
+        let mut inst = serde_json::json!({
+            "instance_id": id,
+            "repo": "t/calc",
+            "base_commit": self.base,
+            "test_patch": test_patch("test_new.py", body),
+            "FAIL_TO_PASS": "[\"tests/test_new.py::test_new\"]",
+            "PASS_TO_PASS": ["tests/test_old.py::test_double"],
+            "created_at": "2023-05-10T12:00:00Z",
+            "repo_path": "repo",
+            "test_cmd": "python3 -m pytest -p no:cacheprovider -q tests",
+            "recorded_resolved": true,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            inst[k] = v.clone();
+        }
+        self.instances.push(inst);
+        self.predictions.push(serde_json::json!({
+            "instance_id": id, "model_name_or_path": "m", "model_patch": model_patch,
+        }));
+    }
+
+    fn write(&self) {
+        let lines = |v: &[serde_json::Value]| {
+            v.iter()
+                .map(|x| format!("{x}\n"))
+                .collect::<Vec<_>>()
+                .concat()
+        };
+        std::fs::write(self.path("instances.jsonl"), lines(&self.instances)).unwrap();
+        std::fs::write(self.path("predictions.jsonl"), lines(&self.predictions)).unwrap();
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+
+    fn cmd(&self, extra: &[&str]) -> Command {
+        self.write();
+        let mut args = vec![
+            "reproduce",
+            "run",
+            "--instances",
+            "instances.jsonl",
+            "--predictions",
+            "predictions.jsonl",
+            "--db",
+            "study.db",
+        ];
+        args.extend(extra);
+        let mut c = self.work.cmd(&args);
+        c.stdin(Stdio::null());
+        c
+    }
+
+    fn study(&self, extra: &[&str]) -> serde_json::Value {
+        let mut args = vec!["--json"];
+        args.extend(extra);
+        let out = self.cmd(&args).output().unwrap();
+        let text = expect_code(&out, 0);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    fn rows(&self) -> Vec<RunRow> {
+        Store::open(&self.path("study.db"), false)
+            .unwrap()
+            .rows()
+            .unwrap()
+    }
+}
+
+fn instance<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    summary["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["instance_id"] == id)
+        .unwrap_or_else(|| panic!("{id} not in {summary}"))
+}
+
+const PLAIN_TEST: &str = "import calc\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n";
+const DATED_TEST: &str = "import calc, datetime\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert datetime.date.today().year == 2023\n";
+
+#[test]
+fn shim_makes_a_date_dependent_patch_reproducible_and_names_the_clock() {
+    let mut f = Fixture::new();
+    f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
+    f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    let s = f.study(&["--k", "2", "--compare-shim", "--jobs", "2"]);
+    assert_eq!(s["k"], 2);
+    assert_eq!(s["shim"]["reproducible"], 2, "{s}");
+    assert_eq!(s["no_shim"]["reproducible"], 1, "{s}");
+    assert_eq!(s["no_shim"]["broken"], 1, "{s}");
+    let dated = instance(&s, "dated");
+    assert_eq!(dated["r_shim"], 1.0);
+    assert_eq!(dated["class_no_shim"], "broken");
+    assert_eq!(dated["pins"], serde_json::json!(["clock"]), "{dated}");
+    assert!(dated["modes_no_shim"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("time")));
+    assert_eq!(instance(&s, "clean")["class_no_shim"], "reproducible");
+    // One discordant pair (b=1, c=0): p = 1.
+    assert_eq!(s["mcnemar_p"], 1.0);
+    assert!(s["overhead_median"].is_number(), "{s}");
+
+    // Rows: k runs per arm, leave-one-out runs for the dated patch only, JUnit parsed.
+    let rows = f.rows();
+    let count = |id: &str, arm: Arm| {
+        rows.iter()
+            .filter(|r| r.instance_id == id && r.arm == arm)
+            .count()
+    };
+    assert_eq!(count("clean", Arm::Shim), 2);
+    assert_eq!(count("dated", Arm::NoShim), 2);
+    assert_eq!(
+        count("clean", Arm::ShimWithout(reprorun::reproduce::Pin::Clock)),
+        0
+    );
+    assert_eq!(
+        count("dated", Arm::ShimWithout(reprorun::reproduce::Pin::Clock)),
+        2
+    );
+    let r = rows
+        .iter()
+        .find(|r| r.instance_id == "dated" && r.arm == Arm::NoShim)
+        .unwrap();
+    assert!(r.junit_sha256.is_some(), "pytest wrote JUnit XML");
+    assert!(
+        r.tests.contains("\"tests.test_new.test_new\":\"failed\""),
+        "{}",
+        r.tests
+    );
+    assert_eq!(r.apply, "model=git-apply test=git-apply");
+
+    // The report: Markdown, HTML, JSON.
+    let out = f.work.run(&[
+        "reproduce",
+        "report",
+        "--db",
+        "study.db",
+        "--out",
+        "rep",
+        "--json",
+    ]);
+    let text = expect_code(&out, 0);
+    let again: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(again["no_shim"], s["no_shim"]);
+    for name in ["report.md", "report.html", "summary.json"] {
+        assert!(f.path("rep").join(name).is_file(), "{name}");
+    }
+    let html = std::fs::read_to_string(f.path("rep/report.html")).unwrap();
+    assert!(html.contains("<svg"), "charts inline");
+}
+
+#[test]
+fn patches_apply_through_the_fallbacks_or_count_as_infra_failures() {
+    let mut f = Fixture::new();
+    let repo = f.repo();
+    // A second commit changes a context line of the first: a patch made against the
+    // first commit no longer applies as is.
+    let old = f.base.clone();
+    let fixed = CALC.replace("a - b", "a + b");
+    std::fs::write(
+        repo.join("calc.py"),
+        CALC.replace("double(x):", "double(x):  # times two"),
+    )
+    .unwrap();
+    git(&repo, &["commit", "-qam", "double"]);
+    let new_base = git(&repo, &["rev-parse", "HEAD"]);
+    let diff_against = |rev: &str, content: &str| {
+        git(&repo, &["checkout", "-q", rev, "--", "calc.py"]);
+        std::fs::write(repo.join("calc.py"), content).unwrap();
+        let d = git(&repo, &["diff", rev, "--", "calc.py"]) + "\n";
+        git(&repo, &["checkout", "-q", "HEAD", "--", "calc.py"]);
+        d
+    };
+    let plain = diff_against(
+        "HEAD",
+        &fixed.replace("double(x):", "double(x):  # times two"),
+    );
+    // Made against the old commit, whose context the new one changed: git apply fails,
+    // but its index line names a blob git has, so --3way merges it.
+    let three_way = diff_against(&old, &fixed);
+    // The same without the index line: no 3-way merge; only patch's fuzz applies it.
+    let fuzzy: String = three_way
+        .lines()
+        .filter(|l| !l.starts_with("index "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let base = serde_json::json!({ "base_commit": new_base });
+    f.add("plain", &plain, PLAIN_TEST, base.clone());
+    f.add("threeway", &three_way, PLAIN_TEST, base.clone());
+    f.add("fuzz", &fuzzy, PLAIN_TEST, base.clone());
+    f.add(
+        "broken",
+        &FIX.replace("a - b", "a * b"),
+        PLAIN_TEST,
+        base.clone(),
+    );
+    f.add("empty", "", PLAIN_TEST, base);
+    let s = f.study(&["--k", "1"]);
+    let rows = f.rows();
+    let row = |id: &str| rows.iter().find(|r| r.instance_id == id).unwrap();
+    assert_eq!(row("plain").apply, "model=git-apply test=git-apply");
+    assert_eq!(row("threeway").apply, "model=git-apply-3way test=git-apply");
+    assert_eq!(row("fuzz").apply, "model=patch-fuzz test=git-apply");
+    for id in ["plain", "threeway", "fuzz"] {
+        assert!(row(id).resolved, "{id}: {:?}", row(id));
+        assert_eq!(instance(&s, id)["class_shim"], "reproducible");
+    }
+    assert_eq!(row("broken").apply, "model=failed test=not tried");
+    assert_eq!(row("empty").apply, "model=empty test=none");
+    for id in ["broken", "empty"] {
+        assert_eq!(row(id).infra, Some(Infra::PatchApply), "{id}");
+        assert_eq!(instance(&s, id)["class_shim"], "broken");
+    }
+    assert_eq!(s["infra"]["patch_apply"], 2, "{s}");
+    // The apply log is kept.
+    let store = Store::open(&f.path("study.db"), false).unwrap();
+    let log = String::from_utf8(store.log(&row("broken").stdout_sha256).unwrap()).unwrap();
+    assert!(log.contains("--- model: patch-fuzz"), "{log}");
+    // The user's repository is untouched.
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn timeouts_and_exit_status_harnesses() {
+    let mut f = Fixture::new();
+    // No test lists: the exit status decides.
+    f.add(
+        "status",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"FAIL_TO_PASS": [], "PASS_TO_PASS": [], "test_cmd": "python3 -c 'import calc; assert calc.add(1, 1) == 2'"}),
+    );
+    f.add(
+        "slow",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"test_cmd": "sleep 30"}),
+    );
+    let s = f.study(&["--k", "1", "--timeout", "2s"]);
+    assert_eq!(instance(&s, "status")["class_shim"], "reproducible", "{s}");
+    let rows = f.rows();
+    let slow = rows.iter().find(|r| r.instance_id == "slow").unwrap();
+    assert_eq!(slow.infra, Some(Infra::Timeout));
+    assert_eq!(slow.exit_code, 124);
+    assert_eq!(s["infra"]["timeout"], 1);
+    assert!(instance(&s, "slow")["modes_shim"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("timeout_resource")));
+}
+
+#[test]
+fn baseline_flakiness_is_told_apart() {
+    let mut f = Fixture::new();
+    // A pass-to-pass test that is flaky whatever the patch: it depends on real entropy,
+    // so it is flaky without the shim and stable with it.
+    let flaky_old = "import os\n\n\ndef test_double():\n    assert os.urandom(1)[0] % 2 == 0\n";
+    f.add(
+        "flaky",
+        FIX,
+        &format!(
+            "{PLAIN_TEST}\n\n{}",
+            flaky_old.replace("test_double", "test_coin")
+        ),
+        serde_json::json!({"PASS_TO_PASS": ["tests/test_new.py::test_coin"]}),
+    );
+    let s = f.study(&[
+        "--k",
+        "6",
+        "--baseline",
+        "--compare-shim",
+        "--pin-runs",
+        "0",
+    ]);
+    let rows = f.rows();
+    assert_eq!(
+        rows.iter().filter(|r| r.arm == Arm::BaselineShim).count(),
+        6,
+        "{s}"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.arm == Arm::BaselineNoShim).count(),
+        6
+    );
+    let i = instance(&s, "flaky");
+    assert_eq!(i["class_baseline_shim"], "reproducible", "{i}");
+    // Six fair coins all agreeing happens 1 time in 32.
+    if i["class_no_shim"] == "flaky" && i["class_baseline_no_shim"] == "flaky" {
+        assert_eq!(s["baseline_explained"]["no_shim"], 1.0, "{s}");
+    }
+}
+
+#[test]
+fn a_killed_study_resumes_with_every_run_recorded_once() {
+    let mut f = Fixture::new();
+    for id in ["a", "b", "c"] {
+        f.add(
+            id,
+            FIX,
+            PLAIN_TEST,
+            serde_json::json!({"test_cmd": "sleep 0.3; python3 -m pytest -p no:cacheprovider -q tests"}),
+        );
+    }
+    let args = ["--k", "4", "--jobs", "2", "--baseline"];
+    let total = 3 * 4 * 2;
+    for kill_after in [3, 9, 16] {
+        let mut child = f
+            .cmd(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let db = f.path("study.db");
+        wait_until(Duration::from_secs(120), || {
+            Store::open(&db, false)
+                .ok()
+                .and_then(|s| s.count_runs().ok())
+                .is_some_and(|n| n >= kill_after)
+        });
+        // SIGKILL: no chance to clean up; runs in flight are lost, not half-recorded.
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let s = f.study(&args);
+    let rows = f.rows();
+    assert_eq!(rows.len(), total, "every run exactly once");
+    let mut keys: Vec<_> = rows
+        .iter()
+        .map(|r| (r.instance_id.clone(), r.arm.name(), r.idx))
+        .collect();
+    keys.dedup();
+    assert_eq!(keys.len(), total);
+    assert!(
+        rows.iter().all(|r| r.infra.is_none() && r.resolved),
+        "{rows:?}"
+    );
+    assert_eq!(s["shim"]["reproducible"], 3);
+    assert_eq!(s["runs_total"], total);
+    // Every log a row names is on disk.
+    let store = Store::open(&f.path("study.db"), false).unwrap();
+    for r in &rows {
+        assert!(store.log(&r.stdout_sha256).is_some());
+    }
+    // Nothing left running.
+    assert!(
+        !host_cmdlines()
+            .iter()
+            .any(|c| c.contains(&f.path("study.db").display().to_string())),
+        "a worker outlived the study"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_leaves_nothing() {
+    let mut f = Fixture::new();
+    f.add("ok", FIX, PLAIN_TEST, serde_json::json!({}));
+    f.write();
+    let run = |inst: &str, pred: &str, extra: &[&str]| {
+        let mut args = vec![
+            "reproduce",
+            "run",
+            "--instances",
+            inst,
+            "--predictions",
+            pred,
+            "--db",
+            "bad.db",
+        ];
+        args.extend(extra);
+        f.work.run(&args)
+    };
+    std::fs::write(
+        f.path("unknown.jsonl"),
+        std::fs::read_to_string(f.path("predictions.jsonl")).unwrap()
+            + "{\"instance_id\": \"nope\", \"model_patch\": \"\"}\n",
+    )
+    .unwrap();
+    expect_error(
+        &run("instances.jsonl", "unknown.jsonl", &[]),
+        "unknown.jsonl:2: prediction for unknown instance \"nope\"",
+    );
+    std::fs::write(f.path("broken.jsonl"), "{\"instance_id\": \"ok\"}\n{oops\n").unwrap();
+    expect_error(
+        &run("instances.jsonl", "broken.jsonl", &[]),
+        "broken.jsonl:2: malformed JSON",
+    );
+    let missing = std::fs::read_to_string(f.path("instances.jsonl"))
+        .unwrap()
+        .replace("\"repo_path\":\"repo\"", "\"repo_path\":\"gone\"");
+    std::fs::write(f.path("missing.jsonl"), missing).unwrap();
+    expect_error(
+        &run("missing.jsonl", "predictions.jsonl", &[]),
+        "instance ok: repository",
+    );
+    expect_error(
+        &run("absent.jsonl", "predictions.jsonl", &[]),
+        "read instances",
+    );
+    expect_error(
+        &run("instances.jsonl", "predictions.jsonl", &["--k", "0"]),
+        "--k must be at least 1",
+    );
+    expect_error(
+        &run(
+            "instances.jsonl",
+            "predictions.jsonl",
+            &["--no-shim-mirror", "repo"],
+        ),
+        "--no-shim-mirror",
+    );
+    assert!(!f.path("bad.db").exists(), "no study was created");
+    let out = f
+        .work
+        .run(&["reproduce", "report", "--db", "bad.db", "--out", "rep"]);
+    expect_error(&out, "no such study");
+    assert!(!f.path("rep").exists());
+
+    // A study's inputs cannot change under it.
+    f.study(&["--k", "1"]);
+    f.predictions[0]["model_patch"] = serde_json::json!(FIX.replace("a + b", "b + a"));
+    let out = f.cmd(&["--k", "1"]).output().unwrap();
+    expect_error(
+        &out,
+        "instance ok was recorded with a different model_patch",
+    );
+}
