@@ -48,7 +48,13 @@ pub enum Pin {
 }
 
 impl Pin {
-    pub const ALL: [Pin; 5] = [Pin::Clock, Pin::HashSeed, Pin::Random, Pin::Env, Pin::Mirror];
+    pub const ALL: [Pin; 5] = [
+        Pin::Clock,
+        Pin::HashSeed,
+        Pin::Random,
+        Pin::Env,
+        Pin::Mirror,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -170,9 +176,14 @@ impl Infra {
     }
 
     pub fn parse(name: &str) -> Option<Infra> {
-        [Infra::PatchApply, Infra::Timeout, Infra::Oom, Infra::Runtime]
-            .into_iter()
-            .find(|i| i.name() == name)
+        [
+            Infra::PatchApply,
+            Infra::Timeout,
+            Infra::Oom,
+            Infra::Runtime,
+        ]
+        .into_iter()
+        .find(|i| i.name() == name)
     }
 }
 
