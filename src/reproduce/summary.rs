@@ -932,7 +932,7 @@ mod tests {
                     } else {
                         vec![]
                     },
-                    ..run(Arm::NoShim, u32::from(idx), i >= 3)
+                    ..run(Arm::NoShim, idx, i >= 3)
                 });
             }
             data.push(inst(&format!("i{i}"), true, r));
