@@ -334,13 +334,41 @@ fn timeouts_and_exit_status_harnesses() {
         PLAIN_TEST,
         serde_json::json!({"test_cmd": "sleep 30"}),
     );
-    let s = f.study(&["--k", "1", "--timeout", "2s"]);
+    f.add(
+        "hog",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"test_cmd": "python3 -c 'b = b\"x\" * (1 << 30)'"}),
+    );
+    let s = f.study(&[
+        "--k",
+        "2",
+        "--timeout",
+        "2s",
+        "--memory",
+        "256M",
+        "--stagger",
+        "3s",
+    ]);
     assert_eq!(instance(&s, "status")["class_shim"], "reproducible", "{s}");
     let rows = f.rows();
+    let hog = rows.iter().find(|r| r.instance_id == "hog").unwrap();
+    assert_eq!(hog.infra, Some(Infra::Oom), "{hog:?}");
+    assert_eq!(s["infra"]["oom"], 2);
+    // --stagger: the second run of a patch starts at least 3 s after the study began.
+    let store = Store::open(&f.path("study.db"), false).unwrap();
+    let began: i64 = store
+        .meta_or_set("started_at", "")
+        .unwrap()
+        .parse()
+        .unwrap();
+    for r in rows.iter().filter(|r| r.idx == 1) {
+        assert!(r.started_at >= began + 3, "{r:?}");
+    }
     let slow = rows.iter().find(|r| r.instance_id == "slow").unwrap();
     assert_eq!(slow.infra, Some(Infra::Timeout));
     assert_eq!(slow.exit_code, 124);
-    assert_eq!(s["infra"]["timeout"], 1);
+    assert_eq!(s["infra"]["timeout"], 2);
     assert!(instance(&s, "slow")["modes_shim"]
         .as_array()
         .unwrap()
