@@ -7,9 +7,10 @@
         benchmark did, under reprorun's shim), and writes OUT/instances.jsonl,
         OUT/predictions.jsonl and OUT/expected.json. Every instance is then run once under
         the shim and must be resolved.
-    corpus.py verify OUT [--shim K] [--no-shim K] [--tz ZONE] [--only NAME]...
+    corpus.py verify OUT [--shim K] [--no-shim K] [--tz ZONE] [--only NAME]... [--pins]
         Emulates both arms of `reprorun reproduce` with `reprorun exec` (REPRORUN, else
-        `reprorun` in PATH) and prints a table of what each instance did.
+        `reprorun` in PATH) and prints a table of what each instance did; --pins adds one
+        run of the shim without each pin (clock, hash_seed, random, env, mirror).
 
 Only the standard library; git and patch must be in PATH.
 """
@@ -246,6 +247,9 @@ def assemble(out, py, reprorun):
                 "no_shim": s["no_shim"],
                 "model_patch_applies_with": method,
             }
+            if "no_shim_needs" in s:
+                exp["no_shim_needs"] = s["no_shim_needs"]
+            exp["unresolved_without_pins"] = s["pins"]
             if "probed_value" in s:
                 exp["asserted_value"] = s["probed_value"]
             expected.append(exp)
@@ -276,9 +280,29 @@ def write_jsonl(path, rows):
 
 # -- verify ---------------------------------------------------------------------------------
 
+# shim_without_PIN: the shim with one pin swapped for its no-shim value.
+WITHOUT = {
+    "clock": [],  # --date now, in place of the date
+    "hash_seed": ["--env", "PYTHONHASHSEED=random"],
+    "random": ["--random", "real"],
+    "env": ["--env", "TZ={tz}"],
+    "mirror": [],
+}
+
+
 def arm_cmd(arm, reprorun, out, inst, tree, tz):
     if arm in ("shim", "baseline_shim"):
         return shim_cmd(reprorun, out, inst, tree, inst["test_cmd"]), None
+    if arm.startswith("shim_without_"):
+        pin = arm[len("shim_without_"):]
+        cmd = shim_cmd(reprorun, out, inst, tree, inst["test_cmd"])
+        if pin == "mirror":
+            cmd[cmd.index("--mirror") + 1] = os.path.join(out, "mirror-live")
+        if pin == "clock":
+            cmd[cmd.index("--date") + 1] = "now"
+            return cmd, None
+        extra = [a.format(tz=tz) for a in WITHOUT[pin]]
+        return cmd[:2] + extra + cmd[2:], None
     # no_shim, emulated: real clock, real entropy, random hash seed, the caller's TZ, the live
     # index.
     env = dict(os.environ, TZ=tz)
@@ -332,7 +356,7 @@ def run_instance(out, reprorun, inst, pred, arms, k, work, tz="Asia/Tokyo"):
     return result
 
 
-def verify(out, k_shim, k_no, tz, only):
+def verify(out, k_shim, k_no, tz, only, pins):
     reprorun = os.environ.get("REPRORUN") or shutil.which("reprorun") or die("no reprorun")
     out = os.path.abspath(out)
     instances = [json.loads(l) for l in open(os.path.join(out, "instances.jsonl"))]
@@ -359,16 +383,32 @@ def verify(out, k_shim, k_no, tz, only):
             n_base = sum(r["resolved"] for r in res["baseline_shim"])
             exp = expected[iid]
             fails = sorted({t.split("::")[1] for r in res["no_shim"] for t in r["failed"]})
+            changed = []
+            if pins:
+                # Which single pin, left out, makes the patch unresolved (one run each).
+                for pin in WITHOUT:
+                    arm = f"shim_without_{pin}"
+                    r = run_instance(out, reprorun, inst, predictions[iid], [arm], 1,
+                                     os.path.join(work, iid, arm), tz)
+                    if not r[arm][0]["resolved"]:
+                        changed.append(pin)
             ok = n_shim == k_shim and n_base == 0
-            if exp["no_shim"] == "unresolved":
+            want_no, want_pins = exp["no_shim"], exp["unresolved_without_pins"]
+            if "no_shim_needs" in exp and tz in ("UTC", "Etc/UTC", "UTC0", ":UTC"):
+                # locale-tz: only a caller whose TZ is not UTC makes it fail.
+                want_no, want_pins = "resolved", [p for p in want_pins if p != "env"]
+            if pins and changed != want_pins:
+                ok = False
+            if want_no == "unresolved":
                 ok = ok and n_no <= k_no // 2
-            elif exp["no_shim"] == "resolved":
+            elif want_no == "resolved":
                 ok = ok and n_no == k_no
             bad += not ok
             walls = [r["wall_s"] for a in ("shim", "no_shim") for r in res[a]]
             rows.append((iid.split("__")[1], res["method"], f"{n_shim}/{k_shim}",
                          f"{n_no}/{k_no}", f"{n_base}/1", ", ".join(fails) or "-",
-                         f"{min(walls):.2f}-{max(walls):.2f}", "ok" if ok else "UNEXPECTED"))
+                         f"{min(walls):.2f}-{max(walls):.2f}", "ok" if ok else "UNEXPECTED")
+                        + ((", ".join(changed) or "none",) if pins else ()))
             if not ok:
                 for arm in ("shim", "no_shim", "baseline_shim"):
                     for r in res[arm]:
@@ -378,6 +418,8 @@ def verify(out, k_shim, k_no, tz, only):
         shutil.rmtree(work, ignore_errors=True)
     head = ("instance", "model patch applied with", "shim resolved", "no-shim resolved",
             "baseline (shim)", "no-shim failing tests", "run wall s", "verdict")
+    if pins:
+        head += ("unresolved without pin",)
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
@@ -399,8 +441,10 @@ def main(argv):
         ap.add_argument("--no-shim", type=int, default=5)
         ap.add_argument("--tz", default="Asia/Tokyo")
         ap.add_argument("--only", action="append", default=[])
+        ap.add_argument("--pins", action="store_true",
+                        help="also run the shim without each pin once (leave-one-out)")
         a = ap.parse_args(argv[2:])
-        return verify(a.out, a.shim, a.no_shim, a.tz, a.only)
+        return verify(a.out, a.shim, a.no_shim, a.tz, a.only, a.pins)
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -24,7 +24,7 @@ pub enum ReproduceCommand {
     #[command(
         after_help = "Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Write report.md, report.html (with SVG charts) and summary.json from a study.
     #[command(
         after_help = "Exit status: 0, or 125 when the study cannot be read or the report written."
@@ -118,7 +118,7 @@ pub struct ReportArgs {
 /// Runs the subcommand; returns the exit status.
 pub fn run(args: ReproduceArgs) -> i32 {
     let result = match args.command {
-        ReproduceCommand::Run(a) => run_study(a),
+        ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
     };
     match result {
