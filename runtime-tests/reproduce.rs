@@ -551,3 +551,98 @@ fn bad_input_is_one_line_and_leaves_nothing() {
         "instance ok was recorded with a different model_patch",
     );
 }
+
+/// The shipped example corpus (images/corpus): the shim makes every patch reproducible;
+/// without it, each of the five non-deterministic ones breaks, and the pins left out name
+/// its failure mode.
+#[test]
+fn the_example_corpus_shows_the_shim_at_work() {
+    let work = Work::new();
+    let corpus = work.path().join("corpus");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/corpus/build.sh");
+    let out = Command::new(&recipe)
+        .arg(&corpus)
+        .env("REPRORUN", BIN)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    let expected: serde_json::Value = read_json(&corpus.join("expected.json"));
+    let out = work
+        .cmd(&[
+            "reproduce",
+            "run",
+            "--instances",
+            "corpus/instances.jsonl",
+            "--predictions",
+            "corpus/predictions.jsonl",
+            "--no-shim-mirror",
+            "corpus/mirror-live",
+            "--db",
+            "study.db",
+            "--k",
+            "3",
+            "--compare-shim",
+            "--jobs",
+            "2",
+            "--json",
+        ])
+        // A caller in another time zone: only the no-shim arm takes it.
+        .env("TZ", "Asia/Tokyo")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let n = expected.as_array().unwrap().len();
+    assert_eq!(s["shim"]["reproducible"], n, "{s}");
+    assert_eq!(s["no_shim"]["reproducible"], 2, "{s}");
+    for e in expected.as_array().unwrap() {
+        let id = e["instance_id"].as_str().unwrap();
+        let i = instance(&s, id);
+        assert_eq!(i["class_shim"], "reproducible", "{i}");
+        match e["mode"].as_str() {
+            None => assert_eq!(i["class_no_shim"], "reproducible", "{i}"),
+            Some(mode) => {
+                assert_ne!(i["class_no_shim"], "reproducible", "{i}");
+                assert!(
+                    i["modes_no_shim"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&mode.into()),
+                    "{id}: {mode} not in {i}"
+                );
+                let mut pins: Vec<&str> = i["pins"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_str().unwrap())
+                    .collect();
+                let mut want: Vec<&str> = e["unresolved_without_pins"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_str().unwrap())
+                    .collect();
+                pins.sort();
+                want.sort();
+                assert_eq!(pins, want, "{id}");
+            }
+        }
+    }
+    // Five patches reproduce only with the shim, none only without it: p = 2/2^5.
+    assert_eq!(s["mcnemar"]["b"], 5);
+    assert_eq!(s["mcnemar"]["c"], 0);
+    assert_eq!(s["mcnemar_p"], 0.0625);
+    // One drift event among seven observed patches: a half-life can be fitted.
+    assert_eq!(s["drift"]["events"], 1, "{s}");
+    assert!(s["half_life_days"].as_f64().unwrap() > 0.0, "{s}");
+    let rows = Store::open(&work.path().join("study.db"), false)
+        .unwrap()
+        .rows()
+        .unwrap();
+    let clean_b = rows
+        .iter()
+        .find(|r| r.instance_id == "corpus-shelf__clean-b")
+        .unwrap();
+    assert_eq!(clean_b.apply, "model=patch-fuzz test=git-apply");
+}
