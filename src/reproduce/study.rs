@@ -169,8 +169,8 @@ fn execute(
     progress.add(pending.len());
     let n = (opts.jobs as usize).min(pending.len());
     let mut workers = Vec::new();
-    for _ in 0..n {
-        workers.push(spawn(insts, opts)?);
+    for w in 0..n {
+        workers.push(spawn(insts, opts, w, n)?);
     }
     let result = dispatch(&mut workers, pending, opts, start, progress);
     for w in &workers {
@@ -280,7 +280,7 @@ fn decode(m: &[u8]) -> Option<Job> {
 
 /// Forks a worker. The coordinator has no other threads, so the fork is safe; the worker
 /// opens its own database connection and dies with the coordinator.
-fn spawn(insts: &[Instance], opts: &Options) -> Result<Worker, ReproduceError> {
+fn spawn(insts: &[Instance], opts: &Options, w: usize, n: usize) -> Result<Worker, ReproduceError> {
     let sys = |step: &'static str| {
         move |e: nix::errno::Errno| ReproduceError::Worker(format!("{step}: {e}"))
     };
@@ -308,11 +308,39 @@ fn spawn(insts: &[Instance], opts: &Options) -> Result<Worker, ReproduceError> {
                 // SAFETY: leaving the child without running destructors.
                 unsafe { libc::_exit(1) };
             }
+            cpu_slice(w, n);
             worker(insts, opts, theirs);
             // SAFETY: as above.
             unsafe { libc::_exit(0) }
         }
     }
+}
+
+/// Gives worker `w` of `n` its own share of the caller's CPUs, so that concurrent runs do
+/// not contend for one CPU (the shim pins each run to one CPU of its worker's share; a
+/// host-like run gets the whole share). Best effort: on failure the worker keeps the mask.
+fn cpu_slice(w: usize, n: usize) {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let me = nix::unistd::Pid::from_raw(0);
+    let Ok(current) = sched_getaffinity(me) else {
+        return;
+    };
+    let cpus: Vec<usize> = (0..CpuSet::count())
+        .filter(|c| current.is_set(*c).unwrap_or(false))
+        .collect();
+    if cpus.is_empty() {
+        return;
+    }
+    let share: Vec<usize> = if cpus.len() >= n {
+        cpus[w * cpus.len() / n..(w + 1) * cpus.len() / n].to_vec()
+    } else {
+        vec![cpus[w % cpus.len()]]
+    };
+    let mut set = CpuSet::new();
+    for c in share {
+        let _ = set.set(c);
+    }
+    let _ = sched_setaffinity(me, &set);
 }
 
 fn worker(insts: &[Instance], opts: &Options, sock: OwnedFd) {
