@@ -390,6 +390,14 @@ fn baseline_flakiness_is_told_apart() {
         ),
         serde_json::json!({"PASS_TO_PASS": ["tests/test_new.py::test_coin"]}),
     );
+    // A patch that brings its own flakiness: the baseline (without it) is stable.
+    let coin_fix = FIX
+        .replace(
+            "+    return a + b",
+            "+    import os\n+    return a + b if os.urandom(1)[0] % 2 == 0 else 0",
+        )
+        .replace("@@ -1,5 +1,5 @@", "@@ -1,5 +1,6 @@");
+    f.add("self-made", &coin_fix, PLAIN_TEST, serde_json::json!({}));
     let s = f.study(&[
         "--k",
         "6",
@@ -401,18 +409,40 @@ fn baseline_flakiness_is_told_apart() {
     let rows = f.rows();
     assert_eq!(
         rows.iter().filter(|r| r.arm == Arm::BaselineShim).count(),
-        6,
+        12,
         "{s}"
     );
     assert_eq!(
         rows.iter().filter(|r| r.arm == Arm::BaselineNoShim).count(),
-        6
+        12
     );
     let i = instance(&s, "flaky");
     assert_eq!(i["class_baseline_shim"], "reproducible", "{i}");
-    // Six fair coins all agreeing happens 1 time in 32.
-    if i["class_no_shim"] == "flaky" && i["class_baseline_no_shim"] == "flaky" {
-        assert_eq!(s["baseline_explained"]["no_shim"], 1.0, "{s}");
+    // The patch itself is flaky, the unpatched repository is not.
+    let j = instance(&s, "self-made");
+    assert_eq!(j["class_baseline_no_shim"], "reproducible", "{j}");
+    assert_ne!(j["class_shim"], "flaky", "seeded entropy: {j}");
+    // The share follows the classes (each flaky with probability 31/32 over six runs).
+    let flaky = |x: &serde_json::Value, k: &str| x[k] == "flaky";
+    let patches = [i, j].iter().filter(|x| flaky(x, "class_no_shim")).count();
+    let explained = [i, j]
+        .iter()
+        .filter(|x| flaky(x, "class_no_shim") && flaky(x, "class_baseline_no_shim"))
+        .count();
+    if patches == 0 {
+        assert!(s["baseline_explained"]["no_shim"].is_null(), "{s}");
+    } else {
+        assert_eq!(
+            s["baseline_explained"]["no_shim"],
+            explained as f64 / patches as f64,
+            "{s}"
+        );
+    }
+    if flaky(j, "class_no_shim") {
+        assert!(
+            explained < patches,
+            "a stable baseline explains nothing: {s}"
+        );
     }
 }
 
@@ -424,7 +454,7 @@ fn a_killed_study_resumes_with_every_run_recorded_once() {
             id,
             FIX,
             PLAIN_TEST,
-            serde_json::json!({"test_cmd": "sleep 0.3; python3 -m pytest -p no:cacheprovider -q tests"}),
+            serde_json::json!({"test_cmd": ": marker-resume-7391; sleep 0.3; python3 -m pytest -p no:cacheprovider -q tests"}),
         );
     }
     let args = ["--k", "4", "--jobs", "2", "--baseline"];
@@ -447,15 +477,35 @@ fn a_killed_study_resumes_with_every_run_recorded_once() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+    // A worker killed under a live coordinator: the study stops, resumable.
+    let child = f
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let coordinator = child.id();
+    let children = format!("/proc/{coordinator}/task/{coordinator}/children");
+    // The first child alive at the time of the kill (workers come and go, one per run).
+    let killed = wait_until(Duration::from_secs(60), || {
+        let pids = std::fs::read_to_string(&children).unwrap_or_default();
+        pids.split_whitespace().any(|p| {
+            p.parse().is_ok_and(|pid| {
+                nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                )
+                .is_ok()
+            })
+        })
+    });
+    assert!(killed, "no worker to kill");
+    let out = child.wait_with_output().unwrap();
+    expect_error(&out, "a worker process died before recording its run");
+
     let s = f.study(&args);
     let rows = f.rows();
     assert_eq!(rows.len(), total, "every run exactly once");
-    let mut keys: Vec<_> = rows
-        .iter()
-        .map(|r| (r.instance_id.clone(), r.arm.name(), r.idx))
-        .collect();
-    keys.dedup();
-    assert_eq!(keys.len(), total);
     assert!(rows.iter().all(|r| r.infra.is_none()), "{rows:?}");
     assert!(
         rows.iter().all(|r| r.resolved == (r.arm == Arm::Shim)),
@@ -468,12 +518,12 @@ fn a_killed_study_resumes_with_every_run_recorded_once() {
     for r in &rows {
         assert!(store.log(&r.stdout_sha256).is_some());
     }
-    // Nothing left running.
+    // Nothing of the killed studies is left running: workers and sandboxes died with them.
     assert!(
-        !host_cmdlines()
+        wait_until(Duration::from_secs(10), || !host_cmdlines()
             .iter()
-            .any(|c| c.contains(&f.path("study.db").display().to_string())),
-        "a worker outlived the study"
+            .any(|c| c.contains("marker-resume-7391"))),
+        "a run outlived its study"
     );
 }
 

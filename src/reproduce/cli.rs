@@ -109,8 +109,7 @@ pub struct ReportArgs {
     /// Print the JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The k the study used (runs with a higher index are ignored); default: the largest
-    /// run count recorded.
+    /// Summarize the first N runs per arm; default: the k of the study's last `run`.
     #[arg(long, value_name = "N")]
     pub k: Option<u32>,
 }
@@ -170,12 +169,11 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
 fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
     let store = Store::open(&a.db, false)?;
     let runs = store.instance_runs()?;
-    let k = a.k.unwrap_or_else(|| {
-        runs.iter()
-            .flat_map(|i| i.runs.iter().map(|r| r.idx + 1))
-            .max()
-            .unwrap_or(1)
-    });
+    // The k of the study's last `run`, unless asked otherwise.
+    let k = match a.k {
+        Some(k) => k,
+        None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
+    };
     let summary = summary::summarize(&runs, k);
     let files = report::write_report(&summary, &a.out)?;
     if a.json {

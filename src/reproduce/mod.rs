@@ -35,6 +35,8 @@ pub enum ReproduceError {
     Report(#[from] report::ReportError),
     #[error("worker: {0}")]
     Worker(String),
+    #[error("instance {id}: {reason}; fix it and run the same command again to resume")]
+    Setup { id: String, reason: String },
     #[error("print summary: {0}")]
     Print(std::io::Error),
 }

@@ -155,8 +155,8 @@ fn arms(s: &Summary) -> Vec<(&'static str, ClassCounts)> {
     };
     push("shim", Some(s.shim));
     push("no shim", s.no_shim);
-    push("baseline shim", s.baseline.map(|b| b.shim));
-    push("baseline no shim", s.baseline.and_then(|b| b.no_shim));
+    push("baseline shim", s.baseline);
+    push("baseline no shim", s.baseline_no_shim);
     arms
 }
 

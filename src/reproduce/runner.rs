@@ -11,9 +11,10 @@ use super::input::Instance;
 use super::outcome::{self, Tests};
 use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
+use super::ReproduceError;
 use super::{evidence, Arm, Infra, Pin};
 use crate::determinism::clock::DateChoice;
-use crate::determinism::RandomMode;
+use crate::determinism::{EnvProfile, RandomMode};
 use crate::parse::BindSpec;
 use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetMode};
 
@@ -40,16 +41,77 @@ pub struct Conditions {
 }
 
 /// Variables of the caller that host-like runs do not take: reprorun's own, the shell's
-/// bookkeeping, and `HOME` (runs get a private writable one).
-fn host_like(key: &str) -> bool {
-    !(key.starts_with("REPRORUN_")
+/// bookkeeping, `HOME` (runs get a private writable one), paths that do not exist or are
+/// read-only in the sandbox (`TMPDIR`, `XDG_*_HOME`, ...), and anything that looks like a
+/// credential — the patch is untrusted code (`spec/reproduce.md`).
+pub fn host_like(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    let secret = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
+        || [
+            "AWS_", "AZURE_", "GOOGLE_", "GCP_", "GH_", "SSH_", "GPG_", "KRB5",
+        ]
+        .iter()
+        .any(|p| upper.starts_with(p));
+    let path = matches!(
+        key,
+        "TMPDIR"
+            | "TMP"
+            | "TEMP"
+            | "XDG_RUNTIME_DIR"
+            | "XDG_CACHE_HOME"
+            | "XDG_CONFIG_HOME"
+            | "XDG_DATA_HOME"
+            | "XDG_STATE_HOME"
+            | "DBUS_SESSION_BUS_ADDRESS"
+    );
+    !(secret
+        || path
+        || key.starts_with("REPRORUN_")
         || matches!(
             key,
             "HOME" | "PWD" | "OLDPWD" | "SHLVL" | "_" | "PYTEST_ADDOPTS" | "NOTIFY_SOCKET"
         ))
 }
 
+/// The shim's pins that are not "the environment" (they stay when the env pin is left
+/// out): hash seeds and the build date.
+const SEED_PINS: &[&str] = &[
+    "PYTHONHASHSEED",
+    "PERL_HASH_SEED",
+    "PERL_PERTURB_KEYS",
+    "SWIFT_DETERMINISTIC_HASHING",
+    "SOURCE_DATE_EPOCH",
+];
+
 impl Conditions {
+    /// What of these conditions a study's runs depend on, as text: a resumed study must
+    /// be made under the same (`Store::check_options`).
+    pub fn fingerprint(&self) -> String {
+        serde_json::json!({
+            "timeout_ms": self.timeout.as_millis() as u64,
+            "memory": self.memory,
+            "seed": self.seed,
+            "no_shim_mirror": self.no_shim_mirror,
+            "no_shim_net": format!("{:?}", self.no_shim_net),
+        })
+        .to_string()
+    }
+
     pub fn new(timeout: Duration, seed: u64) -> Self {
         Conditions {
             timeout,
@@ -109,25 +171,25 @@ pub fn request(
         if without == Some(Pin::Random) {
             req.random = RandomMode::Real;
         }
-        if without == Some(Pin::HashSeed) {
-            env.push(("PYTHONHASHSEED".into(), "random".into()));
-            env.push(("PERL_PERTURB_KEYS".into(), "RANDOM".into()));
-        }
         if without == Some(Pin::Env) {
+            // The caller's environment instead of the pinned one, the seed pins kept.
+            req.pinned_env = false;
             env.extend(
                 cond.host_env
                     .iter()
-                    .filter(|(k, _)| {
-                        !matches!(
-                            k.as_str(),
-                            "PYTHONHASHSEED"
-                                | "PERL_HASH_SEED"
-                                | "PERL_PERTURB_KEYS"
-                                | "SOURCE_DATE_EPOCH"
-                        )
-                    })
+                    .filter(|(k, _)| !SEED_PINS.contains(&k.as_str()))
                     .cloned(),
             );
+            let pins = EnvProfile::pinned(inst.bench_date, cond.seed);
+            for k in SEED_PINS {
+                if let Some(v) = pins.get(k) {
+                    env.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
+        if without == Some(Pin::HashSeed) {
+            env.push(("PYTHONHASHSEED".into(), "random".into()));
+            env.push(("PERL_PERTURB_KEYS".into(), "RANDOM".into()));
         }
         if without == Some(Pin::Mirror) {
             mirror = cond.no_shim_mirror.clone();
@@ -190,7 +252,11 @@ pub fn run(
     arm: Arm,
     idx: u32,
     cond: &Conditions,
-) -> Result<RunRow, StoreError> {
+) -> Result<RunRow, ReproduceError> {
+    let setup = |reason: String| ReproduceError::Setup {
+        id: inst.instance_id.clone(),
+        reason,
+    };
     let started_at = now_secs();
     let variant = if arm.is_baseline() {
         Variant::Baseline
@@ -233,15 +299,13 @@ pub fn run(
         };
 
     let work = store.work_dir();
-    let tree = match tree::ensure(&work.join("trees"), inst, variant) {
-        Ok(t) => t,
-        Err(e) => return infra(row, Infra::Runtime, b"", format!("{e}\n")),
-    };
+    let tree =
+        tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.to_string()))?;
     row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
     if !tree.applied.ok {
         let log = tree.applied.log.clone();
         let why = format!("patch did not apply ({})\n", row.apply);
-        return infra(row, Infra::PatchApply, log.as_bytes(), why);
+        return Ok(infra(row, Infra::PatchApply, log.as_bytes(), why)?);
     }
 
     let scratch = work.join("runs").join(format!(
@@ -253,38 +317,40 @@ pub fn run(
     ));
     let _ = std::fs::remove_dir_all(&scratch);
     let out = scratch.join("out");
-    let io = |e: std::io::Error| StoreError::Log {
-        path: scratch.clone(),
-        source: e,
-    };
+    let io = |e: std::io::Error| setup(format!("{}: {e}", scratch.display()));
     std::fs::create_dir_all(&out).map_err(io)?;
     let (stdout_path, stderr_path) = (scratch.join("stdout"), scratch.join("stderr"));
     let stdout = File::create(&stdout_path).map_err(io)?;
     let stderr = File::create(&stderr_path).map_err(io)?;
 
-    let result = request(inst, arm, cond, &tree.dir, &out).and_then(|(req, host_like)| {
-        let host = HostFacts::current().map_err(|e| e.to_string())?;
-        let mut plan = crate::plan::resolve(&req, &host).map_err(|e| e.to_string())?;
-        if host_like {
-            plan.intercept = false;
-        }
-        let clock = Instant::now();
-        let outcome = with_stdio(&stdout, &stderr, || crate::sandbox::run(&plan, &mut |_| {}))
-            .map_err(|e| format!("redirect output: {e}"))?
-            .map_err(|e| e.to_string())?;
-        Ok((outcome, clock.elapsed()))
-    });
+    let (req, host_like) = request(inst, arm, cond, &tree.dir, &out).map_err(&setup)?;
+    let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
+    let mut plan = crate::plan::resolve(&req, &host).map_err(|e| setup(e.to_string()))?;
+    if host_like {
+        plan.intercept = false;
+    }
+    let clock = Instant::now();
+    let result = with_stdio(&stdout, &stderr, || crate::sandbox::run(&plan, &mut |_| {}))
+        .map_err(|e| setup(format!("redirect output: {e}")))?;
+    let took = clock.elapsed();
     drop((stdout, stderr));
-    let out_bytes = std::fs::read(&stdout_path).unwrap_or_default();
-    let err_bytes = std::fs::read(&stderr_path).unwrap_or_default();
-    let (outcome, took) = match result {
+    let out_bytes = read_capped(&scratch, "stdout");
+    let err_bytes = read_capped(&scratch, "stderr");
+    let outcome = match result {
         Ok(o) => o,
-        Err(e) => {
+        // The test command itself could not be executed: this instance's failure.
+        Err(e @ crate::sandbox::SandboxError::Exec { .. }) => {
             let mut text = String::from_utf8_lossy(&err_bytes).into_owned();
             text.push_str(&format!("reprorun: {e}\n"));
             let row = infra(row, Infra::Runtime, &out_bytes, text);
             let _ = std::fs::remove_dir_all(&scratch);
-            return row;
+            return Ok(row?);
+        }
+        // The sandbox could not be made: stop the study (resumable) rather than record
+        // a failure that is the host's.
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            return Err(setup(format!("sandbox: {e}")));
         }
     };
     row.wall_ms = took.as_millis() as u64;
@@ -302,18 +368,26 @@ pub fn run(
             String::from_utf8_lossy(&err_bytes).into_owned(),
         );
         let _ = std::fs::remove_dir_all(&scratch);
-        return row.map(|mut r| {
+        return Ok(row.map(|mut r| {
             r.wall_ms = took.as_millis() as u64;
             r.exit_code = outcome.exit_code;
             r
-        });
+        })?);
     }
 
-    let junit = std::fs::read(out.join("junit.xml")).ok();
-    let tests: Tests = junit
+    // The sandbox wrote out/: read it as untrusted (no links, no FIFOs, capped).
+    let junit = read_untrusted(&out, "junit.xml");
+    // Both sources, JUnit first: a command that runs pytest twice overwrites the XML, and
+    // a runner that writes none still prints its results.
+    let mut tests: Tests = junit
         .as_deref()
         .and_then(|x| outcome::parse_junit(&String::from_utf8_lossy(x)))
-        .unwrap_or_else(|| outcome::parse_pytest(&String::from_utf8_lossy(&out_bytes)));
+        .unwrap_or_default();
+    for (k, v) in outcome::parse_pytest(&String::from_utf8_lossy(&out_bytes)) {
+        if outcome::lookup(&tests, &k).is_none() {
+            tests.insert(k, v);
+        }
+    }
     let (resolved, signature) = outcome::grade(&tests, &listed, outcome.exit_code);
     row.resolved = resolved;
     row.signature = signature;
@@ -332,6 +406,52 @@ pub fn run(
     Ok(row)
 }
 
+/// The most of a log or result file kept: beyond it, the file is cut with a note.
+pub const LOG_CAP: u64 = 64 << 20;
+
+/// Reads `name` in `dir`, a directory the sandbox could write: only a regular file, never
+/// through a link, never blocking on a FIFO, at most [`LOG_CAP`] bytes.
+pub fn read_untrusted(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join(name))
+        .ok()?;
+    if !file.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(LOG_CAP).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// A log file of ours, at most [`LOG_CAP`] bytes (a note marks the cut).
+fn read_capped(dir: &Path, name: &str) -> Vec<u8> {
+    let mut bytes = read_untrusted(dir, name).unwrap_or_default();
+    let full = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    if full > LOG_CAP {
+        bytes.extend_from_slice(
+            format!("\n[reprorun: log cut at {LOG_CAP} of {full} bytes]\n").as_bytes(),
+        );
+    }
+    bytes
+}
+
+/// Checks that the study's scratch directory can hold overlay lower directories (the
+/// overlay options string cannot name a path with ',', ':' or '\\').
+pub fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if abs.to_string_lossy().contains([',', ':', '\\']) {
+        return Err(ReproduceError::Usage(format!(
+            "--db: the study's scratch directory {} holds ',', ':' or '\\', which overlayfs cannot name; put the database elsewhere",
+            abs.display()
+        )));
+    }
+    Ok(())
+}
+
 /// An instance id as a file-name part.
 fn sanitize(id: &str) -> String {
     id.chars()
@@ -344,4 +464,148 @@ fn sanitize(id: &str) -> String {
         })
         .take(80)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst() -> Instance {
+        Instance {
+            instance_id: "i".into(),
+            repo: String::new(),
+            repo_path: "/repo".into(),
+            base_commit: "abc".into(),
+            test_patch: String::new(),
+            model_patch: "p".into(),
+            model_name: String::new(),
+            fail_to_pass: vec![],
+            pass_to_pass: vec![],
+            test_cmd: "pytest".into(),
+            image: None,
+            rootfs: None,
+            mirror: None,
+            bench_date: 1_683_720_000,
+            recorded_resolved: true,
+        }
+    }
+
+    fn cond() -> Conditions {
+        let mut c = Conditions::new(Duration::from_secs(60), 7);
+        c.host_env = vec![
+            ("TZ".into(), "Asia/Tokyo".into()),
+            ("LANG".into(), "de_DE.UTF-8".into()),
+            ("PATH".into(), "/opt/bin:/usr/bin".into()),
+            ("PYTHONHASHSEED".into(), "123".into()),
+        ];
+        c
+    }
+
+    /// The plan's environment and clock for `arm`.
+    fn plan(
+        arm: Arm,
+    ) -> (
+        std::collections::BTreeMap<String, String>,
+        crate::plan::Plan,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (req, host_like) = request(&inst(), arm, &cond(), dir.path(), dir.path()).unwrap();
+        let host = HostFacts::current().unwrap();
+        let mut plan = crate::plan::resolve(&req, &host).unwrap();
+        if host_like {
+            plan.intercept = false;
+        }
+        let env = plan
+            .env
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        (env, plan)
+    }
+
+    #[test]
+    fn each_arm_gets_its_conditions() {
+        let (env, p) = plan(Arm::Shim);
+        assert_eq!(env["TZ"], "UTC");
+        assert_eq!(env["LC_ALL"], "C.UTF-8");
+        assert_eq!(env["PYTHONHASHSEED"], "7");
+        assert_eq!(env["SOURCE_DATE_EPOCH"], "1683720000");
+        assert_eq!(p.clock.map(|c| c.epoch), Some(1_683_720_000));
+        assert_eq!(p.random, RandomMode::Seeded);
+        assert!(p.intercept && p.identity.cpus == 1);
+        assert!(env["PYTEST_ADDOPTS"].contains("--junitxml=/.reprorun/out/junit.xml"));
+
+        let (env, p) = plan(Arm::NoShim);
+        assert_eq!(env["TZ"], "Asia/Tokyo");
+        assert_eq!(env["LANG"], "de_DE.UTF-8");
+        assert_eq!(env["PATH"], "/opt/bin:/usr/bin");
+        assert_eq!(env["PYTHONHASHSEED"], "123", "the caller's own");
+        assert!(!env.contains_key("LC_ALL") && !env.contains_key("SOURCE_DATE_EPOCH"));
+        assert!(p.clock.is_none() && p.random == RandomMode::Real && !p.intercept);
+
+        // Without the env pin: the caller's TZ/locale/PATH, and nothing of the pinned
+        // environment the caller does not set (no LC_ALL), but the seeds stay pinned.
+        let (env, p) = plan(Arm::ShimWithout(Pin::Env));
+        assert_eq!(env["TZ"], "Asia/Tokyo");
+        assert_eq!(env["PATH"], "/opt/bin:/usr/bin");
+        assert!(!env.contains_key("LC_ALL"));
+        assert_eq!(env["PYTHONHASHSEED"], "7");
+        assert_eq!(env["SOURCE_DATE_EPOCH"], "1683720000");
+        assert!(p.clock.is_some() && p.random == RandomMode::Seeded);
+
+        let (env, p) = plan(Arm::ShimWithout(Pin::Clock));
+        assert!(p.clock.is_none());
+        assert_eq!(env["TZ"], "UTC");
+        let (env, _) = plan(Arm::ShimWithout(Pin::HashSeed));
+        assert_eq!(env["PYTHONHASHSEED"], "random");
+        let (_, p) = plan(Arm::ShimWithout(Pin::Random));
+        assert_eq!(p.random, RandomMode::Real);
+        assert!(p.clock.is_some());
+    }
+
+    #[test]
+    fn host_like_runs_do_not_get_secrets_or_host_paths() {
+        for k in [
+            "GITHUB_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_PROFILE",
+            "MY_SECRET",
+            "SSH_AUTH_SOCK",
+            "TMPDIR",
+            "XDG_RUNTIME_DIR",
+            "HOME",
+            "REPRORUN_ISOLATION",
+        ] {
+            assert!(!host_like(k), "{k}");
+        }
+        for k in ["TZ", "LANG", "LC_ALL", "PATH", "USER", "PYTHONPATH", "CI"] {
+            assert!(host_like(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn untrusted_files_are_read_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ok.xml"), "<x/>").unwrap();
+        assert_eq!(read_untrusted(dir.path(), "ok.xml").unwrap(), b"<x/>");
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link.xml")).unwrap();
+        assert!(
+            read_untrusted(dir.path(), "link.xml").is_none(),
+            "no link followed"
+        );
+        nix::unistd::mkfifo(&dir.path().join("fifo.xml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(
+            read_untrusted(dir.path(), "fifo.xml").is_none(),
+            "no FIFO blocks"
+        );
+        assert!(read_untrusted(dir.path(), "absent").is_none());
+    }
+
+    #[test]
+    fn the_scratch_path_must_suit_overlayfs() {
+        assert!(check_work_dir(Path::new("/tmp/study.db.work")).is_ok());
+        let e = check_work_dir(Path::new("/tmp/2024-05-10T12:00/study.db.work")).unwrap_err();
+        assert!(e.to_string().contains("overlayfs cannot name"), "{e}");
+    }
 }

@@ -31,6 +31,12 @@ pub enum StoreError {
         id: String,
         what: &'static str,
     },
+    #[error("--db {path}: the study was made with other options ({recorded}); this run asks {asked}: pass the same --seed, --timeout, --memory, --no-shim-mirror and --no-shim-net, or use a new --db")]
+    Options {
+        path: PathBuf,
+        recorded: String,
+        asked: String,
+    },
     #[error("--db {path}: no such study (run `reprorun reproduce run --db {path}` first)")]
     Missing { path: PathBuf },
     #[error("write log {path}: {source}")]
@@ -78,7 +84,8 @@ CREATE TABLE IF NOT EXISTS instances (
     base_commit TEXT NOT NULL,
     model_patch_sha256 TEXT NOT NULL,
     test_patch_sha256 TEXT NOT NULL,
-    test_cmd TEXT NOT NULL
+    test_cmd TEXT NOT NULL,
+    conditions_sha256 TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS runs (
     instance_id TEXT NOT NULL REFERENCES instances(instance_id),
@@ -120,18 +127,28 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
+        let existing = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(Duration::from_secs(60)).map_err(err)?;
-        // WAL: workers write while the coordinator reads progress.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
         let store = Store {
             path: path.to_path_buf(),
             conn,
         };
-        if create {
+        // An existing file is checked before anything is written into it: it may be
+        // another program's database.
+        if existing || !create {
+            store.check_schema()?;
+        }
+        // WAL: workers write while the coordinator reads progress.
+        store
+            .conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        store
+            .conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        if create && !existing {
             store.conn.execute_batch(SCHEMA).map_err(err)?;
             store
                 .conn
@@ -141,7 +158,17 @@ impl Store {
                 )
                 .map_err(err)?;
         }
-        let found: Option<String> = store
+        store.check_schema()?;
+        Ok(store)
+    }
+
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let path = &self.path;
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let found: Option<String> = self
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
                 r.get(0)
@@ -158,7 +185,7 @@ impl Store {
                 found,
             });
         }
-        Ok(store)
+        Ok(())
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -194,11 +221,57 @@ impl Store {
             .map_err(self.err())
     }
 
+    /// Sets a meta value (replacing it).
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
+                params![key, value],
+            )
+            .map(drop)
+            .map_err(self.err())
+    }
+
+    /// A meta value, if set.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// Records the run options the first time; later, refuses different ones (runs made
+    /// under other conditions would be mixed into one r).
+    pub fn check_options(&self, options: &str) -> Result<(), StoreError> {
+        let recorded = self.meta_or_set("options", options)?;
+        if recorded != options {
+            return Err(StoreError::Options {
+                path: self.path.clone(),
+                recorded,
+                asked: options.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Records the instances, or checks them against those recorded: a study's inputs
     /// cannot change under it.
     pub fn register(&self, instances: &[Instance]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction().map_err(self.err())?;
         for i in instances {
+            // What else decides a run's outcome: the graded tests, the repository, the root
+            // and the mirror.
+            let conditions = serde_json::json!([
+                i.fail_to_pass,
+                i.pass_to_pass,
+                i.repo_path,
+                i.image,
+                i.rootfs,
+                i.mirror
+            ])
+            .to_string();
             let row = (
                 i.recorded_resolved,
                 i.bench_date,
@@ -206,20 +279,31 @@ impl Store {
                 sha256_hex(i.model_patch.as_bytes()),
                 sha256_hex(i.test_patch.as_bytes()),
                 i.test_cmd.clone(),
+                sha256_hex(conditions.as_bytes()),
             );
-            let old: Option<(bool, i64, String, String, String, String)> = tx
+            type Row = (bool, i64, String, String, String, String, String);
+            let old: Option<Row> = tx
                 .query_row(
-                    "SELECT recorded_resolved, bench_date, base_commit, model_patch_sha256, test_patch_sha256, test_cmd FROM instances WHERE instance_id = ?1",
+                    "SELECT recorded_resolved, bench_date, base_commit, model_patch_sha256, test_patch_sha256, test_cmd, conditions_sha256 FROM instances WHERE instance_id = ?1",
                     params![i.instance_id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
                 )
                 .optional()
                 .map_err(self.err())?;
             match old {
                 None => {
                     tx.execute(
-                        "INSERT INTO instances VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![i.instance_id, row.0, row.1, row.2, row.3, row.4, row.5],
+                        "INSERT INTO instances VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        params![
+                            i.instance_id,
+                            row.0,
+                            row.1,
+                            row.2,
+                            row.3,
+                            row.4,
+                            row.5,
+                            row.6
+                        ],
                     )
                     .map_err(self.err())?;
                 }
@@ -235,8 +319,10 @@ impl Store {
                         "model_patch"
                     } else if old.4 != row.4 {
                         "test_patch"
-                    } else {
+                    } else if old.5 != row.5 {
                         "test command"
+                    } else {
+                        "FAIL_TO_PASS/PASS_TO_PASS, repository, image, rootfs or mirror"
                     };
                     return Err(StoreError::Changed {
                         path: self.path.clone(),

@@ -65,13 +65,23 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     // Everything is read and checked before the store is created.
     let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
     let insts = input.instances;
-    let store = Store::open(&opts.db, true)?;
-    store.register(&insts)?;
-    let now = unix_now();
-    let start: i64 = store
-        .meta_or_set("started_at", &now.to_string())?
-        .parse()
-        .unwrap_or(now);
+    let _lock = lock(&opts.db)?;
+    let start = {
+        let store = Store::open(&opts.db, true)?;
+        runner::check_work_dir(&store.work_dir())?;
+        store.register(&insts)?;
+        store.check_options(&opts.conditions.fingerprint())?;
+        store.set_meta("k", &opts.k.to_string())?;
+        let now = unix_now();
+        let start: i64 = store
+            .meta_or_set("started_at", &now.to_string())?
+            .parse()
+            .unwrap_or(now);
+        // Scratch of runs a killed study left; nothing else runs on this study (the lock).
+        let _ = std::fs::remove_dir_all(store.work_dir().join("runs"));
+        start
+        // The coordinator's connection closes here: SQLite connections must not cross fork.
+    };
 
     let mut arms = vec![Arm::Shim];
     if opts.compare_shim {
@@ -92,47 +102,74 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         }
     }
     let mut progress = Progress::new(opts.progress);
-    execute(&store, &insts, opts, phase1, start, &mut progress)?;
+    let done = execute(&insts, opts, phase1, start, &mut progress);
+    if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
+        let phase2 = pin_jobs(&insts, opts)?;
+        execute(&insts, opts, phase2, start, &mut progress)?;
+    }
+    progress.finish();
+    done.map(|()| input.without_prediction)
+}
 
-    if opts.compare_shim && opts.pin_runs > 0 {
-        let rows = store.rows()?;
-        let reproduces = |id: &str, arm: Arm, recorded: bool| {
-            let rs: Vec<bool> = rows
-                .iter()
-                .filter(|r| r.instance_id == id && r.arm == arm && r.idx < opts.k)
-                .map(|r| r.resolved == recorded)
-                .collect();
-            !rs.is_empty() && rs.iter().all(|x| *x)
-        };
-        let mut phase2 = Vec::new();
-        for idx in 0..opts.pin_runs.min(opts.k) {
-            for (i, inst) in insts.iter().enumerate() {
-                let id = inst.instance_id.as_str();
-                if !reproduces(id, Arm::Shim, inst.recorded_resolved)
-                    || reproduces(id, Arm::NoShim, inst.recorded_resolved)
+/// Phase 2: the leave-one-out runs of each patch that reproduces with the shim and not
+/// without it.
+fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceError> {
+    let rows = Store::open(&opts.db, false)?.rows()?;
+    let reproduces = |id: &str, arm: Arm, recorded: bool| {
+        let rs: Vec<bool> = rows
+            .iter()
+            .filter(|r| r.instance_id == id && r.arm == arm && r.idx < opts.k)
+            .map(|r| r.infra.is_none() && r.resolved == recorded)
+            .collect();
+        !rs.is_empty() && rs.iter().all(|x| *x)
+    };
+    let mut jobs = Vec::new();
+    for idx in 0..opts.pin_runs.min(opts.k) {
+        for (i, inst) in insts.iter().enumerate() {
+            let id = inst.instance_id.as_str();
+            if !reproduces(id, Arm::Shim, inst.recorded_resolved)
+                || reproduces(id, Arm::NoShim, inst.recorded_resolved)
+            {
+                continue;
+            }
+            for pin in Pin::ALL {
+                // Leaving the mirror out changes nothing without one, or without a live
+                // index to replace it.
+                if pin == Pin::Mirror
+                    && (inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none())
                 {
                     continue;
                 }
-                for pin in Pin::ALL {
-                    // Leaving the mirror out changes nothing without one, or without a
-                    // live index to replace it.
-                    if pin == Pin::Mirror
-                        && (inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none())
-                    {
-                        continue;
-                    }
-                    phase2.push(Job {
-                        inst: i,
-                        arm: Arm::ShimWithout(pin),
-                        idx,
-                    });
-                }
+                jobs.push(Job {
+                    inst: i,
+                    arm: Arm::ShimWithout(pin),
+                    idx,
+                });
             }
         }
-        execute(&store, &insts, opts, phase2, start, &mut progress)?;
     }
-    progress.finish();
-    Ok(input.without_prediction)
+    Ok(jobs)
+}
+
+/// One study at a time per database: an exclusive lock on `FILE.lock`, held (by the
+/// coordinator and its workers) until the study ends or is killed.
+fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
+    let name = db.file_name().unwrap_or_default().to_string_lossy();
+    let path = db.with_file_name(format!("{name}.lock"));
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| ReproduceError::Usage(format!("--db: lock {}: {e}", path.display())))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ReproduceError::Usage(format!(
+            "--db {}: another reprorun is running this study; wait for it or stop it",
+            db.display()
+        )));
+    }
+    Ok(file)
 }
 
 fn unix_now() -> i64 {
@@ -141,16 +178,16 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// A worker process and our end of its socket.
-struct Worker {
+/// A worker process making one run, and our end of its socket.
+struct Running {
     pid: nix::unistd::Pid,
     sock: OwnedFd,
-    busy: Option<Job>,
 }
 
-/// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process.
+/// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its
+/// own (forked per run: no state, thread or descriptor carries from one run to the next).
+/// On an error no new run starts; the runs in flight finish and are recorded.
 fn execute(
-    store: &Store,
     insts: &[Instance],
     opts: &Options,
     jobs: Vec<Job>,
@@ -158,129 +195,120 @@ fn execute(
     progress: &mut Progress,
 ) -> Result<(), ReproduceError> {
     let mut pending = Vec::new();
-    for j in jobs {
-        if !store.has_run(&insts[j.inst].instance_id, j.arm, j.idx)? {
-            pending.push(j);
+    {
+        let store = Store::open(&opts.db, false)?;
+        for j in jobs {
+            if !store.has_run(&insts[j.inst].instance_id, j.arm, j.idx)? {
+                pending.push(j);
+            }
         }
     }
     if pending.is_empty() {
         return Ok(());
     }
     progress.add(pending.len());
-    let n = (opts.jobs as usize).min(pending.len());
-    let mut workers = Vec::new();
-    for w in 0..n {
-        workers.push(spawn(insts, opts, w, n)?);
-    }
-    let result = dispatch(&mut workers, pending, opts, start, progress);
-    for w in &workers {
-        // Closing our end tells an idle worker to exit; a busy one is killed.
-        if w.busy.is_some() {
-            let _ = nix::sys::signal::kill(w.pid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-    let pids: Vec<_> = workers.iter().map(|w| w.pid).collect();
-    drop(workers);
-    for pid in pids {
-        let _ = nix::sys::wait::waitpid(pid, None);
-    }
-    result
-}
-
-fn dispatch(
-    workers: &mut [Worker],
-    mut pending: Vec<Job>,
-    opts: &Options,
-    start: i64,
-    progress: &mut Progress,
-) -> Result<(), ReproduceError> {
+    let slots = (opts.jobs as usize).min(pending.len());
+    let mut running: Vec<Option<Running>> = (0..slots).map(|_| None).collect();
+    let mut error: Option<ReproduceError> = None;
     let eligible_at = |j: &Job| -> i64 {
-        start
-            + opts
-                .stagger
-                .map_or(0, |s| s.as_secs() as i64 * j.idx as i64)
+        let stagger = opts.stagger.map_or(0, |s| s.as_millis() as i64);
+        start * 1000 + stagger * j.idx as i64
     };
     let sys = |step: &'static str| {
         move |e: nix::errno::Errno| ReproduceError::Worker(format!("{step}: {e}"))
     };
     loop {
-        let now = unix_now();
-        for w in workers.iter_mut().filter(|w| w.busy.is_none()) {
-            let Some(pos) = pending.iter().position(|j| eligible_at(j) <= now) else {
-                break;
-            };
-            let job = pending.remove(pos);
-            let msg = encode(&job);
-            send(w.sock.as_raw_fd(), &msg, MsgFlags::MSG_NOSIGNAL).map_err(sys("send a job"))?;
-            w.busy = Some(job);
+        let now = unix_now_ms();
+        if error.is_none() {
+            for slot in 0..slots {
+                if running[slot].is_some() {
+                    continue;
+                }
+                let Some(pos) = pending.iter().position(|j| eligible_at(j) <= now) else {
+                    break;
+                };
+                let job = pending.remove(pos);
+                match spawn(insts, opts, job, slot, slots, &running) {
+                    Ok(r) => running[slot] = Some(r),
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
         }
-        if pending.is_empty() && workers.iter().all(|w| w.busy.is_none()) {
-            return Ok(());
+        let idle = running.iter().all(Option::is_none);
+        if idle && (pending.is_empty() || error.is_some()) {
+            return error.map_or(Ok(()), Err);
         }
-        let wait = pending
+        let wait = if idle {
+            pending
+                .iter()
+                .map(eligible_at)
+                .min()
+                .map_or(1000, |t| (t - now).clamp(1, 1000))
+        } else {
+            1000
+        };
+        let mut fds: Vec<PollFd> = running
             .iter()
-            .map(eligible_at)
-            .min()
-            .filter(|_| workers.iter().any(|w| w.busy.is_none()))
-            .map(|t| Duration::from_secs((t - now).max(1) as u64));
-        let timeout = wait
-            .unwrap_or(Duration::from_secs(1))
-            .min(Duration::from_secs(1));
-        let mut fds: Vec<PollFd> = workers
-            .iter()
-            .map(|w| PollFd::new(w.sock.as_fd(), PollFlags::POLLIN))
+            .flatten()
+            .map(|r| PollFd::new(r.sock.as_fd(), PollFlags::POLLIN))
             .collect();
         match poll(
             &mut fds,
-            PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX),
+            PollTimeout::try_from(wait as i32).unwrap_or(PollTimeout::MAX),
         ) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(e) => return Err(sys("poll")(e)),
         }
         let ready: Vec<bool> = fds.iter().map(|f| f.any().unwrap_or(false)).collect();
-        for (w, ready) in workers.iter_mut().zip(ready) {
-            if !ready {
+        drop(fds);
+        let mut ready = ready.into_iter();
+        for slot in running.iter_mut() {
+            let Some(r) = slot.as_ref() else { continue };
+            if !ready.next().unwrap_or(false) {
                 continue;
             }
             let mut buf = vec![0u8; 4096];
-            let got = recv(w.sock.as_raw_fd(), &mut buf, MsgFlags::empty()).unwrap_or(0);
-            if got == 0 {
-                w.busy = None;
-                return Err(ReproduceError::Worker(
-                    "a worker process died; start the study again to resume".into(),
-                ));
+            let got = recv(r.sock.as_raw_fd(), &mut buf, MsgFlags::empty()).unwrap_or(0);
+            match buf.first() {
+                Some(b'+') if got > 0 => progress.done(),
+                Some(b'-') if got > 0 => {
+                    let msg = String::from_utf8_lossy(&buf[1..got]).into_owned();
+                    error.get_or_insert(ReproduceError::Worker(msg));
+                }
+                _ => {
+                    error.get_or_insert(ReproduceError::Worker(
+                        "a worker process died before recording its run; start the study again to resume".into(),
+                    ));
+                }
             }
-            if buf[0] != b'+' {
-                w.busy = None;
-                return Err(ReproduceError::Worker(
-                    String::from_utf8_lossy(&buf[1..got]).into_owned(),
-                ));
-            }
-            w.busy = None;
-            progress.done();
+            let _ = nix::sys::wait::waitpid(r.pid, None);
+            *slot = None;
         }
         progress.draw();
     }
 }
 
-fn encode(j: &Job) -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend((j.inst as u32).to_le_bytes());
-    m.extend(j.idx.to_le_bytes());
-    m.extend(j.arm.name().as_bytes());
-    m
+fn unix_now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn decode(m: &[u8]) -> Option<Job> {
-    let inst = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?) as usize;
-    let idx = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?);
-    let arm = Arm::parse(std::str::from_utf8(m.get(8..)?).ok()?)?;
-    Some(Job { inst, arm, idx })
-}
-
-/// Forks a worker. The coordinator has no other threads, so the fork is safe; the worker
-/// opens its own database connection and dies with the coordinator.
-fn spawn(insts: &[Instance], opts: &Options, w: usize, n: usize) -> Result<Worker, ReproduceError> {
+/// Forks the worker for one run. The coordinator has no other threads and no database
+/// connection open, so the fork is safe; the worker closes the other workers' sockets,
+/// opens its own connection, makes the run, reports `+` (or `-` and one line) and exits.
+/// It dies with the coordinator.
+fn spawn(
+    insts: &[Instance],
+    opts: &Options,
+    job: Job,
+    slot: usize,
+    slots: usize,
+    others: &[Option<Running>],
+) -> Result<Running, ReproduceError> {
     let sys = |step: &'static str| {
         move |e: nix::errno::Errno| ReproduceError::Worker(format!("{step}: {e}"))
     };
@@ -292,32 +320,46 @@ fn spawn(insts: &[Instance], opts: &Options, w: usize, n: usize) -> Result<Worke
     )
     .map_err(sys("socketpair"))?;
     let parent = nix::unistd::getpid();
-    // SAFETY: the coordinator is single-threaded here (no sandbox or server thread runs in
-    // it), so the child may run ordinary code; it leaves with _exit, never returning.
+    // SAFETY: the coordinator is single-threaded (no sandbox, server thread or database
+    // connection lives in it), so the child may run ordinary code; it leaves with _exit.
     match unsafe { nix::unistd::fork() }.map_err(sys("fork"))? {
-        nix::unistd::ForkResult::Parent { child } => Ok(Worker {
+        nix::unistd::ForkResult::Parent { child } => Ok(Running {
             pid: child,
             sock: ours,
-            busy: None,
         }),
         nix::unistd::ForkResult::Child => {
-            drop(ours);
             // SAFETY: prctl with constant arguments.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
             if nix::unistd::getppid() != parent {
                 // SAFETY: leaving the child without running destructors.
                 unsafe { libc::_exit(1) };
             }
-            cpu_slice(w, n);
-            worker(insts, opts, theirs);
+            drop(ours);
+            for r in others.iter().flatten() {
+                // SAFETY: closing our inherited copy of another worker's socket; the
+                // OwnedFd in this copy of memory is never used or dropped (we _exit).
+                unsafe { libc::close(r.sock.as_raw_fd()) };
+            }
+            cpu_slice(slot, slots);
+            let reply = |msg: &[u8]| {
+                let _ = send(theirs.as_raw_fd(), msg, MsgFlags::MSG_NOSIGNAL);
+            };
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                worker(&insts[job.inst], job, opts)
+            }));
+            match ran {
+                Ok(Ok(())) => reply(b"+"),
+                Ok(Err(e)) => reply(format!("-{e}").as_bytes()),
+                Err(_) => reply(b"-a worker panicked; start the study again to resume"),
+            }
             // SAFETY: as above.
             unsafe { libc::_exit(0) }
         }
     }
 }
 
-/// Gives worker `w` of `n` its own share of the caller's CPUs, so that concurrent runs do
-/// not contend for one CPU (the shim pins each run to one CPU of its worker's share; a
+/// Gives worker slot `w` of `n` its own share of the caller's CPUs, so that concurrent runs
+/// do not contend for one CPU (the shim pins each run to one CPU of its worker's share; a
 /// host-like run gets the whole share). Best effort: on failure the worker keeps the mask.
 fn cpu_slice(w: usize, n: usize) {
     use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
@@ -343,31 +385,12 @@ fn cpu_slice(w: usize, n: usize) {
     let _ = sched_setaffinity(me, &set);
 }
 
-fn worker(insts: &[Instance], opts: &Options, sock: OwnedFd) {
-    let reply = |msg: &[u8]| {
-        let _ = send(sock.as_raw_fd(), msg, MsgFlags::MSG_NOSIGNAL);
-    };
-    let store = match Store::open(&opts.db, false) {
-        Ok(s) => s,
-        Err(e) => return reply(format!("-{e}").as_bytes()),
-    };
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let got = match recv(sock.as_raw_fd(), &mut buf, MsgFlags::empty()) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        let Some(job) = decode(&buf[..got]).filter(|j| j.inst < insts.len()) else {
-            return reply(b"-a bad job message");
-        };
-        let inst = &insts[job.inst];
-        let done = runner::run(&store, inst, job.arm, job.idx, &opts.conditions)
-            .and_then(|row| store.insert(&row));
-        match done {
-            Ok(()) => reply(b"+"),
-            Err(e) => return reply(format!("-{e}").as_bytes()),
-        }
-    }
+/// One run, recorded.
+fn worker(inst: &Instance, job: Job, opts: &Options) -> Result<(), ReproduceError> {
+    let store = Store::open(&opts.db, false)?;
+    let row = runner::run(&store, inst, job.arm, job.idx, &opts.conditions)?;
+    store.insert(&row)?;
+    Ok(())
 }
 
 /// A one-line progress bar with an ETA on stderr (a terminal only).
@@ -430,28 +453,5 @@ impl Progress {
             self.draw();
             eprintln!();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn job_messages_round_trip() {
-        for arm in [
-            Arm::Shim,
-            Arm::BaselineNoShim,
-            Arm::ShimWithout(Pin::HashSeed),
-        ] {
-            let j = Job {
-                inst: 7,
-                arm,
-                idx: 3,
-            };
-            assert_eq!(decode(&encode(&j)), Some(j));
-        }
-        assert_eq!(decode(b"\x01\0\0\0\0\0\0\0bogus"), None);
-        assert_eq!(decode(b"\x01"), None);
     }
 }

@@ -30,7 +30,7 @@ const DAY: f64 = 86_400.0;
 /// - Fractions are plain numbers in [0, 1] (0.068 means 6.8%), not percentages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Runs per arm the study asked for (`--runs`); runs with `idx >= k` are ignored.
+    /// Runs per arm the study asked for (`--k`); runs with `idx >= k` are ignored.
     pub k: u32,
     /// Instances summarized (entries of the input, duplicates of an id included).
     pub instances_total: u64,
@@ -42,10 +42,18 @@ pub struct Summary {
     /// runs. Omitted when no instance has a no-shim run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_shim: Option<ClassCounts>,
-    /// Classes of the unpatched repositories (`--baseline`). Omitted when no instance has a
-    /// baseline run.
+    /// Classes of the unpatched repositories under the shim's conditions (`--baseline`;
+    /// `baseline_shim` runs). A baseline has no recorded outcome: its T_0 is the instance's
+    /// modal `signature` among its baseline runs of that arm (ties: the lexicographically
+    /// smallest); r_baseline = share of runs with that signature; reproducible if r = 1,
+    /// else flaky; broken only when every run is an infra failure. Omitted when no
+    /// instance has such a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<BaselineCounts>,
+    pub baseline: Option<ClassCounts>,
+    /// The same under the no-shim conditions (`--baseline --compare-shim`;
+    /// `baseline_no_shim` runs). Omitted when no instance has such a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_no_shim: Option<ClassCounts>,
     /// How much of the patches' flakiness the baseline's flakiness explains, per arm.
     /// Omitted when `baseline` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,21 +137,6 @@ impl ClassCounts {
             Class::Broken => self.broken,
         }
     }
-}
-
-/// Classes of the unpatched repositories. A baseline has no recorded outcome: its T_0 is
-/// the instance's modal `signature` among the baseline runs of that arm (ties: the
-/// lexicographically smallest signature); r_baseline = share of runs with that signature;
-/// reproducible if r = 1, else flaky; broken only when every run is an infra failure.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BaselineCounts {
-    /// Baselines under the shim's conditions (`baseline_shim` runs); all zero (rates
-    /// `null`) when only no-shim baselines ran.
-    pub shim: ClassCounts,
-    /// Baselines under the no-shim conditions (`baseline_no_shim` runs). Omitted when no
-    /// instance has such a run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub no_shim: Option<ClassCounts>,
 }
 
 /// Per arm: of the patches flaky in that arm that have a baseline in that arm, the share
@@ -382,12 +375,10 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         any_no_shim.then(|| ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_no_shim)));
 
     let any_baseline = any_baseline_shim || any_baseline_no_shim;
-    let baseline = any_baseline.then(|| BaselineCounts {
-        shim: ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_baseline_shim)),
-        no_shim: any_baseline_no_shim.then(|| {
-            ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_baseline_no_shim))
-        }),
-    });
+    let baseline = any_baseline_shim
+        .then(|| ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_baseline_shim)));
+    let baseline_no_shim = any_baseline_no_shim
+        .then(|| ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_baseline_no_shim)));
     let baseline_explained = any_baseline.then(|| BaselineExplained {
         shim: explained(rows.iter().map(|r| (r.class_shim, r.class_baseline_shim))),
         no_shim: explained(
@@ -432,6 +423,7 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         shim,
         no_shim,
         baseline,
+        baseline_no_shim,
         baseline_explained,
         mcnemar_p: mcnemar.map(|m| m.p),
         mcnemar,
@@ -447,11 +439,22 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
 
 /// r of a patched arm: the share of runs whose `resolved` equals the recorded outcome.
 fn patch_rate(runs: &[&RunResult], recorded: bool) -> Option<f64> {
-    let outcomes: Vec<bool> = runs.iter().map(|r| r.resolved).collect();
+    // An infrastructure failure reproduces nothing, not even a recorded failure: T_i is
+    // taken as the opposite of T_0 for it.
+    let outcomes: Vec<bool> = runs
+        .iter()
+        .map(|r| {
+            if r.infra.is_some() {
+                !recorded
+            } else {
+                r.resolved
+            }
+        })
+        .collect();
     stats::reproduction_rate(&outcomes, recorded)
 }
 
-/// r and class of a baseline arm (see [`BaselineCounts`]).
+/// r and class of a baseline arm (see [`Summary::baseline`]).
 fn baseline_rate(runs: &[&RunResult]) -> Option<(f64, Class)> {
     if runs.is_empty() {
         return None;
@@ -582,6 +585,33 @@ mod tests {
     }
 
     #[test]
+    fn an_infra_failure_reproduces_no_outcome() {
+        let timeout = |idx| RunResult {
+            infra: Some(crate::reproduce::Infra::Timeout),
+            ..run(Arm::Shim, idx, false)
+        };
+        // Recorded unresolved: two genuine failures reproduce it, the timeout does not.
+        let data = vec![inst(
+            "u",
+            false,
+            vec![
+                run(Arm::Shim, 0, false),
+                run(Arm::Shim, 1, false),
+                timeout(2),
+            ],
+        )];
+        let s = summarize(&data, 3);
+        assert!(close(row(&s, "u").r_shim, 2.0 / 3.0));
+        assert_eq!(row(&s, "u").class_shim, Some(Class::Flaky));
+        // Recorded resolved: the timeout is a mismatch too.
+        let data = vec![inst("v", true, vec![timeout(0)])];
+        assert_eq!(
+            row(&summarize(&data, 1), "v").class_shim,
+            Some(Class::Broken)
+        );
+    }
+
+    #[test]
     fn classes_counts_and_rates() {
         let data = vec![
             inst("c", true, runs(Arm::Shim, &[false, false, false])),
@@ -615,6 +645,7 @@ mod tests {
         for absent in [
             "no_shim",
             "baseline",
+            "baseline_no_shim",
             "baseline_explained",
             "mcnemar",
             "drift",
@@ -800,14 +831,10 @@ mod tests {
         };
         // Baseline shim: p1 flaky, p2 reproducible, p4 flaky, p5 broken.
         assert_eq!(
-            (
-                baseline.shim.reproducible,
-                baseline.shim.flaky,
-                baseline.shim.broken
-            ),
+            (baseline.reproducible, baseline.flaky, baseline.broken),
             (1, 2, 1)
         );
-        assert_eq!(baseline.no_shim.map(|c| c.reproducible), Some(1));
+        assert_eq!(s.baseline_no_shim.map(|c| c.reproducible), Some(1));
         // Flaky patches with a shim baseline: p1 (flaky baseline), p2 (not) → 1/2; p3 has no
         // baseline. No no-shim runs: no flaky patch there → null.
         assert_eq!(
@@ -819,7 +846,8 @@ mod tests {
         );
         let v = json(&s);
         assert!(v["baseline_explained"]["no_shim"].is_null());
-        assert_eq!(v["baseline"]["no_shim"]["reproducible"], 1);
+        assert_eq!(v["baseline_no_shim"]["reproducible"], 1);
+        assert_eq!(v["baseline"]["flaky"], 2);
         // Baselines do not change the patch counts.
         assert_eq!(s.shim.flaky, 3);
     }
@@ -1042,6 +1070,7 @@ mod tests {
             "shim",
             "no_shim",
             "baseline",
+            "baseline_no_shim",
             "baseline_explained",
             "mcnemar",
             "mcnemar_p",

@@ -287,7 +287,10 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
     let outcome = super::runner::with_stdio(&log, &log, || crate::sandbox::run(&plan, &mut |_| {}))
         .map_err(|e| sandbox_err(format!("redirect output: {e}")))?
         .map_err(|e| sandbox_err(e.to_string()))?;
-    let methods = std::fs::read_to_string(out.join("applied")).unwrap_or_default();
+    // Written by the sandbox: read without following links or blocking, capped.
+    let methods = super::runner::read_untrusted(&out, "applied")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let method = |name: &str| {
         methods
             .lines()
@@ -295,7 +298,9 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
             .unwrap_or("failed")
             .to_string()
     };
-    let mut log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let mut log = super::runner::read_untrusted(&scratch, "log")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     if outcome.timed_out {
         log.push_str("reprorun: applying the patches timed out\n");
     }
