@@ -65,7 +65,8 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     // Everything is read and checked before the store is created.
     let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
     let insts = input.instances;
-    let _lock = lock(&opts.db)?;
+    let lock = lock(&opts.db)?;
+    let lock_fd = lock.as_raw_fd();
     let start = {
         let store = Store::open(&opts.db, true)?;
         runner::check_work_dir(&store.work_dir())?;
@@ -102,12 +103,13 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         }
     }
     let mut progress = Progress::new(opts.progress);
-    let done = execute(&insts, opts, phase1, start, &mut progress);
+    let done = execute(&insts, opts, phase1, start, lock_fd, &mut progress);
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
-        execute(&insts, opts, phase2, start, &mut progress)?;
+        execute(&insts, opts, phase2, start, lock_fd, &mut progress)?;
     }
     progress.finish();
+    drop(lock);
     done.map(|()| input.without_prediction)
 }
 
@@ -151,8 +153,9 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
     Ok(jobs)
 }
 
-/// One study at a time per database: an exclusive lock on `FILE.lock`, held (by the
-/// coordinator and its workers) until the study ends or is killed.
+/// One study at a time per database: an exclusive lock on `FILE.lock`, held by the
+/// coordinator (workers close their copy, so no sandbox holds it) until the study ends or
+/// is killed. A study that was just killed may take a moment to let go: wait a little.
 fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
     let name = db.file_name().unwrap_or_default().to_string_lossy();
     let path = db.with_file_name(format!("{name}.lock"));
@@ -162,8 +165,13 @@ fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
         .write(true)
         .open(&path)
         .map_err(|e| ReproduceError::Usage(format!("--db: lock {}: {e}", path.display())))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
     // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
         return Err(ReproduceError::Usage(format!(
             "--db {}: another reprorun is running this study; wait for it or stop it",
             db.display()
@@ -192,6 +200,7 @@ fn execute(
     opts: &Options,
     jobs: Vec<Job>,
     start: i64,
+    lock_fd: i32,
     progress: &mut Progress,
 ) -> Result<(), ReproduceError> {
     let mut pending = Vec::new();
@@ -228,7 +237,7 @@ fn execute(
                     break;
                 };
                 let job = pending.remove(pos);
-                match spawn(insts, opts, job, slot, slots, &running) {
+                match spawn(insts, opts, job, (slot, slots), lock_fd, &running) {
                     Ok(r) => running[slot] = Some(r),
                     Err(e) => {
                         error = Some(e);
@@ -305,8 +314,8 @@ fn spawn(
     insts: &[Instance],
     opts: &Options,
     job: Job,
-    slot: usize,
-    slots: usize,
+    (slot, slots): (usize, usize),
+    lock_fd: i32,
     others: &[Option<Running>],
 ) -> Result<Running, ReproduceError> {
     let sys = |step: &'static str| {
@@ -335,6 +344,9 @@ fn spawn(
                 unsafe { libc::_exit(1) };
             }
             drop(ours);
+            // SAFETY: closing our inherited copy of the study lock (the coordinator keeps
+            // its own); never used again here.
+            unsafe { libc::close(lock_fd) };
             for r in others.iter().flatten() {
                 // SAFETY: closing our inherited copy of another worker's socket; the
                 // OwnedFd in this copy of memory is never used or dropped (we _exit).
