@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::common::*;
 
 /// The busybox recipe's OCI layout, built once per test run.
-fn busybox_layout() -> &'static Path {
+pub(crate) fn busybox_layout() -> &'static Path {
     static LAYOUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &LAYOUT
         .get_or_init(|| {

@@ -696,3 +696,51 @@ fn the_example_corpus_shows_the_shim_at_work() {
         .unwrap();
     assert_eq!(clean_b.apply, "model=patch-fuzz test=git-apply");
 }
+
+/// An instance that runs on an image instead of the host's root: the tree is on its
+/// overlay at /work all the same, and the image's own tools run the test command.
+#[test]
+fn instances_run_on_an_image() {
+    let mut f = Fixture::new();
+    let store = f.work.path().join("store");
+    let layout = crate::image::busybox_layout();
+    let out = f
+        .work
+        .cmd(&["image", "import", &layout.display().to_string()])
+        .env("REPRORUN_STORE", &store)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    f.add(
+        "on-busybox",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({
+            "image": "busybox",
+            "FAIL_TO_PASS": [],
+            "PASS_TO_PASS": [],
+            // busybox has no python: the image's own grep proves where it ran.
+            "test_cmd": "grep -q 'a + b' calc.py && test -f tests/test_new.py && ! test -e /usr/bin/python3 && touch written",
+        }),
+    );
+    let s = f.study(&["--k", "2", "--store", &store.display().to_string()]);
+    assert_eq!(
+        instance(&s, "on-busybox")["class_shim"],
+        "reproducible",
+        "{s}"
+    );
+    // Each run wrote into its own overlay, never into the shared tree.
+    let trees = f.path("study.db.work/trees");
+    for e in std::fs::read_dir(&trees).unwrap().flatten() {
+        assert!(!e.path().join("written").exists(), "{}", e.path().display());
+    }
+    // A missing image is refused before anything is written.
+    f.instances[0]["image"] = serde_json::json!("nonesuch");
+    let out = f
+        .cmd(&["--k", "1", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    expect_error(&out, "instance on-busybox: image \"nonesuch\"");
+}

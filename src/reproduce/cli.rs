@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// The test command for instances without test_cmd (run by /bin/sh -c in /work).
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
+    /// Image store for instances with an `image` (env REPRORUN_STORE; default as for
+    /// `reprorun image`).
+    #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
+    pub store: Option<PathBuf>,
     /// The frozen mirror for instances without a mirror field (shim arm).
     #[arg(long, value_name = "DIR")]
     pub mirror: Option<PathBuf>,
@@ -134,6 +138,7 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
     conditions.memory = a.memory;
     conditions.no_shim_mirror = a.no_shim_mirror.clone();
     conditions.no_shim_net = a.no_shim_net;
+    conditions.store = a.store.clone();
     let opts = study::Options {
         instances: a.instances,
         predictions: a.predictions,
@@ -149,6 +154,7 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
             test_cmd: a.test_cmd,
             recorded: a.recorded,
             mirror: a.mirror,
+            store: a.store,
         },
         conditions,
         progress: std::io::stderr().is_terminal(),

@@ -77,6 +77,8 @@ pub struct Defaults {
     pub recorded: Option<PathBuf>,
     /// `--mirror DIR`: for instances without `mirror`.
     pub mirror: Option<PathBuf>,
+    /// `--store DIR`: the image store `image` is looked up in.
+    pub store: Option<PathBuf>,
 }
 
 /// The instances that have a prediction, in instance-id order, and the ids skipped for
@@ -273,6 +275,11 @@ fn instance(
     let rootfs = text("rootfs")?.map(path);
     if image.is_some() && rootfs.is_some() {
         return Err(bad("\"image\" and \"rootfs\" cannot both be set".into()));
+    }
+    if let Some(reference) = &image {
+        crate::image::store::Store::new(defaults.store.clone())
+            .and_then(|store| crate::image::run_root(&store, reference))
+            .map_err(|e| bad(format!("image {reference:?}: {e}")))?;
     }
     if let Some(r) = &rootfs {
         if !r.is_dir() {

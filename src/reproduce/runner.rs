@@ -38,6 +38,8 @@ pub struct Conditions {
     pub no_shim_net: NetMode,
     /// The caller's environment, passed to host-like runs.
     pub host_env: Vec<(String, String)>,
+    /// `--store`: the image store for instances with an `image`.
+    pub store: Option<PathBuf>,
 }
 
 /// Variables of the caller that host-like runs do not take: reprorun's own, the shell's
@@ -119,6 +121,7 @@ impl Conditions {
             seed,
             no_shim_mirror: None,
             no_shim_net: NetMode::None,
+            store: None,
             host_env: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .filter(|(k, _)| host_like(k))
@@ -145,7 +148,8 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        let store = crate::image::store::Store::new(None).map_err(|e| e.to_string())?;
+        let store =
+            crate::image::store::Store::new(cond.store.clone()).map_err(|e| e.to_string())?;
         req.image = Some(crate::image::run_root(&store, reference).map_err(|e| e.to_string())?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);

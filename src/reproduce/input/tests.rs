@@ -237,6 +237,21 @@ fn other_bad_fields() {
             "\"repo_path\": \"repo\", \"mirror\": \"repo\"",
             "has no lock.json",
         ),
+        (
+            "\"repo_path\": \"repo\"",
+            "\"repo_path\": \"repo\", \"image\": \"no-such-image:1\"",
+            "image \"no-such-image:1\"",
+        ),
+        (
+            "\"repo_path\": \"repo\"",
+            "\"repo_path\": \"repo\", \"rootfs\": \"nowhere\"",
+            "is not a directory",
+        ),
+        (
+            "\"repo_path\": \"repo\"",
+            "\"repo_path\": \"repo\", \"rootfs\": \"repo\", \"image\": \"x\"",
+            "cannot both be set",
+        ),
     ] {
         assert!(INST.contains(from), "{from}");
         let e = f
