@@ -72,15 +72,21 @@ pub enum Pin {
     Env,
     /// The frozen dependency mirror (without: the live index).
     Mirror,
+    /// One CPU (without: all the CPUs of the worker's share).
+    Cpus,
+    /// No network but loopback (without: `--no-shim-net`'s network).
+    Network,
 }
 
 impl Pin {
-    pub const ALL: [Pin; 5] = [
+    pub const ALL: [Pin; 7] = [
         Pin::Clock,
         Pin::HashSeed,
         Pin::Random,
         Pin::Env,
         Pin::Mirror,
+        Pin::Cpus,
+        Pin::Network,
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +96,8 @@ impl Pin {
             Pin::Random => "random",
             Pin::Env => "env",
             Pin::Mirror => "mirror",
+            Pin::Cpus => "cpus",
+            Pin::Network => "network",
         }
     }
 
@@ -101,6 +109,8 @@ impl Pin {
             Pin::Random => Mode::Randomness,
             Pin::Env => Mode::Environment,
             Pin::Mirror => Mode::DependencyDrift,
+            Pin::Cpus => Mode::Environment,
+            Pin::Network => Mode::Network,
         }
     }
 }

@@ -195,6 +195,12 @@ pub fn request(
             env.push(("PYTHONHASHSEED".into(), "random".into()));
             env.push(("PERL_PERTURB_KEYS".into(), "RANDOM".into()));
         }
+        if without == Some(Pin::Cpus) {
+            req.cpus = HostFacts::current().ok().map(|h| h.cpus_available);
+        }
+        if without == Some(Pin::Network) {
+            req.net = cond.no_shim_net;
+        }
         if without == Some(Pin::Mirror) {
             mirror = cond.no_shim_mirror.clone();
         }
@@ -566,6 +572,16 @@ mod tests {
         let (_, p) = plan(Arm::ShimWithout(Pin::Random));
         assert_eq!(p.random, RandomMode::Real);
         assert!(p.clock.is_some());
+        let (_, p) = plan(Arm::ShimWithout(Pin::Cpus));
+        assert_eq!(
+            p.identity.cpus,
+            HostFacts::current().unwrap().cpus_available
+        );
+        let (_, p) = plan(Arm::ShimWithout(Pin::Network));
+        assert!(
+            p.has(crate::plan::Namespace::Net),
+            "--no-shim-net none: still no network"
+        );
     }
 
     #[test]

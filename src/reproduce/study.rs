@@ -125,6 +125,8 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
             .collect();
         !rs.is_empty() && rs.iter().all(|x| *x)
     };
+    let cpus = crate::plan::HostFacts::current().map_or(1, |h| h.cpus_available);
+    let cpus_per_worker = cpus / opts.jobs.max(1);
     let mut jobs = Vec::new();
     for idx in 0..opts.pin_runs.min(opts.k) {
         for (i, inst) in insts.iter().enumerate() {
@@ -135,11 +137,18 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
                 continue;
             }
             for pin in Pin::ALL {
-                // Leaving the mirror out changes nothing without one, or without a live
-                // index to replace it.
-                if pin == Pin::Mirror
-                    && (inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none())
-                {
+                // A pin is left out only where leaving it out changes something: the
+                // mirror needs one and a live index to replace it; the CPUs, a worker
+                // share of more than one; the network, `--no-shim-net host`.
+                let same = match pin {
+                    Pin::Mirror => {
+                        inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none()
+                    }
+                    Pin::Cpus => cpus_per_worker <= 1,
+                    Pin::Network => opts.conditions.no_shim_net == crate::plan::NetMode::None,
+                    _ => false,
+                };
+                if same {
                     continue;
                 }
                 jobs.push(Job {
