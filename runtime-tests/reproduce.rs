@@ -173,6 +173,7 @@ fn instance<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
 }
 
 const PLAIN_TEST: &str = "import calc\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n";
+const LISTING_TEST: &str = "import calc, os\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    os.makedirs('made', exist_ok=True)\n    for name in ['b', 'a', 'c']:\n        open(os.path.join('made', name), 'w').close()\n    assert os.listdir('made') == ['a', 'b', 'c']\n";
 const DATED_TEST: &str = "import calc, datetime\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert datetime.date.today().year == 2023\n";
 
 #[test]
@@ -180,11 +181,23 @@ fn shim_makes_a_date_dependent_patch_reproducible_and_names_the_clock() {
     let mut f = Fixture::new();
     f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
     f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    // Files made in the order b, a, c: a listing in name order only with the shim.
+    f.add("listing", FIX, LISTING_TEST, serde_json::json!({}));
     let s = f.study(&["--k", "2", "--compare-shim", "--jobs", "2"]);
     assert_eq!(s["k"], 2);
-    assert_eq!(s["shim"]["reproducible"], 2, "{s}");
+    assert_eq!(s["shim"]["reproducible"], 3, "{s}");
     assert_eq!(s["no_shim"]["reproducible"], 1, "{s}");
-    assert_eq!(s["no_shim"]["broken"], 1, "{s}");
+    assert_eq!(s["no_shim"]["broken"], 2, "{s}");
+    let listing = instance(&s, "listing");
+    assert_eq!(
+        listing["pins"],
+        serde_json::json!(["dir_order"]),
+        "{listing}"
+    );
+    assert_eq!(
+        listing["modes_no_shim"],
+        serde_json::json!(["hash_ordering"])
+    );
     let dated = instance(&s, "dated");
     assert_eq!(dated["r_shim"], 1.0);
     assert_eq!(dated["class_no_shim"], "broken");
@@ -194,8 +207,8 @@ fn shim_makes_a_date_dependent_patch_reproducible_and_names_the_clock() {
         .unwrap()
         .contains(&serde_json::json!("time")));
     assert_eq!(instance(&s, "clean")["class_no_shim"], "reproducible");
-    // One discordant pair (b=1, c=0): p = 1.
-    assert_eq!(s["mcnemar_p"], 1.0);
+    // Two discordant pairs (b=2, c=0): p = 2 × (1/2)² = 0.5.
+    assert_eq!(s["mcnemar_p"], 0.5);
     assert!(s["overhead_median"].is_number(), "{s}");
 
     // Rows: k runs per arm, leave-one-out runs for the dated patch only, JUnit parsed.

@@ -537,6 +537,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         terminal: process.terminal,
         parent_maps,
         intercept: det.enabled,
+        sorted_dirs: true,
     };
     let mut hooks = spec.hooks.clone().unwrap_or_default();
     if !hooks.start_container.is_empty() {

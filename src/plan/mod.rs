@@ -310,6 +310,10 @@ pub struct Plan {
     /// to the supervisor (off only for an OCI container with the determinism layer off).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub intercept: bool,
+    /// Directory listings in name order (off only where a caller asks, e.g. `reprorun
+    /// reproduce` leaving that pin out).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub sorted_dirs: bool,
 }
 
 fn yes() -> bool {
@@ -580,6 +584,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         terminal: false,
         parent_maps: None,
         intercept: true,
+        sorted_dirs: true,
     })
 }
 

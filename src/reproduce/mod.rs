@@ -72,6 +72,8 @@ pub enum Pin {
     Env,
     /// The frozen dependency mirror (without: the live index).
     Mirror,
+    /// Directory listings in name order (without: the filesystem's order).
+    DirOrder,
     /// One CPU (without: all the CPUs of the worker's share).
     Cpus,
     /// No network but loopback (without: `--no-shim-net`'s network).
@@ -79,12 +81,13 @@ pub enum Pin {
 }
 
 impl Pin {
-    pub const ALL: [Pin; 7] = [
+    pub const ALL: [Pin; 8] = [
         Pin::Clock,
         Pin::HashSeed,
         Pin::Random,
         Pin::Env,
         Pin::Mirror,
+        Pin::DirOrder,
         Pin::Cpus,
         Pin::Network,
     ];
@@ -96,6 +99,7 @@ impl Pin {
             Pin::Random => "random",
             Pin::Env => "env",
             Pin::Mirror => "mirror",
+            Pin::DirOrder => "dir_order",
             Pin::Cpus => "cpus",
             Pin::Network => "network",
         }
@@ -109,6 +113,7 @@ impl Pin {
             Pin::Random => Mode::Randomness,
             Pin::Env => Mode::Environment,
             Pin::Mirror => Mode::DependencyDrift,
+            Pin::DirOrder => Mode::HashOrdering,
             Pin::Cpus => Mode::Environment,
             Pin::Network => Mode::Network,
         }

@@ -131,7 +131,8 @@ impl Conditions {
 }
 
 /// The sandbox request for `arm` over `tree`, writing into `out` (bound at [`OUT_DIR`]).
-/// Returns the request and whether the plan must not intercept anything (host-like).
+/// Returns the request and whether the plan must not intercept anything (host-like);
+/// [`finish_plan`] applies what a request cannot say.
 pub fn request(
     inst: &Instance,
     arm: Arm,
@@ -221,6 +222,17 @@ pub fn request(
     env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
     req.env = env;
     Ok((req, host_like))
+}
+
+/// The plan edits a request cannot express: a host-like run intercepts nothing; a run
+/// without the directory-order pin lists directories in the filesystem's order.
+pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
+    if host_like {
+        plan.intercept = false;
+    }
+    if arm == Arm::ShimWithout(Pin::DirOrder) {
+        plan.sorted_dirs = false;
+    }
 }
 
 /// Runs `f` with the process's stdout and stderr on `out` and `err` (stdin on /dev/null),
@@ -336,9 +348,7 @@ pub fn run(
     let (req, host_like) = request(inst, arm, cond, &tree.dir, &out).map_err(&setup)?;
     let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
     let mut plan = crate::plan::resolve(&req, &host).map_err(|e| setup(e.to_string()))?;
-    if host_like {
-        plan.intercept = false;
-    }
+    finish_plan(&mut plan, arm, host_like);
     let clock = Instant::now();
     let result = with_stdio(&stdout, &stderr, || crate::sandbox::run(&plan, &mut |_| {}))
         .map_err(|e| setup(format!("redirect output: {e}")))?;
@@ -522,9 +532,7 @@ mod tests {
         let (req, host_like) = request(&inst(), arm, &cond(), dir.path(), dir.path()).unwrap();
         let host = HostFacts::current().unwrap();
         let mut plan = crate::plan::resolve(&req, &host).unwrap();
-        if host_like {
-            plan.intercept = false;
-        }
+        finish_plan(&mut plan, arm, host_like);
         let env = plan
             .env
             .iter()
@@ -572,6 +580,9 @@ mod tests {
         let (_, p) = plan(Arm::ShimWithout(Pin::Random));
         assert_eq!(p.random, RandomMode::Real);
         assert!(p.clock.is_some());
+        let (_, p) = plan(Arm::ShimWithout(Pin::DirOrder));
+        assert!(!p.sorted_dirs && p.intercept && p.clock.is_some());
+        assert!(plan(Arm::Shim).1.sorted_dirs);
         let (_, p) = plan(Arm::ShimWithout(Pin::Cpus));
         assert_eq!(
             p.identity.cpus,

@@ -43,6 +43,8 @@ pub struct Config {
     pub identity: Identity,
     /// What the sandbox's uptime reads when the workload starts.
     pub uptime_start_secs: i64,
+    /// Directory listings in name order (`getdents` routed here).
+    pub sorted_dirs: bool,
 }
 
 impl Config {
@@ -52,22 +54,27 @@ impl Config {
             seed: (plan.random == entropy::RandomMode::Seeded).then_some(plan.seed),
             identity: plan.identity.clone(),
             uptime_start_secs: plan.uptime_start_secs,
+            sorted_dirs: plan.sorted_dirs,
         }
     }
 
     /// The workload's filter for this configuration.
     pub fn filter(&self) -> Vec<libc::sock_filter> {
-        filter(self.clock.map(|c| c.mode), self.seed.is_some())
+        filter(
+            self.clock.map(|c| c.mode),
+            self.seed.is_some(),
+            self.sorted_dirs,
+        )
     }
 }
 
 /// The seccomp program installed in the workload before its exec. Sent to the server:
-/// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`, `getdents64`, `getdents`;
-/// with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
+/// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`; with sorted listings
+/// `getdents64`, `getdents`; with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
 /// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
 /// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
 /// once. Other architectures' calls are allowed untouched.
-pub fn filter(clock: Option<ClockMode>, seeded: bool) -> Vec<libc::sock_filter> {
+pub fn filter(clock: Option<ClockMode>, seeded: bool, sorted: bool) -> Vec<libc::sock_filter> {
     let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
     let clock = clock.is_some();
     #[cfg(target_arch = "x86_64")]
@@ -100,10 +107,12 @@ pub fn filter(clock: Option<ClockMode>, seeded: bool) -> Vec<libc::sock_filter> 
         libc::SYS_uname,
         libc::SYS_sysinfo,
         libc::SYS_sched_getaffinity,
-        libc::SYS_getdents64,
     ];
-    #[cfg(target_arch = "x86_64")]
-    notified.push(libc::SYS_getdents);
+    if sorted {
+        notified.push(libc::SYS_getdents64);
+        #[cfg(target_arch = "x86_64")]
+        notified.push(libc::SYS_getdents);
+    }
     if seeded {
         notified.push(libc::SYS_getrandom);
     }
@@ -919,20 +928,21 @@ mod tests {
             libc::SYS_uname,
             libc::SYS_sysinfo,
             libc::SYS_sched_getaffinity,
-            libc::SYS_getdents64,
-            libc::SYS_getdents,
         ];
         let cases = [
-            (None, false),
-            (Some(ClockMode::StartAt), true),
-            (Some(ClockMode::Frozen), true),
-            (Some(ClockMode::Tick { step_ns: 1 }), false),
+            (None, false, true),
+            (Some(ClockMode::StartAt), true, true),
+            (Some(ClockMode::Frozen), true, false),
+            (Some(ClockMode::Tick { step_ns: 1 }), false, true),
         ];
-        for (clock, seeded) in cases {
-            let prog = filter(clock, seeded);
+        for (clock, seeded, sorted) in cases {
+            let prog = filter(clock, seeded, sorted);
             let v = |nr: i64, arg0: u64| verdict(&prog, X86_64, nr, arg0);
             for nr in always {
                 assert_eq!(v(nr, 0), NOTIFY, "{nr} with {clock:?}");
+            }
+            for nr in [libc::SYS_getdents64, libc::SYS_getdents] {
+                assert_eq!(v(nr, 0) == NOTIFY, sorted, "{nr}");
             }
             assert_eq!(v(libc::SYS_getrandom, 0) == NOTIFY, seeded);
             for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_clock_nanosleep] {
