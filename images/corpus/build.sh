@@ -65,7 +65,13 @@ while IFS='|' read -r dir date subject; do
   [ -d "$here/project/$dir" ] || die "history.txt names project/$dir, which is missing"
   # Whole files, mode 0644, no byte-code: the tree (and so the hash) is the same everywhere.
   (cd "$here/project/$dir" && find . -type f ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort) |
-    while read -r f; do install -D -m 0644 "$here/project/$dir/$f" "$repo/$f"; done
+    while read -r f; do
+      case $f in
+        # A change to a file an earlier commit made: the diff, applied.
+        *.diff) git -C "$repo" apply --whitespace=nowarn "$here/project/$dir/$f" ;;
+        *) install -D -m 0644 "$here/project/$dir/$f" "$repo/$f" ;;
+      esac
+    done
   git -C "$repo" add -A
   GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$repo" commit -q -m "$subject"
   git -C "$repo" tag "$dir"
