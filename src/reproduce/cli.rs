@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
-use super::{report, study, summary, ReproduceError};
+use super::{report, stats, study, summary, ReproduceError};
 use crate::plan::NetMode;
 
 #[derive(Debug, Args)]
@@ -195,51 +195,43 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
 /// The summary as one JSON object, or as a short table.
 fn print(summary: &summary::Summary, json: bool) -> Result<(), ReproduceError> {
     let mut out = std::io::stdout().lock();
-    let v = serde_json::to_value(summary).unwrap_or_default();
-    let text = if json { format!("{v}\n") } else { table(&v) };
+    let text = if json {
+        let line = serde_json::to_string(summary).map_err(|e| ReproduceError::Print(e.into()))?;
+        format!("{line}\n")
+    } else {
+        table(summary)
+    };
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(ReproduceError::Print)
 }
 
-fn table(v: &serde_json::Value) -> String {
-    let mut s = String::new();
-    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
-    s.push_str("arm          reproducible  flaky  broken\n");
-    for arm in ["shim", "no_shim"] {
-        if let Some(a) = v.get(arm).filter(|a| a.is_object()) {
-            s.push_str(&format!(
+fn table(s: &summary::Summary) -> String {
+    let mut t = String::from("arm          reproducible  flaky  broken\n");
+    for (arm, counts) in [("shim", Some(&s.shim)), ("no_shim", s.no_shim.as_ref())] {
+        if let Some(c) = counts {
+            t.push_str(&format!(
                 "{arm:<12} {:>12}  {:>5}  {:>6}\n",
-                n(&a["reproducible"]),
-                n(&a["flaky"]),
-                n(&a["broken"])
+                c.reproducible, c.flaky, c.broken
             ));
         }
     }
-    let num = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
-    if let Some(p) = num("mcnemar_p") {
-        s.push_str(&format!("McNemar exact p = {p:.4}\n"));
+    if let Some(p) = s.mcnemar_p {
+        t.push_str(&format!("McNemar exact p = {p:.4}\n"));
     }
-    if let Some(o) = num("overhead_median") {
-        s.push_str(&format!("median shim overhead = {:+.1}%\n", o * 100.0));
+    if let Some(o) = s.overhead_median {
+        t.push_str(&format!("median shim overhead = {:+.1}%\n", o * 100.0));
     }
-    if let Some(h) = num("half_life_days") {
-        s.push_str(&format!("dependency-drift half-life = {h:.0} days\n"));
+    if let Some(h) = s.half_life_days {
+        t.push_str(&format!("dependency-drift half-life = {h:.0} days\n"));
     }
-    if let Some(list) = v.get("instances").and_then(|i| i.as_array()) {
-        for i in list {
-            let class = |k: &str| i.get(k).and_then(|c| c.as_str()).unwrap_or("-").to_string();
-            s.push_str(&format!(
-                "  {}: shim {}{}\n",
-                i["instance_id"].as_str().unwrap_or("?"),
-                class("class_shim"),
-                if i.get("class_no_shim").is_some_and(|c| c.is_string()) {
-                    format!(", no shim {}", class("class_no_shim"))
-                } else {
-                    String::new()
-                }
-            ));
+    let name = |c: Option<stats::Class>| c.map_or("-", stats::Class::name);
+    for i in &s.instances {
+        t.push_str(&format!("  {}: shim {}", i.instance_id, name(i.class_shim)));
+        if i.class_no_shim.is_some() {
+            t.push_str(&format!(", no shim {}", name(i.class_no_shim)));
         }
+        t.push('\n');
     }
-    s
+    t
 }

@@ -22,6 +22,13 @@ pub mod tree;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// The host's wall clock, milliseconds since the epoch (run start times, `--stagger`).
+pub(crate) fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// What stops a study or a report; each is one line for the user.
 #[derive(Debug, Error)]
 pub enum ReproduceError {

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::input::Instance;
 use super::outcome::{self, Tests};
@@ -109,7 +109,7 @@ impl Conditions {
             "memory": self.memory,
             "seed": self.seed,
             "no_shim_mirror": self.no_shim_mirror,
-            "no_shim_net": format!("{:?}", self.no_shim_net),
+            "no_shim_net": self.no_shim_net,
         })
         .to_string()
     }
@@ -137,6 +137,7 @@ pub fn request(
     inst: &Instance,
     arm: Arm,
     cond: &Conditions,
+    host: &HostFacts,
     tree: &Path,
     out: &Path,
 ) -> Result<(ExecRequest, bool), String> {
@@ -165,7 +166,7 @@ pub fn request(
         req.random = RandomMode::Real;
         req.pinned_env = false;
         req.net = cond.no_shim_net;
-        req.cpus = HostFacts::current().ok().map(|h| h.cpus_available);
+        req.cpus = Some(host.cpus_available);
         env.extend(cond.host_env.iter().cloned());
         mirror = cond.no_shim_mirror.clone();
     } else {
@@ -197,7 +198,7 @@ pub fn request(
             env.push(("PERL_PERTURB_KEYS".into(), "RANDOM".into()));
         }
         if without == Some(Pin::Cpus) {
-            req.cpus = HostFacts::current().ok().map(|h| h.cpus_available);
+            req.cpus = Some(host.cpus_available);
         }
         if without == Some(Pin::Network) {
             req.net = cond.no_shim_net;
@@ -235,6 +236,22 @@ pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
     }
 }
 
+/// Resolves `req` (with `finish`'s edits) and runs it with its stdout and stderr on the
+/// given files. The outer error: the sandbox could not even be planned; the inner one is
+/// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
+pub fn sandboxed(
+    req: &ExecRequest,
+    host: &HostFacts,
+    finish: impl FnOnce(&mut crate::plan::Plan),
+    stdout: &File,
+    stderr: &File,
+) -> Result<Result<crate::sandbox::Outcome, crate::sandbox::SandboxError>, String> {
+    let mut plan = crate::plan::resolve(req, host).map_err(|e| e.to_string())?;
+    finish(&mut plan);
+    with_stdio(stdout, stderr, || crate::sandbox::run(&plan, &mut |_| {}))
+        .map_err(|e| format!("redirect output: {e}"))
+}
+
 /// Runs `f` with the process's stdout and stderr on `out` and `err` (stdin on /dev/null),
 /// then puts them back. Workers are single-purpose processes, so nothing else writes
 /// meanwhile.
@@ -260,12 +277,6 @@ pub fn with_stdio<T>(out: &File, err: &File, f: impl FnOnce() -> T) -> std::io::
     Ok(value.expect("ran when redirected"))
 }
 
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Makes one run and returns its row (logs already stored). Infra failures are rows too;
 /// only a failure to record anything is an error.
 pub fn run(
@@ -279,7 +290,7 @@ pub fn run(
         id: inst.instance_id.clone(),
         reason,
     };
-    let started_at = now_secs();
+    let started_at = super::unix_now_ms() / 1000;
     let variant = if arm.is_baseline() {
         Variant::Baseline
     } else {
@@ -345,13 +356,17 @@ pub fn run(
     let stdout = File::create(&stdout_path).map_err(io)?;
     let stderr = File::create(&stderr_path).map_err(io)?;
 
-    let (req, host_like) = request(inst, arm, cond, &tree.dir, &out).map_err(&setup)?;
     let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
-    let mut plan = crate::plan::resolve(&req, &host).map_err(|e| setup(e.to_string()))?;
-    finish_plan(&mut plan, arm, host_like);
+    let (req, host_like) = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
     let clock = Instant::now();
-    let result = with_stdio(&stdout, &stderr, || crate::sandbox::run(&plan, &mut |_| {}))
-        .map_err(|e| setup(format!("redirect output: {e}")))?;
+    let result = sandboxed(
+        &req,
+        &host,
+        |plan| finish_plan(plan, arm, host_like),
+        &stdout,
+        &stderr,
+    )
+    .map_err(setup)?;
     let took = clock.elapsed();
     drop((stdout, stderr));
     let out_bytes = read_capped(&scratch, "stdout");
@@ -529,8 +544,9 @@ mod tests {
         crate::plan::Plan,
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let (req, host_like) = request(&inst(), arm, &cond(), dir.path(), dir.path()).unwrap();
         let host = HostFacts::current().unwrap();
+        let (req, host_like) =
+            request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
         let mut plan = crate::plan::resolve(&req, &host).unwrap();
         finish_plan(&mut plan, arm, host_like);
         let env = plan

@@ -109,10 +109,7 @@ CREATE TABLE IF NOT EXISTS runs (
 ";
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::image::digest::hex(&Sha256::digest(bytes))
 }
 
 impl Store {
@@ -502,7 +499,7 @@ impl Store {
 }
 
 /// `FILE.suffix` beside `FILE`.
-fn sibling(db: &Path, suffix: &str) -> PathBuf {
+pub(super) fn sibling(db: &Path, suffix: &str) -> PathBuf {
     let name = db.file_name().unwrap_or_default().to_string_lossy();
     db.with_file_name(format!("{name}.{suffix}"))
 }

@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{recv, send, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
@@ -20,7 +20,7 @@ use nix::sys::socket::{recv, send, socketpair, AddressFamily, MsgFlags, SockFlag
 use super::input::{self, Defaults, Instance};
 use super::runner::{self, Conditions};
 use super::store::Store;
-use super::{Arm, Pin, ReproduceError};
+use super::{unix_now_ms, Arm, Pin, ReproduceError};
 
 /// `reprorun reproduce run`'s options.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         store.register(&insts)?;
         store.check_options(&opts.conditions.fingerprint())?;
         store.set_meta("k", &opts.k.to_string())?;
-        let now = unix_now();
+        let now = unix_now_ms() / 1000;
         let start: i64 = store
             .meta_or_set("started_at", &now.to_string())?
             .parse()
@@ -166,8 +166,7 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
 /// coordinator (workers close their copy, so no sandbox holds it) until the study ends or
 /// is killed. A study that was just killed may take a moment to let go: wait a little.
 fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
-    let name = db.file_name().unwrap_or_default().to_string_lossy();
-    let path = db.with_file_name(format!("{name}.lock"));
+    let path = super::store::sibling(db, "lock");
     let file = std::fs::File::options()
         .create(true)
         .truncate(false)
@@ -187,12 +186,6 @@ fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
         )));
     }
     Ok(file)
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// A worker process making one run, and our end of its socket.
@@ -307,12 +300,6 @@ fn execute(
         }
         progress.draw();
     }
-}
-
-fn unix_now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Forks the worker for one run. The coordinator has no other threads and no database

@@ -10,7 +10,6 @@
 //! --reject` and `patch --batch --fuzz=5 -p1` in turn, from a clean tree each time.
 
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -85,11 +84,7 @@ pub fn key(inst: &Instance, variant: Variant) -> String {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part);
     }
-    h.finalize()
-        .iter()
-        .take(10)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::image::digest::hex(&h.finalize()[..10])
 }
 
 /// The tree for `inst`/`variant` under `dir`, made if missing. Concurrent callers (workers)
@@ -274,7 +269,7 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
         }),
         ExtraMount::Bind(BindSpec {
             src: out.clone(),
-            dest: "/.reprorun/out".into(),
+            dest: super::runner::OUT_DIR.into(),
             readonly: false,
         }),
     ];
@@ -283,9 +278,8 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
         reason,
     };
     let host = HostFacts::current().map_err(|e| sandbox_err(e.to_string()))?;
-    let plan = crate::plan::resolve(&req, &host).map_err(|e| sandbox_err(e.to_string()))?;
-    let outcome = super::runner::with_stdio(&log, &log, || crate::sandbox::run(&plan, &mut |_| {}))
-        .map_err(|e| sandbox_err(format!("redirect output: {e}")))?
+    let outcome = super::runner::sandboxed(&req, &host, |_| {}, &log, &log)
+        .map_err(&sandbox_err)?
         .map_err(|e| sandbox_err(e.to_string()))?;
     // Written by the sandbox: read without following links or blocking, capped.
     let methods = super::runner::read_untrusted(&out, "applied")
@@ -318,6 +312,5 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
         log,
     };
     let _ = std::fs::remove_dir_all(&scratch);
-    let _ = std::io::stderr().flush();
     Ok(applied)
 }
