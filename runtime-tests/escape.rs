@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::escape_host::*;
 
 fn probes() -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes");
@@ -472,6 +473,10 @@ host_side_tests!(
     daemon_survives_timeout => attempt_daemon_survives_timeout,
     symlink_bind_target => attempt_symlink_bind_target,
     host_clock_unchanged => attempt_settime_host,
+    kill_caller_group => attempt_kill_caller_group,
+    change_caller_terminal => attempt_change_caller_terminal,
+    chmod_host_devices => attempt_chmod_host_devices,
+    planted_source_link => attempt_planted_source_link,
 );
 
 #[test]

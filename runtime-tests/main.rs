@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod escape;
+mod escape_host;
 mod exec;
 mod image;
 mod isolation;

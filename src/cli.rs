@@ -151,6 +151,16 @@ pub struct ExecArgs {
     /// Size limit of the sandbox's /tmp (e.g. 256m).
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--tmpfs-size", v))]
     pub tmpfs_size: Option<u64>,
+    /// Hand the caller's terminal to the command as it is. By default the command runs in a
+    /// session of its own and, where standard input, output or error is a terminal, on a
+    /// pseudo-terminal of the sandbox's own that reprorun relays (so nothing inside can change
+    /// or read back the caller's terminal).
+    #[arg(long)]
+    pub share_tty: bool,
+    /// Allow --workdir and --bind sources whose path crosses a symbolic link (by default such
+    /// a source is refused: a link planted by an earlier run must not redirect a mount).
+    #[arg(long)]
+    pub follow_symlinks: bool,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -321,6 +331,8 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
             cpu_milli: args.cpus_quota,
         },
         tmpfs_size: args.tmpfs_size,
+        share_tty: args.share_tty,
+        follow_symlinks: args.follow_symlinks,
         argv: args.command.clone(),
     })
 }

@@ -538,6 +538,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         parent_maps,
         intercept: det.enabled,
         sorted_dirs: true,
+        share_tty: false,
     };
     let mut hooks = spec.hooks.clone().unwrap_or_default();
     if !hooks.start_container.is_empty() {

@@ -70,6 +70,12 @@ pub enum PlanError {
     Workdir(PathBuf),
     #[error("--bind source {0}: no such file or directory")]
     BindSource(PathBuf),
+    #[error("{what} {path}: crosses the symbolic link {link} (a link, perhaps planted by an earlier run, must not redirect a mount); pass the resolved path, or --follow-symlinks")]
+    SymlinkSource {
+        what: &'static str,
+        path: PathBuf,
+        link: PathBuf,
+    },
     #[error("no command given: pass the command after `--`, e.g. `reprorun exec -- python3 -V`")]
     EmptyCommand,
     #[error("{0}")]
@@ -185,6 +191,11 @@ pub struct ExecRequest {
     pub resources: Resources,
     /// `--tmpfs-size`: the size of /tmp.
     pub tmpfs_size: Option<u64>,
+    /// `--share-tty`: the workload gets the caller's terminal descriptors as they are,
+    /// instead of a pseudo-terminal of its own.
+    pub share_tty: bool,
+    /// `--follow-symlinks`: `--workdir` and bind sources may cross symbolic links.
+    pub follow_symlinks: bool,
     pub argv: Vec<String>,
 }
 
@@ -215,6 +226,8 @@ impl ExecRequest {
             rlimits: Vec::new(),
             resources: Resources::default(),
             tmpfs_size: None,
+            share_tty: false,
+            follow_symlinks: false,
             argv,
         }
     }
@@ -314,6 +327,10 @@ pub struct Plan {
     /// reproduce` leaving that pin out).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub sorted_dirs: bool,
+    /// `--share-tty`: standard descriptors that are the caller's terminal reach the workload
+    /// as they are; otherwise they are replaced by a pseudo-terminal of the sandbox's own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub share_tty: bool,
 }
 
 fn yes() -> bool {
@@ -408,6 +425,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     if !workdir.is_dir() {
         return Err(PlanError::Workdir(workdir));
     }
+    let workdir = host_source(workdir, req.follow_symlinks, "--workdir")?;
 
     let mut mounts = vec![MountOp::Tmpfs {
         dest: "/".into(),
@@ -480,6 +498,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
                 if std::fs::symlink_metadata(&src).is_err() {
                     return Err(PlanError::BindSource(src));
                 }
+                let src = host_source(src, req.follow_symlinks, "--bind source")?;
                 MountOp::Bind {
                     src,
                     dest: b.dest.clone(),
@@ -585,7 +604,30 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         parent_maps: None,
         intercept: true,
         sorted_dirs: true,
+        share_tty: req.share_tty,
     })
+}
+
+/// A host path the caller named as a mount source, resolved (the plan, and so the run
+/// record, holds the path actually mounted). Unless `follow`, a path that crosses a symbolic
+/// link is refused, naming the link: a run that may write the directory (an earlier
+/// sandbox's `/work`) could have planted it to turn a later mount into one of a host path.
+fn host_source(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBuf, PlanError> {
+    if !follow {
+        let mut prefix = PathBuf::new();
+        for part in path.components() {
+            prefix.push(part);
+            let is_link = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.is_symlink());
+            if is_link {
+                return Err(PlanError::SymlinkSource {
+                    what,
+                    path,
+                    link: prefix,
+                });
+            }
+        }
+    }
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
 /// Read-only binds of the rootfs's top-level entries into the skeleton root, in name order.

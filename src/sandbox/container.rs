@@ -480,12 +480,7 @@ fn join_and_run(
         Ok(nix::unistd::ForkResult::Child) => {
             let errno = (|| {
                 if let Some(t) = &terminal {
-                    nix::unistd::setsid()?;
-                    // SAFETY: TIOCSCTTY takes an int; the descriptor is a terminal.
-                    Errno::result(unsafe { libc::ioctl(t.as_raw_fd(), libc::TIOCSCTTY, 0) })?;
-                    for fd in 0..3 {
-                        nix::unistd::dup2(t.as_raw_fd(), fd)?;
-                    }
+                    super::tty::take_terminal(t, super::tty::Terminals([true; 3]))?;
                 }
                 nix::unistd::chdir(&p.cwd)?;
                 let pins = super::exec::ProcessPins {
@@ -495,6 +490,7 @@ fn join_and_run(
                     seccomp,
                     user: p.user.as_ref(),
                     oom_score_adj: None,
+                    scoped: false,
                 };
                 let notify = notify_sock.map(|sock| super::exec::Notify {
                     sock,
@@ -541,6 +537,7 @@ pub fn wait_init(init: Pid) -> Result<i32, SandboxError> {
         super::supervisor::Watch {
             reap_all: false,
             sock: None,
+            relay: None,
         },
         &mut msgs,
     )?;

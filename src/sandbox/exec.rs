@@ -32,6 +32,10 @@ pub struct ProcessPins<'a> {
     pub user: Option<&'a crate::plan::ProcessUser>,
     /// OCI `process.oomScoreAdj`.
     pub oom_score_adj: Option<i32>,
+    /// Landlock-scope the workload (signals and abstract sockets stay inside its domain):
+    /// `reprorun exec` runs, not OCI containers (a process `exec`'d into a container later
+    /// would be in a sibling domain and could not signal the container's processes).
+    pub scoped: bool,
 }
 
 impl<'a> ProcessPins<'a> {
@@ -46,6 +50,7 @@ impl<'a> ProcessPins<'a> {
             seccomp,
             user: plan.process_user.as_ref(),
             oom_score_adj: plan.oom_score_adj,
+            scoped: false,
         }
     }
 }
@@ -278,6 +283,13 @@ fn prepare_and_exec(
     sandboxed: bool,
     notify: Option<Notify>,
 ) -> Result<std::convert::Infallible, Errno> {
+    // A session (and process group) of its own: `kill(0, …)` and the terminal's job control
+    // reach only the workload's processes, never the caller's (EPERM: already a session
+    // leader, e.g. on a pty of its own).
+    match nix::unistd::setsid() {
+        Ok(_) | Err(Errno::EPERM) => {}
+        Err(e) => return Err(e),
+    }
     umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
     pin_personality()?;
     pin_cpus(pins.cpus)?;
@@ -300,6 +312,9 @@ fn prepare_and_exec(
     }
     // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
     nix::sys::prctl::set_no_new_privs()?;
+    if pins.scoped {
+        crate::sys::landlock::scope_self()?;
+    }
     if let Some(notify) = notify {
         let listener = crate::sys::seccomp::install_with_listener(notify.filter)?;
         crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)?;

@@ -5,7 +5,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::Signal;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use super::mounts::{build_root, MountError};
 use super::protocol::{post, InitMsg};
+use super::tty::{self, Terminals};
 use super::{exec, notify, signals, vdso};
 use crate::determinism::entropy::{self, Stream};
 use crate::determinism::RandomMode;
@@ -150,6 +151,12 @@ fn run(
 ) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
+    // Out of the caller's session and process group: the supervisor, which stays there,
+    // passes the caller's signals on; nothing in the sandbox can signal the caller's group.
+    nix::unistd::setsid().map_err(|errno| InitError::Terminal {
+        step: "new session",
+        errno,
+    })?;
     let mut fds = [nix::poll::PollFd::new(
         sock.as_fd(),
         nix::poll::PollFlags::empty(),
@@ -205,9 +212,19 @@ fn run(
         false => None,
     };
     let mut pty_slave = None;
+    let ttys = Terminals::of_caller();
+    if lifecycle.is_none() && !plan.share_tty && ttys.any() {
+        // The caller's terminal stays outside: the workload gets a pty of the sandbox's own
+        // devpts, whose master the supervisor relays.
+        let t = |(step, errno)| InitError::Terminal { step, errno };
+        let (master, slave) = tty::open_pty("/dev/ptmx").map_err(t)?;
+        crate::sys::send_fd(sock, &master, tty::MASTER_TAG)
+            .map_err(|e| t(("send the pty master", e)))?;
+        pty_slave = Some((slave, ttys));
+    }
     if let Some(lc) = lifecycle {
         if plan.terminal {
-            pty_slave = Some(open_terminal(lc.console.as_ref())?);
+            pty_slave = Some((open_terminal(lc.console.as_ref())?, Terminals([true; 3])));
             // The caller's stdio is not the container's: an engine waiting for end-of-file
             // on it (containerd's create) must not wait for the container's exit.
             if let Ok(null) = std::fs::OpenOptions::new()
@@ -256,12 +273,15 @@ fn run(
     let spawned = unsafe {
         exec::spawn(
             || match &pty_slave {
-                Some(slave) => take_terminal(slave),
+                Some((slave, on)) => tty::take_terminal(slave, *on),
                 None => Ok(()),
             },
             &plan.argv,
             &plan.env,
-            exec::ProcessPins::from_plan(plan, seccomp),
+            exec::ProcessPins {
+                scoped: lifecycle.is_none(),
+                ..exec::ProcessPins::from_plan(plan, seccomp)
+            },
             true,
             notify,
         )
@@ -346,46 +366,15 @@ fn wait_for_start(fifo: &OwnedFd) -> Result<(), InitError> {
 /// Opens a new pseudo-terminal in the container's devpts and sends its master over the
 /// console socket (SCM_RIGHTS, as runc does); returns the slave for the workload.
 pub(super) fn open_terminal(console: Option<&OwnedFd>) -> Result<OwnedFd, InitError> {
-    use nix::fcntl::OFlag;
-    let t = |step: &'static str| move |errno| InitError::Terminal { step, errno };
+    let t = |(step, errno)| InitError::Terminal { step, errno };
     let console = console.ok_or(InitError::Terminal {
         step: "process.terminal is set but no --console-socket was given",
         errno: Errno::EINVAL,
     })?;
-    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
-        .map_err(t("open /dev/ptmx"))?;
-    nix::pty::grantpt(&master).map_err(t("grantpt"))?;
-    nix::pty::unlockpt(&master).map_err(t("unlockpt"))?;
-    let name = nix::pty::ptsname_r(&master).map_err(t("ptsname"))?;
-    let slave = nix::fcntl::open(
-        name.as_str(),
-        OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(t("open the pty"))?;
-    // SAFETY: open returned a fresh descriptor nothing else owns.
-    let slave = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+    let (master, slave) = tty::open_pty("/dev/ptmx").map_err(t)?;
     // The master itself goes (and is closed here once sent).
-    // SAFETY: into_raw_fd gives up the PtyMaster's ownership of a valid descriptor.
-    let master = unsafe {
-        <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(
-            master,
-        ))
-    };
-    crate::sys::send_fd(console, &master, b'p').map_err(t("send the pty master"))?;
+    crate::sys::send_fd(console, &master, b'p').map_err(|e| t(("send the pty master", e)))?;
     Ok(slave)
-}
-
-/// In the workload before exec: a new session whose controlling terminal is the pty, on
-/// standard input, output and error.
-fn take_terminal(slave: &OwnedFd) -> Result<(), Errno> {
-    nix::unistd::setsid()?;
-    // SAFETY: TIOCSCTTY takes an int argument; the descriptor is a valid terminal.
-    Errno::result(unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSCTTY, 0) })?;
-    for fd in 0..3 {
-        nix::unistd::dup2(slave.as_raw_fd(), fd)?;
-    }
-    Ok(())
 }
 
 /// Keeps the seeded /dev/urandom FIFO full: one stream for the whole sandbox, written in
@@ -521,10 +510,8 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
                     Ok(_) => continue,
                 }
             }
-        } else if signals::should_forward(info.ssi_signo, info.ssi_code) {
-            if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
-                let _ = kill(workload, sig);
-            }
+        } else if signals::should_forward(info.ssi_signo) {
+            signals::pass_to_workload(workload, info.ssi_signo, info.ssi_code);
         }
     }
 }

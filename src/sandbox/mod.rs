@@ -16,6 +16,7 @@ mod pins_only;
 mod protocol;
 mod signals;
 mod supervisor;
+mod tty;
 mod vdso;
 
 use nix::errno::Errno;

@@ -10,7 +10,9 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use thiserror::Error;
 
 use crate::plan::MountOp;
-use crate::sys::{mount_setattr, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::sys::{
+    mount_setattr, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
+};
 
 const NEWROOT: &str = "/newroot";
 const OLDROOT: &str = "/oldroot";
@@ -327,7 +329,6 @@ fn propagate(path: &Path, propagation: Option<u64>, dest: &Path) -> Result<(), M
 
 /// `MOUNT_ATTR_*` (set, clear) for the flag words of a bind.
 fn bind_attrs(words: &[String]) -> (u64, u64) {
-    const NOEXEC: u64 = 0x8;
     const ATIME_MASK: u64 = 0x70;
     const NOATIME: u64 = 0x10;
     const STRICTATIME: u64 = 0x20;
@@ -339,7 +340,7 @@ fn bind_attrs(words: &[String]) -> (u64, u64) {
             "ro" => (MOUNT_ATTR_RDONLY, 0),
             "nosuid" => (MOUNT_ATTR_NOSUID, 0),
             "nodev" => (MOUNT_ATTR_NODEV, 0),
-            "noexec" => (NOEXEC, 0),
+            "noexec" => (MOUNT_ATTR_NOEXEC, 0),
             "nodiratime" => (NODIRATIME, 0),
             "nosymfollow" => (NOSYMFOLLOW, 0),
             "noatime" => (NOATIME, ATIME_MASK),
@@ -404,14 +405,7 @@ fn device(
                 return Err(fail(Errno::EPERM));
             }
             let path = ensure_file(dest)?;
-            mount(
-                Some(&src),
-                &path,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(fail)
+            bind(&src, &path, false, DEVICE_BIND, "device", dest)
         }
         Err(e) => Err(fail(e)),
     }
@@ -419,6 +413,11 @@ fn device(
 
 /// The attributes of every read-only bind reprorun makes.
 const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+/// The attributes of a host device node bound into the sandbox: the mount is read-only, so
+/// nothing inside can `chmod`, `chown` or `touch` the host's node (reads and writes of the
+/// device itself do not write the mount and still work).
+const DEVICE_BIND: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 
 thread_local! {
     /// The host's null device, opened and checked once for every mask.
@@ -481,14 +480,7 @@ fn apply(op: &MountOp) -> Result<(), MountError> {
         }
         MountOp::DevNode { src, dest } => {
             let path = ensure_file(dest)?;
-            mount(
-                Some(&host(src)),
-                &path,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(fail("device", dest))?;
+            bind(&host(src), &path, false, DEVICE_BIND, "device", dest)?;
         }
         MountOp::Proc { dest } => {
             let path = ensure_dir(dest)?;

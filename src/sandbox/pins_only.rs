@@ -25,6 +25,7 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use crate::sys::recv_packet;
 
 use super::supervisor::{watch, Watch};
+use super::tty;
 use super::{exec, notify, signals, vdso, Outcome, SandboxError};
 use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::{ClockPlan, RandomMode};
@@ -104,10 +105,19 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
     };
     let start = Instant::now();
     let cgroup = res.cgroup;
+    // As in a sandbox: the caller's terminal stays outside; a pty of the host's devpts.
+    let ttys = tty::Terminals::of_caller();
+    let pty = match !plan.share_tty && ttys.any() {
+        true => Some(tty::open_pty("/dev/ptmx").map_err(|(s, e)| step(s)(e))?),
+        false => None,
+    };
     let setup = || {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
         if let Some(cg) = cgroup {
             cg.add(Pid::from_raw(0)).map_err(|_| Errno::EPERM)?;
+        }
+        if let Some((_, slave)) = &pty {
+            tty::take_terminal(slave, ttys)?;
         }
         nix::unistd::chdir(&plan.host_workdir)
     };
@@ -115,12 +125,16 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         sock,
         filter: &filter,
     });
-    let pins = exec::ProcessPins::from_plan(plan, res.seccomp);
+    let pins = exec::ProcessPins {
+        scoped: true,
+        ..exec::ProcessPins::from_plan(plan, res.seccomp)
+    };
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).
     let spawned = unsafe { exec::spawn(setup, &plan.argv, &env, pins, false, notify_to) }
         .map_err(step("fork"))?;
     let child = spawned.pid;
     drop(theirs);
+    let relay = pty.map(|(master, _slave)| tty::Relay::new(master, ttys));
     // Started after the fork, so that the fork happened in a single-threaded process.
     let server = match &ours {
         Some(_) => {
@@ -159,6 +173,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
             sock: ours
                 .as_ref()
                 .map(|s| (s, server.as_ref().map(|s| s.listener.clone()))),
+            relay,
         },
         &mut Vec::new(),
     )?;

@@ -1,6 +1,9 @@
 //! Which signals reach the workload, and the mask and disposition changes around `exec`.
 
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{
+    kill, killpg, sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal,
+};
+use nix::unistd::Pid;
 
 /// Signals the supervisor and init pass on to the workload.
 pub const FORWARDED: [Signal; 9] = [
@@ -14,11 +17,6 @@ pub const FORWARDED: [Signal; 9] = [
     Signal::SIGPWR,
     Signal::SIGALRM,
 ];
-
-/// `si_code` of a signal the kernel generated itself, e.g. for a terminal's ^C. Such a signal
-/// already went to the whole foreground process group, the workload included: passing it on
-/// would deliver it twice.
-pub const SI_KERNEL: i32 = 0x80;
 
 /// The forwarded signals plus SIGCHLD: blocked, and read through a signalfd.
 pub fn supervised_set() -> SigSet {
@@ -44,7 +42,66 @@ pub fn reset_for_exec() -> nix::Result<()> {
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
 }
 
-/// Whether a received signal should be passed on (it was sent by a process, not the kernel).
-pub fn should_forward(signo: u32, code: i32) -> bool {
-    signo != Signal::SIGCHLD as u32 && code != SI_KERNEL
+/// Whether a received signal should be passed on: every supervised one but SIGCHLD. The
+/// workload runs in a session of its own, so a terminal's ^C (sent by the kernel to the
+/// caller's foreground process group) reaches it only this way.
+pub fn should_forward(signo: u32) -> bool {
+    signo != Signal::SIGCHLD as u32
+}
+
+/// `si_code` of a signal the kernel generated itself, e.g. for a terminal's ^C.
+const SI_KERNEL: i32 = 0x80;
+/// `si_code` of a signal sent with `rt_sigqueueinfo`: how the supervisor tells init that a
+/// signal came from the caller's terminal.
+const SI_QUEUE: i32 = -1;
+
+/// Where a signal goes: a terminal's signal to the workload's whole process group (as the
+/// terminal would have sent it, e.g. `sh -c 'sleep 9'` and its `sleep` both get ^C), any
+/// other to the workload process alone.
+fn for_group(code: i32) -> bool {
+    code == SI_KERNEL || code == SI_QUEUE
+}
+
+/// In the supervisor: passes signal `signo` (received with `code`) on to `child`. When
+/// `child` is the workload itself (a pins-only run) a terminal's signal goes to its group;
+/// when it is init, it is queued with [`SI_QUEUE`] so init can do the same.
+pub fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool) {
+    let Ok(sig) = Signal::try_from(signo as i32) else {
+        return;
+    };
+    if code != SI_KERNEL {
+        let _ = kill(child, sig);
+    } else if child_is_workload {
+        let _ = killpg(child, sig);
+    } else {
+        // SAFETY: an all-zero siginfo_t is valid; the kernel reads signo, code and the
+        // sender fields it does not check for a negative (user) si_code.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        info.si_signo = signo as i32;
+        info.si_code = SI_QUEUE;
+        // SAFETY: rt_sigqueueinfo reads the siginfo_t we own; a failure only drops the signal.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigqueueinfo,
+                child.as_raw(),
+                signo as libc::c_int,
+                &info as *const libc::siginfo_t,
+            )
+        };
+        if r != 0 {
+            let _ = kill(child, sig);
+        }
+    }
+}
+
+/// In init: passes a signal on to the workload (a session leader: its pid is its group's).
+pub fn pass_to_workload(workload: Pid, signo: u32, code: i32) {
+    let Ok(sig) = Signal::try_from(signo as i32) else {
+        return;
+    };
+    if for_group(code) {
+        let _ = killpg(workload, sig);
+    } else {
+        let _ = kill(workload, sig);
+    }
 }

@@ -12,6 +12,7 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
 use super::protocol::{self, drain, InitMsg};
+use super::tty::{self, Relay};
 use super::vdso::LISTENER_TAG;
 use super::{init, notify, signals, vdso, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
@@ -47,8 +48,10 @@ pub(super) struct Watch<'a> {
     /// Reap every child (pins-only: orphans re-parent to us), not only the watched one.
     pub reap_all: bool,
     /// init's socket: a notification listener arriving on it goes to the server through
-    /// this channel; other messages are collected.
+    /// this channel, a pty master starts the terminal relay; other messages are collected.
     pub sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
+    /// The relay between the caller's terminal and the workload's pty, if it has one already.
+    pub relay: Option<Relay>,
 }
 
 /// Waits for `child` while forwarding signals to it. At the deadline calls
@@ -79,6 +82,7 @@ pub(super) fn watch(
         child
     };
     let mut reap = true; // a SIGCHLD may predate the signalfd
+    let mut relay = how.relay;
     loop {
         if reap {
             reap = false;
@@ -92,6 +96,9 @@ pub(super) fn watch(
                 })?
             {
                 if pid == child && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
+                    if let Some(r) = relay.as_mut() {
+                        r.drain();
+                    }
                     return Ok(Watched {
                         status,
                         usage,
@@ -125,6 +132,13 @@ pub(super) fn watch(
                 }
                 _ => None,
             };
+            let (input, output) = relay.as_ref().map_or((None, None), Relay::sources);
+            let mut at = |fd| {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                fds.len() - 1
+            };
+            let input_at = input.map(&mut at);
+            let output_at = output.map(&mut at);
             match poll(&mut fds, timeout) {
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(e) => {
@@ -135,24 +149,42 @@ pub(super) fn watch(
                 }
             }
             let ready = |i: Option<usize>| i.is_some_and(|i| fds[i].any().unwrap_or(false));
-            if ready(Some(0)) {
+            let (input_ready, output_ready) = (ready(input_at), ready(output_at));
+            let sock_ready = ready(sock_at);
+            let signalled = ready(Some(0));
+            drop(fds);
+            if let Some(r) = relay.as_mut() {
+                if input_ready {
+                    r.pump_input();
+                }
+                if output_ready {
+                    r.pump_output();
+                }
+            }
+            if signalled {
                 while let Ok(Some(info)) = sfd.read_signal() {
                     if info.ssi_signo == Signal::SIGCHLD as u32 {
                         reap = true;
-                    } else if signals::should_forward(info.ssi_signo, info.ssi_code) {
-                        if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
-                            let _ = kill(child, sig);
-                        }
+                    } else if let (Some(r), true) =
+                        (&relay, info.ssi_signo == Signal::SIGWINCH as u32)
+                    {
+                        // The pty follows the caller's terminal and signals the workload.
+                        r.resize();
+                    } else if signals::should_forward(info.ssi_signo) {
+                        signals::pass_on(child, info.ssi_signo, info.ssi_code, how.reap_all);
                     }
                 }
             }
-            ready(sock_at)
+            sock_ready
         };
         if sock_ready {
             match sock.map(recv_packet) {
                 Some(Ok(Some((bytes, fd)))) => match (fd, clock.as_ref()) {
                     (Some(fd), Some(clock)) if bytes == [LISTENER_TAG] => {
                         let _ = clock.send(fd);
+                    }
+                    (Some(fd), _) if bytes == [tty::MASTER_TAG] => {
+                        relay = Some(Relay::new(fd, tty::Terminals::of_caller()));
                     }
                     _ => msgs.extend(protocol::parse(&bytes)),
                 },
@@ -266,6 +298,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         Watch {
             reap_all: false,
             sock: Some((&ours, server.as_ref().map(|s| s.listener.clone()))),
+            relay: None,
         },
         &mut msgs,
     )?;

@@ -8,12 +8,14 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
+pub mod landlock;
 pub mod seccomp;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
 pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
 pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
 pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 #[repr(C)]

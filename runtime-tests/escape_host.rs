@@ -1,0 +1,281 @@
+//! Escape attempts against the caller's side of the box: its process group and terminal, the
+//! host's device nodes, its unix sockets, symbolic links planted for a later run, and what
+//! the sandbox may learn of the host. Each `attempt_*` is listed in `escape.rs`'s
+//! `host_side_tests!`, so the escape summary counts it; each returns `Ok(detail)` when the
+//! attempt was blocked.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// Runs `reprorun exec FLAGS -- CMD` from a shell in a process group of its own (so an escape
+/// kills that shell, never the test runner) and says whether the shell lived on after it.
+fn caller_survives(flags: &[&str], cmd: &[&str]) -> Result<String, String> {
+    let quoted: Vec<String> = flags
+        .iter()
+        .chain(["--"].iter())
+        .chain(cmd)
+        .map(|a| format!("'{a}'"))
+        .collect();
+    let script = format!("{BIN} exec {}; echo caller-survived $?", quoted.join(" "));
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .process_group(0)
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    match out.lines().find(|l| l.starts_with("caller-survived")) {
+        Some(line) => Ok(line.to_string()),
+        None => Err(format!(
+            "the caller's shell was killed ({:?}): {out} {}",
+            o.status,
+            stderr(&o)
+        )),
+    }
+}
+
+/// `kill(0, SIGKILL)` inside: reaches the sandbox's own process group, not the caller's.
+pub(crate) fn attempt_kill_caller_group() -> Result<String, String> {
+    let kill0 = [
+        "python3",
+        "-c",
+        "import os, signal; os.kill(0, signal.SIGKILL)",
+    ];
+    let full = caller_survives(&[], &kill0)?;
+    let pins_only = caller_survives(&["--isolation", "none"], &kill0)?;
+    Ok(format!("full: {full}; pins only: {pins_only}"))
+}
+
+/// A pseudo-terminal standing for the caller's terminal: the test holds the master and
+/// reprorun runs on the slave as its controlling terminal.
+struct CallerTty {
+    master: OwnedFd,
+    slave: OwnedFd,
+}
+
+impl CallerTty {
+    fn new() -> CallerTty {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let ws = libc::winsize {
+            ws_row: 40,
+            ws_col: 80,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads the winsize we own.
+        unsafe { libc::ioctl(pty.slave.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+        CallerTty {
+            master: pty.master,
+            slave: pty.slave,
+        }
+    }
+
+    /// Runs reprorun on the terminal; writes `send` once `when` was printed. Returns the
+    /// output and the exit code.
+    fn run(&self, args: &[&str], when: &str, send: &[u8]) -> (String, Option<i32>) {
+        let io = || Stdio::from(self.slave.try_clone().unwrap());
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).stdin(io()).stdout(io()).stderr(io());
+        // SAFETY: setsid and ioctl are async-signal-safe; the slave is fd 0 by then.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                libc::ioctl(0, libc::TIOCSCTTY, 0);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut out = Vec::new();
+        let mut sent = false;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut fds = [nix::poll::PollFd::new(
+                self.master.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u16));
+            if fds[0].any().unwrap_or(false) {
+                let mut buf = [0u8; 4096];
+                if let Ok(n) = nix::unistd::read(self.master.as_raw_fd(), &mut buf) {
+                    out.extend_from_slice(&buf[..n]);
+                }
+            }
+            if !sent && String::from_utf8_lossy(&out).contains(when) {
+                nix::unistd::write(&self.master, send).unwrap();
+                sent = true;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                return (String::from_utf8_lossy(&out).into_owned(), status.code());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (String::from_utf8_lossy(&out).into_owned(), None);
+            }
+        }
+    }
+
+    fn settings(&self) -> (bool, u16) {
+        let t = nix::sys::termios::tcgetattr(self.slave.as_fd()).unwrap();
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ fills the winsize we own.
+        unsafe { libc::ioctl(self.slave.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) };
+        let echo = t.local_flags.contains(nix::sys::termios::LocalFlags::ECHO);
+        (echo, ws.ws_col)
+    }
+}
+
+/// `stty` inside changes the sandbox's own pty, never the caller's terminal, and the caller's
+/// ^C still reaches the workload (and its children) through the relay.
+pub(crate) fn attempt_change_caller_terminal() -> Result<String, String> {
+    let mut seen = Vec::new();
+    for flags in [&[][..], &["--isolation", "none"][..]] {
+        let tty = CallerTty::new();
+        let before = tty.settings();
+        let mut args = vec!["exec"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&[
+            "--",
+            "sh",
+            "-c",
+            "stty -echo cols 123; echo stty-done; sleep 10; echo not-interrupted",
+        ]);
+        let (out, code) = tty.run(&args, "stty-done", b"\x03");
+        let after = tty.settings();
+        if after != before {
+            return Err(format!(
+                "{flags:?}: the caller's terminal changed: (echo, cols) {before:?} -> {after:?}"
+            ));
+        }
+        if code != Some(130) || out.contains("not-interrupted") {
+            return Err(format!(
+                "{flags:?}: ^C did not stop the workload: {code:?} {out:?}"
+            ));
+        }
+        seen.push(format!("{flags:?}: unchanged, ^C -> {code:?}"));
+    }
+    Ok(seen.join("; "))
+}
+
+/// The host's device nodes bound into the sandbox cannot be changed from inside: `chmod`,
+/// `touch` and `chown` fail (the mount is read-only); the host's modes and times stay.
+pub(crate) fn attempt_chmod_host_devices() -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let nodes = [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/tty",
+        "/dev/urandom",
+    ];
+    let state = || -> Vec<(u32, i64, u32)> {
+        nodes
+            .iter()
+            .map(|n| {
+                let m = std::fs::metadata(n).unwrap();
+                (m.mode(), m.mtime(), m.uid())
+            })
+            .collect()
+    };
+    let before = state();
+    let script = "for n in null zero full tty urandom; do \
+        chmod 000 /dev/$n 2>/dev/null && echo chmod-$n; \
+        touch -d 2001-01-01 /dev/$n 2>/dev/null && echo touch-$n; \
+        chown 1:1 /dev/$n 2>/dev/null && echo chown-$n; done; \
+        echo x > /dev/null && head -c 4 /dev/zero | od -An -tx1 && echo written";
+    let w = Work::new();
+    let o = w.run(&["exec", "--random", "real", "--", "sh", "-c", script]);
+    let after = state();
+    // Undo an escape at once: the host must not keep a broken /dev.
+    for (node, (mode, _, _)) in nodes.iter().zip(&before) {
+        let _ = std::fs::set_permissions(
+            node,
+            std::os::unix::fs::PermissionsExt::from_mode(*mode & 0o7777),
+        );
+    }
+    let out = stdout(&o);
+    if before != after {
+        return Err(format!(
+            "host nodes changed: {before:?} -> {after:?} ({out})"
+        ));
+    }
+    if out.contains("chmod-") || out.contains("touch-") || out.contains("chown-") {
+        return Err(format!("a change went through inside: {out}"));
+    }
+    if !out.contains("00 00 00 00") || !out.contains("written") {
+        return Err(format!("the devices no longer work: {out} {}", stderr(&o)));
+    }
+    Ok("chmod, touch, chown refused; reads and writes work".into())
+}
+
+/// A link planted by one run in its `/work` does not turn a later run's `--workdir` or
+/// `--bind` source into a host path: the source is refused, naming the link; with
+/// `--follow-symlinks` it is followed and the run record names the resolved path.
+pub(crate) fn attempt_planted_source_link() -> Result<String, String> {
+    let w = Work::new();
+    std::fs::create_dir(w.path().join("pw")).unwrap();
+    let plant = w.run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "ln -s ../../../../../../../../etc /work/pw/out && echo planted",
+    ]);
+    if !stdout(&plant).contains("planted") {
+        return Err(format!("could not plant the link: {}", stderr(&plant)));
+    }
+    let probe = "touch /work/reprorun-escape-probe 2>&1; test -e /work/passwd && echo host-etc";
+    let workdir = w.run(&["exec", "--workdir", "pw/out", "--", "sh", "-c", probe]);
+    let bind = format!("{}/pw/out:/mnt", w.path().display());
+    let bound = w.run(&[
+        "exec",
+        "--bind",
+        &bind,
+        "--",
+        "sh",
+        "-c",
+        "ls /mnt | head -3",
+    ]);
+    let _ = std::fs::remove_file("/etc/reprorun-escape-probe");
+    for (what, o) in [("--workdir", &workdir), ("--bind", &bound)] {
+        if o.status.code() != Some(125) || !stderr(o).contains("symbolic link") {
+            return Err(format!(
+                "{what} through the planted link was not refused: {:?} {} {}",
+                o.status.code(),
+                stdout(o),
+                stderr(o)
+            ));
+        }
+    }
+    let record = w.path().join("run.json");
+    let followed = w.run(&[
+        "exec",
+        "--follow-symlinks",
+        "--record",
+        record.to_str().unwrap(),
+        "--workdir",
+        "pw/out",
+        "--",
+        "true",
+    ]);
+    let json = std::fs::read_to_string(&record).unwrap_or_default();
+    if followed.status.code() != Some(0) || !json.contains("\"host_workdir\": \"/etc\"") {
+        return Err(format!(
+            "--follow-symlinks: {:?} {}; record: {}",
+            followed.status.code(),
+            stderr(&followed),
+            json.lines()
+                .filter(|l| l.contains("host_workdir"))
+                .collect::<String>()
+        ));
+    }
+    Ok(stderr(&workdir).trim().to_string())
+}
