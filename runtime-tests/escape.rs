@@ -477,6 +477,8 @@ host_side_tests!(
     change_caller_terminal => attempt_change_caller_terminal,
     chmod_host_devices => attempt_chmod_host_devices,
     planted_source_link => attempt_planted_source_link,
+    host_unix_socket => attempt_host_unix_socket,
+    host_information => attempt_host_information,
 );
 
 #[test]

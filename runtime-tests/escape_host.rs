@@ -222,13 +222,14 @@ pub(crate) fn attempt_chmod_host_devices() -> Result<String, String> {
 pub(crate) fn attempt_planted_source_link() -> Result<String, String> {
     let w = Work::new();
     std::fs::create_dir(w.path().join("pw")).unwrap();
-    let plant = w.run(&[
-        "exec",
-        "--",
-        "sh",
-        "-c",
-        "ln -s ../../../../../../../../etc /work/pw/out && echo planted",
-    ]);
+    // Exactly as many `..` as lead from the host directory to `/`: then the link names the
+    // host's /etc from where the mount is made.
+    let depth = w.path().join("pw").components().count() - 1;
+    let plant = format!(
+        "ln -s {}etc /work/pw/out && echo planted",
+        "../".repeat(depth)
+    );
+    let plant = w.run(&["exec", "--", "sh", "-c", &plant]);
     if !stdout(&plant).contains("planted") {
         return Err(format!("could not plant the link: {}", stderr(&plant)));
     }
@@ -278,4 +279,118 @@ pub(crate) fn attempt_planted_source_link() -> Result<String, String> {
         ));
     }
     Ok(stderr(&workdir).trim().to_string())
+}
+
+/// A host service's unix socket, named on the host root (outside `/run` and `/tmp`), does not
+/// answer the workload (a read-only mount does not stop `connect`); nor, with `--net host`,
+/// does an abstract socket of the host (Landlock's abstract-socket scope, where the kernel
+/// has it).
+pub(crate) fn attempt_host_unix_socket() -> Result<String, String> {
+    use std::os::linux::net::SocketAddrExt;
+    let dir = std::path::PathBuf::from(format!("/var/tmp/reprorun-escape-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("service.sock");
+    let named = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    named.set_nonblocking(true).unwrap();
+    let name = format!("reprorun-escape-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let abstract_ = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    abstract_.set_nonblocking(true).unwrap();
+    let probe = format!(
+        "import socket\n\
+         for a in ({:?}, '\\0{name}'):\n\
+         \x20   s = socket.socket(socket.AF_UNIX)\n\
+         \x20   try:\n\
+         \x20       s.connect(a); print('connected', repr(a))\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', repr(a), e.errno)\n",
+        path.display().to_string()
+    );
+    let w = Work::new();
+    let outs: Vec<String> = [&[][..], &["--net", "host"][..]]
+        .iter()
+        .map(|flags| {
+            let mut args = vec!["exec"];
+            args.extend_from_slice(flags);
+            args.extend_from_slice(&["--", "python3", "-c", &probe]);
+            stdout(&w.run(&args))
+        })
+        .collect();
+    let accepted = named.accept().is_ok() || abstract_.accept().is_ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = outs.join(" | ");
+    if accepted || all.contains("connected") || all.matches("refused").count() != 4 {
+        return Err(format!("a host unix socket answered: {all}"));
+    }
+    Ok(all.replace('\n', "; "))
+}
+
+/// What the sandbox could learn of the host through its own view of /proc and /sys: the
+/// caller's command line (host paths, `--env` secrets) as init's, the host's load, boot time
+/// and pressure, the kernel's physical addresses. Each reads as a pinned value (the same on
+/// every run) or not at all.
+pub(crate) fn attempt_host_information() -> Result<String, String> {
+    let probe = r#"
+import os
+def read(p):
+    try:
+        with open(p, "rb") as f: return f.read()
+    except OSError as e: return ("error %d" % e.errno).encode()
+print("cmdline", read("/proc/1/cmdline"))
+print("loadavg", read("/proc/loadavg"))
+print("btime", [l for l in read("/proc/stat").split(b"\n") if l.startswith(b"btime")])
+print("cpus", [l for l in read("/proc/stat").split(b"\n") if l.startswith(b"cpu")])
+print("pressure", sorted(os.listdir("/proc/pressure")) if os.path.isdir("/proc/pressure") else None)
+print("vmcoreinfo", read("/sys/kernel/vmcoreinfo")[:40])
+"#;
+    let w = Work::new();
+    let run = || {
+        let o = w.run(&[
+            "exec",
+            "--env",
+            "API_TOKEN=s3cr3t-value",
+            "--",
+            "python3",
+            "-c",
+            probe,
+        ]);
+        stdout(&o)
+    };
+    let (first, second) = (run(), run());
+    let line = |key: &str| {
+        first
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut leaks = Vec::new();
+    if first.contains("s3cr3t")
+        || first.contains(BIN)
+        || line("cmdline") != "cmdline b'reprorun-init\\x00'"
+    {
+        leaks.push(line("cmdline"));
+    }
+    if line("loadavg") != "loadavg b'0.00 0.00 0.00 1/1 1\\n'" {
+        leaks.push(line("loadavg"));
+    }
+    if !line("cpus").contains(" 0 0 0 0 0 0 0 0 0 0'") || line("btime") == "btime []" {
+        leaks.push(format!("{} {}", line("cpus"), line("btime")));
+    }
+    if line("pressure") != "pressure []" && line("pressure") != "pressure None" {
+        leaks.push(line("pressure"));
+    }
+    let vmcore = line("vmcoreinfo");
+    if !(vmcore == "vmcoreinfo b''" || vmcore.contains("error")) {
+        leaks.push(vmcore);
+    }
+    if first != second {
+        leaks.push(format!("two runs differ: {first:?} vs {second:?}"));
+    }
+    if leaks.is_empty() {
+        Ok(line("cmdline"))
+    } else {
+        Err(leaks.join("; "))
+    }
 }

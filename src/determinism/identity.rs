@@ -81,11 +81,14 @@ pub fn cpu_list(cpus: u32) -> String {
 
 impl Identity {
     /// The files bound over the host's, as (path inside the sandbox, contents).
-    pub fn files(&self) -> Vec<(&'static str, String)> {
+    pub fn files(&self, boot_epoch: i64) -> Vec<(&'static str, String)> {
         let list = cpu_list(self.cpus);
         vec![
             ("/proc/cpuinfo", self.cpuinfo()),
             ("/proc/meminfo", self.meminfo()),
+            ("/proc/stat", self.stat(boot_epoch)),
+            // An idle machine: the host's load is neither shown nor an input.
+            ("/proc/loadavg", "0.00 0.00 0.00 1/1 1\n".to_string()),
             (
                 "/proc/version",
                 format!(
@@ -127,6 +130,20 @@ address sizes\t: 46 bits physical, 48 bits virtual\npower management:\n\n"
                 out.push_str(&format!("processor\t: {i}\nBogoMIPS\t: 4000.00\n\n"));
             }
         }
+        out
+    }
+
+    /// /proc/stat: `cpus` CPUs with no time counted yet, booted at `boot_epoch` (the host's
+    /// counters and boot time would tell its uptime and load, and differ on every run).
+    fn stat(&self, boot_epoch: i64) -> String {
+        let zeros = "0 0 0 0 0 0 0 0 0 0";
+        let mut out = format!("cpu  {zeros}\n");
+        for i in 0..self.cpus {
+            out.push_str(&format!("cpu{i} {zeros}\n"));
+        }
+        out.push_str(&format!(
+            "intr 0\nctxt 0\nbtime {boot_epoch}\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n"
+        ));
         out
     }
 
@@ -215,7 +232,7 @@ mod tests {
     #[test]
     fn cpu_views_agree() {
         let id = identity(3);
-        let files = id.files();
+        let files = id.files(1_700_000_000);
         let get = |p: &str| files.iter().find(|(f, _)| *f == p).unwrap().1.clone();
         assert_eq!(get("/sys/devices/system/cpu/online"), "0-2\n");
         assert_eq!(cpu_list(1), "0\n");
@@ -224,5 +241,9 @@ mod tests {
         assert_eq!(identity(9).affinity_mask(2), vec![0xff, 1]);
         assert!(get("/proc/meminfo").starts_with("MemTotal:        8388608 kB\n"));
         assert!(get("/proc/version").contains(KERNEL_RELEASE));
+        let stat = get("/proc/stat");
+        assert_eq!(stat.lines().filter(|l| l.starts_with("cpu")).count(), 4);
+        assert!(stat.contains("\nbtime 1700000000\n"));
+        assert!(get("/proc/loadavg").starts_with("0.00 0.00 0.00 "));
     }
 }

@@ -369,7 +369,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
     if det.enabled {
         mounts.extend(
             identity
-                .files()
+                .files(clock.map_or(0, |c| c.epoch - crate::plan::UPTIME_START_SECS))
                 .into_iter()
                 .map(|(dest, contents)| MountOp::File {
                     dest: dest.into(),

@@ -81,6 +81,7 @@ mod tests {
             source_date_epoch: None,
             now: 1_800_000_000,
             cpus_available: 4,
+            unix_sockets: Vec::new(),
         }
     }
 

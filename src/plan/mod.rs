@@ -4,6 +4,7 @@
 
 pub mod image;
 pub mod mounts;
+mod sockets;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,6 +46,8 @@ pub const MASKED: &[&str] = &[
     "/proc/timer_stats",
     "/sys/firmware",
     "/sys/devices/virtual/powercap",
+    "/sys/kernel/vmcoreinfo",
+    "/proc/pressure",
 ];
 /// Paths made read-only (writes there would reach the kernel).
 pub const READONLY: &[&str] = &[
@@ -245,6 +248,9 @@ pub struct HostFacts {
     pub now: i64,
     /// How many CPUs the caller may run on (its affinity mask).
     pub cpus_available: u32,
+    /// The named unix sockets the host has bound (`/proc/net/unix`), covered in a sandbox
+    /// on the host root.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 impl HostFacts {
@@ -259,6 +265,7 @@ impl HostFacts {
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64),
+            unix_sockets: sockets::host_sockets(),
             cpus_available: nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
                 .map(|set| {
                     (0..nix::sched::CpuSet::count())
@@ -450,9 +457,14 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         None => mounts.extend(rootfs_binds(&rootfs, host_root)?),
     }
     mounts.extend(system_mounts(seeded, req.tmpfs_size));
+    let boot_epoch = match req.date {
+        Some(DateChoice::Pinned(epoch)) => epoch,
+        Some(DateChoice::Now) => host.now,
+        None => host.source_date_epoch.unwrap_or(DEFAULT_EPOCH),
+    } - UPTIME_START_SECS;
     mounts.extend(
         identity
-            .files()
+            .files(boot_epoch)
             .into_iter()
             .map(|(dest, contents)| MountOp::File {
                 dest: dest.into(),
@@ -491,6 +503,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             readonly: false,
         }
     });
+    // Host paths the caller gives the sandbox on purpose (bind sources).
+    let mut given = Vec::new();
     for extra in &req.extra_mounts {
         mounts.push(match extra {
             ExtraMount::Bind(b) => {
@@ -499,6 +513,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
                     return Err(PlanError::BindSource(src));
                 }
                 let src = host_source(src, req.follow_symlinks, "--bind source")?;
+                given.push(src.clone());
                 MountOp::Bind {
                     src,
                     dest: b.dest.clone(),
@@ -511,6 +526,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
                 size: None,
             },
         });
+    }
+    if host_root {
+        let given: Vec<&Path> = std::iter::once(workdir.as_path())
+            .chain(given.iter().map(PathBuf::as_path))
+            .collect();
+        let masks = sockets::masks(&host.unix_sockets, PROVIDED, &given);
+        mounts.extend(masks);
     }
     if req.image.is_some() {
         image::writable_etc(&mut mounts);

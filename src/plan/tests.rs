@@ -13,6 +13,7 @@ fn host(cwd: &Path) -> HostFacts {
         source_date_epoch: None,
         now: 1_800_000_000,
         cpus_available: 4,
+        unix_sockets: Vec::new(),
     }
 }
 

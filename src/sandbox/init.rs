@@ -151,6 +151,9 @@ fn run(
 ) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
+    // The sandbox reads /proc/1/cmdline: not the caller's command line (host paths, --env
+    // values).
+    hide_command_line();
     // Out of the caller's session and process group: the supervisor, which stays there,
     // passes the caller's signals on; nothing in the sandbox can signal the caller's group.
     nix::unistd::setsid().map_err(|errno| InitError::Terminal {
@@ -296,6 +299,38 @@ fn run(
     // what it needed from init's root before the workload's exec went through.
     nix::sys::prctl::set_dumpable(false).map_err(InitError::Signals)?;
     Ok(supervise(&sfd, workload, entropy))
+}
+
+/// Overwrites this process's argument area so that `/proc/self/cmdline` reads
+/// `reprorun-init`: the name, a NUL, then spaces to the end of the area (its last byte not
+/// NUL, so the kernel shows only the first string, as for `setproctitle`). Best effort.
+fn hide_command_line() {
+    const NAME: &[u8] = b"reprorun-init\0";
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return;
+    };
+    // Fields from the state (field 3) on, after the command name in parentheses; arg_start
+    // and arg_end are fields 48 and 49.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return;
+    };
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let (Some(&start), Some(&end)) = (fields.get(48 - 4), fields.get(49 - 4)) else {
+        return;
+    };
+    let len = end.saturating_sub(start) as usize;
+    if start == 0 || len < NAME.len() + 1 {
+        return;
+    }
+    // SAFETY: [arg_start, arg_end) is this process's own argument area on its stack, mapped
+    // and writable; nothing in init reads the arguments after this point.
+    let area = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len) };
+    area[..NAME.len()].copy_from_slice(NAME);
+    area[NAME.len()..].fill(b' ');
 }
 
 /// Joins the namespaces of `kinds` the plan names by path (user first, then mount: what the
