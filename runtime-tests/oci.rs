@@ -733,3 +733,43 @@ mod podman {
         assert_ne!(o.status.code(), Some(0));
     }
 }
+
+/// The holes of the escape suite that an OCI container shares with `reprorun exec` stay
+/// closed in a container started by `reprorun run`: its process cannot signal the caller's
+/// process group, cannot change the host's device nodes, and reads init's command line as
+/// `reprorun-init` (not the caller's).
+#[test]
+fn a_container_cannot_reach_the_callers_group_or_the_hosts_devices() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    if !is_root() {
+        return;
+    }
+    let before = std::fs::metadata("/dev/full").unwrap().mode();
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "chmod 000 /dev/full 2>/dev/null; touch /dev/full 2>/dev/null; \
+             cat /proc/1/cmdline; echo; kill -9 0",
+        ],
+        |_| {},
+    );
+    let mut cmd = b.cmd(&["run", "holes"]);
+    cmd.process_group(0);
+    let o = run_to_files(cmd);
+    let after = std::fs::metadata("/dev/full").unwrap().mode();
+    let _ = std::fs::set_permissions("/dev/full", std::fs::Permissions::from_mode(before));
+    assert_eq!(after, before, "the host's /dev/full changed");
+    assert_eq!(
+        o.status.signal(),
+        None,
+        "kill(0) inside the container killed reprorun (the caller's group): {o:?}"
+    );
+    assert_eq!(o.status.code(), Some(137), "{o:?}");
+    assert!(
+        stdout(&o).starts_with("reprorun-init"),
+        "init's command line: {:?}",
+        stdout(&o)
+    );
+}
