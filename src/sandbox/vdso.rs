@@ -479,7 +479,7 @@ fn inject_syscall(
         (args[0], args[1], args[2], args[3], args[4], args[5]);
     let result = ptrace::setregs(pid, regs).and_then(|_| loop {
         ptrace::step(pid, None)?;
-        match waitpid(pid, Some(WaitPidFlag::__WALL))? {
+        match wait_stop(pid)? {
             WaitStatus::Stopped(_, Signal::SIGTRAP) => break Ok(ptrace::getregs(pid)?.rax),
             // A signal stopped it before the step: keep it for later, step again.
             WaitStatus::Stopped(_, sig) => *pending = Some(sig),
@@ -633,6 +633,36 @@ fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::Fi
     Some((file, kind))
 }
 
+/// Stops tracing a seized tracee that may be running (PTRACE_DETACH needs a stopped one):
+/// interrupts it, waits for it to stop and detaches. A signal-delivery stop that comes
+/// first serves as well, and its signal is passed on at the detach. Nothing is left to do
+/// when it died meanwhile.
+fn release(pid: Pid) {
+    if ptrace::interrupt(pid).is_err() {
+        return; // gone (or not ours)
+    }
+    match wait_stop(pid) {
+        Ok(WaitStatus::Stopped(_, sig)) => {
+            let _ = ptrace::detach(pid, sig);
+        }
+        Ok(WaitStatus::PtraceEvent(..) | WaitStatus::PtraceSyscall(_)) => {
+            let _ = ptrace::detach(pid, None);
+        }
+        // Exited or killed meanwhile, or no longer our tracee.
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// The next state change of tracee `pid` (blocking; retried when interrupted).
+fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::__WALL)) {
+            Err(Errno::EINTR) => {}
+            other => return other,
+        }
+    }
+}
+
 /// Handles an exec notification: lets the exec proceed, and when the new program bypasses
 /// libc (static, Go), applies `patch` at the exec stop: its AT_RANDOM bytes, and its clock
 /// (the fake clock in-process, or no vDSO). `respond` lets the exec continue.
@@ -678,8 +708,10 @@ pub(super) fn on_exec(
     }
     // Attached to the right process? (The caller may have died and its pid been reused
     // between the notification and the attach.)
+    // (A signal that interrupts the exec also invalidates its notification: the tracee is
+    // running then, so it must be stopped before it can be detached.)
     if !still_valid() {
-        let _ = ptrace::detach(pid, None);
+        release(pid);
         return;
     }
     respond();
@@ -704,10 +736,7 @@ pub(super) fn on_exec(
                 let mut pending = None;
                 let mut inject = |clock| {
                     ptrace::syscall(p, None).is_ok()
-                        && matches!(
-                            waitpid(p, Some(WaitPidFlag::__WALL)),
-                            Ok(WaitStatus::PtraceSyscall(_))
-                        )
+                        && matches!(wait_stop(p), Ok(WaitStatus::PtraceSyscall(_)))
                         && inject_fake_clock(p, clock, &mut pending).is_ok()
                 };
                 match patch.clock {
@@ -745,12 +774,13 @@ pub(super) fn on_exec(
             Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_micros(20));
             }
-            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_) => return,
+            Err(Errno::EINTR) => {}
+            Ok(WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, ..)) if p == pid => return,
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => {}
+            Err(_) => return,
             Ok(_) => {
                 // The exec failed (or took too long): stop tracing.
-                let _ = ptrace::interrupt(pid);
-                let _ = waitpid(pid, Some(WaitPidFlag::__WALL));
-                let _ = ptrace::detach(pid, None);
+                release(pid);
                 return;
             }
         }
