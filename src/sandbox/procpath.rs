@@ -44,18 +44,39 @@ impl ProcessFs {
     /// An O_PATH descriptor for what `path` names for the process (relative paths from
     /// `start`). Whatever the file's type: nothing is opened for I/O.
     pub(crate) fn find(&self, start: Start, path: &[u8]) -> Option<File> {
+        self.lookup(start, path, true)
+    }
+
+    /// [`ProcessFs::find`] without following a symbolic link in the last component
+    /// (`execveat`'s AT_SYMLINK_NOFOLLOW): such a link is found as itself.
+    pub(crate) fn find_nofollow(&self, start: Start, path: &[u8]) -> Option<File> {
+        self.lookup(start, path, false)
+    }
+
+    fn lookup(&self, start: Start, path: &[u8], follow: bool) -> Option<File> {
         if path.is_empty() {
             return None;
         }
         if is_own_exe(path) {
-            return open_path(&format!("/proc/{}/exe", self.pid), false);
+            // A link itself (the kernel refuses to exec it without following).
+            return follow
+                .then(|| open_path(&format!("/proc/{}/exe", self.pid), false))
+                .flatten();
         }
         let full = if path.first() == Some(&b'/') {
             path.to_vec()
         } else {
             join(&self.start_path(start)?, path)
         };
-        crate::sys::find_in_root(&self.root, Path::new(OsStr::from_bytes(&full))).ok()
+        let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
+        let resolve = crate::sys::RESOLVE_IN_ROOT | crate::sys::RESOLVE_NO_MAGICLINKS;
+        crate::sys::openat2(
+            &self.root,
+            Path::new(OsStr::from_bytes(&full)),
+            flags,
+            resolve,
+        )
+        .ok()
     }
 
     /// An O_PATH descriptor for `start` itself (`execveat` with AT_EMPTY_PATH): the file the
@@ -190,6 +211,14 @@ mod tests {
         assert!(me.find(Start::Cwd, b"/proc/1/root").is_none());
         assert!(me.open_regular(Start::Cwd, b"/proc/self/exe").is_some());
         assert!(me.find(Start::Cwd, b"").is_none());
+        // Without following the last link: the link itself.
+        let link = dir.path().join("sh");
+        std::os::unix::fs::symlink("/bin/sh", &link).unwrap();
+        let link = link.as_os_str().as_bytes();
+        assert!(me.open_regular(Start::Cwd, link).is_some());
+        let itself = me.find_nofollow(Start::Cwd, link).unwrap();
+        assert!(itself.metadata().unwrap().file_type().is_symlink());
+        assert!(me.find_nofollow(Start::Cwd, b"/proc/self/exe").is_none());
         // Relative paths start from the working directory (`..` stays in the root).
         let rel = me.open_regular(Start::Cwd, b"Cargo.toml");
         assert!(rel.is_some(), "the test runs in the package directory");

@@ -559,6 +559,8 @@ fn exec_target(fs: &ProcessFs, pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std
     };
     let probe = if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
         fs.find_start(start)?
+    } else if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
+        fs.find_nofollow(start, &path)? // a link: the exec fails (ELOOP), nothing to patch
     } else {
         fs.find(start, &path)?
     };
