@@ -434,7 +434,7 @@ fn execs_interrupted_by_signals_never_leave_a_process_traced() {
         "--clock",
         "frozen",
         "--timeout",
-        "60s",
+        "30s",
         "--bind",
         &bind,
         "--",
@@ -445,5 +445,5 @@ fn execs_interrupted_by_signals_never_leave_a_process_traced() {
     ]);
     assert_eq!(expect_code(&o, 0), "done 400\n");
     let took = started.elapsed();
-    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}");
 }
