@@ -595,28 +595,30 @@ fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
 
 /// Stops tracing a seized tracee that may be running (PTRACE_DETACH needs a stopped one):
 /// interrupts it, waits for it to stop and detaches. A signal-delivery stop that comes
-/// first serves as well, and its signal is passed on at the detach. Nothing is left to do
-/// when it died meanwhile.
+/// first serves as well, and its signal is passed on at the detach. The stop is awaited from
+/// any tracee of this thread (it has only this one): a thread that completes an exec
+/// meanwhile stops under its leader's pid. Nothing is left to do when it died meanwhile.
 fn release(pid: Pid) {
     if ptrace::interrupt(pid).is_err() {
         return; // gone (or not ours)
     }
-    match wait_stop(pid) {
-        Ok(WaitStatus::Stopped(_, sig)) => {
-            let _ = ptrace::detach(pid, sig);
+    match wait_stop(Pid::from_raw(-1)) {
+        Ok(WaitStatus::Stopped(p, sig)) => {
+            let _ = ptrace::detach(p, sig);
         }
-        Ok(WaitStatus::PtraceEvent(..) | WaitStatus::PtraceSyscall(_)) => {
-            let _ = ptrace::detach(pid, None);
+        Ok(WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p)) => {
+            let _ = ptrace::detach(p, None);
         }
-        // Exited or killed meanwhile, or no longer our tracee.
+        // Exited or killed meanwhile, or no tracee left.
         Ok(_) | Err(_) => {}
     }
 }
 
-/// The next state change of tracee `pid` (blocking; retried when interrupted).
+/// The next state change of tracee `pid` (-1: any tracee of this thread; blocking; retried
+/// when interrupted). __WNOTHREAD keeps the supervisor's own child (init) out of reach.
 fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
     loop {
-        match waitpid(pid, Some(WaitPidFlag::__WALL)) {
+        match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
             Err(Errno::EINTR) => {}
             other => return other,
         }
