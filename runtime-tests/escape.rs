@@ -445,6 +445,126 @@ fn attempt_settime_host() -> Result<String, String> {
     r
 }
 
+/// A host-only program: a copy of a static binary under /root (an empty directory inside the
+/// sandbox), watched with inotify, so that any open or read of it on the host shows.
+struct HostOnly {
+    dir: std::path::PathBuf,
+    file: std::path::PathBuf,
+    inotify: std::os::fd::OwnedFd,
+}
+
+impl HostOnly {
+    fn new(tag: &str) -> HostOnly {
+        use std::os::fd::FromRawFd;
+        // Unique per call: escape_summary runs the attempts again alongside their own tests.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("reprorun-escape-{}-{tag}-{n}", std::process::id());
+        let dir = Path::new("/root").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("prog");
+        std::fs::copy("/bin/busybox", &file).unwrap();
+        // SAFETY: inotify_init1 takes flags only; the result is checked before use.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0, "inotify_init1");
+        // SAFETY: a fresh descriptor that nothing else owns.
+        let inotify = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid inotify descriptor and a NUL-terminated path that outlives the call.
+        let wd =
+            unsafe { libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN | libc::IN_ACCESS) };
+        assert!(wd >= 0, "inotify_add_watch");
+        HostOnly { dir, file, inotify }
+    }
+
+    fn path(&self) -> String {
+        self.file.display().to_string()
+    }
+
+    /// Whether anything opened or read the file since [`HostOnly::new`].
+    fn touched(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into a buffer we own, of the length passed.
+        let n = unsafe { libc::read(self.inotify.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        n > 0
+    }
+}
+
+impl Drop for HostOnly {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `sh -c SCRIPT` in a sandbox whose static programs get the fake clock (so the
+/// supervisor looks at every exec'd program); Err when `host` was opened on the host.
+fn exec_host_only(host: &HostOnly, script: &str) -> Result<String, String> {
+    let w = Work::new();
+    let o = w.run(&[
+        "exec",
+        "--date",
+        "@1700000000",
+        "--clock",
+        "frozen",
+        "--timeout",
+        "30s",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    if o.status.code() == Some(124) {
+        return Err("the run hung".into());
+    }
+    if host.touched() {
+        return Err(format!("the supervisor opened {} on the host", host.path()));
+    }
+    let err = stderr(&o);
+    Ok(format!(
+        "not opened on the host; inside: {}",
+        err.lines().last().unwrap_or("").trim()
+    ))
+}
+
+/// An exec through a relative path (from the working directory, also with `..`) of a link
+/// to a host-only file: looked up inside the sandbox, never on the host.
+fn attempt_exec_link_relative() -> Result<String, String> {
+    let host = HostOnly::new("rel");
+    let script = format!(
+        "ln -s {} /tmp/x && mkdir /tmp/d && cd /tmp && ./x; cd /tmp/d && ../x; /tmp/x; exit 0",
+        host.path()
+    );
+    exec_host_only(&host, &script)
+}
+
+/// An exec of `/proc/self/../../<host-only path>`: the sandbox's /proc, not the host's.
+fn attempt_exec_proc_self_dotdot() -> Result<String, String> {
+    let host = HostOnly::new("procself");
+    let script = format!(
+        "/proc/self/../..{0}; /proc/thread-self/../../..{0}; exit 0",
+        host.path()
+    );
+    exec_host_only(&host, &script)
+}
+
+/// `execveat` of a link to a host-only file relative to a directory descriptor.
+fn attempt_execveat_dirfd_link() -> Result<String, String> {
+    let host = HostOnly::new("dirfd");
+    let script = format!(
+        "ln -s {} /tmp/x && python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(\"/tmp\", os.O_PATH | os.O_DIRECTORY)
+argv = (ctypes.c_char_p * 2)(b\"x\", None)
+libc.syscall(322, fd, b\"x\", argv, None, 0)
+print(\"execveat:\", os.strerror(ctypes.get_errno()))
+'; exit 0",
+        host.path()
+    );
+    exec_host_only(&host, &script)
+}
+
 macro_rules! host_side_tests {
     ($($name:ident => $f:ident),* $(,)?) => {
         $(
@@ -479,6 +599,9 @@ host_side_tests!(
     planted_source_link => attempt_planted_source_link,
     host_unix_socket => attempt_host_unix_socket,
     host_information => attempt_host_information,
+    exec_link_relative => attempt_exec_link_relative,
+    exec_proc_self_dotdot => attempt_exec_proc_self_dotdot,
+    execveat_dirfd_link => attempt_execveat_dirfd_link,
 );
 
 #[test]

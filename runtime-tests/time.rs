@@ -34,6 +34,12 @@ fn probes() -> &'static Probes {
             scratch,
         );
         build_probe(
+            &src.join("exec_signals.c"),
+            &dir.path().join("exec-signals"),
+            &[],
+            scratch,
+        );
+        build_probe(
             &src.join("clock.go"),
             &dir.path().join("clock-go"),
             &[],
@@ -408,4 +414,36 @@ fn the_workload_cannot_turn_the_clock_server_against_the_host() {
         std::fs::read_to_string(w.path().join("victim")).unwrap(),
         "unchanged"
     );
+}
+
+#[test]
+fn execs_interrupted_by_signals_never_leave_a_process_traced() {
+    // 400 children each exec busybox while their parent sends them SIGURG (handled, with
+    // SA_RESTART) every few microseconds: some signals land while the supervisor handles the
+    // exec notification, which invalidates it after the supervisor has attached. The
+    // supervisor must detach cleanly then (it used to leave the child traced, and the child
+    // froze in a tracing stop at its next signal: the run hung until its timeout).
+    let p = probes();
+    let w = Work::new();
+    let bind = format!("{}:/probes:ro", p.dir.path().display());
+    let started = std::time::Instant::now();
+    let o = w.run(&[
+        "exec",
+        "--date",
+        "@1700000000",
+        "--clock",
+        "frozen",
+        "--timeout",
+        "30s",
+        "--bind",
+        &bind,
+        "--",
+        "/probes/exec-signals",
+        "400",
+        "/bin/busybox",
+        "true",
+    ]);
+    assert_eq!(expect_code(&o, 0), "done 400\n");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}");
 }

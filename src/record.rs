@@ -81,12 +81,31 @@ pub struct RecordSink {
 }
 
 impl RecordSink {
+    /// The directory often is the sandbox's /work, so a FIFO left there by an earlier run
+    /// must not block (O_NONBLOCK: no reader, ENXIO), and only a regular file is truncated.
     pub fn open(path: &Path) -> Result<Self, RecordError> {
-        // std opens with O_CLOEXEC.
-        let file = File::create(path).map_err(|source| RecordError::Open {
+        use std::os::unix::fs::OpenOptionsExt;
+        let err = |source| RecordError::Open {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        // std opens with O_CLOEXEC.
+        let file = File::options()
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(err)?;
+        if file.metadata().map_err(err)?.is_file() {
+            file.set_len(0).map_err(err)?;
+        }
+        // Writes block again (a pipe or terminal the caller named takes the whole record).
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+        )
+        .map_err(|e| err(e.into()))?;
         Ok(RecordSink {
             path: path.to_path_buf(),
             file,
@@ -102,5 +121,26 @@ impl RecordSink {
         text.push(b'\n');
         self.file.write_all(&text).map_err(err)?;
         self.file.sync_data().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_never_blocks_and_a_file_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(
+            RecordSink::open(&fifo).is_err(),
+            "no reader: refused, not blocked"
+        );
+        let file = dir.path().join("run.json");
+        std::fs::write(&file, "old content, longer than the new").unwrap();
+        let sink = RecordSink::open(&file).unwrap();
+        drop(sink);
+        assert_eq!(std::fs::read(&file).unwrap(), b"");
     }
 }

@@ -445,27 +445,31 @@ pub fn run(
 pub const LOG_CAP: u64 = 64 << 20;
 
 /// Reads `name` in `dir`, a directory the sandbox could write: only a regular file, never
-/// through a link, never blocking on a FIFO, at most [`LOG_CAP`] bytes.
+/// through a link, never opening a FIFO or device (looked up with O_PATH first), at most
+/// [`LOG_CAP`] bytes.
 pub fn read_untrusted(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    read_untrusted_sized(dir, name).map(|(bytes, _)| bytes)
+}
+
+/// [`read_untrusted`], with the file's full size.
+fn read_untrusted_sized(dir: &Path, name: &str) -> Option<(Vec<u8>, u64)> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = File::options()
+    let probe = File::options()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
         .open(dir.join(name))
         .ok()?;
-    if !file.metadata().ok()?.file_type().is_file() {
-        return None;
-    }
+    let file = crate::sys::reopen_regular(&probe, false).ok()?;
+    let size = file.metadata().ok()?.len();
     let mut bytes = Vec::new();
     file.take(LOG_CAP).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    Some((bytes, size))
 }
 
 /// A log file of ours, at most [`LOG_CAP`] bytes (a note marks the cut).
 fn read_capped(dir: &Path, name: &str) -> Vec<u8> {
-    let mut bytes = read_untrusted(dir, name).unwrap_or_default();
-    let full = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    let (mut bytes, full) = read_untrusted_sized(dir, name).unwrap_or_default();
     if full > LOG_CAP {
         bytes.extend_from_slice(
             format!("\n[reprorun: log cut at {LOG_CAP} of {full} bytes]\n").as_bytes(),
@@ -647,6 +651,19 @@ mod tests {
             "no FIFO blocks"
         );
         assert!(read_untrusted(dir.path(), "absent").is_none());
+        // A device is never opened (opening some has effects: a watchdog starts).
+        std::os::unix::fs::symlink("/dev/null", dir.path().join("dev.xml")).unwrap();
+        assert!(read_untrusted(dir.path(), "dev.xml").is_none());
+        let dev = nix::sys::stat::SFlag::S_IFCHR;
+        let made = nix::sys::stat::mknod(
+            &dir.path().join("null.xml"),
+            dev,
+            nix::sys::stat::Mode::S_IRUSR,
+            nix::sys::stat::makedev(1, 3),
+        );
+        if made.is_ok() {
+            assert!(read_untrusted(dir.path(), "null.xml").is_none());
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod init;
 mod mounts;
 mod notify;
 mod pins_only;
+mod procpath;
 mod protocol;
 mod signals;
 mod supervisor;

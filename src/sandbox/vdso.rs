@@ -16,6 +16,8 @@ use nix::sys::wait::WaitStatus;
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
+use super::procpath::{ProcessFs, Start};
+
 /// Tag byte of the datagram that carries the listener descriptor from the workload.
 pub const LISTENER_TAG: u8 = b'L';
 
@@ -479,7 +481,7 @@ fn inject_syscall(
         (args[0], args[1], args[2], args[3], args[4], args[5]);
     let result = ptrace::setregs(pid, regs).and_then(|_| loop {
         ptrace::step(pid, None)?;
-        match waitpid(pid, Some(WaitPidFlag::__WALL))? {
+        match wait_stop(pid)? {
             WaitStatus::Stopped(_, Signal::SIGTRAP) => break Ok(ptrace::getregs(pid)?.rax),
             // A signal stopped it before the step: keep it for later, step again.
             WaitStatus::Stopped(_, sig) => *pending = Some(sig),
@@ -539,98 +541,88 @@ fn inject_fake_clock(
     Err(Errno::ENOSYS)
 }
 
-/// The file an `execve`/`execveat` notification is about to run, opened as the caller sees
-/// it: absolute paths resolve inside its root (symlinks included), relative ones from its
-/// working directory or `dirfd`.
-fn exec_target(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
-    // Never block on a FIFO or device; only regular files can be programs.
-    let file = exec_target_any(pid, nr, args)?;
-    file.metadata().ok().filter(|m| m.is_file()).map(|_| file)
-}
-
-/// Opens `path` for reading only if it is a regular file: it is looked up with O_PATH first
-/// (which opens no device: a link to `/dev/watchdog` must not start a watchdog), checked,
-/// and only then opened through its descriptor.
-fn open_nonblocking(path: impl AsRef<std::path::Path>) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let probe = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)
-        .ok()?;
-    reopen_regular(&probe)
-}
-
-/// Reopens an O_PATH descriptor for reading if it names a regular file.
-fn reopen_regular(probe: &std::fs::File) -> Option<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    if !probe.metadata().ok()?.is_file() {
-        return None;
-    }
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(format!("/proc/self/fd/{}", probe.as_raw_fd()))
-        .ok()
-}
-
-fn exec_target_any(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
-    let mem = Remote(pid);
+/// The file an `execve`/`execveat` notification is about to run, opened for reading only if
+/// it is a regular file, looked up as the caller sees it (see [`ProcessFs`]): absolute paths
+/// inside its root, relative ones from its working directory or `dirfd` (still inside its
+/// root), AT_EMPTY_PATH the descriptor itself. Never through the host's filesystem.
+fn exec_target(fs: &ProcessFs, pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> {
     let (dirfd, path_ptr, flags) = if nr == libc::SYS_execveat {
         (args[0] as i32, args[1], args[4] as i32)
     } else {
         (libc::AT_FDCWD, args[0], 0)
     };
-    let path = mem.cstr(path_ptr).ok()?;
-    let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&path);
-    if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
-        return open_nonblocking(format!("/proc/{pid}/fd/{dirfd}"));
-    }
-    // The caller's /proc/self is its own entry in the host's /proc (busybox re-execs itself so).
-    for own in ["/proc/self/", "/proc/thread-self/"] {
-        if let Some(rest) = path.as_encoded_bytes().strip_prefix(own.as_bytes()) {
-            let rest = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rest);
-            return open_nonblocking(std::path::Path::new(&format!("/proc/{pid}")).join(rest));
-        }
-    }
-    if path.as_encoded_bytes().first() == Some(&b'/') {
-        let root = std::fs::File::open(format!("/proc/{pid}/root")).ok()?;
-        let probe = crate::sys::find_in_root(&root, std::path::Path::new(path)).ok()?;
-        return reopen_regular(&probe);
-    }
-    let base = if dirfd == libc::AT_FDCWD {
-        format!("/proc/{pid}/cwd")
+    let path = Remote(pid).cstr(path_ptr).ok()?;
+    let start = if dirfd == libc::AT_FDCWD {
+        Start::Cwd
     } else {
-        format!("/proc/{pid}/fd/{dirfd}")
+        Start::Fd(dirfd)
     };
-    // Resolved by the host from the caller's directory: a link out of the sandbox can only
-    // misclassify the program (it then reads the real clock), never block or write.
-    open_nonblocking(std::path::Path::new(&base).join(path))
+    let probe = if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+        fs.find_start(start)?
+    } else if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
+        fs.find_nofollow(start, &path)? // a link: the exec fails (ELOOP), nothing to patch
+    } else {
+        fs.find(start, &path)?
+    };
+    // Only regular files can be programs: no FIFO or device is ever opened.
+    crate::sys::reopen_regular(&probe, false).ok()
 }
 
 /// The program about to be exec'd, if it bypasses libc: the file itself, or the interpreter
-/// of a `#!` script, and its kind.
+/// of a `#!` script (looked up as the kernel does, from the caller's view), and its kind.
 fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::File, ProgramKind)> {
-    let file = exec_target(pid, nr, args)?;
+    let fs = ProcessFs::of(pid)?;
+    let file = exec_target(&fs, pid, nr, args)?;
     let mut head = [0u8; 256];
     let n = file.read_at(&mut head, 0).unwrap_or(0);
     if head[..n].starts_with(b"#!") {
-        let line = &head[2..n];
-        let line = &line[..line.iter().position(|b| *b == b'\n').unwrap_or(line.len())];
-        let interp = line
-            .split(|b| *b == b' ' || *b == b'\t')
-            .find(|w| !w.is_empty());
-        let interp = interp.filter(|i| i.first() == Some(&b'/'))?;
-        let root = std::fs::File::open(format!("/proc/{pid}/root")).ok();
-        let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp);
-        let probe = crate::sys::find_in_root(&root?, std::path::Path::new(target)).ok()?;
-        let interp = reopen_regular(&probe)?;
+        let interp = script_interpreter(&head[..n])?;
+        let interp = fs.open_regular(Start::Cwd, interp)?;
         let kind = program_kind(&interp).filter(|k| k.bypasses_libc())?;
         return Some((interp, kind));
     }
     let kind = program_kind(&file).filter(|k| k.bypasses_libc())?;
     Some((file, kind))
+}
+
+/// The interpreter named by a `#!` line (`head` starts with `#!`).
+fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
+    let line = head.get(2..)?;
+    let line = &line[..line.iter().position(|b| *b == b'\n').unwrap_or(line.len())];
+    line.split(|b| *b == b' ' || *b == b'\t')
+        .find(|w| !w.is_empty())
+}
+
+/// Stops tracing a seized tracee that may be running (PTRACE_DETACH needs a stopped one):
+/// interrupts it, waits for it to stop and detaches. A signal-delivery stop that comes
+/// first serves as well, and its signal is passed on at the detach. The stop is awaited from
+/// any tracee of this thread (it has only this one): a thread that completes an exec
+/// meanwhile stops under its leader's pid. Nothing is left to do when it died meanwhile.
+fn release(pid: Pid) {
+    if ptrace::interrupt(pid).is_err() {
+        return; // gone (or not ours)
+    }
+    match wait_stop(Pid::from_raw(-1)) {
+        Ok(WaitStatus::Stopped(p, sig)) => {
+            let _ = ptrace::detach(p, sig);
+        }
+        Ok(WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p)) => {
+            let _ = ptrace::detach(p, None);
+        }
+        // Exited or killed meanwhile, or no tracee left.
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// The next state change of tracee `pid` (-1: any tracee of this thread; blocking; retried
+/// when interrupted). __WNOTHREAD keeps the supervisor's own child (init) out of reach.
+fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
+            Err(Errno::EINTR) => {}
+            other => return other,
+        }
+    }
 }
 
 /// Handles an exec notification: lets the exec proceed, and when the new program bypasses
@@ -678,8 +670,10 @@ pub(super) fn on_exec(
     }
     // Attached to the right process? (The caller may have died and its pid been reused
     // between the notification and the attach.)
+    // (A signal that interrupts the exec also invalidates its notification: the tracee is
+    // running then, so it must be stopped before it can be detached.)
     if !still_valid() {
-        let _ = ptrace::detach(pid, None);
+        release(pid);
         return;
     }
     respond();
@@ -704,10 +698,7 @@ pub(super) fn on_exec(
                 let mut pending = None;
                 let mut inject = |clock| {
                     ptrace::syscall(p, None).is_ok()
-                        && matches!(
-                            waitpid(p, Some(WaitPidFlag::__WALL)),
-                            Ok(WaitStatus::PtraceSyscall(_))
-                        )
+                        && matches!(wait_stop(p), Ok(WaitStatus::PtraceSyscall(_)))
                         && inject_fake_clock(p, clock, &mut pending).is_ok()
                 };
                 match patch.clock {
@@ -745,12 +736,13 @@ pub(super) fn on_exec(
             Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_micros(20));
             }
-            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_) => return,
+            Err(Errno::EINTR) => {}
+            Ok(WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, ..)) if p == pid => return,
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => {}
+            Err(_) => return,
             Ok(_) => {
                 // The exec failed (or took too long): stop tracing.
-                let _ = ptrace::interrupt(pid);
-                let _ = waitpid(pid, Some(WaitPidFlag::__WALL));
-                let _ = ptrace::detach(pid, None);
+                release(pid);
                 return;
             }
         }
@@ -794,6 +786,22 @@ mod tests {
         assert_eq!(le(&[1, 2, 3], 2, 2), None);
         assert_eq!(name_at(b"ab\0cd", 3), b"cd");
         assert_eq!(name_at(b"ab", 9), b"");
+    }
+
+    #[test]
+    fn script_interpreter_is_the_first_word_of_the_line() {
+        assert_eq!(
+            script_interpreter(b"#!/bin/sh -e\nx"),
+            Some(&b"/bin/sh"[..])
+        );
+        assert_eq!(
+            script_interpreter(b"#! \t/bin/busybox sh"),
+            Some(&b"/bin/busybox"[..])
+        );
+        assert_eq!(script_interpreter(b"#!rel\n"), Some(&b"rel"[..]));
+        assert_eq!(script_interpreter(b"#!\n/bin/sh"), None);
+        assert_eq!(script_interpreter(b"#!"), None);
+        assert_eq!(script_interpreter(b"#"), None);
     }
 
     #[test]

@@ -83,16 +83,28 @@ pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Resu
     Errno::result(ret).map(drop)
 }
 
+/// `RESOLVE_*` bits of `openat2(2)`.
+pub(crate) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub(crate) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub(crate) const RESOLVE_IN_ROOT: u64 = 0x10;
+
 /// Opens `path` (absolute or relative) as seen from the directory `root` taken as the root:
-/// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT). Read-only,
-/// close-on-exec, non-blocking (a FIFO never blocks the caller).
+/// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT), and no
+/// procfs magic link is followed. Regular files only (looked up with O_PATH first, so no
+/// FIFO, device or socket is ever opened). Read-only, close-on-exec, non-blocking.
 pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
     open_in_root_with(root, path, false, false)
 }
 
-/// [`open_in_root`] with O_PATH: finds the file without opening it (no device's open runs).
+/// Finds `path` inside `root` (as [`open_in_root`] resolves it) without opening it: an
+/// O_PATH descriptor, whatever the file's type (no device's open runs).
 pub fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
-    openat2_in_root(root, path, libc::O_PATH, false)
+    openat2(
+        root,
+        path,
+        libc::O_PATH,
+        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    )
 }
 
 /// [`open_in_root`], optionally read-write, and optionally refusing every symbolic link on
@@ -103,15 +115,35 @@ pub fn open_in_root_with(
     write: bool,
     no_symlinks: bool,
 ) -> Result<std::fs::File, Errno> {
-    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
-    openat2_in_root(root, path, access | libc::O_NONBLOCK, no_symlinks)
+    let resolve =
+        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | if no_symlinks { RESOLVE_NO_SYMLINKS } else { 0 };
+    let probe = openat2(root, path, libc::O_PATH, resolve)?;
+    reopen_regular(&probe, write)
 }
 
-fn openat2_in_root(
-    root: &std::fs::File,
+/// Reopens an O_PATH descriptor (through /proc/self/fd) for reading, or reading and
+/// writing, if it names a regular file; EINVAL for any other kind of file.
+pub(crate) fn reopen_regular(probe: &std::fs::File, write: bool) -> Result<std::fs::File, Errno> {
+    let st = nix::sys::stat::fstat(probe.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(Errno::EINVAL);
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", probe.as_raw_fd()))
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+}
+
+/// `openat2(2)`: `path` from the directory `dir` with open `flags` (O_CLOEXEC added) and
+/// `resolve` (`RESOLVE_*` bits).
+pub(crate) fn openat2(
+    dir: &std::fs::File,
     path: &Path,
     flags: libc::c_int,
-    no_symlinks: bool,
+    resolve: u64,
 ) -> Result<std::fs::File, Errno> {
     #[repr(C)]
     struct OpenHow {
@@ -119,22 +151,18 @@ fn openat2_in_root(
         mode: u64,
         resolve: u64,
     }
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const RESOLVE_IN_ROOT: u64 = 0x10;
     let c = cpath(path)?;
-    let resolve = RESOLVE_IN_ROOT | if no_symlinks { RESOLVE_NO_SYMLINKS } else { 0 };
     let how = OpenHow {
         flags: (flags | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve,
     };
-    use std::os::fd::AsRawFd;
     // SAFETY: `c` is NUL-terminated and `how` a valid open_how whose size is passed; both
     // outlive the call.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            root.as_raw_fd(),
+            dir.as_raw_fd(),
             c.as_ptr(),
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
@@ -143,6 +171,30 @@ fn openat2_in_root(
     let fd = Errno::result(fd)? as RawFd;
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
     Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// The mount id of an open file (`statx` STATX_MNT_ID): with st_dev and st_ino, it tells
+/// whether two descriptors name the same directory through the same mount.
+pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
+    const STATX_MNT_ID: u32 = 0x1000;
+    // SAFETY: statx is plain old data; zeroed is a valid value that statx overwrites.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: an empty NUL-terminated path with AT_EMPTY_PATH names the descriptor itself;
+    // `stx` is a valid, exclusively borrowed out-pointer.
+    let ret = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    Errno::result(ret)?;
+    if stx.stx_mask & STATX_MNT_ID == 0 {
+        return Err(Errno::ENOSYS);
+    }
+    Ok(stx.stx_mnt_id)
 }
 
 /// `PTRACE_LISTEN`: lets a seized tracee in group-stop stay stopped while still reporting a
