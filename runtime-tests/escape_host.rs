@@ -394,3 +394,28 @@ print("vmcoreinfo", read("/sys/kernel/vmcoreinfo")[:40])
         Err(leaks.join("; "))
     }
 }
+
+/// A link planted in `/work` as the next run's `--record` file (`run.json -> a host file`)
+/// does not make reprorun, on the host, truncate and write the file it names.
+pub(crate) fn attempt_planted_record_link() -> Result<String, String> {
+    let w = Work::new();
+    let victim = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(victim.path(), "precious host file").unwrap();
+    let plant = format!(
+        "ln -s {} /work/run.json && echo planted",
+        victim.path().display()
+    );
+    let planted = w.run(&["exec", "--", "sh", "-c", &plant]);
+    if !stdout(&planted).contains("planted") {
+        return Err(format!("could not plant: {}", stderr(&planted)));
+    }
+    let o = w.run(&["exec", "--record", "run.json", "--", "true"]);
+    let now = std::fs::read_to_string(victim.path()).unwrap_or_default();
+    if now != "precious host file" {
+        return Err(format!("the host file was overwritten: {now:.80}"));
+    }
+    if o.status.code() != Some(125) || !stderr(&o).contains("symbolic link") {
+        return Err(format!("not refused: {:?} {}", o.status.code(), stderr(&o)));
+    }
+    Ok(stderr(&o).trim().to_string())
+}

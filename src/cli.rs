@@ -362,7 +362,12 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             Err(e) => fail(Error::Print(e)),
         };
     }
-    let sink = match args.record.as_deref().map(RecordSink::open).transpose() {
+    let sink = match args
+        .record
+        .as_deref()
+        .map(|p| RecordSink::open(p, args.follow_symlinks))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => return fail(e.into()),
     };

@@ -23,6 +23,8 @@ pub enum RecordError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("--record {path}: crosses the symbolic link {link} (a link, perhaps planted by an earlier run in /work, must not redirect the record onto another file); pass the resolved path, or --follow-symlinks")]
+    Link { path: PathBuf, link: PathBuf },
     #[error("write run record {path}: {source}")]
     Write {
         path: PathBuf,
@@ -83,12 +85,23 @@ pub struct RecordSink {
 impl RecordSink {
     /// The directory often is the sandbox's /work, so a FIFO left there by an earlier run
     /// must not block (O_NONBLOCK: no reader, ENXIO), and only a regular file is truncated.
-    pub fn open(path: &Path) -> Result<Self, RecordError> {
+    /// A path that crosses a symbolic link is refused unless `follow` (the caller's own
+    /// descriptors, `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, are always allowed).
+    pub fn open(path: &Path, follow: bool) -> Result<Self, RecordError> {
         use std::os::unix::fs::OpenOptionsExt;
         let err = |source| RecordError::Open {
             path: path.to_path_buf(),
             source,
         };
+        let own_fd = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
+            .iter()
+            .any(|p| path.to_string_lossy().starts_with(p));
+        if let Some(link) = crate::sys::first_link(path).filter(|_| !follow && !own_fd) {
+            return Err(RecordError::Link {
+                path: path.to_path_buf(),
+                link,
+            });
+        }
         // std opens with O_CLOEXEC.
         let file = File::options()
             .write(true)
@@ -134,13 +147,33 @@ mod tests {
         let fifo = dir.path().join("fifo.json");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(
-            RecordSink::open(&fifo).is_err(),
+            RecordSink::open(&fifo, false).is_err(),
             "no reader: refused, not blocked"
         );
         let file = dir.path().join("run.json");
         std::fs::write(&file, "old content, longer than the new").unwrap();
-        let sink = RecordSink::open(&file).unwrap();
+        let sink = RecordSink::open(&file, false).unwrap();
         drop(sink);
         assert_eq!(std::fs::read(&file).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_planted_link_is_refused_unless_followed_and_own_descriptors_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let link = dir.path().join("run.json");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(matches!(
+            RecordSink::open(&link, false),
+            Err(RecordError::Link { .. })
+        ));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // A link among the directories too.
+        let sub = dir.path().join("sub");
+        std::os::unix::fs::symlink(dir.path(), &sub).unwrap();
+        assert!(RecordSink::open(&sub.join("new.json"), false).is_err());
+        assert!(RecordSink::open(&link, true).is_ok(), "--follow-symlinks");
+        assert!(RecordSink::open(Path::new("/dev/stderr"), false).is_ok());
     }
 }

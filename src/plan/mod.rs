@@ -635,19 +635,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
 /// link is refused, naming the link: a run that may write the directory (an earlier
 /// sandbox's `/work`) could have planted it to turn a later mount into one of a host path.
 fn host_source(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBuf, PlanError> {
-    if !follow {
-        let mut prefix = PathBuf::new();
-        for part in path.components() {
-            prefix.push(part);
-            let is_link = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.is_symlink());
-            if is_link {
-                return Err(PlanError::SymlinkSource {
-                    what,
-                    path,
-                    link: prefix,
-                });
-            }
-        }
+    if let Some(link) = crate::sys::first_link(&path).filter(|_| !follow) {
+        return Err(PlanError::SymlinkSource { what, path, link });
     }
     Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }

@@ -197,6 +197,19 @@ pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
     Ok(stx.stx_mnt_id)
 }
 
+/// The first component of `path` (as given: relative ones from the current directory) that
+/// is a symbolic link, if any.
+pub fn first_link(path: &Path) -> Option<std::path::PathBuf> {
+    let mut prefix = std::path::PathBuf::new();
+    for part in path.components() {
+        prefix.push(part);
+        if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.is_symlink()) {
+            return Some(prefix);
+        }
+    }
+    None
+}
+
 /// `PTRACE_LISTEN`: lets a seized tracee in group-stop stay stopped while still reporting a
 /// later SIGCONT (nix has no wrapper for it).
 pub fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
