@@ -6,10 +6,8 @@ use thiserror::Error;
 
 use super::date::{parse_date, DateError};
 
-/// The clock page layout version (must match src/reprotime).
-pub const PAGE_VERSION: u32 = 1;
-pub const PAGE_MAGIC: u64 = u64::from_le_bytes(*b"REPROTIM");
-pub const PAGE_SIZE: usize = 4096;
+use super::page;
+pub use super::page::SIZE as PAGE_SIZE;
 /// Where the page and the preload library live inside the sandbox.
 pub const RUN_DIR: &str = "/run/reprorun";
 pub const PAGE_PATH: &str = "/run/reprorun/clock";
@@ -43,9 +41,9 @@ pub enum ClockMode {
 impl ClockMode {
     fn code(self) -> u32 {
         match self {
-            ClockMode::StartAt => 1,
-            ClockMode::Frozen => 2,
-            ClockMode::Tick { .. } => 3,
+            ClockMode::StartAt => page::MODE_START_AT,
+            ClockMode::Frozen => page::MODE_FROZEN,
+            ClockMode::Tick { .. } => page::MODE_TICK,
         }
     }
 }
@@ -90,33 +88,30 @@ pub struct ClockPlan {
     pub mode: ClockMode,
 }
 
-/// Flag at page offset 40: AT_RANDOM is seeded (the seed is at offset 48).
-pub const PAGE_FLAG_SEEDED: u32 = 1;
-
 /// The runtime page every time path and the preload library read: the clock (`None`: real
 /// time, nothing faked) started at real time `real_now_ns` (CLOCK_REALTIME), and the entropy
 /// seed (`None`: real entropy).
 pub fn runtime_page(clock: Option<ClockPlan>, seed: Option<u64>, real_now_ns: i64) -> Vec<u8> {
     let mut page = vec![0u8; PAGE_SIZE];
     let mut put = |at: usize, bytes: &[u8]| page[at..at + bytes.len()].copy_from_slice(bytes);
-    put(0, &PAGE_MAGIC.to_le_bytes());
-    put(8, &PAGE_VERSION.to_le_bytes());
+    put(0, &page::MAGIC.to_le_bytes());
+    put(page::AT_VERSION, &page::VERSION.to_le_bytes());
     if let Some(clock) = clock {
         let epoch_ns = clock.epoch.saturating_mul(1_000_000_000);
         let step = match clock.mode {
             ClockMode::Tick { step_ns } => step_ns as i64,
             _ => 0,
         };
-        put(12, &clock.mode.code().to_le_bytes());
-        put(16, &(epoch_ns - real_now_ns).to_le_bytes());
-        put(24, &epoch_ns.to_le_bytes());
-        put(32, &step.to_le_bytes());
+        put(page::AT_MODE, &clock.mode.code().to_le_bytes());
+        put(page::AT_OFFSET, &(epoch_ns - real_now_ns).to_le_bytes());
+        put(page::AT_EPOCH, &epoch_ns.to_le_bytes());
+        put(page::AT_STEP, &step.to_le_bytes());
     }
     if let Some(seed) = seed {
-        put(40, &PAGE_FLAG_SEEDED.to_le_bytes());
-        put(48, &seed.to_le_bytes());
+        put(page::AT_FLAGS, &page::FLAG_SEEDED.to_le_bytes());
+        put(page::AT_SEED, &seed.to_le_bytes());
     }
-    // 56..64 reserved; 64..72 the tick counter, zero.
+    // The tick counter (page::AT_TICKS) starts at zero.
     page
 }
 

@@ -8,6 +8,7 @@ pub mod entropy;
 pub mod env;
 pub mod identity;
 pub mod mix;
+pub mod page;
 
 pub use clock::{ClockMode, ClockPlan, DateChoice};
 pub use date::{parse_date, DateError, DEFAULT_EPOCH};

@@ -17,7 +17,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use core::ffi::{c_char, c_int, c_void};
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
 
@@ -27,31 +27,14 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { libc::abort() }
 }
 
-/// Layout of the clock page (shared with reprorun's `determinism::clock`; keep in step).
-#[repr(C)]
-struct Page {
-    magic: u64,
-    version: u32,
-    mode: u32,
-    /// fake = real + offset (start-at); also the shift applied to file timestamps.
-    offset_ns: i64,
-    /// The pinned date (frozen, tick).
-    epoch_ns: i64,
-    step_ns: i64,
-    /// Bit 0: AT_RANDOM is seeded with `seed`.
-    flags: u32,
-    _pad: u32,
-    seed: u64,
-    _reserved: u64,
-    /// Reads so far (tick), on its own cache line.
-    ticks: AtomicU64,
-}
+/// The clock page's layout, one type shared with the runtime (`src/determinism/page.rs`).
+#[path = "../../determinism/page.rs"]
+#[allow(dead_code)]
+mod shared_page;
+use shared_page::{
+    ClockPage as Page, FLAG_SEEDED, MAGIC, MODE_FROZEN, MODE_START_AT, MODE_TICK, VERSION,
+};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"REPROTIM");
-const VERSION: u32 = 1;
-const MODE_START_AT: u32 = 1;
-const MODE_FROZEN: u32 = 2;
-const MODE_TICK: u32 = 3;
 const PAGE_PATH: &[u8] = b"/run/reprorun/clock\0";
 const NS: i64 = 1_000_000_000;
 const ZERO_TIMESPECS: [timespec; 2] = [timespec {
@@ -134,7 +117,6 @@ extern "C" fn constructor() {
 #[path = "../../determinism/mix.rs"]
 mod mix;
 
-const FLAG_SEEDED: u32 = 1;
 const AT_RANDOM: libc::c_ulong = 25;
 
 /// With seeded entropy, the 16 bytes AT_RANDOM points to become the seeded ones (libc has

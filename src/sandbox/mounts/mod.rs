@@ -1,0 +1,278 @@
+//! Performs a plan's mount operations inside the new mount namespace, bubblewrap-style: pivot
+//! into a private staging tmpfs (old root at /oldroot), build the new root at /newroot from
+//! the ordered operations, then pivot into it and detach everything else.
+//!
+//! The operations are carried out by a [`Builder`] over a [`Syscall`] layer and a [`Layout`]
+//! of where the staging root and the host's root are, so that unit tests (`tests.rs`) run
+//! them as an ordinary user under a temporary directory with a recording fake.
+
+mod apply;
+mod syscall;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{MntFlags, MsFlags};
+use thiserror::Error;
+
+use crate::plan::MountOp;
+use syscall::{Host, Syscall};
+
+/// Host directories one of which hosts the staging tmpfs (inside our mount namespace only).
+const STAGING_CANDIDATES: &[&str] = &["/tmp", "/run", "/mnt", "/var/tmp"];
+
+#[derive(Debug, Error)]
+pub enum MountError {
+    #[error("make mounts private: {0}")]
+    Private(Errno),
+    #[error("staging tmpfs: no usable directory among /tmp, /run, /mnt, /var/tmp")]
+    NoStaging,
+    #[error("staging tmpfs on {0}: {1}")]
+    Staging(String, Errno),
+    #[error("pivot_root: {0}")]
+    Pivot(Errno),
+    #[error("mount {kind} on {dest}: {errno}")]
+    Op {
+        kind: &'static str,
+        dest: PathBuf,
+        errno: Errno,
+    },
+    #[error("mount point {dest}: {errno}; its parent directory is read-only or missing — choose a target under /work, /tmp or an existing directory")]
+    Target { dest: PathBuf, errno: Errno },
+    #[error("mount target {dest}: {link} is a symbolic link, and links are not followed in mount targets — use the path it points to")]
+    Link { dest: PathBuf, link: PathBuf },
+    #[error("detach old root: {0}")]
+    Detach(Errno),
+}
+
+impl MountError {
+    pub fn errno(&self) -> Errno {
+        match self {
+            MountError::Private(e)
+            | MountError::Staging(_, e)
+            | MountError::Pivot(e)
+            | MountError::Detach(e)
+            | MountError::Op { errno: e, .. }
+            | MountError::Target { errno: e, .. } => *e,
+            MountError::NoStaging => Errno::ENOENT,
+            MountError::Link { .. } => Errno::ELOOP,
+        }
+    }
+
+    /// Whether the failure means the kernel refuses mounts here at all (a locked-down
+    /// container), rather than a problem with one of the user's paths.
+    pub fn is_refusal(&self) -> bool {
+        let perm = matches!(self.errno(), Errno::EPERM | Errno::EACCES | Errno::ENOSYS);
+        match self {
+            MountError::Private(_) | MountError::Staging(..) | MountError::Pivot(_) => perm,
+            MountError::Op { kind, .. } => perm && matches!(*kind, "proc" | "sysfs" | "tmpfs"),
+            _ => false,
+        }
+    }
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Where the builder works: the staging root (its `newroot` directory becomes the new root;
+/// generated files and overlay layers live beside it) and where the host's root is seen.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    pub staging: PathBuf,
+    pub oldroot: PathBuf,
+}
+
+impl Layout {
+    /// Inside init, after [`enter_staging`]: the staging tmpfs is `/`, the host's root
+    /// `/oldroot`.
+    fn sandbox() -> Layout {
+        Layout {
+            staging: "/".into(),
+            oldroot: "/oldroot".into(),
+        }
+    }
+}
+
+/// Carries out mount operations: the system calls through `sys`, mount points and files
+/// under `layout.staging`.
+pub(crate) struct Builder<'a> {
+    sys: &'a dyn Syscall,
+    layout: Layout,
+    /// Paths inside the new root already found not to be symbolic links. What lies below a
+    /// mount point changes when something is mounted there, so every mount forgets what it
+    /// covers ([`Builder::forget_below`]).
+    checked: HashSet<PathBuf>,
+    /// The host's null device, opened and checked once for every mask (close-on-exec; the
+    /// workload's exec drops it).
+    null: Option<std::os::fd::OwnedFd>,
+}
+
+impl<'a> Builder<'a> {
+    pub(crate) fn new(sys: &'a dyn Syscall, layout: Layout) -> Builder<'a> {
+        Builder {
+            sys,
+            layout,
+            checked: HashSet::new(),
+            null: None,
+        }
+    }
+
+    /// Performs `ops` in order.
+    pub(crate) fn run(&mut self, ops: &[MountOp]) -> Result<(), MountError> {
+        for op in ops {
+            self.apply(op)?;
+            if let Some(dest) = op.dest() {
+                self.forget_below(dest);
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory that becomes the new root.
+    fn newroot(&self) -> PathBuf {
+        self.layout.staging.join("newroot")
+    }
+
+    /// The staging path of a destination inside the new root.
+    fn staged(&self, dest: &Path) -> PathBuf {
+        self.newroot().join(dest.strip_prefix("/").unwrap_or(dest))
+    }
+
+    /// The staging path of a host source.
+    fn host(&self, src: &Path) -> PathBuf {
+        self.layout
+            .oldroot
+            .join(src.strip_prefix("/").unwrap_or(src))
+    }
+
+    /// A path in the staging root outside the new root (generated files, overlay layers).
+    fn beside(&self, name: &str) -> PathBuf {
+        self.layout.staging.join(name)
+    }
+
+    /// Refuses a mount target any of whose components is a symbolic link: following one
+    /// could lead out of the new root (into the host's, at /oldroot), so a bind or a created
+    /// mount point would land on the host (CVE-2021-30465 is this class of bug).
+    fn reject_links(&mut self, dest: &Path) -> Result<(), MountError> {
+        let mut prefix = PathBuf::from("/");
+        for part in dest.components().skip(1) {
+            prefix.push(part);
+            if self.checked.contains(&prefix) {
+                continue;
+            }
+            match std::fs::symlink_metadata(self.staged(&prefix)) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(MountError::Link {
+                        dest: dest.to_path_buf(),
+                        link: prefix,
+                    });
+                }
+                Ok(_) => self.checked.insert(prefix.clone()),
+                Err(_) => return Ok(()), // the rest does not exist yet: plain directories follow
+            };
+        }
+        Ok(())
+    }
+
+    /// Forgets the checks of every path strictly below `dest` (a new mount covers them).
+    fn forget_below(&mut self, dest: &Path) {
+        self.checked
+            .retain(|p| !(p.starts_with(dest) && p.as_path() != dest));
+    }
+
+    fn ensure_dir(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
+        self.reject_links(dest)?;
+        let path = self.staged(dest);
+        if !path.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&path)
+                .map_err(|e| MountError::Target {
+                    dest: dest.to_path_buf(),
+                    errno: io_errno(&e),
+                })?;
+        }
+        Ok(path)
+    }
+
+    fn ensure_file(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
+        self.reject_links(dest)?;
+        let path = self.staged(dest);
+        if let Some(parent) = dest.parent() {
+            self.ensure_dir(parent)?;
+        }
+        if std::fs::symlink_metadata(&path).is_err() {
+            std::fs::File::create(&path).map_err(|e| MountError::Target {
+                dest: dest.to_path_buf(),
+                errno: io_errno(&e),
+            })?;
+        }
+        Ok(path)
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), MountError> {
+    let io = |e: std::io::Error| MountError::Op {
+        kind: "file",
+        dest: dest.to_path_buf(),
+        errno: io_errno(&e),
+    };
+    std::fs::write(path, bytes).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)
+}
+
+/// Builds the new root from `ops` and pivots into it. On return the process's root is the
+/// new root, the host's root is detached, and the working directory is `/`.
+pub fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
+    let sys = Host;
+    sys.mount(
+        None,
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None,
+    )
+    .map_err(MountError::Private)?;
+    enter_staging(&sys)?;
+    let mut builder = Builder::new(&sys, Layout::sandbox());
+    builder.run(ops)?;
+    let newroot = builder.newroot();
+    drop(builder);
+    std::env::set_current_dir(&newroot).map_err(|e| MountError::Pivot(io_errno(&e)))?;
+    let here = Path::new(".");
+    sys.pivot_root(here, here).map_err(MountError::Pivot)?;
+    sys.umount2(here, MntFlags::MNT_DETACH)
+        .map_err(MountError::Detach)?;
+    nix::unistd::chdir("/").map_err(MountError::Pivot)?;
+    Ok(())
+}
+
+/// Pivots into a fresh tmpfs on one of [`STAGING_CANDIDATES`], the host's root at
+/// `/oldroot`, with an empty `/newroot` to build in.
+fn enter_staging(sys: &dyn Syscall) -> Result<(), MountError> {
+    let base = STAGING_CANDIDATES
+        .iter()
+        .find(|p| Path::new(p).is_dir())
+        .ok_or(MountError::NoStaging)?;
+    let staging = |e| MountError::Staging(base.to_string(), e);
+    sys.mount(
+        Some(Path::new("tmpfs")),
+        Path::new(base),
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=1m"),
+    )
+    .map_err(staging)?;
+    for dir in ["newroot", "oldroot"] {
+        std::fs::create_dir(Path::new(base).join(dir)).map_err(|e| staging(io_errno(&e)))?;
+    }
+    sys.pivot_root(Path::new(base), &Path::new(base).join("oldroot"))
+        .map_err(MountError::Pivot)?;
+    nix::unistd::chdir("/").map_err(MountError::Pivot)
+}

@@ -1,0 +1,243 @@
+//! The mount operations of a plan, run as an ordinary user: files and directories under a
+//! temporary staging root, the mount calls written down by a recording fake.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{MntFlags, MsFlags};
+
+use super::apply::{DEVICE_BIND, READ_ONLY};
+use super::syscall::Syscall;
+use super::{Builder, Layout, MountError};
+use crate::plan::MountOp;
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Mount {
+        source: Option<PathBuf>,
+        target: PathBuf,
+        fstype: Option<String>,
+        flags: MsFlags,
+        data: Option<String>,
+    },
+    Setattr {
+        path: PathBuf,
+        recursive: bool,
+        set: u64,
+        clear: u64,
+    },
+}
+
+/// Writes every call down; fails the ones `refuse` names by filesystem type.
+#[derive(Default)]
+struct Recorder {
+    calls: RefCell<Vec<Call>>,
+    refuse: Vec<&'static str>,
+}
+
+impl Syscall for Recorder {
+    fn mount(
+        &self,
+        source: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: MsFlags,
+        data: Option<&str>,
+    ) -> Result<(), Errno> {
+        if fstype.is_some_and(|t| self.refuse.contains(&t)) {
+            return Err(Errno::EPERM);
+        }
+        self.calls.borrow_mut().push(Call::Mount {
+            source: source.map(Path::to_path_buf),
+            target: target.to_path_buf(),
+            fstype: fstype.map(str::to_string),
+            flags,
+            data: data.map(str::to_string),
+        });
+        Ok(())
+    }
+
+    fn mount_setattr(
+        &self,
+        path: &Path,
+        recursive: bool,
+        set: u64,
+        clear: u64,
+    ) -> Result<(), Errno> {
+        self.calls.borrow_mut().push(Call::Setattr {
+            path: path.to_path_buf(),
+            recursive,
+            set,
+            clear,
+        });
+        Ok(())
+    }
+
+    fn pivot_root(&self, _: &Path, _: &Path) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn umount2(&self, _: &Path, _: MntFlags) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+}
+
+/// Runs `ops` with the host's root as the source side and a temporary staging root.
+fn run(rec: &Recorder, ops: &[MountOp]) -> (tempfile::TempDir, Result<(), MountError>) {
+    let staging = tempfile::tempdir().unwrap();
+    let layout = Layout {
+        staging: staging.path().to_path_buf(),
+        oldroot: "/".into(),
+    };
+    let result = Builder::new(rec, layout).run(ops);
+    (staging, result)
+}
+
+#[test]
+fn host_device_nodes_are_bound_read_only() {
+    let rec = Recorder::default();
+    let ops = [MountOp::DevNode {
+        src: "/dev/null".into(),
+        dest: "/dev/null".into(),
+    }];
+    let (staging, result) = run(&rec, &ops);
+    result.unwrap();
+    let target = staging.path().join("newroot/dev/null");
+    assert!(target.is_file(), "an empty file as the mount point");
+    assert_eq!(
+        *rec.calls.borrow(),
+        vec![
+            Call::Mount {
+                source: Some("/dev/null".into()),
+                target: target.clone(),
+                fstype: None,
+                flags: MsFlags::MS_BIND,
+                data: None,
+            },
+            Call::Setattr {
+                path: target,
+                recursive: false,
+                set: DEVICE_BIND,
+                clear: 0,
+            },
+        ]
+    );
+    assert_ne!(DEVICE_BIND & crate::sys::MOUNT_ATTR_RDONLY, 0);
+    assert_eq!(
+        DEVICE_BIND & crate::sys::MOUNT_ATTR_NODEV,
+        0,
+        "the device must work"
+    );
+}
+
+#[test]
+fn binds_are_recursive_and_read_only_when_asked() {
+    let rec = Recorder::default();
+    let ops = [
+        MountOp::Tmpfs {
+            dest: "/tmp".into(),
+            mode: 0o1777,
+            size: Some(4096),
+        },
+        MountOp::Bind {
+            src: "/usr".into(),
+            dest: "/usr".into(),
+            readonly: true,
+        },
+    ];
+    let (staging, result) = run(&rec, &ops);
+    result.unwrap();
+    let calls = rec.calls.borrow();
+    assert_eq!(
+        calls[0],
+        Call::Mount {
+            source: Some("tmpfs".into()),
+            target: staging.path().join("newroot/tmp"),
+            fstype: Some("tmpfs".into()),
+            flags: MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            data: Some("mode=1777,size=4096".into()),
+        }
+    );
+    assert!(
+        matches!(&calls[1], Call::Mount { flags, .. } if *flags == MsFlags::MS_BIND | MsFlags::MS_REC)
+    );
+    assert!(matches!(&calls[2], Call::Setattr { recursive: true, set, .. } if *set == READ_ONLY));
+}
+
+#[test]
+fn a_link_in_a_mount_target_is_refused_before_any_mount() {
+    let rec = Recorder::default();
+    let ops = [
+        MountOp::Symlink {
+            target: "/etc".into(),
+            dest: "/work/out".into(),
+        },
+        MountOp::Tmpfs {
+            dest: "/work/out/x".into(),
+            mode: 0o755,
+            size: None,
+        },
+    ];
+    let (_staging, result) = run(&rec, &ops);
+    match result {
+        Err(MountError::Link { link, .. }) => assert_eq!(link, Path::new("/work/out")),
+        other => panic!("{other:?}"),
+    }
+    assert!(rec.calls.borrow().is_empty());
+}
+
+#[test]
+fn a_refused_sysfs_falls_back_to_the_hosts_read_only() {
+    let rec = Recorder {
+        refuse: vec!["sysfs"],
+        ..Recorder::default()
+    };
+    let (staging, result) = run(
+        &rec,
+        &[MountOp::Sysfs {
+            dest: "/sys".into(),
+        }],
+    );
+    result.unwrap();
+    let calls = rec.calls.borrow();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        matches!(&calls[0], Call::Mount { source: Some(s), target, .. }
+        if s == Path::new("/sys") && *target == staging.path().join("newroot/sys"))
+    );
+    assert!(matches!(&calls[1], Call::Setattr { set, .. } if *set == READ_ONLY));
+}
+
+#[test]
+fn generated_files_live_beside_the_new_root_and_are_bound_read_only() {
+    let rec = Recorder::default();
+    let ops = [MountOp::File {
+        dest: "/proc/loadavg".into(),
+        contents: "0.00 0.00 0.00 1/1 1\n".into(),
+    }];
+    let (staging, result) = run(&rec, &ops);
+    result.unwrap();
+    let src = staging.path().join("generated/proc_loadavg");
+    assert_eq!(
+        std::fs::read_to_string(&src).unwrap(),
+        "0.00 0.00 0.00 1/1 1\n"
+    );
+    let calls = rec.calls.borrow();
+    assert!(matches!(&calls[0], Call::Mount { source: Some(s), .. } if *s == src));
+    assert!(matches!(&calls[1], Call::Setattr { set, .. } if *set == READ_ONLY));
+}
+
+#[test]
+fn a_missing_mask_target_is_left_alone() {
+    let rec = Recorder::default();
+    let (_staging, result) = run(
+        &rec,
+        &[MountOp::Mask {
+            dest: "/proc/not-on-this-kernel".into(),
+        }],
+    );
+    result.unwrap();
+    assert!(rec.calls.borrow().is_empty());
+}
