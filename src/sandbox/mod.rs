@@ -8,6 +8,7 @@
 mod cgroup;
 pub mod container;
 mod dirs;
+mod elf;
 mod exec;
 mod init;
 mod mounts;

@@ -16,6 +16,8 @@ use nix::sys::wait::WaitStatus;
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
+use super::elf::{self, le, name_at, Budget, GoTicks, ProgramKind};
+
 /// Tag byte of the datagram that carries the listener descriptor from the workload.
 pub const LISTENER_TAG: u8 = b'L';
 
@@ -107,148 +109,14 @@ fn fake_page(clock: FakeClock, vdso_clock_gettime: u64) -> Vec<u8> {
 /// architecture; other architectures keep the preload path only).
 pub const SUPPORTED: bool = cfg!(target_arch = "x86_64");
 
-/// A little-endian unsigned field of `n` bytes at `at`, if `b` holds it.
-fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
-    let bytes = b.get(at..at.checked_add(n)?)?;
-    Some(
-        bytes
-            .iter()
-            .rev()
-            .fold(0usize, |acc, x| acc << 8 | *x as usize),
-    )
-}
-
-/// The NUL-terminated name at `at` in a string table (empty if out of range).
-fn name_at(table: &[u8], at: usize) -> &[u8] {
-    let name = table.get(at..).unwrap_or(&[]);
-    &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())]
-}
-
-/// Reads `len` bytes at `at` from a program file, if the file holds them: never more than
-/// the file's size and never more than 64 MiB (a crafted header must not make the supervisor
-/// allocate or read gigabytes).
-fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
-    const LIMIT: usize = 64 << 20;
-    let size = exe.metadata().ok()?.len() as usize;
-    if len > LIMIT || at.checked_add(len)? > size {
-        return None;
-    }
-    let mut buf = vec![0u8; len];
-    exe.read_exact_at(&mut buf, at as u64).ok().map(|_| buf)
-}
-
-/// What kind of program an ELF file is, as far as the exec-time path cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ProgramKind {
-    /// Linked statically (no PT_INTERP).
-    pub is_static: bool,
-    /// Built by Go (its runtime reads the clock and AT_RANDOM itself).
-    pub is_go: bool,
-}
-
-impl ProgramKind {
-    /// Reads the clock without libc's (interposable) functions.
-    pub fn bypasses_libc(self) -> bool {
-        self.is_static || self.is_go
-    }
-}
-
-/// Whether a program reads the clock without libc's (interposable) functions: statically
-/// linked (no PT_INTERP), or a Go program (its runtime calls the vDSO itself). Malformed
-/// files read as "no" (nothing to patch); they never panic.
-#[cfg(test)]
-fn bypasses_libc(exe: &std::fs::File) -> bool {
-    program_kind(exe).is_some_and(ProgramKind::bypasses_libc)
-}
-
-/// The kind of an ELF64 little-endian program; `None` for anything else or a malformed file.
-pub(super) fn program_kind(exe: &std::fs::File) -> Option<ProgramKind> {
-    let read = |at: usize, len: usize| read_bounded(exe, at, len);
-    let ehdr = read(0, 64)?;
-    if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
-        return None; // not a little-endian ELF64: nothing to patch
-    }
-    let (phoff, phentsize, phnum) = (le(&ehdr, 32, 8)?, le(&ehdr, 54, 2)?, le(&ehdr, 56, 2)?);
-    if phentsize != 56 {
-        return None;
-    }
-    let phdrs = read(phoff, phentsize * phnum)?;
-    const PT_INTERP: usize = 3;
-    let is_static = !phdrs
-        .chunks(phentsize)
-        .any(|ph| le(ph, 0, 4) == Some(PT_INTERP));
-    let (shoff, shentsize, shnum, shstrndx) = (
-        le(&ehdr, 40, 8)?,
-        le(&ehdr, 58, 2)?,
-        le(&ehdr, 60, 2)?,
-        le(&ehdr, 62, 2)?,
-    );
-    let is_go = || {
-        if shentsize != 64 || shnum == 0 || shstrndx >= shnum {
-            return None;
-        }
-        let shdrs = read(shoff, shentsize * shnum)?;
-        let strtab = &shdrs[shstrndx * shentsize..];
-        let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(1 << 20))?;
-        Some(shdrs.chunks(shentsize).any(|sh| {
-            let name = name_at(&names, le(sh, 0, 4).unwrap_or(usize::MAX));
-            name == b".note.go.buildid" || name == b".go.buildinfo"
-        }))
-    };
-    Some(ProgramKind {
-        is_static,
-        is_go: is_go().unwrap_or(false),
-    })
-}
-
-/// Where a Go program's `runtime.cputicks` (its ABI0 assembly body) lies, to be replaced.
 /// Go before 1.22 seeds each thread's `fastrand` — and so map iteration order — from the CPU's
-/// timestamp counter; the replacement returns a constant, so the seed is AT_RANDOM's alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct GoTicks {
-    vaddr: u64,
-    /// The program's own entry address when it is position-independent (then the load
-    /// base is AT_ENTRY minus this).
-    pie_entry: Option<u64>,
-}
-
+/// timestamp counter: its `runtime.cputicks` ([`GoTicks`]) is replaced by this code, which
+/// returns a constant, so the seed is AT_RANDOM's alone.
 /// `movq $0x10000000, %rax; movq %rax, 8(%rsp); ret`: the ABI0 result slot (and AX) hold a
 /// constant tick count.
 const TICKS_CODE: [u8; 13] = [
     0x48, 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x10, 0x48, 0x89, 0x44, 0x24, 0x08, 0xc3,
 ];
-
-/// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds).
-pub(super) fn go_cputicks(exe: &std::fs::File) -> Option<GoTicks> {
-    let read = |at: usize, len: usize| read_bounded(exe, at, len);
-    let ehdr = read(0, 64)?;
-    if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
-        return None;
-    }
-    const ET_DYN: usize = 3;
-    let (e_type, entry) = (le(&ehdr, 16, 2)?, le(&ehdr, 24, 8)? as u64);
-    let (shoff, shentsize, shnum) = (le(&ehdr, 40, 8)?, le(&ehdr, 58, 2)?, le(&ehdr, 60, 2)?);
-    if shentsize != 64 || shnum == 0 {
-        return None;
-    }
-    let shdrs = read(shoff, shentsize.checked_mul(shnum)?)?;
-    const SHT_SYMTAB: usize = 2;
-    const CAP: usize = 64 << 20;
-    let symtab = shdrs
-        .chunks(shentsize)
-        .find(|sh| le(sh, 4, 4) == Some(SHT_SYMTAB))?;
-    let strtab = shdrs.get(le(symtab, 40, 4)?.checked_mul(shentsize)?..)?;
-    let names = read(le(strtab, 24, 8)?, le(strtab, 32, 8)?.min(CAP))?;
-    let syms = read(le(symtab, 24, 8)?, le(symtab, 32, 8)?.min(CAP))?;
-    let sym = syms.chunks_exact(24).find(|sym| {
-        name_at(&names, le(sym, 0, 4).unwrap_or(usize::MAX)) == b"runtime.cputicks.abi0"
-    })?;
-    let (value, size) = (le(sym, 8, 8)? as u64, le(sym, 16, 8)?);
-    (size >= TICKS_CODE.len() && value != 0).then_some(GoTicks {
-        vaddr: value,
-        pie_entry: (e_type == ET_DYN).then_some(entry),
-    })
-}
 
 /// Replaces the stopped tracee's `runtime.cputicks` with [`TICKS_CODE`].
 #[cfg(target_arch = "x86_64")]
@@ -410,7 +278,8 @@ fn vdso_patch(pid: Pid, base: u64) -> Result<VdsoPatch, Errno> {
             .get(field(shoff + link * shentsize + 24, 8)?..)
             .ok_or(Errno::ENOEXEC)?;
         for sym in (sym_off..sym_off + sym_size).step_by(24) {
-            let entry = match name_at(strings, field(sym, 4)?) {
+            // The longest wanted name is 20 bytes: no name is scanned further.
+            let entry = match name_at(strings, field(sym, 4)?, 32) {
                 b"clock_gettime" | b"__vdso_clock_gettime" => ENTRY_CLOCK_GETTIME,
                 b"gettimeofday" | b"__vdso_gettimeofday" => ENTRY_GETTIMEOFDAY,
                 b"time" | b"__vdso_time" => ENTRY_TIME,
@@ -611,7 +480,12 @@ fn exec_target_any(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<std::fs::File> 
 
 /// The program about to be exec'd, if it bypasses libc: the file itself, or the interpreter
 /// of a `#!` script, and its kind.
-fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::File, ProgramKind)> {
+fn exec_bypasses_libc(
+    pid: Pid,
+    nr: i64,
+    args: &[u64; 6],
+    budget: &mut Budget,
+) -> Option<(std::fs::File, ProgramKind)> {
     let file = exec_target(pid, nr, args)?;
     let mut head = [0u8; 256];
     let n = file.read_at(&mut head, 0).unwrap_or(0);
@@ -626,10 +500,10 @@ fn exec_bypasses_libc(pid: Pid, nr: i64, args: &[u64; 6]) -> Option<(std::fs::Fi
         let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(interp);
         let probe = crate::sys::find_in_root(&root?, std::path::Path::new(target)).ok()?;
         let interp = reopen_regular(&probe)?;
-        let kind = program_kind(&interp).filter(|k| k.bypasses_libc())?;
+        let kind = elf::program_kind(&interp, budget).filter(|k| k.bypasses_libc())?;
         return Some((interp, kind));
     }
-    let kind = program_kind(&file).filter(|k| k.bypasses_libc())?;
+    let kind = elf::program_kind(&file, budget).filter(|k| k.bypasses_libc())?;
     Some((file, kind))
 }
 
@@ -647,10 +521,13 @@ pub(super) fn on_exec(
 ) {
     let opts = Options::PTRACE_O_TRACEEXEC | Options::PTRACE_O_TRACESYSGOOD;
     let nothing = matches!(patch.clock, ClockPatch::Keep) && !patch.seeded;
+    // The classification below runs while this exec and every other notification wait: its
+    // work is bounded (see `elf`).
+    let mut budget = Budget::per_exec();
     let program = if nothing {
         None
     } else {
-        exec_bypasses_libc(pid, nr, args)
+        exec_bypasses_libc(pid, nr, args, &mut budget)
     };
     let Some((program, kind)) = program else {
         respond();
@@ -668,7 +545,7 @@ pub(super) fn on_exec(
         None
     };
     let go_ticks = if static_go {
-        go_cputicks(&program)
+        elf::go_cputicks(&program, TICKS_CODE.len(), &mut budget)
     } else {
         None
     };
@@ -760,65 +637,6 @@ pub(super) fn on_exec(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classifies_static_dynamic_and_non_elf_programs() {
-        let dynamic = std::fs::File::open("/bin/sh").unwrap();
-        assert!(!bypasses_libc(&dynamic));
-        // The test binary itself is linked statically (crt-static), as reprorun is.
-        let me = std::fs::File::open("/proc/self/exe").unwrap();
-        assert!(bypasses_libc(&me));
-        let script = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(script.path(), "#!/bin/sh\n").unwrap();
-        assert!(!bypasses_libc(&std::fs::File::open(script.path()).unwrap()));
-    }
-
-    #[test]
-    fn malformed_programs_read_as_nothing_to_patch() {
-        let sh = std::fs::read("/bin/sh").unwrap();
-        let write = |bytes: &[u8]| {
-            let f = tempfile::NamedTempFile::new().unwrap();
-            std::fs::write(f.path(), bytes).unwrap();
-            f
-        };
-        // Cut short after the program headers: no section table to read.
-        let cut = write(&sh[..4096]);
-        assert!(!bypasses_libc(&std::fs::File::open(cut.path()).unwrap()));
-        // Section headers pointing anywhere (every field 0xff): no panic, no match.
-        let mut bad = sh.clone();
-        let shoff = u64::from_le_bytes(bad[40..48].try_into().unwrap()) as usize;
-        bad[shoff..].fill(0xff);
-        let bad = write(&bad);
-        assert!(!bypasses_libc(&std::fs::File::open(bad.path()).unwrap()));
-        assert_eq!(le(&[1, 2, 3], 1, 2), Some(0x0302));
-        assert_eq!(le(&[1, 2, 3], 2, 2), None);
-        assert_eq!(name_at(b"ab\0cd", 3), b"cd");
-        assert_eq!(name_at(b"ab", 9), b"");
-    }
-
-    #[test]
-    fn crafted_headers_cannot_make_the_supervisor_read_much() {
-        // A 64-byte ELF header claiming 65535 program headers of 56 bytes and 65535 section
-        // headers: nothing is read past the (tiny) file, and nothing panics.
-        let mut h = vec![0u8; 64];
-        h[..4].copy_from_slice(b"\x7fELF");
-        h[4] = 2;
-        h[5] = 1;
-        h[32..40].copy_from_slice(&64u64.to_le_bytes()); // phoff
-        h[40..48].copy_from_slice(&64u64.to_le_bytes()); // shoff
-        h[54..56].copy_from_slice(&56u16.to_le_bytes());
-        h[56..58].copy_from_slice(&u16::MAX.to_le_bytes());
-        h[58..60].copy_from_slice(&64u16.to_le_bytes());
-        h[60..62].copy_from_slice(&u16::MAX.to_le_bytes());
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), &h).unwrap();
-        let file = std::fs::File::open(f.path()).unwrap();
-        assert_eq!(program_kind(&file), None);
-        assert_eq!(go_cputicks(&file), None);
-        assert!(read_bounded(&file, 0, 65).is_none());
-        assert!(read_bounded(&file, usize::MAX, 2).is_none());
-        assert_eq!(read_bounded(&file, 0, 4).unwrap(), b"\x7fELF");
-    }
 
     #[test]
     fn fake_page_holds_code_and_clock_slots() {
