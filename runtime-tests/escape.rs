@@ -614,6 +614,50 @@ fn attempt_crafted_elf() -> Result<String, String> {
     Ok(seen)
 }
 
+/// The directory-order server's cache: 80 descriptors, each with one `getdents64` call into
+/// a directory of 12,000 entries of 250-byte names (each call made the supervisor keep the
+/// whole sorted listing: 300 MB, outside the sandbox's `--memory`). Bounded in bytes now;
+/// the listing still reads whole and sorted.
+fn attempt_directory_listings_cache() -> Result<String, String> {
+    let w = Work::new();
+    let script = "import os\n\
+                  d = '/tmp/big'; os.mkdir(d)\n\
+                  for i in range(12000):\n\
+                  \x20   os.close(os.open(f'{d}/{i:06d}' + 'x' * 244, os.O_CREAT | os.O_WRONLY))\n\
+                  held = []\n\
+                  for i in range(80):\n\
+                  \x20   it = os.scandir(d)\n\
+                  \x20   next(it)\n\
+                  \x20   held.append(it)\n\
+                  names = os.listdir(d)\n\
+                  print(len(names), names == sorted(names))";
+    let (code, out, err, cost) = run_measured(
+        &w,
+        &[
+            "exec",
+            "--memory",
+            "256m",
+            "--timeout",
+            "20s",
+            "--",
+            "python3",
+            "-c",
+            script,
+        ],
+    );
+    let seen = format!(
+        "status {code:?}, supervisor peak RSS {:.0} MB in {:.2?}",
+        cost.peak_mb, cost.wall
+    );
+    if code != Some(0) || out != "12000 True\n" {
+        return Err(format!("{seen}: stdout {out:?}, stderr {err}"));
+    }
+    if cost.peak_mb > 120.0 {
+        return Err(seen);
+    }
+    Ok(seen)
+}
+
 macro_rules! host_side_tests {
     ($($name:ident => $f:ident),* $(,)?) => {
         $(
@@ -643,6 +687,7 @@ host_side_tests!(
     symlink_bind_target => attempt_symlink_bind_target,
     host_clock_unchanged => attempt_settime_host,
     crafted_elf_exec => attempt_crafted_elf,
+    directory_listings_cache => attempt_directory_listings_cache,
 );
 
 #[test]

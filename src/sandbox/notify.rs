@@ -727,7 +727,7 @@ impl Server {
         let start = usize::try_from(pos)
             .unwrap_or(usize::MAX)
             .min(entries.len());
-        let (bytes, next) = match dirs::encode(entries, start, count, legacy) {
+        let (bytes, next) = match dirs::encode(&entries, start, count, legacy) {
             Ok(r) => r,
             Err(e) => {
                 restore();
