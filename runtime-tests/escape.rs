@@ -658,6 +658,80 @@ fn attempt_directory_listings_cache() -> Result<String, String> {
     Ok(seen)
 }
 
+/// 64 threads calling `uname` and `time` for `argv[1]` seconds; prints the calls made.
+const FLOOD_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int stop;
+static void *run(void *arg) {
+    struct utsname u;
+    long n = 0;
+    while (!stop) {
+        syscall(SYS_uname, &u);
+        syscall(SYS_time, 0);
+        n += 2;
+    }
+    return (void *)n;
+}
+int main(int argc, char **argv) {
+    pthread_t t[64];
+    for (int i = 0; i < 64; i++) pthread_create(&t[i], 0, run, 0);
+    struct timespec ts = {atoi(argv[1]), 0};
+    nanosleep(&ts, 0);
+    stop = 1;
+    long total = 0;
+    for (int i = 0; i < 64; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        total += (long)r;
+    }
+    printf("calls %ld\n", total);
+    return 0;
+}
+"#;
+
+/// A notification flood under `--cpus-quota 0.05`: the supervisor's answers cost host CPU
+/// outside the sandbox's cgroup (0.4 CPU-s per second of flood); now its serving thread is
+/// held to the quota (plus a 100 ms burst).
+fn attempt_notification_flood() -> Result<String, String> {
+    let w = Work::new();
+    let src = w.path().join("flood.c");
+    std::fs::write(&src, FLOOD_C).unwrap();
+    build_probe(&src, &w.path().join("flood"), &["-pthread"], w.path());
+    let (code, out, err, cost) = run_measured(
+        &w,
+        &[
+            "exec",
+            "--cpus-quota",
+            "0.05",
+            "--timeout",
+            "10s",
+            "--",
+            "/work/flood",
+            "4",
+        ],
+    );
+    let share = cost.cpu_s / cost.wall.as_secs_f64();
+    let seen = format!(
+        "status {code:?}, supervisor {:.2} CPU-s in {:.2?} ({share:.2} CPU), {}",
+        cost.cpu_s,
+        cost.wall,
+        out.trim()
+    );
+    if code != Some(0) || !out.starts_with("calls ") {
+        return Err(format!("{seen}: stderr {err}"));
+    }
+    if share > 0.2 {
+        return Err(seen);
+    }
+    Ok(seen)
+}
+
 macro_rules! host_side_tests {
     ($($name:ident => $f:ident),* $(,)?) => {
         $(
@@ -688,6 +762,7 @@ host_side_tests!(
     host_clock_unchanged => attempt_settime_host,
     crafted_elf_exec => attempt_crafted_elf,
     directory_listings_cache => attempt_directory_listings_cache,
+    notification_flood => attempt_notification_flood,
 );
 
 #[test]

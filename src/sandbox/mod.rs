@@ -17,6 +17,7 @@ mod pins_only;
 mod protocol;
 mod signals;
 mod supervisor;
+mod throttle;
 mod vdso;
 
 use nix::errno::Errno;

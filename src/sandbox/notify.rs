@@ -45,6 +45,9 @@ pub struct Config {
     pub uptime_start_secs: i64,
     /// Directory listings in name order (`getdents` routed here).
     pub sorted_dirs: bool,
+    /// The sandbox's CPU quota in thousandths of a CPU (`--cpus-quota`), which the server's
+    /// own CPU time is held to (see `throttle`); `None`: its CPU count (`--cpus`).
+    pub cpu_milli: Option<u64>,
 }
 
 impl Config {
@@ -55,7 +58,15 @@ impl Config {
             identity: plan.identity.clone(),
             uptime_start_secs: plan.uptime_start_secs,
             sorted_dirs: plan.sorted_dirs,
+            cpu_milli: plan.resources.cpu_milli,
         }
+    }
+
+    /// The CPU the server may use, in thousandths of a CPU: the sandbox's quota, else its
+    /// CPU count.
+    fn cpu_rate_milli(&self) -> u64 {
+        self.cpu_milli
+            .unwrap_or(u64::from(self.identity.cpus).saturating_mul(1000))
     }
 
     /// The workload's filter for this configuration.
@@ -872,12 +883,16 @@ pub fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
                 None | Some(ClockMode::Frozen) => None,
                 Some(mode) => Page::open(&at, matches!(mode, ClockMode::Tick { .. })).ok(),
             };
+            // The server's CPU time is the sandbox's: held to its quota.
+            let mut throttle = super::throttle::Throttle::new(config.cpu_rate_milli());
             let mut server = Server::new(config, page);
             // Ask the kernel to hand the CPU straight to us and back (a synchronous round
             // trip); an older kernel without the flag still works, with slower wake-ups.
             // Blocking in RECV (not in poll) is what the synchronous wake-up hands the CPU to.
             let _ = seccomp::set_sync_wakeup(&listener);
-            while server.answer(&listener).is_ok() {}
+            while server.answer(&listener).is_ok() {
+                throttle.pace();
+            }
         })
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
     Ok(NotifyServer {
