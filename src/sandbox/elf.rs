@@ -263,9 +263,10 @@ fn find_symbol(
     while off < len {
         let n = per.min(len - off);
         let buf = budget.read(exe, at.checked_add(off)?, n)?;
-        let found = buf
-            .chunks_exact(24)
-            .find(|sym| le(sym, 0, 4).is_some_and(|name| names.binary_search(&name).is_ok()));
+        let found = buf.chunks_exact(24).find(|sym| {
+            let name = u32::from_le_bytes([sym[0], sym[1], sym[2], sym[3]]) as usize;
+            names.binary_search(&name).is_ok()
+        });
         if let Some(sym) = found {
             return Some(sym.to_vec());
         }
