@@ -183,7 +183,7 @@ impl Listings {
             Some(c) if !fresh && c.dir == dir => c.used = clock,
             _ => {
                 if let Some(old) = self.map.remove(&key) {
-                    self.bytes -= old.bytes;
+                    self.bytes = self.bytes.saturating_sub(old.bytes);
                 }
                 let entries = read()?;
                 let bytes = footprint(&entries);
@@ -217,7 +217,7 @@ impl Listings {
         {
             let oldest = self.map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k);
             if let Some(old) = oldest.and_then(|k| self.map.remove(&k)) {
-                self.bytes -= old.bytes;
+                self.bytes = self.bytes.saturating_sub(old.bytes);
             }
         }
     }
