@@ -565,6 +565,294 @@ print(\"execveat:\", os.strerror(ctypes.get_errno()))
     exec_host_only(&host, &script)
 }
 
+/// What a run cost the supervisor — the `reprorun` process itself (its threads: the
+/// notification server among them), not the sandbox (its processes are in their own cgroup
+/// and only reach reprorun's accounting as reaped children, which are not counted here).
+struct HostCost {
+    cpu_s: f64,
+    /// Peak resident memory (VmHWM), MB.
+    peak_mb: f64,
+    wall: Duration,
+}
+
+/// One line of `/proc/PID/stat` after the command name: (utime + stime) in seconds.
+fn own_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf reads a constant of the C library; no memory is passed.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks / hz)
+}
+
+fn peak_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Runs `reprorun ARGS` and measures the supervisor from outside: its peak RSS sampled
+/// while it runs, its own CPU time read once it has exited (before it is reaped).
+fn run_measured(w: &Work, args: &[&str]) -> (Option<i32>, String, String, HostCost) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    use std::io::{Seek, SeekFrom};
+    let mut out = tempfile::tempfile().unwrap();
+    let mut err = tempfile::tempfile().unwrap();
+    let start = Instant::now();
+    let mut child = w
+        .cmd(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut cpu_s, mut peak) = (0.0f64, 0.0f64);
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    loop {
+        peak = peak.max(peak_mb(pid).unwrap_or(0.0));
+        cpu_s = cpu_s.max(own_cpu_s(pid).unwrap_or(0.0));
+        match waitid(Id::Pid(nix::unistd::Pid::from_raw(pid as i32)), flags) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(20)),
+            _ => break,
+        }
+    }
+    // Exited, not yet reaped: its stat still holds its final CPU time.
+    cpu_s = cpu_s.max(own_cpu_s(pid).unwrap_or(0.0));
+    let status = child.wait().unwrap();
+    let wall = start.elapsed();
+    let read = |f: &mut std::fs::File| {
+        let mut s = String::new();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        f.read_to_string(&mut s).unwrap();
+        s
+    };
+    let (o, e) = (read(&mut out), read(&mut err));
+    let cost = HostCost {
+        cpu_s,
+        peak_mb: peak,
+        wall,
+    };
+    (status.code(), o, e, cost)
+}
+
+/// An ELF program that exits 0 at once, statically linked and marked as Go, with an 8 MiB
+/// string table holding no NUL and 200,000 symbols naming places in it.
+fn crafted_elf() -> Vec<u8> {
+    let put =
+        |f: &mut Vec<u8>, at: usize, bytes: &[u8]| f[at..at + bytes.len()].copy_from_slice(bytes);
+    let (nsyms, strsz, base, page) = (200_000usize, 8usize << 20, 0x40_0000u64, 4096usize);
+    let shstr = b"\0.shstrtab\0.note.go.buildid\0.symtab\0.strtab\0";
+    let name = |n: &[u8]| shstr.windows(n.len()).position(|w| w == n).unwrap() as u32;
+    let (shstr_at, sym_at) = (page, page + 64);
+    let str_at = sym_at + 24 * nsyms;
+    let sh_at = (str_at + strsz + 7) & !7;
+    let mut f = vec![0u8; sh_at + 5 * 64];
+    put(&mut f, 0, b"\x7fELF\x02\x01\x01");
+    put(&mut f, 16, &2u16.to_le_bytes()); // ET_EXEC
+    put(&mut f, 18, &62u16.to_le_bytes()); // x86-64
+    put(&mut f, 20, &1u32.to_le_bytes());
+    put(&mut f, 24, &(base + 0x100).to_le_bytes()); // entry
+    put(&mut f, 32, &64u64.to_le_bytes()); // phoff
+    put(&mut f, 40, &(sh_at as u64).to_le_bytes());
+    put(&mut f, 52, &64u16.to_le_bytes());
+    put(&mut f, 54, &56u16.to_le_bytes());
+    put(&mut f, 56, &1u16.to_le_bytes());
+    put(&mut f, 58, &64u16.to_le_bytes());
+    put(&mut f, 60, &5u16.to_le_bytes());
+    put(&mut f, 62, &1u16.to_le_bytes());
+    // One PT_LOAD (R+X) of the first page; the code: exit(0).
+    put(&mut f, 64, &1u32.to_le_bytes());
+    put(&mut f, 68, &5u32.to_le_bytes());
+    for (i, v) in [0, base, base, page as u64, page as u64, page as u64]
+        .iter()
+        .enumerate()
+    {
+        put(&mut f, 72 + 8 * i, &v.to_le_bytes());
+    }
+    put(&mut f, 0x100, &[0xb8, 60, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05]);
+    put(&mut f, shstr_at, shstr);
+    for i in 0..nsyms {
+        put(
+            &mut f,
+            sym_at + 24 * i,
+            &((i * 41 % strsz) as u32).to_le_bytes(),
+        );
+    }
+    f[str_at..str_at + strsz].fill(b'A');
+    let sections = [
+        (name(b".shstrtab"), 3u32, shstr_at, shstr.len(), 0u32),
+        (name(b".note.go.buildid"), 7, 0, 0, 0),
+        (name(b".symtab"), 2, sym_at, 24 * nsyms, 4),
+        (name(b".strtab"), 3, str_at, strsz, 0),
+    ];
+    for (i, (n, kind, off, size, link)) in sections.into_iter().enumerate() {
+        let at = sh_at + 64 * (i + 1);
+        put(&mut f, at, &n.to_le_bytes());
+        put(&mut f, at + 4, &kind.to_le_bytes());
+        put(&mut f, at + 24, &(off as u64).to_le_bytes());
+        put(&mut f, at + 32, &(size as u64).to_le_bytes());
+        put(&mut f, at + 40, &link.to_le_bytes());
+    }
+    f
+}
+
+/// The crafted ELF of the issue, exec'd five times under `--cpus-quota 0.05`: the
+/// supervisor's exec-time classification is bounded (it was quadratic: each exec took the
+/// supervisor's whole CPU past the timeout), so the execs go on and the supervisor stays idle.
+fn attempt_crafted_elf() -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let w = Work::new();
+    let evil = w.path().join("evil");
+    std::fs::write(&evil, crafted_elf()).unwrap();
+    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = "for i in 1 2 3 4 5; do /work/evil || exit 9; done; echo done";
+    let (code, out, err, cost) = run_measured(
+        &w,
+        &[
+            "exec",
+            "--cpus-quota",
+            "0.05",
+            "--timeout",
+            "6s",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    let seen = format!(
+        "status {code:?}, supervisor {:.2} CPU-s in {:.2?}, peak RSS {:.0} MB",
+        cost.cpu_s, cost.wall, cost.peak_mb
+    );
+    if code != Some(0) || out != "done\n" {
+        return Err(format!("{seen}: stdout {out:?}, stderr {err}"));
+    }
+    if cost.cpu_s > 1.5 {
+        return Err(seen);
+    }
+    Ok(seen)
+}
+
+/// The directory-order server's cache: 80 descriptors, each with one `getdents64` call into
+/// a directory of 12,000 entries of 250-byte names (each call made the supervisor keep the
+/// whole sorted listing: 300 MB, outside the sandbox's `--memory`). Bounded in bytes now;
+/// the listing still reads whole and sorted.
+fn attempt_directory_listings_cache() -> Result<String, String> {
+    let w = Work::new();
+    let script = "import os\n\
+                  d = '/tmp/big'; os.mkdir(d)\n\
+                  for i in range(12000):\n\
+                  \x20   os.close(os.open(f'{d}/{i:06d}' + 'x' * 244, os.O_CREAT | os.O_WRONLY))\n\
+                  held = []\n\
+                  for i in range(80):\n\
+                  \x20   it = os.scandir(d)\n\
+                  \x20   next(it)\n\
+                  \x20   held.append(it)\n\
+                  names = os.listdir(d)\n\
+                  print(len(names), names == sorted(names))";
+    let (code, out, err, cost) = run_measured(
+        &w,
+        &[
+            "exec",
+            "--memory",
+            "256m",
+            "--timeout",
+            "20s",
+            "--",
+            "python3",
+            "-c",
+            script,
+        ],
+    );
+    let seen = format!(
+        "status {code:?}, supervisor peak RSS {:.0} MB in {:.2?}",
+        cost.peak_mb, cost.wall
+    );
+    if code != Some(0) || out != "12000 True\n" {
+        return Err(format!("{seen}: stdout {out:?}, stderr {err}"));
+    }
+    if cost.peak_mb > 120.0 {
+        return Err(seen);
+    }
+    Ok(seen)
+}
+
+/// 64 threads calling `uname` and `time` for `argv[1]` seconds; prints the calls made.
+const FLOOD_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int stop;
+static void *run(void *arg) {
+    struct utsname u;
+    long n = 0;
+    while (!stop) {
+        syscall(SYS_uname, &u);
+        syscall(SYS_time, 0);
+        n += 2;
+    }
+    return (void *)n;
+}
+int main(int argc, char **argv) {
+    pthread_t t[64];
+    for (int i = 0; i < 64; i++) pthread_create(&t[i], 0, run, 0);
+    struct timespec ts = {atoi(argv[1]), 0};
+    nanosleep(&ts, 0);
+    stop = 1;
+    long total = 0;
+    for (int i = 0; i < 64; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        total += (long)r;
+    }
+    printf("calls %ld\n", total);
+    return 0;
+}
+"#;
+
+/// A notification flood under `--cpus-quota 0.05`: the supervisor's answers cost host CPU
+/// outside the sandbox's cgroup (0.4 CPU-s per second of flood); now its serving thread is
+/// held to the quota (plus a 100 ms burst).
+fn attempt_notification_flood() -> Result<String, String> {
+    let w = Work::new();
+    let src = w.path().join("flood.c");
+    std::fs::write(&src, FLOOD_C).unwrap();
+    build_probe(&src, &w.path().join("flood"), &["-pthread"], w.path());
+    let (code, out, err, cost) = run_measured(
+        &w,
+        &[
+            "exec",
+            "--cpus-quota",
+            "0.05",
+            "--timeout",
+            "10s",
+            "--",
+            "/work/flood",
+            "4",
+        ],
+    );
+    let share = cost.cpu_s / cost.wall.as_secs_f64();
+    let seen = format!(
+        "status {code:?}, supervisor {:.2} CPU-s in {:.2?} ({share:.2} CPU), {}",
+        cost.cpu_s,
+        cost.wall,
+        out.trim()
+    );
+    if code != Some(0) || !out.starts_with("calls ") {
+        return Err(format!("{seen}: stderr {err}"));
+    }
+    if share > 0.2 {
+        return Err(seen);
+    }
+    Ok(seen)
+}
+
 macro_rules! host_side_tests {
     ($($name:ident => $f:ident),* $(,)?) => {
         $(
@@ -603,6 +891,9 @@ host_side_tests!(
     exec_link_relative => attempt_exec_link_relative,
     exec_proc_self_dotdot => attempt_exec_proc_self_dotdot,
     execveat_dirfd_link => attempt_execveat_dirfd_link,
+    crafted_elf_exec => attempt_crafted_elf,
+    directory_listings_cache => attempt_directory_listings_cache,
+    notification_flood => attempt_notification_flood,
 );
 
 #[test]

@@ -9,6 +9,7 @@
 //! the whole directory from offset 0, and leaves the position at the index it has reached.
 //! `rewinddir` (lseek to 0) starts again; `telldir`/`seekdir` see the same indexes as `d_off`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -124,10 +125,27 @@ pub fn read_sorted(fd: &OwnedFd) -> Result<Vec<Entry>, Errno> {
 }
 
 /// Sorted listings kept between the calls of one listing, keyed by (thread, descriptor),
-/// checked against the directory's identity; bounded.
+/// checked against the directory's identity. Bounded in bytes, as they live in the
+/// supervisor (outside the sandbox's memory limit): at most [`Listings::BUDGET`] bytes in
+/// all, the least recently used listing evicted first (it is read again if its reader comes
+/// back), and at most [`Listings::MAX`] of them. A listing bigger than the whole budget is
+/// not kept: it is read afresh at each call (still sorted, and its indexes still hold while
+/// the directory is unchanged), so a program listing a huge directory stays correct and
+/// pays in time, which the server's throttle charges to the sandbox.
 #[derive(Default)]
 pub struct Listings {
-    map: HashMap<ListingKey, (DirId, Vec<Entry>)>,
+    map: HashMap<ListingKey, Cached>,
+    /// Bytes held by `map`'s listings.
+    bytes: usize,
+    /// Use counter, for the least recently used.
+    clock: u64,
+}
+
+struct Cached {
+    dir: DirId,
+    entries: Vec<Entry>,
+    bytes: usize,
+    used: u64,
 }
 
 /// (thread, descriptor) of a listing (another thread going on with it reads it afresh).
@@ -135,8 +153,21 @@ type ListingKey = (i32, i32);
 /// (device, inode) of a directory.
 type DirId = (u64, u64);
 
+/// What a listing costs in memory: each entry, its name and the allocator's overhead.
+pub fn footprint(entries: &[Entry]) -> usize {
+    const PER_ENTRY: usize = std::mem::size_of::<Entry>() + 16;
+    entries
+        .iter()
+        .map(|e| PER_ENTRY + e.name.len())
+        .sum::<usize>()
+}
+
 impl Listings {
-    const MAX: usize = 256;
+    /// At most this many listings (descriptors being listed) are kept.
+    pub const MAX: usize = 256;
+    /// Bytes of all kept listings together (about 200,000 entries of short names), which is
+    /// also the largest listing kept.
+    pub const BUDGET: usize = 16 << 20;
 
     /// The listing for `key`, read afresh at offset 0 (a new listing) or when not cached.
     pub fn get(
@@ -145,16 +176,56 @@ impl Listings {
         dir: DirId,
         fresh: bool,
         read: impl FnOnce() -> Result<Vec<Entry>, Errno>,
-    ) -> Result<&[Entry], Errno> {
-        let stale = fresh || self.map.get(&key).map_or(true, |(id, _)| *id != dir);
-        if stale {
-            let entries = read()?;
-            if self.map.len() >= Self::MAX {
-                self.map.clear();
+    ) -> Result<Cow<'_, [Entry]>, Errno> {
+        self.clock += 1;
+        let clock = self.clock;
+        match self.map.get_mut(&key) {
+            Some(c) if !fresh && c.dir == dir => c.used = clock,
+            _ => {
+                if let Some(old) = self.map.remove(&key) {
+                    self.bytes = self.bytes.saturating_sub(old.bytes);
+                }
+                let entries = read()?;
+                let bytes = footprint(&entries);
+                if bytes > Self::BUDGET {
+                    return Ok(Cow::Owned(entries));
+                }
+                self.make_room(bytes);
+                self.bytes += bytes;
+                let used = clock;
+                self.map.insert(
+                    key,
+                    Cached {
+                        dir,
+                        entries,
+                        bytes,
+                        used,
+                    },
+                );
             }
-            self.map.insert(key, (dir, entries));
         }
-        Ok(&self.map[&key].1)
+        self.map
+            .get(&key)
+            .map(|c| Cow::Borrowed(c.entries.as_slice()))
+            .ok_or(Errno::ENOMEM)
+    }
+
+    /// Evicts the least recently used listings until one of `bytes` fits.
+    fn make_room(&mut self, bytes: usize) {
+        while !self.map.is_empty()
+            && (self.bytes + bytes > Self::BUDGET || self.map.len() >= Self::MAX)
+        {
+            let oldest = self.map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k);
+            if let Some(old) = oldest.and_then(|k| self.map.remove(&k)) {
+                self.bytes = self.bytes.saturating_sub(old.bytes);
+            }
+        }
+    }
+
+    /// Bytes held by the kept listings.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -251,5 +322,70 @@ mod tests {
             b"d"
         );
         assert_eq!(reads.get(), 3, "the cached listing served the second call");
+    }
+
+    /// A listing of `n` entries whose names are `len` bytes each.
+    fn big(n: usize, len: usize) -> Vec<Entry> {
+        (0..n)
+            .map(|i| Entry {
+                ino: i as u64,
+                kind: 8,
+                name: vec![b'a' + (i % 26) as u8; len],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn listings_are_bounded_in_bytes_least_recently_used_first() {
+        let mut l = Listings::default();
+        let reads = std::cell::Cell::new(0);
+        let read = || {
+            reads.set(reads.get() + 1);
+            Ok(big(1000, 2000)) // about 2 MiB
+        };
+        let one = footprint(&big(1000, 2000));
+        for fd in 0..20 {
+            l.get((1, fd), (1, 1), true, read).unwrap();
+            assert!(l.held() <= Listings::BUDGET, "{} after {fd}", l.held());
+        }
+        assert_eq!(l.held(), Listings::BUDGET / one * one);
+        assert_eq!(reads.get(), 20);
+        // The most recent listing is kept, the first ones were evicted (read again).
+        l.get((1, 19), (1, 1), false, read).unwrap();
+        assert_eq!(reads.get(), 20);
+        l.get((1, 0), (1, 1), false, read).unwrap();
+        assert_eq!(reads.get(), 21);
+        // Never more listings than MAX, however small.
+        let mut l = Listings::default();
+        for fd in 0..1000 {
+            l.get((2, fd), (1, 1), true, || Ok(vec![entry("x")]))
+                .unwrap();
+        }
+        assert_eq!(l.map.len(), Listings::MAX);
+    }
+
+    #[test]
+    fn a_listing_over_the_budget_is_served_but_not_kept() {
+        let mut l = Listings::default();
+        l.get((1, 3), (1, 1), true, || Ok(vec![entry("small")]))
+            .unwrap();
+        let huge = big(5, 4 << 20);
+        assert!(footprint(&huge) > Listings::BUDGET);
+        let reads = std::cell::Cell::new(0);
+        let read = || {
+            reads.set(reads.get() + 1);
+            Ok(huge.clone())
+        };
+        for _ in 0..2 {
+            let got = l.get((1, 4), (1, 2), false, read).unwrap();
+            assert_eq!(got.len(), 5);
+            assert!(matches!(got, Cow::Owned(_)));
+        }
+        assert_eq!(reads.get(), 2, "read afresh at each call");
+        assert_eq!(
+            l.held(),
+            footprint(&[entry("small")]),
+            "the small one stays"
+        );
     }
 }

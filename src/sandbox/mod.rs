@@ -8,7 +8,9 @@
 mod cgroup;
 pub mod container;
 mod dirs;
+mod elf;
 mod exec;
+mod fakeclock;
 mod init;
 mod mounts;
 mod notify;
@@ -17,6 +19,7 @@ mod procpath;
 mod protocol;
 mod signals;
 mod supervisor;
+mod throttle;
 mod tty;
 mod vdso;
 

@@ -1,0 +1,100 @@
+//! The workload's notification filter: which system calls go to the server.
+
+use super::*;
+
+/// The seccomp program installed in the workload before its exec. Sent to the server:
+/// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`; with sorted listings
+/// `getdents64`, `getdents`; with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
+/// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
+/// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
+/// once. Other architectures' calls are allowed untouched.
+pub fn filter(clock: Option<ClockMode>, seeded: bool, sorted: bool) -> Vec<libc::sock_filter> {
+    let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
+    let clock = clock.is_some();
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    const ARCH: u32 = 0;
+    let ld = |k: u32| libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ret = |k: u32| libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let mut notified = vec![
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_uname,
+        libc::SYS_sysinfo,
+        libc::SYS_sched_getaffinity,
+    ];
+    if sorted {
+        notified.push(libc::SYS_getdents64);
+        #[cfg(target_arch = "x86_64")]
+        notified.push(libc::SYS_getdents);
+    }
+    if seeded {
+        notified.push(libc::SYS_getrandom);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if clock {
+        notified.extend([libc::SYS_gettimeofday, libc::SYS_time]);
+    }
+    // Layout: arch check, syscall number, one jump per notified call, then the clock_gettime
+    // clock-id check, then ALLOW and NOTIFY at the end.
+    let mut prog = vec![ld(4)];
+    let n = notified.len();
+    let clock_checks = match (clock, cpu) {
+        (false, _) => 0,
+        (true, false) => 5,
+        (true, true) => 7,
+    };
+    // Instructions after the arch jump: ld nr, n jumps, clock checks, ALLOW, NOTIFY.
+    let total_after = 1 + n + clock_checks + 2;
+    prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
+    prog.push(ld(0));
+    for (i, nr) in notified.iter().enumerate() {
+        let to_notify = (n - i - 1) + clock_checks + 1;
+        prog.push(jeq(*nr as u32, to_notify as u8, 0));
+    }
+    if clock {
+        let mut ids = vec![
+            libc::CLOCK_REALTIME,
+            libc::CLOCK_REALTIME_COARSE,
+            libc::CLOCK_TAI,
+        ];
+        if cpu {
+            ids.extend([
+                libc::CLOCK_PROCESS_CPUTIME_ID,
+                libc::CLOCK_THREAD_CPUTIME_ID,
+            ]);
+        }
+        // Not clock_gettime: past the id checks, to ALLOW.
+        prog.push(jeq(
+            libc::SYS_clock_gettime as u32,
+            0,
+            (ids.len() + 1) as u8,
+        ));
+        prog.push(ld(16)); // args[0], low half: the clock id
+        for (i, id) in ids.iter().enumerate() {
+            prog.push(jeq(*id as u32, (ids.len() - i) as u8, 0));
+        }
+    }
+    prog.push(ret(libc::SECCOMP_RET_ALLOW));
+    prog.push(ret(libc::SECCOMP_RET_USER_NOTIF));
+    prog
+}

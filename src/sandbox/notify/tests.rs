@@ -1,0 +1,74 @@
+use super::*;
+
+/// Runs a classic-BPF seccomp program (the three instructions `filter` uses) over
+/// `seccomp_data` for (arch, nr, args[0]).
+fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
+    let mut data = [0u8; 64];
+    data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
+    data[4..8].copy_from_slice(&arch.to_ne_bytes());
+    data[16..24].copy_from_slice(&arg0.to_ne_bytes());
+    let (mut pc, mut acc) = (0usize, 0u32);
+    loop {
+        let ins = prog[pc];
+        match ins.code as u32 {
+            c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => {
+                let k = ins.k as usize;
+                acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
+                pc += 1;
+            }
+            c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
+                pc += 1 + if acc == ins.k { ins.jt } else { ins.jf } as usize;
+            }
+            c if c == libc::BPF_RET | libc::BPF_K => return ins.k,
+            other => panic!("unexpected instruction {other:#x}"),
+        }
+        assert!(pc < prog.len(), "jump out of the program");
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn filter_routes_exactly_the_documented_calls() {
+    const X86_64: u32 = 0xc000_003e;
+    const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+    let always = [
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_uname,
+        libc::SYS_sysinfo,
+        libc::SYS_sched_getaffinity,
+    ];
+    let cases = [
+        (None, false, true),
+        (Some(ClockMode::StartAt), true, true),
+        (Some(ClockMode::Frozen), true, false),
+        (Some(ClockMode::Tick { step_ns: 1 }), false, true),
+    ];
+    for (clock, seeded, sorted) in cases {
+        let prog = filter(clock, seeded, sorted);
+        let v = |nr: i64, arg0: u64| verdict(&prog, X86_64, nr, arg0);
+        for nr in always {
+            assert_eq!(v(nr, 0), NOTIFY, "{nr} with {clock:?}");
+        }
+        for nr in [libc::SYS_getdents64, libc::SYS_getdents] {
+            assert_eq!(v(nr, 0) == NOTIFY, sorted, "{nr}");
+        }
+        assert_eq!(v(libc::SYS_getrandom, 0) == NOTIFY, seeded);
+        for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_clock_nanosleep] {
+            assert_eq!(v(nr, 0), ALLOW);
+        }
+        let faked = clock.is_some();
+        let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
+        let cg = libc::SYS_clock_gettime;
+        assert_eq!(v(cg, libc::CLOCK_REALTIME as u64) == NOTIFY, faked);
+        assert_eq!(v(cg, libc::CLOCK_TAI as u64) == NOTIFY, faked);
+        assert_eq!(v(cg, libc::CLOCK_MONOTONIC as u64), ALLOW);
+        assert_eq!(v(cg, libc::CLOCK_PROCESS_CPUTIME_ID as u64) == NOTIFY, cpu);
+        assert_eq!(v(cg, libc::CLOCK_THREAD_CPUTIME_ID as u64) == NOTIFY, cpu);
+        assert_eq!(v(libc::SYS_gettimeofday, 0) == NOTIFY, faked);
+        assert_eq!(v(libc::SYS_time, 0) == NOTIFY, faked);
+        // Another architecture's calls are not ours to interpret.
+        assert_eq!(verdict(&prog, 0x4000_0003, libc::SYS_execve, 0), ALLOW);
+    }
+}
