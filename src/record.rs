@@ -4,12 +4,10 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::determinism::date::format_rfc3339;
 use crate::plan::{Isolation, Plan};
 use crate::sys::Usage;
 
@@ -70,11 +68,7 @@ pub struct RunRecord<'a> {
     pub rusage: Rusage,
 }
 
-/// Wall-clock time as an RFC 3339 string (the host's real clock, not the sandbox's).
-pub fn timestamp(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    format_rfc3339(d.as_secs() as i64, d.subsec_nanos())
-}
+pub use crate::determinism::date::timestamp;
 
 /// The record file, opened (and so checked) before the run starts.
 pub struct RecordSink {

@@ -148,15 +148,29 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// Formats seconds and nanoseconds since the epoch as RFC 3339 UTC with milliseconds.
 pub fn format_rfc3339(secs: i64, nanos: u32) -> String {
+    let whole = rfc3339_secs(secs);
+    format!("{}.{:03}Z", &whole[..whole.len() - 1], nanos / 1_000_000)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`: whole seconds since the epoch as RFC 3339 UTC (as package indexes
+/// write upload times).
+pub fn rfc3339_secs(secs: i64) -> String {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         s / 3600,
         s / 60 % 60,
-        s % 60,
-        nanos / 1_000_000
+        s % 60
     )
+}
+
+/// A wall-clock time of the host (not a sandbox's) as RFC 3339 UTC with milliseconds.
+pub fn timestamp(t: std::time::SystemTime) -> String {
+    let d = t
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    format_rfc3339(d.as_secs() as i64, d.subsec_nanos())
 }
 
 #[cfg(test)]

@@ -67,17 +67,7 @@ pub fn parse_date(option: &str, text: &str) -> Result<i64, MirrorError> {
         .map_err(|e| MirrorError::Date(format!("{option} {text}"), e.to_string()))
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, as indexes write upload times).
-pub fn rfc3339(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = crate::determinism::date::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use crate::determinism::date::rfc3339_secs as rfc3339;
 
 /// Reads a mirror's lock.
 pub fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
@@ -129,8 +119,18 @@ pub fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
     lock.go
         .sort_by(|a, b| (&a.module, &a.version).cmp(&(&b.module, &b.version)));
     let simple = dir.join(SIMPLE_DIR);
-    let fresh = dir.join(format!("pypi/.simple-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&fresh);
+    let pypi = dir.join("pypi");
+    std::fs::create_dir_all(&pypi).map_err(io("create", &pypi))?;
+    // Unique names beside the index (removed on every way out): the new tree, built whole,
+    // then swapped in for the old one.
+    let staging = |prefix: &str| {
+        tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&pypi)
+            .map_err(io("create", &pypi))
+    };
+    let fresh_dir = staging(".simple-")?;
+    let fresh = fresh_dir.path();
     for (rel, bytes) in layout::simple_tree(&lock.files) {
         let rel = rel
             .strip_prefix(SIMPLE_DIR)
@@ -142,12 +142,15 @@ pub fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
         }
         std::fs::write(&path, bytes).map_err(io("write", &path))?;
     }
-    let old = dir.join(format!("pypi/.simple-old-{}", std::process::id()));
+    let old = staging(".simple-old-")?;
     if simple.exists() {
-        std::fs::rename(&simple, &old).map_err(io("rename", &simple))?;
+        // Onto the empty directory `old`, which its drop removes with the old tree.
+        std::fs::rename(&simple, old.path()).map_err(io("rename", &simple))?;
     }
-    std::fs::rename(&fresh, &simple).map_err(io("rename", &fresh))?;
-    let _ = std::fs::remove_dir_all(&old);
+    // A temporary directory is private (0700); the index is for every reader.
+    std::fs::set_permissions(fresh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(io("chmod", fresh))?;
+    std::fs::rename(fresh, &simple).map_err(io("rename", fresh))?;
     let text = serde_json::to_string_pretty(&lock).expect("lock serializes") + "\n";
     write_atomic(&dir.join(LOCK_FILE), text.as_bytes())
 }
