@@ -42,12 +42,43 @@ enum Version {
 pub struct Cgroup {
     version: Version,
     dirs: Vec<PathBuf>,
+    /// v1: the controller of each directory, in the same order.
+    controllers: Vec<&'static str>,
 }
 
-/// The caller's own cgroup path on the hierarchy named `key` in /proc/self/cgroup (`""` for
-/// the v2 line `0::/path`, a controller name for v1).
-fn own_path(key: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+/// Where the cgroup hierarchies are and where this process sits in them: the host's
+/// (`/sys/fs/cgroup`, `/proc/self/cgroup`, `/proc/self/mountinfo`), or in unit tests a
+/// directory standing in for them.
+#[derive(Debug, Clone)]
+pub(crate) struct Hierarchy {
+    /// The cgroup filesystem root (`/sys/fs/cgroup`).
+    pub root: PathBuf,
+    /// The text of `/proc/self/cgroup`.
+    pub membership: String,
+    /// The text of `/proc/self/mountinfo` (where the v1 hierarchies are mounted).
+    pub mountinfo: String,
+}
+
+impl Hierarchy {
+    /// The host's, as this process sees it.
+    pub(crate) fn host() -> Hierarchy {
+        let read = |p| std::fs::read_to_string(p).unwrap_or_default();
+        Hierarchy {
+            root: ROOT.into(),
+            membership: read("/proc/self/cgroup"),
+            mountinfo: read("/proc/self/mountinfo"),
+        }
+    }
+
+    /// This process's cgroup path on the hierarchy named `key` (`""` for the v2 line
+    /// `0::/path`, a controller name for v1).
+    fn own_path(&self, key: &str) -> Option<String> {
+        own_path_in(&self.membership, key)
+    }
+}
+
+/// The cgroup path on the hierarchy named `key` in a `/proc/PID/cgroup` text.
+fn own_path_in(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -84,9 +115,9 @@ fn needed(res: &Resources) -> Vec<&'static str> {
 
 /// The v2 mount (pure v2 at /sys/fs/cgroup, or hybrid at /sys/fs/cgroup/unified) whose
 /// cgroup of ours can give children all of `controllers`.
-fn v2_base(controllers: &[&str]) -> Option<PathBuf> {
-    let own = own_path("")?;
-    for mount in [PathBuf::from(ROOT), Path::new(ROOT).join("unified")] {
+fn v2_base(h: &Hierarchy, controllers: &[&str]) -> Option<PathBuf> {
+    let own = h.own_path("")?;
+    for mount in [h.root.clone(), h.root.join("unified")] {
         if !mount.join("cgroup.controllers").exists() {
             continue;
         }
@@ -118,13 +149,14 @@ fn v2_base(controllers: &[&str]) -> Option<PathBuf> {
 }
 
 /// The v1 hierarchy directory (mount point plus our path) of `controller`.
-fn v1_dir(controller: &'static str) -> Result<PathBuf, CgroupError> {
-    let own = own_path(controller).ok_or(CgroupError::NoController(controller))?;
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    // The v1 mount whose super options name the controller (e.g. "cpu,cpuacct").
+fn v1_dir(h: &Hierarchy, controller: &'static str) -> Result<PathBuf, CgroupError> {
+    let own = h
+        .own_path(controller)
+        .ok_or(CgroupError::NoController(controller))?;
     // (mount point, the hierarchy path it shows) of the v1 mount whose super options name
     // the controller (e.g. "cpu,cpuacct").
-    let (point, root) = mounts
+    let (point, root) = h
+        .mountinfo
         .lines()
         .filter(|l| l.contains(" - cgroup "))
         .find_map(|l| {
@@ -146,6 +178,15 @@ impl Cgroup {
     /// OCI container's `linux.cgroupsPath`). Parents are made as needed; the leaf must be new
     /// (one left over would bring old processes and counters).
     pub fn create(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
+        Cgroup::create_in(&Hierarchy::host(), res, path)
+    }
+
+    /// [`Cgroup::create`] on the hierarchies `h` describes.
+    pub(crate) fn create_in(
+        h: &Hierarchy,
+        res: &Resources,
+        path: &str,
+    ) -> Result<Cgroup, CgroupError> {
         let controllers = needed(res);
         let rel = path.trim_start_matches('/');
         // `mine`: our own cgroup's directory on a hierarchy; `own`: its path there.
@@ -169,18 +210,21 @@ impl Cgroup {
                 .map(|_| dir.clone())
                 .map_err(|source| CgroupError::Create { path: dir, source })
         };
-        let cg = match v2_base(&controllers) {
+        let cg = match v2_base(h, &controllers) {
             Some(base) => Cgroup {
                 version: Version::V2,
-                dirs: vec![place(base, own_path(""))?],
+                dirs: vec![place(base, h.own_path(""))?],
+                controllers: Vec::new(),
             },
             None => {
                 let mut cg = Cgroup {
                     version: Version::V1,
                     dirs: Vec::new(),
+                    controllers: Vec::new(),
                 };
                 for c in &controllers {
-                    cg.dirs.push(place(v1_dir(c)?, own_path(c))?);
+                    cg.dirs.push(place(v1_dir(h, c)?, h.own_path(c))?);
+                    cg.controllers.push(c);
                 }
                 cg
             }
@@ -194,6 +238,7 @@ impl Cgroup {
         Cgroup {
             version: Version::V2,
             dirs: Vec::new(),
+            controllers: Vec::new(),
         }
     }
 
@@ -205,13 +250,27 @@ impl Cgroup {
         dirs
     }
 
-    /// The directory holding `file` (v1: the first whose name says so).
+    /// The path of the controller file `file` (`memory.max`, `cpu.cfs_quota_us`...): in the
+    /// one directory on v2, in its controller's directory on v1.
+    fn path_of(&self, file: &str) -> Option<PathBuf> {
+        let dir = match self.version {
+            Version::V2 => self.dirs.first(),
+            Version::V1 => {
+                let controller = file.split('.').next()?;
+                let at = self.controllers.iter().position(|c| *c == controller)?;
+                self.dirs.get(at)
+            }
+        };
+        dir.map(|d| d.join(file))
+    }
+
+    /// The path of `file` if the kernel offers it (optional files such as `memory.swap.max`).
     fn file(&self, file: &str) -> Option<PathBuf> {
-        self.dirs.iter().map(|d| d.join(file)).find(|p| p.exists())
+        self.path_of(file).filter(|p| p.exists())
     }
 
     fn limit(&self, res: &Resources) -> Result<(), CgroupError> {
-        let set = |name: &str, value: String| match self.file(name) {
+        let set = |name: &str, value: String| match self.path_of(name) {
             Some(f) => write(&f, &value),
             None => Err(CgroupError::Write {
                 file: PathBuf::from(name),
@@ -318,5 +377,130 @@ mod tests {
             cpu_milli: Some(500),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
+    }
+
+    /// A directory standing in for /sys/fs/cgroup, this process at `/user/me` in it.
+    struct Fake {
+        dir: tempfile::TempDir,
+    }
+
+    impl Fake {
+        /// Pure v2: the root offers `offered` to children of `/user/me`, which has `has`.
+        fn v2(has: &str, offered: &str) -> (Fake, Hierarchy) {
+            let dir = tempfile::tempdir().unwrap();
+            let me = dir.path().join("user/me");
+            std::fs::create_dir_all(&me).unwrap();
+            std::fs::write(dir.path().join("cgroup.controllers"), has).unwrap();
+            std::fs::write(me.join("cgroup.controllers"), has).unwrap();
+            std::fs::write(me.join("cgroup.subtree_control"), offered).unwrap();
+            let h = Hierarchy {
+                root: dir.path().to_path_buf(),
+                membership: "0::/user/me\n".into(),
+                mountinfo: String::new(),
+            };
+            (Fake { dir }, h)
+        }
+
+        /// v1 only: one hierarchy per controller, mounted at ROOT/NAME.
+        fn v1(controllers: &[&str]) -> (Fake, Hierarchy) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut membership = String::new();
+            let mut mountinfo = String::new();
+            for (i, c) in controllers.iter().enumerate() {
+                let point = dir.path().join(c);
+                std::fs::create_dir_all(point.join("user/me")).unwrap();
+                membership.push_str(&format!("{}:{c}:/user/me\n", i + 1));
+                mountinfo.push_str(&format!(
+                    "{} 1 0:{} / {} rw - cgroup cgroup rw,{c}\n",
+                    30 + i,
+                    40 + i,
+                    point.display()
+                ));
+            }
+            let h = Hierarchy {
+                root: dir.path().to_path_buf(),
+                membership,
+                mountinfo,
+            };
+            (Fake { dir }, h)
+        }
+
+        fn read(&self, rel: &str) -> String {
+            std::fs::read_to_string(self.dir.path().join(rel))
+                .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        }
+    }
+
+    fn all() -> Resources {
+        Resources {
+            memory: Some(64 << 20),
+            pids: Some(64),
+            cpu_milli: Some(500),
+        }
+    }
+
+    #[test]
+    fn v2_limits_go_into_one_child_of_our_own_cgroup() {
+        let (fake, h) = Fake::v2("cpu memory pids", "cpu memory pids");
+        let cg = Cgroup::create_in(&h, &all(), "sbx").unwrap();
+        assert_eq!(fake.read("user/me/sbx/memory.max"), "67108864");
+        assert_eq!(fake.read("user/me/sbx/pids.max"), "64");
+        assert_eq!(fake.read("user/me/sbx/cpu.max"), "50000 100000");
+        let dirs = cg.keep();
+        assert_eq!(dirs, vec![fake.dir.path().join("user/me/sbx")]);
+    }
+
+    #[test]
+    fn v2_controllers_we_have_are_delegated_to_our_children() {
+        let (fake, h) = Fake::v2("cpu memory pids", "memory");
+        let _cg = Cgroup::create_in(&h, &all(), "sbx").unwrap();
+        assert_eq!(fake.read("user/me/cgroup.subtree_control"), "+pids +cpu");
+    }
+
+    #[test]
+    fn v1_limits_go_into_each_controllers_hierarchy() {
+        let (fake, h) = Fake::v1(&["memory", "pids", "cpu"]);
+        let cg = Cgroup::create_in(&h, &all(), "sbx").unwrap();
+        assert_eq!(
+            fake.read("memory/user/me/sbx/memory.limit_in_bytes"),
+            "67108864"
+        );
+        assert_eq!(fake.read("pids/user/me/sbx/pids.max"), "64");
+        assert_eq!(fake.read("cpu/user/me/sbx/cpu.cfs_quota_us"), "50000");
+        assert_eq!(fake.read("cpu/user/me/sbx/cpu.cfs_period_us"), "100000");
+        // No memsw file (swap not accounted): nothing written for it, no failure.
+        assert!(!fake
+            .dir
+            .path()
+            .join("memory/user/me/sbx/memory.memsw.limit_in_bytes")
+            .exists());
+        assert_eq!(cg.keep().len(), 3);
+    }
+
+    #[test]
+    fn an_absolute_path_is_taken_from_the_hierarchys_root() {
+        let (fake, h) = Fake::v2("memory", "memory");
+        let res = Resources {
+            memory: Some(1 << 20),
+            ..Resources::default()
+        };
+        let cg = Cgroup::create_in(&h, &res, "/machine/ctr-1").unwrap();
+        assert_eq!(fake.read("machine/ctr-1/memory.max"), "1048576");
+        assert_eq!(cg.keep(), vec![fake.dir.path().join("machine/ctr-1")]);
+    }
+
+    #[test]
+    fn missing_controllers_and_leftover_leaves_fail_clearly() {
+        let (_fake, h) = Fake::v1(&["memory"]);
+        let err = Cgroup::create_in(&h, &all(), "sbx").unwrap_err();
+        assert!(matches!(err, CgroupError::NoController("pids")), "{err}");
+        let (fake, h) = Fake::v2("memory", "memory");
+        std::fs::create_dir(fake.dir.path().join("user/me/old")).unwrap();
+        let res = Resources {
+            memory: Some(1),
+            ..Resources::default()
+        };
+        let err = Cgroup::create_in(&h, &res, "old").unwrap_err();
+        assert!(matches!(err, CgroupError::Create { .. }), "{err}");
     }
 }
