@@ -101,39 +101,60 @@ macro_rules! call_real {
     }};
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `stat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn stat(path: *const c_char, st: *mut Stat) -> c_int {
     shift_stat(call_real!(stat, StatFn, path, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `stat64`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn stat64(path: *const c_char, st: *mut Stat) -> c_int {
     // SAFETY: on 64-bit Linux stat64 and stat are the same call.
     unsafe { stat(path, st) }
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `lstat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn lstat(path: *const c_char, st: *mut Stat) -> c_int {
     shift_stat(call_real!(lstat, StatFn, path, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `lstat64`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn lstat64(path: *const c_char, st: *mut Stat) -> c_int {
     // SAFETY: as stat64.
     unsafe { lstat(path, st) }
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `fstat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn fstat(fd: c_int, st: *mut Stat) -> c_int {
     shift_stat(call_real!(fstat, FstatFn, fd, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `fstat64`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut Stat) -> c_int {
     // SAFETY: as stat64.
     unsafe { fstat(fd, st) }
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `fstatat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn fstatat(
     dirfd: c_int,
@@ -144,6 +165,9 @@ pub unsafe extern "C" fn fstatat(
     shift_stat(call_real!(fstatat, FstatatFn, dirfd, path, st, flags), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `fstatat64`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn fstatat64(
     dirfd: c_int,
@@ -155,21 +179,33 @@ pub unsafe extern "C" fn fstatat64(
     unsafe { fstatat(dirfd, path, st, flags) }
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `__xstat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn __xstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
     shift_stat(call_real!(xstat, XstatFn, ver, path, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `__lxstat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn __lxstat(ver: c_int, path: *const c_char, st: *mut Stat) -> c_int {
     shift_stat(call_real!(lxstat, XstatFn, ver, path, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `__fxstat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut Stat) -> c_int {
     shift_stat(call_real!(fxstat, FxstatFn, ver, fd, st), st)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `__fxstatat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn __fxstatat(
     ver: c_int,
@@ -184,6 +220,9 @@ pub unsafe extern "C" fn __fxstatat(
     )
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `statx`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn statx(
     dirfd: c_int,
@@ -253,6 +292,9 @@ fn unshift_timevals(tv: *const timeval, out: &mut [timeval; 2]) -> *const timeva
     out.as_ptr()
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `utimensat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn utimensat(
     dirfd: c_int,
@@ -265,6 +307,9 @@ pub unsafe extern "C" fn utimensat(
     call_real!(utimensat, UtimensatFn, dirfd, path, t, flags)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `futimens`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn futimens(fd: c_int, times: *const timespec) -> c_int {
     let mut buf = ZERO_TIMESPECS;
@@ -272,6 +317,9 @@ pub unsafe extern "C" fn futimens(fd: c_int, times: *const timespec) -> c_int {
     call_real!(futimens, FutimensFn, fd, t)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `utimes`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const timeval) -> c_int {
     let mut buf = ZERO_TIMEVALS;
@@ -279,6 +327,9 @@ pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const timeval) -> c_in
     call_real!(utimes, UtimesFn, path, t)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `lutimes`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const timeval) -> c_int {
     let mut buf = ZERO_TIMEVALS;
@@ -286,6 +337,9 @@ pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const timeval) -> c_i
     call_real!(lutimes, UtimesFn, path, t)
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `futimesat`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn futimesat(dirfd: c_int, path: *const c_char, tv: *const timeval) -> c_int {
     let mut buf = ZERO_TIMEVALS;
@@ -299,6 +353,9 @@ pub struct Utimbuf {
     modtime: time_t,
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `utime`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn utime(path: *const c_char, times: *const Utimbuf) -> c_int {
     if times.is_null() {

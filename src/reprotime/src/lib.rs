@@ -12,7 +12,6 @@
 //! utime family (explicit timestamps shifted back), so files touched inside agree with the clock.
 
 #![no_std]
-#![allow(clippy::missing_safety_doc)]
 // time_t and friends differ in width between targets: the casts are for the other ones.
 #![allow(clippy::unnecessary_cast)]
 
@@ -236,10 +235,10 @@ fn page() -> Option<&'static Page> {
         init();
     }
     let p = PAGE.load(Ordering::Relaxed);
-    // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
     if p.is_null() {
         None
     } else {
+        // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
         Some(unsafe { &*p })
     }
 }
@@ -288,6 +287,9 @@ fn fake_now(p: &Page) -> Option<i64> {
     }
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `clock_gettime`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_int {
     let faked = matches!(
@@ -343,6 +345,9 @@ fn fake_cpu(p: &Page) -> Option<i64> {
 }
 
 /// clock(3): processor time, in CLOCKS_PER_SEC (10^6) units.
+/// # Safety
+/// Pointer arguments are as for the C library's `clock`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn clock() -> libc::clock_t {
     let mut ts = timespec {
@@ -356,6 +361,9 @@ pub unsafe extern "C" fn clock() -> libc::clock_t {
     (ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1_000) as libc::clock_t
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `gettimeofday`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
     let mut ts = timespec {
@@ -380,6 +388,9 @@ pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_in
     r
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `time`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
     let mut ts = timespec {
@@ -397,6 +408,9 @@ pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
     ts.tv_sec
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `timespec_get`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn timespec_get(ts: *mut timespec, base: c_int) -> c_int {
     const TIME_UTC: c_int = 1;
@@ -416,6 +430,9 @@ pub struct Timeb {
     dstflag: i16,
 }
 
+/// # Safety
+/// Pointer arguments are as for the C library's `ftime`: valid for the call, or null where
+/// it allows null.
 #[no_mangle]
 pub unsafe extern "C" fn ftime(tb: *mut Timeb) -> c_int {
     let mut ts = timespec {
