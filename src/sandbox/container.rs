@@ -36,14 +36,8 @@ pub struct Created {
 /// does not suggest `--isolation`).
 fn no_fallback(e: SandboxError) -> SandboxError {
     match e {
-        SandboxError::Unavailable { reason } => SandboxError::Setup { reason },
+        SandboxError::Unavailable { reason } => SandboxError::Init { step: reason },
         other => other,
-    }
-}
-
-fn setup(reason: impl Into<String>) -> SandboxError {
-    SandboxError::Setup {
-        reason: reason.into(),
     }
 }
 
@@ -57,15 +51,14 @@ pub fn create(
 ) -> Result<Created, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     super::raise_nofile();
-    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
-        .map_err(|e| setup(e.to_string()))?;
+    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
     let cg = match cgroup::Cgroup::create(&plan.resources, cgroup_path) {
         Ok(cg) => cg,
         // Without limits a cgroup is only bookkeeping: an unprivileged caller goes without.
         Err(_) if !plan.resources.any() && !nix::unistd::geteuid().is_root() => {
             cgroup::Cgroup::none()
         }
-        Err(e) => return Err(setup(e.to_string())),
+        Err(e) => return Err(e.into()),
     };
     // Joined namespaces that only affect children (pid, time) or that do not change this
     // process's view of files: entered here, so that init is cloned into them.
@@ -73,17 +66,25 @@ pub fn create(
         if matches!(j.ns, Namespace::User | Namespace::Mount) {
             continue;
         }
+        let join = |errno| SandboxError::Join {
+            path: j.path.clone(),
+            errno,
+        };
         let file = std::fs::File::open(&j.path)
-            .map_err(|e| setup(format!("join namespace {}: {e}", j.path.display())))?;
+            .map_err(|e| join(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
         nix::sched::setns(file, nix::sched::CloneFlags::from_bits_retain(j.ns.flag()))
-            .map_err(|e| setup(format!("join namespace {}: {e}", j.path.display())))?;
+            .map_err(join)?;
     }
     let fifo = nix::fcntl::open(
         exec_fifo,
         nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| setup(format!("open {}: {e}", exec_fifo.display())))?;
+    .map_err(|e| SandboxError::Open {
+        path: exec_fifo.to_path_buf(),
+        source: e.into(),
+        hint: "",
+    })?;
     // SAFETY: open returned a fresh descriptor nothing else owns.
     let fifo = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fifo) };
     let lifecycle = Lifecycle {
@@ -100,9 +101,9 @@ pub fn create(
         e
     };
     if let Some(maps) = &plan.parent_maps {
-        write_maps(child, &maps.uid, &maps.gid).map_err(|e| abort(setup(e)))?;
+        write_maps(child, &maps.uid, &maps.gid).map_err(abort)?;
     }
-    cg.add(child).map_err(|e| abort(setup(e.to_string())))?;
+    cg.add(child).map_err(|e| abort(e.into()))?;
     nix::sys::socket::send(
         ours.as_raw_fd(),
         &[init::GO],
@@ -131,9 +132,7 @@ pub fn create(
             None => {
                 if fds[1].any().unwrap_or(false) {
                     let status = nix::sys::wait::waitpid(child, None);
-                    return Err(setup(format!(
-                        "container init exited during setup ({status:?})"
-                    )));
+                    return Err(SandboxError::InitExited(format!("{status:?}")));
                 }
             }
         }
@@ -147,7 +146,7 @@ pub fn create(
 }
 
 /// Writes multi-range id maps for `child` (the creator is in the parent user namespace).
-fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), String> {
+fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), SandboxError> {
     let text = |m: &[IdMap]| {
         m.iter()
             .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
@@ -155,13 +154,16 @@ fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), String> {
     };
     let root = nix::unistd::geteuid().is_root();
     if !root {
-        std::fs::write(format!("/proc/{child}/setgroups"), "deny")
-            .map_err(|e| format!("write setgroups: {e}"))?;
+        std::fs::write(format!("/proc/{child}/setgroups"), "deny").map_err(|source| {
+            SandboxError::IdMap {
+                file: "setgroups",
+                source,
+            }
+        })?;
     }
     for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
-        std::fs::write(format!("/proc/{child}/{file}"), text(maps)).map_err(|e| {
-            format!("write {file}: {e}; mapping ranges needs root (or newuidmap), a rootless caller may map only its own id")
-        })?;
+        std::fs::write(format!("/proc/{child}/{file}"), text(maps))
+            .map_err(|source| SandboxError::IdMap { file, source })?;
     }
     Ok(())
 }
@@ -206,7 +208,7 @@ impl Created {
             nix::sys::socket::MsgFlags::empty(),
         ) {
             Ok(1) if ack[0] == init::COMMIT => {}
-            _ => return Err(setup("container init exited before it was committed")),
+            _ => return Err(SandboxError::NotCommitted),
         }
         // SAFETY: the creator is single-threaded (no server thread was started in it).
         match unsafe { nix::unistd::fork() }.map_err(step("fork monitor"))? {
@@ -331,8 +333,7 @@ pub fn exec_into(
     detach: bool,
 ) -> Result<(Pid, Option<i32>), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
-    let seccomp = crate::security::seccomp::compile(&process.security.seccomp)
-        .map_err(|e| setup(e.to_string()))?;
+    let seccomp = crate::security::seccomp::compile(&process.security.seccomp)?;
     // The namespaces to enter, opened now: user first (it grants the rest), mount last.
     let mut nss = Vec::new();
     for (name, flag) in [
@@ -352,16 +353,21 @@ pub fn exec_into(
                 use std::os::unix::fs::MetadataExt;
                 a.ino() == b.ino() && a.dev() == b.dev()
             }
-            (Err(e), _) => {
-                return Err(setup(format!(
-                    "open {theirs}: {e}; is the container running?"
-                )))
+            (Err(source), _) => {
+                return Err(SandboxError::Open {
+                    path: theirs.into(),
+                    source,
+                    hint: "; is the container running?",
+                })
             }
             _ => false,
         };
         if !same {
-            let f =
-                std::fs::File::open(&theirs).map_err(|e| setup(format!("open {theirs}: {e}")))?;
+            let f = std::fs::File::open(&theirs).map_err(|source| SandboxError::Open {
+                path: theirs.clone().into(),
+                source,
+                hint: "",
+            })?;
             nss.push((f, flag));
         }
     }
@@ -376,8 +382,7 @@ pub fn exec_into(
         )
         .map_err(step("socket"))?;
         let addr = nix::sys::socket::UnixAddr::new(process.exec_socket).map_err(step("socket"))?;
-        nix::sys::socket::connect(s.as_raw_fd(), &addr)
-            .map_err(|e| setup(format!("connect to the container's monitor: {e}")))?;
+        nix::sys::socket::connect(s.as_raw_fd(), &addr).map_err(SandboxError::Monitor)?;
         Some(s)
     } else {
         None

@@ -38,8 +38,36 @@ pub enum SandboxError {
     /// The host refuses namespaces or mounts (e.g. a container's default seccomp profile).
     #[error("{reason}; isolation is unavailable here — pass --isolation=auto (or set REPRORUN_ISOLATION=auto) to fall back to environment pins only, or --isolation=none")]
     Unavailable { reason: String },
-    #[error("{reason}")]
-    Setup { reason: String },
+    /// A setup step init reported failing (its words come over init's socket).
+    #[error("{step}")]
+    Init { step: String },
+    #[error("{0}")]
+    Seccomp(#[from] crate::security::SeccompError),
+    #[error("{0}")]
+    Cgroup(#[from] cgroup::CgroupError),
+    #[error("join namespace {path}: {errno}")]
+    Join {
+        path: std::path::PathBuf,
+        errno: Errno,
+    },
+    #[error("open {path}: {source}{hint}")]
+    Open {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+        /// What the failure likely means (may be empty).
+        hint: &'static str,
+    },
+    #[error("write {file}: {source}; mapping ranges needs root (or newuidmap), a rootless caller may map only its own id")]
+    IdMap {
+        file: &'static str,
+        source: std::io::Error,
+    },
+    #[error("container init exited during setup ({0})")]
+    InitExited(String),
+    #[error("container init exited before it was committed")]
+    NotCommitted,
+    #[error("connect to the container's monitor: {0}")]
+    Monitor(Errno),
     #[error("{program}: {}", exec_reason(*.errno))]
     Exec { program: String, errno: Errno },
     #[error("{step}: {errno}")]
@@ -100,19 +128,17 @@ pub struct Outcome {
 /// Runs the plan. With `Isolation::Auto`, a host that refuses namespaces gets a pins-only
 /// run, announced through `warn` before the workload starts.
 pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
-    let setup = |reason: String| SandboxError::Setup { reason };
     // The notification server keeps descriptors per live caller: use the whole soft limit
     // the caller allows (the workload gets its own limits, `spec/security.md`).
     raise_nofile();
-    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)
-        .map_err(|e| setup(e.to_string()))?;
+    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
     let cgroup = if plan.resources.any() {
         // Unique even against a cgroup left by a crashed run that had our pid.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!("reprorun-{}-{nanos}", std::process::id());
-        Some(cgroup::Cgroup::create(&plan.resources, &name).map_err(|e| setup(e.to_string()))?)
+        Some(cgroup::Cgroup::create(&plan.resources, &name)?)
     } else {
         None
     };

@@ -247,7 +247,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
         InitMsg::SetupFailed { step, refusal, .. } => Some(if refusal {
             SandboxError::Unavailable { reason: step }
         } else {
-            SandboxError::Setup { reason: step }
+            SandboxError::Init { step }
         }),
         InitMsg::ExecFailed { program, errno } => Some(SandboxError::Exec {
             program,
@@ -267,9 +267,7 @@ pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError>
         if let Err(e) = cg.add(child) {
             let _ = kill(child, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(child, None);
-            return Err(SandboxError::Setup {
-                reason: e.to_string(),
-            });
+            return Err(e.into());
         }
         let _ = nix::sys::socket::send(
             std::os::fd::AsRawFd::as_raw_fd(&ours),
