@@ -199,6 +199,9 @@ pub enum Error {
     Image(#[from] crate::image::ImageError),
     #[error("--mirror: {0}")]
     Mirror(#[from] crate::mirror::MirrorError),
+    /// `reprorun mirror ...` itself failed.
+    #[error("{0}")]
+    MirrorCommand(crate::mirror::MirrorError),
 }
 
 impl Error {
@@ -233,9 +236,27 @@ pub fn main() -> i32 {
             exec(args, sub)
         }
         Command::Oci(c) => oci::cli::dispatch(&cli.global, c),
-        Command::Image(args) => crate::image::cli::run(args),
-        Command::Mirror(args) => crate::mirror::cli::run(args),
+        Command::Image(args) => report(
+            crate::image::cli::run(args)
+                .map(|()| 0)
+                .map_err(Error::from),
+        ),
+        Command::Mirror(args) => {
+            report(crate::mirror::cli::run(args).map_err(Error::MirrorCommand))
+        }
         Command::Reproduce(args) => crate::reproduce::cli::run(args),
+    }
+}
+
+/// The one place a command's error becomes what users see: one line on stderr and the exit
+/// status of [`Error::exit_code`].
+fn report(result: Result<i32, Error>) -> i32 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("reprorun: {e}");
+            e.exit_code()
+        }
     }
 }
 

@@ -9,7 +9,6 @@ use clap::{Args, Subcommand};
 use super::extract::{Limits, Options};
 use super::store::{ImageRecord, Store};
 use super::{ImageError, ImportRequest};
-use crate::exit;
 
 /// Options of `reprorun image`.
 #[derive(Debug, Args)]
@@ -63,18 +62,8 @@ pub enum ImageCommand {
     },
 }
 
-/// Runs `reprorun image ...`; returns the exit status.
-pub fn run(args: ImageArgs) -> i32 {
-    match dispatch(args) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("reprorun: {e}");
-            exit::RUNTIME_ERROR
-        }
-    }
-}
-
-fn dispatch(args: ImageArgs) -> Result<(), ImageError> {
+/// Runs `reprorun image ...` (errors are mapped to a message and status by `crate::cli`).
+pub fn run(args: ImageArgs) -> Result<(), ImageError> {
     let store = Store::new(args.store)?;
     let mut out = std::io::stdout().lock();
     let print = |e: std::io::Error| ImageError::Store {

@@ -80,18 +80,9 @@ pub struct VerifyArgs {
     pub dir: PathBuf,
 }
 
-/// Runs one mirror command; returns the exit status.
-pub fn run(args: MirrorArgs) -> i32 {
-    match run_inner(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("reprorun: {e}");
-            crate::exit::RUNTIME_ERROR
-        }
-    }
-}
-
-fn run_inner(args: MirrorArgs) -> Result<i32, MirrorError> {
+/// Runs one mirror command; returns the exit status (errors are mapped to a message and
+/// status by `crate::cli`).
+pub fn run(args: MirrorArgs) -> Result<i32, MirrorError> {
     match args.command {
         MirrorCommand::Pull(a) => {
             if a.requirement.is_none() && a.packages.is_empty() && a.go.is_none() {
