@@ -107,20 +107,14 @@ pub(super) fn watch(
                 }
             }
         }
-        let timeout = match deadline {
-            None => PollTimeout::NONE,
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    if !timed_out {
-                        timed_out = true;
-                        on_timeout();
-                    }
-                    PollTimeout::NONE
-                } else {
-                    PollTimeout::try_from(left.max(Duration::from_millis(1)))
-                        .unwrap_or(PollTimeout::MAX)
+        let timeout = match time_left(deadline) {
+            Some(left) => left,
+            None => {
+                if !timed_out {
+                    timed_out = true;
+                    on_timeout();
                 }
+                PollTimeout::NONE
             }
         };
         let sock_ready = {
@@ -162,18 +156,7 @@ pub(super) fn watch(
                 }
             }
             if signalled {
-                while let Ok(Some(info)) = sfd.read_signal() {
-                    if info.ssi_signo == Signal::SIGCHLD as u32 {
-                        reap = true;
-                    } else if let (Some(r), true) =
-                        (&relay, info.ssi_signo == Signal::SIGWINCH as u32)
-                    {
-                        // The pty follows the caller's terminal and signals the workload.
-                        r.resize();
-                    } else if signals::should_forward(info.ssi_signo) {
-                        signals::pass_on(child, info.ssi_signo, info.ssi_code, how.reap_all);
-                    }
-                }
+                reap |= on_signals(&sfd, relay.as_ref(), child, how.reap_all);
             }
             sock_ready
         };
@@ -192,6 +175,33 @@ pub(super) fn watch(
             }
         }
     }
+}
+
+/// How long `poll` may wait before the deadline: `None` once it has passed.
+fn time_left(deadline: Option<Instant>) -> Option<PollTimeout> {
+    let Some(d) = deadline else {
+        return Some(PollTimeout::NONE);
+    };
+    let left = d.saturating_duration_since(Instant::now());
+    (!left.is_zero()).then(|| {
+        PollTimeout::try_from(left.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX)
+    })
+}
+
+/// Reads the pending signals: passes each on to `child` (a window-size change goes to the
+/// pty instead, which signals the workload). Returns whether a SIGCHLD asks for a reap.
+fn on_signals(sfd: &SignalFd, relay: Option<&Relay>, child: Pid, child_is_workload: bool) -> bool {
+    let mut reap = false;
+    while let Ok(Some(info)) = sfd.read_signal() {
+        if info.ssi_signo == Signal::SIGCHLD as u32 {
+            reap = true;
+        } else if let (Some(r), true) = (relay, info.ssi_signo == Signal::SIGWINCH as u32) {
+            r.resize();
+        } else if signals::should_forward(info.ssi_signo) {
+            signals::pass_on(child, info.ssi_signo, info.ssi_code, child_is_workload);
+        }
+    }
+    reap
 }
 
 /// Exit code for a raw wait status: the exit status, or 128+N for a death by signal N.

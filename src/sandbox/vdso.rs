@@ -442,6 +442,51 @@ fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
     }
 }
 
+/// What happens to a new program's AT_RANDOM bytes.
+enum Random<'a> {
+    Keep,
+    Seed(&'a [u8; 16]),
+    /// Removed (a static Go program then reads the seeded /dev/urandom).
+    Hide,
+}
+
+/// At the exec stop of `p`: its AT_RANDOM and Go tick counter, then its clock (the fake
+/// clock in-process, a jump from the vDSO; else the system-call path: no vDSO, the server
+/// answers); then lets it go on.
+fn at_exec_stop(p: Pid, clock: ClockPatch, random: Random, go_ticks: Option<GoTicks>) {
+    match random {
+        Random::Keep => {}
+        Random::Seed(bytes) => {
+            let _ = seed_at_random(p, bytes);
+        }
+        Random::Hide => {
+            let _ = hide_auxv(p, AT_RANDOM);
+        }
+    }
+    if let Some(ticks) = go_ticks {
+        let _ = patch_go_ticks(p, ticks);
+    }
+    let mut pending = None;
+    let mut inject = |clock| {
+        ptrace::syscall(p, None).is_ok()
+            && matches!(wait_stop(p), Ok(WaitStatus::PtraceSyscall(_)))
+            && inject_fake_clock(p, clock, &mut pending).is_ok()
+    };
+    match clock {
+        ClockPatch::Keep => {}
+        ClockPatch::Inject(clock) => {
+            if !inject(clock) {
+                let _ = strip_vdso(p);
+            }
+        }
+        ClockPatch::Strip => {
+            let _ = strip_vdso(p);
+        }
+    }
+    // A signal held back during the injection is delivered now.
+    let _ = ptrace::detach(p, pending);
+}
+
 /// Handles an exec notification: lets the exec proceed, and when the new program bypasses
 /// libc (static, Go), applies `patch` at the exec stop: its AT_RANDOM bytes, and its clock
 /// (the fake clock in-process, or no vDSO). `respond` lets the exec continue.
@@ -505,35 +550,12 @@ pub(super) fn on_exec(
         let flags = WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG;
         match waitpid(Pid::from_raw(-1), Some(flags)) {
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
-                if static_go {
-                    let _ = hide_auxv(p, AT_RANDOM);
-                } else if let Some(bytes) = &at_random {
-                    let _ = seed_at_random(p, bytes);
-                }
-                if let Some(ticks) = go_ticks {
-                    let _ = patch_go_ticks(p, ticks);
-                }
-                // Fast path: the fake clock in-process (a jump from the vDSO); else the
-                // system-call path (no vDSO; the server answers).
-                let mut pending = None;
-                let mut inject = |clock| {
-                    ptrace::syscall(p, None).is_ok()
-                        && matches!(wait_stop(p), Ok(WaitStatus::PtraceSyscall(_)))
-                        && inject_fake_clock(p, clock, &mut pending).is_ok()
+                let random = match (static_go, &at_random) {
+                    (true, _) => Random::Hide,
+                    (false, Some(bytes)) => Random::Seed(bytes),
+                    (false, None) => Random::Keep,
                 };
-                match patch.clock {
-                    ClockPatch::Keep => {}
-                    ClockPatch::Inject(clock) => {
-                        if !inject(clock) {
-                            let _ = strip_vdso(p);
-                        }
-                    }
-                    ClockPatch::Strip => {
-                        let _ = strip_vdso(p);
-                    }
-                }
-                // A signal held back during the injection is delivered now.
-                let _ = ptrace::detach(p, pending);
+                at_exec_stop(p, patch.clock, random, go_ticks);
                 return;
             }
             Ok(WaitStatus::Stopped(p, sig)) => {

@@ -11,13 +11,15 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use thiserror::Error;
 
-use super::mounts::{build_root, MountError};
+use super::mounts::MountError;
 use super::protocol::{post, InitMsg};
+mod steps;
+
 use super::tty::{self, Terminals};
 use super::{exec, notify, signals, vdso};
 use crate::determinism::entropy::{self, Stream};
 use crate::determinism::RandomMode;
-use crate::plan::{Namespace, Plan, ENTROPY_FIFO};
+use crate::plan::{Plan, ENTROPY_FIFO};
 use std::os::fd::AsRawFd;
 
 #[derive(Debug, Error)]
@@ -172,40 +174,8 @@ fn run(
         return Err(InitError::ParentGone);
     }
 
-    if plan.resources.any() || lifecycle.is_some() {
-        // Nothing may be forked before the supervisor has put us into the cgroup (and, for
-        // an OCI container, written our id maps).
-        let mut byte = [0u8; 1];
-        match nix::sys::socket::recv(
-            sock.as_raw_fd(),
-            &mut byte,
-            nix::sys::socket::MsgFlags::empty(),
-        ) {
-            Ok(1) if byte[0] == GO => {}
-            _ => return Err(InitError::ParentGone),
-        }
-    }
-    join_namespaces(plan, &[Namespace::User, Namespace::Mount])?;
-    if plan.parent_maps.is_none() {
-        write_id_maps(plan)?;
-    }
-    if plan.has(Namespace::Uts) {
-        nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
-        crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)?;
-    }
-    if plan.has(Namespace::Net) {
-        crate::sys::loopback_up().map_err(InitError::Loopback)?;
-    }
-    build_root(&plan.mounts)?;
-    let cwd = plan.cwd.to_string_lossy().to_string();
-    nix::unistd::chdir(&plan.cwd).map_err(|e| InitError::Chdir(cwd.clone(), e))?;
-    // The working directory must resolve inside the new root (CVE-2024-21626).
-    match nix::unistd::getcwd() {
-        Ok(p) if p == plan.cwd => {}
-        _ => return Err(InitError::Chdir(cwd, Errno::EXDEV)),
-    }
-    if plan.has(Namespace::Time) {
-        enter_time_namespace(plan.uptime_start_secs).map_err(InitError::TimeNs)?;
+    for step in steps::steps(plan, lifecycle.is_some()) {
+        steps::perform(step, plan, sock)?;
     }
 
     // Seeded /dev/urandom: the FIFO is filled before the workload starts.
@@ -226,42 +196,9 @@ fn run(
         pty_slave = Some((slave, ttys));
     }
     if let Some(lc) = lifecycle {
-        if plan.terminal {
-            pty_slave = Some((open_terminal(lc.console.as_ref())?, Terminals([true; 3])));
-            // The caller's stdio is not the container's: an engine waiting for end-of-file
-            // on it (containerd's create) must not wait for the container's exit.
-            if let Ok(null) = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/null")
-            {
-                for fd in 0..3 {
-                    let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
-                }
-            }
+        if let Some(slave) = await_start(plan, sock, lc)? {
+            pty_slave = Some((slave, Terminals([true; 3])));
         }
-        check_program(plan)?;
-        post(sock, &InitMsg::Ready);
-        // The creator saves the container's state, then lets go of us.
-        let mut byte = [0u8; 1];
-        match nix::sys::socket::recv(
-            sock.as_raw_fd(),
-            &mut byte,
-            nix::sys::socket::MsgFlags::empty(),
-        ) {
-            Ok(1) if byte[0] == COMMIT => {}
-            _ => return Err(InitError::ParentGone),
-        }
-        // SAFETY: prctl(PR_SET_PDEATHSIG, 0) only clears this process's parent-death signal.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0) };
-        COMMITTED.store(true, std::sync::atomic::Ordering::Relaxed);
-        // The creator waits for this before it may exit.
-        let _ = nix::sys::socket::send(
-            sock.as_raw_fd(),
-            &[COMMIT],
-            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
-        );
-        wait_for_start(&lc.exec_fifo)?;
     }
     // The workload routes its clock, entropy, identity and directory calls (and its execs)
     // to the supervisor.
@@ -333,22 +270,48 @@ fn hide_command_line() {
     area[NAME.len()..].fill(b' ');
 }
 
-/// Joins the namespaces of `kinds` the plan names by path (user first, then mount: what the
-/// creator could not join for us without losing its own view of the host).
-fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
-    for kind in kinds {
-        for j in plan.join.iter().filter(|j| j.ns == *kind) {
-            let fail = |errno| InitError::Join {
-                path: j.path.display().to_string(),
-                errno,
-            };
-            let file = std::fs::File::open(&j.path)
-                .map_err(|e| fail(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
-            nix::sched::setns(file, nix::sched::CloneFlags::from_bits_retain(j.ns.flag()))
-                .map_err(fail)?;
+/// An OCI container's init between `create` and `start`: its terminal (with
+/// `process.terminal`), the program checked, `Ready` posted, the creator's commit awaited and
+/// acknowledged, then `start` awaited. Returns the terminal's slave, if any.
+fn await_start(plan: &Plan, sock: &OwnedFd, lc: &Lifecycle) -> Result<Option<OwnedFd>, InitError> {
+    let mut slave = None;
+    if plan.terminal {
+        slave = Some(open_terminal(lc.console.as_ref())?);
+        // The caller's stdio is not the container's: an engine waiting for end-of-file
+        // on it (containerd's create) must not wait for the container's exit.
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            for fd in 0..3 {
+                let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+            }
         }
     }
-    Ok(())
+    check_program(plan)?;
+    post(sock, &InitMsg::Ready);
+    // The creator saves the container's state, then lets go of us.
+    let mut byte = [0u8; 1];
+    match nix::sys::socket::recv(
+        sock.as_raw_fd(),
+        &mut byte,
+        nix::sys::socket::MsgFlags::empty(),
+    ) {
+        Ok(1) if byte[0] == COMMIT => {}
+        _ => return Err(InitError::ParentGone),
+    }
+    // SAFETY: prctl(PR_SET_PDEATHSIG, 0) only clears this process's parent-death signal.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0) };
+    COMMITTED.store(true, std::sync::atomic::Ordering::Relaxed);
+    // The creator waits for this before it may exit.
+    let _ = nix::sys::socket::send(
+        sock.as_raw_fd(),
+        &[COMMIT],
+        nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+    );
+    wait_for_start(&lc.exec_fifo)?;
+    Ok(slave)
 }
 
 /// Refuses a program that is not in the new root before the container is reported created
@@ -465,45 +428,6 @@ impl EntropyFeed {
             }
         }
     }
-}
-
-fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
-    if !plan.has(Namespace::User) {
-        return Ok(());
-    }
-    let write = |file: &'static str, text: String| {
-        std::fs::write(file, text).map_err(|e| InitError::IdMap {
-            file,
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        })
-    };
-    let line = |m: &crate::plan::IdMap| format!("{} {} {}\n", m.inside, m.outside, m.count);
-    write("/proc/self/setgroups", "deny\n".into())?;
-    write("/proc/self/uid_map", line(&plan.uid_map))?;
-    write("/proc/self/gid_map", line(&plan.gid_map))?;
-    Ok(())
-}
-
-/// Enters a new time namespace whose CLOCK_MONOTONIC and CLOCK_BOOTTIME read `start` seconds
-/// now. Only children forked afterwards live in it (the workload), which is the point.
-fn enter_time_namespace(start: i64) -> Result<(), Errno> {
-    use nix::time::{clock_gettime, ClockId};
-    nix::sched::unshare(nix::sched::CloneFlags::from_bits_retain(
-        libc::CLONE_NEWTIME,
-    ))?;
-    let mut text = String::new();
-    for (name, clock) in [
-        ("monotonic", ClockId::CLOCK_MONOTONIC),
-        ("boottime", ClockId::CLOCK_BOOTTIME),
-    ] {
-        let now = clock_gettime(clock)?;
-        let now_ns = now.tv_sec() as i128 * 1_000_000_000 + now.tv_nsec() as i128;
-        let off = start as i128 * 1_000_000_000 - now_ns;
-        let (secs, nanos) = (off.div_euclid(1_000_000_000), off.rem_euclid(1_000_000_000));
-        text.push_str(&format!("{name} {secs} {nanos}\n"));
-    }
-    std::fs::write("/proc/self/timens_offsets", text)
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
 }
 
 /// Reaps every child and forwards signals until the workload exits (keeping the entropy

@@ -1,0 +1,212 @@
+//! init's setup, as data: the steps a plan needs, in order ([`steps`]), and the one
+//! function that performs a step ([`perform`]). Unit tests check the order without root.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::errno::Errno;
+
+use super::{InitError, GO};
+use crate::plan::{Namespace, Plan};
+use crate::sandbox::mounts::build_root;
+
+/// One step of init's setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Wait for the supervisor's word: it has put init into the sandbox's cgroup (and, for
+    /// an OCI container, written its id maps). Nothing may be forked before.
+    AwaitGo,
+    /// Join the user and mount namespaces the plan names by path.
+    JoinNamespaces,
+    /// Write init's one-line uid and gid maps.
+    IdMaps,
+    /// Set the hostname and domain name (a new uts namespace).
+    Hostname,
+    /// Bring the loopback interface up (a new network namespace).
+    Loopback,
+    /// Build the new root from the plan's mounts and pivot into it.
+    Root,
+    /// Change to the working directory and check it resolves inside the new root.
+    Chdir,
+    /// Enter a new time namespace with the pinned uptime (the workload is forked into it).
+    TimeNamespace,
+}
+
+/// The steps `plan` needs, in the order they must happen: the cgroup before anything is
+/// forked; namespaces joined before id maps are written; hostname and loopback while the host's
+/// root is still there; the root before the working directory; the time namespace last (only
+/// children forked afterwards live in it).
+pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if plan.resources.any() || oci {
+        steps.push(Step::AwaitGo);
+    }
+    steps.push(Step::JoinNamespaces);
+    if plan.parent_maps.is_none() && plan.has(Namespace::User) {
+        steps.push(Step::IdMaps);
+    }
+    if plan.has(Namespace::Uts) {
+        steps.push(Step::Hostname);
+    }
+    if plan.has(Namespace::Net) {
+        steps.push(Step::Loopback);
+    }
+    steps.extend([Step::Root, Step::Chdir]);
+    if plan.has(Namespace::Time) {
+        steps.push(Step::TimeNamespace);
+    }
+    steps
+}
+
+/// Performs one step.
+pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), InitError> {
+    match step {
+        Step::AwaitGo => {
+            let mut byte = [0u8; 1];
+            match nix::sys::socket::recv(
+                sock.as_raw_fd(),
+                &mut byte,
+                nix::sys::socket::MsgFlags::empty(),
+            ) {
+                Ok(1) if byte[0] == GO => Ok(()),
+                _ => Err(InitError::ParentGone),
+            }
+        }
+        Step::JoinNamespaces => join_namespaces(plan, &[Namespace::User, Namespace::Mount]),
+        Step::IdMaps => write_id_maps(plan),
+        Step::Hostname => {
+            nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
+            crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)
+        }
+        Step::Loopback => crate::sys::loopback_up().map_err(InitError::Loopback),
+        Step::Root => Ok(build_root(&plan.mounts)?),
+        Step::Chdir => {
+            let cwd = plan.cwd.to_string_lossy().to_string();
+            nix::unistd::chdir(&plan.cwd).map_err(|e| InitError::Chdir(cwd.clone(), e))?;
+            // The working directory must resolve inside the new root (CVE-2024-21626).
+            match nix::unistd::getcwd() {
+                Ok(p) if p == plan.cwd => Ok(()),
+                _ => Err(InitError::Chdir(cwd, Errno::EXDEV)),
+            }
+        }
+        Step::TimeNamespace => {
+            enter_time_namespace(plan.uptime_start_secs).map_err(InitError::TimeNs)
+        }
+    }
+}
+
+/// Joins the namespaces of `kinds` the plan names by path (user first, then mount: what the
+/// creator could not join for us without losing its own view of the host).
+fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
+    for kind in kinds {
+        for j in plan.join.iter().filter(|j| j.ns == *kind) {
+            let fail = |errno| InitError::Join {
+                path: j.path.display().to_string(),
+                errno,
+            };
+            let file = std::fs::File::open(&j.path)
+                .map_err(|e| fail(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
+            nix::sched::setns(file, nix::sched::CloneFlags::from_bits_retain(j.ns.flag()))
+                .map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
+    if !plan.has(Namespace::User) {
+        return Ok(());
+    }
+    let write = |file: &'static str, text: String| {
+        std::fs::write(file, text).map_err(|e| InitError::IdMap {
+            file,
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        })
+    };
+    let line = |m: &crate::plan::IdMap| format!("{} {} {}\n", m.inside, m.outside, m.count);
+    write("/proc/self/setgroups", "deny\n".into())?;
+    write("/proc/self/uid_map", line(&plan.uid_map))?;
+    write("/proc/self/gid_map", line(&plan.gid_map))?;
+    Ok(())
+}
+
+/// Enters a new time namespace whose CLOCK_MONOTONIC and CLOCK_BOOTTIME read `start` seconds
+/// now. Only children forked afterwards live in it (the workload), which is the point.
+fn enter_time_namespace(start: i64) -> Result<(), Errno> {
+    use nix::time::{clock_gettime, ClockId};
+    nix::sched::unshare(nix::sched::CloneFlags::from_bits_retain(
+        libc::CLONE_NEWTIME,
+    ))?;
+    let mut text = String::new();
+    for (name, clock) in [
+        ("monotonic", ClockId::CLOCK_MONOTONIC),
+        ("boottime", ClockId::CLOCK_BOOTTIME),
+    ] {
+        let now = clock_gettime(clock)?;
+        let now_ns = now.tv_sec() as i128 * 1_000_000_000 + now.tv_nsec() as i128;
+        let off = start as i128 * 1_000_000_000 - now_ns;
+        let (secs, nanos) = (off.div_euclid(1_000_000_000), off.rem_euclid(1_000_000_000));
+        text.push_str(&format!("{name} {secs} {nanos}\n"));
+    }
+    std::fs::write("/proc/self/timens_offsets", text)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let req = crate::plan::ExecRequest::new(vec!["true".into()]);
+        let host = crate::plan::HostFacts {
+            uid: 1000,
+            gid: 1000,
+            cwd: std::env::temp_dir(),
+            source_date_epoch: None,
+            now: 0,
+            cpus_available: 1,
+            unix_sockets: Vec::new(),
+        };
+        crate::plan::resolve(&req, &host).unwrap()
+    }
+
+    #[test]
+    fn an_exec_sandbox_sets_up_in_the_documented_order() {
+        use Step::*;
+        assert_eq!(
+            steps(&plan(), false),
+            [
+                JoinNamespaces,
+                IdMaps,
+                Hostname,
+                Loopback,
+                Root,
+                Chdir,
+                TimeNamespace
+            ]
+        );
+    }
+
+    #[test]
+    fn limits_and_containers_wait_for_the_supervisor_first() {
+        let mut p = plan();
+        p.resources.pids = Some(10);
+        assert_eq!(steps(&p, false)[0], Step::AwaitGo);
+        assert_eq!(steps(&plan(), true)[0], Step::AwaitGo);
+    }
+
+    #[test]
+    fn steps_follow_the_namespaces() {
+        let mut p = plan();
+        p.namespaces
+            .retain(|n| !matches!(n, Namespace::Net | Namespace::Uts | Namespace::Time));
+        p.parent_maps = Some(crate::plan::ParentMaps {
+            uid: Vec::new(),
+            gid: Vec::new(),
+        });
+        assert_eq!(
+            steps(&p, false),
+            [Step::JoinNamespaces, Step::Root, Step::Chdir],
+            "no id maps of init's own when the creator writes them"
+        );
+    }
+}
