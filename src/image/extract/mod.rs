@@ -210,33 +210,7 @@ impl Extractor {
                 self.dirs.insert(rel.to_path_buf(), (mode, mtime));
             }
             T::Regular | T::Continuous | T::GNUSparse => {
-                self.replace(p, name, shown)?;
-                let fd = openat(
-                    Some(p),
-                    name,
-                    OFlag::O_WRONLY
-                        | OFlag::O_CREAT
-                        | OFlag::O_EXCL
-                        | OFlag::O_NOFOLLOW
-                        | OFlag::O_CLOEXEC,
-                    Mode::from_bits_truncate(0o600),
-                )
-                .map_err(|e| fs_err("create", shown, e))?;
-                let mut file = std::fs::File::from(own(fd));
-                std::io::copy(entry, &mut file).map_err(|e| match e.raw_os_error() {
-                    Some(n) => fs_err("write", shown, Errno::from_raw(n)),
-                    None => ExtractError::Read(e),
-                })?;
-                let mut mode = mode;
-                if !self.opts.keep_setuid {
-                    mode &= !(libc::S_ISUID | libc::S_ISGID);
-                }
-                self.xattrs(entry, file.as_raw_fd(), shown)?;
-                nix::sys::stat::fchmod(file.as_raw_fd(), Mode::from_bits_truncate(mode))
-                    .map_err(|e| fs_err("chmod", shown, e))?;
-                let t = timespec(mtime);
-                nix::sys::stat::futimens(file.as_raw_fd(), &t, &t)
-                    .map_err(|e| fs_err("set times of", shown, e))?;
+                self.regular(entry, p, name, shown, (mode, mtime))?;
             }
             T::Symlink => {
                 let target = entry
@@ -258,59 +232,7 @@ impl Extractor {
                     nix::sys::stat::UtimensatFlags::NoFollowSymlink,
                 );
             }
-            T::Link => {
-                let raw = entry
-                    .link_name_bytes()
-                    .map(|t| t.into_owned())
-                    .unwrap_or_default();
-                let target_shown = String::from_utf8_lossy(&raw).into_owned();
-                let hard = |reason: String| ExtractError::Hardlink {
-                    path: shown.to_string(),
-                    target: target_shown.clone(),
-                    reason,
-                };
-                let target = match normalize(&raw, &target_shown) {
-                    Ok(Some(t)) => t,
-                    Ok(None) => return Err(hard("the target is the root".into())),
-                    Err(ExtractError::Traversal { .. }) => {
-                        return Err(hard("the target is outside the image (`..`)".into()))
-                    }
-                    Err(e) => return Err(e),
-                };
-                let (tparent, tname) =
-                    self.parent(&target, &target_shown, false)
-                        .map_err(|e| match e {
-                            ExtractError::ThroughLink { link, .. } => hard(format!(
-                                "{link} is a symbolic link, and links are not followed"
-                            )),
-                            ExtractError::Fs {
-                                errno: Errno::ENOENT,
-                                ..
-                            } => hard("the target does not exist in the image".into()),
-                            other => hard(other.to_string()),
-                        })?;
-                let st = fstatat(
-                    Some(tparent.as_raw_fd()),
-                    tname,
-                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                )
-                .map_err(|e| hard(format!("the target does not exist in the image ({e})")))?;
-                if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
-                    return Err(hard("the target is a directory".into()));
-                }
-                if target == rel {
-                    return Ok(());
-                }
-                self.replace(p, name, shown)?;
-                nix::unistd::linkat(
-                    Some(tparent.as_raw_fd()),
-                    tname,
-                    Some(p),
-                    name,
-                    nix::fcntl::AtFlags::empty(),
-                )
-                .map_err(|e| fs_err("hard link", shown, e))?;
-            }
+            T::Link => self.hardlink(entry, rel, p, name, shown)?,
             T::Fifo => {
                 self.replace(p, name, shown)?;
                 nix::sys::stat::mknodat(
@@ -341,6 +263,106 @@ impl Extractor {
                 })
             }
         }
+        Ok(())
+    }
+
+    /// A regular file: created exclusively (never through a link), its data, kept xattrs,
+    /// mode (set-id bits dropped unless asked) and time.
+    fn regular<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<R>,
+        p: RawFd,
+        name: &OsStr,
+        shown: &str,
+        (mode, mtime): (u32, u64),
+    ) -> Result<(), ExtractError> {
+        self.replace(p, name, shown)?;
+        let fd = openat(
+            Some(p),
+            name,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )
+        .map_err(|e| fs_err("create", shown, e))?;
+        let mut file = std::fs::File::from(own(fd));
+        std::io::copy(entry, &mut file).map_err(|e| match e.raw_os_error() {
+            Some(n) => fs_err("write", shown, Errno::from_raw(n)),
+            None => ExtractError::Read(e),
+        })?;
+        let mut mode = mode;
+        if !self.opts.keep_setuid {
+            mode &= !(libc::S_ISUID | libc::S_ISGID);
+        }
+        self.xattrs(entry, file.as_raw_fd(), shown)?;
+        nix::sys::stat::fchmod(file.as_raw_fd(), Mode::from_bits_truncate(mode))
+            .map_err(|e| fs_err("chmod", shown, e))?;
+        let t = timespec(mtime);
+        nix::sys::stat::futimens(file.as_raw_fd(), &t, &t)
+            .map_err(|e| fs_err("set times of", shown, e))?;
+        Ok(())
+    }
+
+    /// A hard link to an earlier entry of the image (never outside it, to a directory, or
+    /// through a symbolic link).
+    fn hardlink<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<R>,
+        rel: &Path,
+        p: RawFd,
+        name: &OsStr,
+        shown: &str,
+    ) -> Result<(), ExtractError> {
+        let raw = entry
+            .link_name_bytes()
+            .map(|t| t.into_owned())
+            .unwrap_or_default();
+        let target_shown = String::from_utf8_lossy(&raw).into_owned();
+        let hard = |reason: String| ExtractError::Hardlink {
+            path: shown.to_string(),
+            target: target_shown.clone(),
+            reason,
+        };
+        let target = match normalize(&raw, &target_shown) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Err(hard("the target is the root".into())),
+            Err(ExtractError::Traversal { .. }) => {
+                return Err(hard("the target is outside the image (`..`)".into()))
+            }
+            Err(e) => return Err(e),
+        };
+        let (tparent, tname) = self
+            .parent(&target, &target_shown, false)
+            .map_err(|e| match e {
+                ExtractError::ThroughLink { link, .. } => hard(format!(
+                    "{link} is a symbolic link, and links are not followed"
+                )),
+                ExtractError::Fs {
+                    errno: Errno::ENOENT,
+                    ..
+                } => hard("the target does not exist in the image".into()),
+                other => hard(other.to_string()),
+            })?;
+        let st = fstatat(
+            Some(tparent.as_raw_fd()),
+            tname,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| hard(format!("the target does not exist in the image ({e})")))?;
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
+            return Err(hard("the target is a directory".into()));
+        }
+        if target == rel {
+            return Ok(());
+        }
+        self.replace(p, name, shown)?;
+        nix::unistd::linkat(
+            Some(tparent.as_raw_fd()),
+            tname,
+            Some(p),
+            name,
+            nix::fcntl::AtFlags::empty(),
+        )
+        .map_err(|e| fs_err("hard link", shown, e))?;
         Ok(())
     }
 
