@@ -24,17 +24,17 @@ use crate::security::{self, Resources, Rlimit, SeccompProfile};
     about = "Run a command so that time, environment, identity and network cannot leak in",
     propagate_version = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
-    pub global: oci::cli::GlobalOpts,
+    pub(crate) global: oci::cli::GlobalOpts,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 // Parsed once per process: boxing the larger variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run one command in a fresh sandbox and exit with its status. (`exec ID CMD` with a
     /// container id, or with runc's exec options, runs CMD in that OCI container.)
     Exec(ExecArgs),
@@ -59,125 +59,125 @@ pub enum Command {
     after_help = "Exit status: the command's own; 124 timeout; 125 reprorun error; \
 126 command not executable; 127 command not found; 128+N killed by signal N."
 )]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// Root filesystem to run in (default: the host's /, read-only).
     #[arg(long, value_name = "DIR")]
-    pub rootfs: Option<PathBuf>,
+    pub(crate) rootfs: Option<PathBuf>,
     /// Run on an imported image (NAME[:TAG] or sha256:DIGEST) with a fresh writable overlay
     /// per run; with no COMMAND, the image's Entrypoint and Cmd (`spec/image.md`).
     #[arg(long, value_name = "IMAGE", conflicts_with = "rootfs")]
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// Image store for --image (env REPRORUN_STORE; default as for `reprorun image`).
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
-    pub store: Option<PathBuf>,
+    pub(crate) store: Option<PathBuf>,
     /// A dependency mirror (`reprorun mirror`), mounted read-only at /mirror; pip, uv and go
     /// are pointed at it (`spec/mirror.md`).
     #[arg(long, value_name = "DIR")]
-    pub mirror: Option<PathBuf>,
+    pub(crate) mirror: Option<PathBuf>,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
-    pub workdir: Option<PathBuf>,
+    pub(crate) workdir: Option<PathBuf>,
     /// Bind a host path into the sandbox (default rw); repeatable, applied in order.
     #[arg(long, value_name = "SRC:DST[:ro|rw]", value_parser = parse::bind)]
-    pub bind: Vec<BindSpec>,
+    pub(crate) bind: Vec<BindSpec>,
     /// Mount an empty tmpfs at DST; repeatable, applied in order with --bind.
     #[arg(long, value_name = "DST", value_parser = parse::target)]
-    pub tmpfs: Vec<PathBuf>,
+    pub(crate) tmpfs: Vec<PathBuf>,
     /// Network: `none` (new namespace, loopback only) or `host`.
     #[arg(long, value_enum, default_value_t = NetMode::None)]
-    pub net: NetMode,
+    pub(crate) net: NetMode,
     /// Set an environment variable (after the pins and --env-file); repeatable.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse::env_entry)]
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Read KEY=VALUE lines from a file; repeatable.
     #[arg(long, value_name = "FILE")]
-    pub env_file: Vec<PathBuf>,
+    pub(crate) env_file: Vec<PathBuf>,
     /// Hostname inside the sandbox.
     #[arg(long, default_value = "reprorun", value_parser = parse::hostname)]
-    pub hostname: String,
+    pub(crate) hostname: String,
     /// Identity inside the sandbox (default 0:0); the caller's ids map to it.
     #[arg(long, value_name = "UID:GID", value_parser = parse::user)]
-    pub user: Option<(u32, u32)>,
+    pub(crate) user: Option<(u32, u32)>,
     /// Kill everything in the sandbox after DURATION (e.g. 90s, 10m) and exit 124.
     #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// `full` fails when namespaces are unavailable; `auto` falls back to pins only with a
     /// warning; `none` asks for pins only.
     #[arg(long, value_enum, env = "REPRORUN_ISOLATION", default_value_t = Isolation::Full)]
-    pub isolation: Isolation,
+    pub(crate) isolation: Isolation,
     /// The sandbox's wall-clock date: RFC 3339, YYYY-MM-DD, @EPOCH, or `now` (no faking).
     /// Default: the caller's SOURCE_DATE_EPOCH, else 2024-01-01T00:00:00Z.
     #[arg(long, value_name = "DATE", value_parser = clock::parse_date_choice)]
-    pub date: Option<DateChoice>,
+    pub(crate) date: Option<DateChoice>,
     /// How the clock moves: `start-at` (from DATE in real time), `frozen`, or `tick[=STEP]`
     /// (each read advances by STEP, default 1ms).
     #[arg(long, value_name = "MODE", default_value = "start-at", value_parser = clock::parse_clock_mode)]
-    pub clock: ClockMode,
+    pub(crate) clock: ClockMode,
     /// Seed of every seeded source: hash seeds (PYTHONHASHSEED, PERL_HASH_SEED), getrandom,
     /// /dev/urandom, /dev/random and AT_RANDOM. Different seeds give different streams.
     #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Where random bytes come from: `seeded` (a deterministic stream from --seed; for tests,
     /// never for keys) or `real` (the kernel's entropy, nothing intercepted).
     #[arg(long, value_enum, value_name = "SOURCE", default_value_t = RandomMode::Seeded)]
-    pub random: RandomMode,
+    pub(crate) random: RandomMode,
     /// CPUs the command runs on and sees (affinity, nproc, /proc/cpuinfo, /sys agree); at
     /// most the CPUs reprorun itself may use. Default: 1.
     #[arg(long, value_name = "N")]
-    pub cpus: Option<u32>,
+    pub(crate) cpus: Option<u32>,
     /// Security seccomp profile: `default` (refuses what Docker's default profile refuses and
     /// more), `unconfined`, or the path of an OCI `linux.seccomp` JSON profile.
     #[arg(long, value_name = "PROFILE", default_value = "default", value_parser = security::seccomp::parse_option)]
-    pub seccomp: SeccompProfile,
+    pub(crate) seccomp: SeccompProfile,
     /// Keep one capability (e.g. NET_RAW); every other one is dropped. Repeatable.
     #[arg(long, value_name = "CAP", value_parser = security::capability)]
-    pub cap_add: Vec<String>,
+    pub(crate) cap_add: Vec<String>,
     /// Pass descriptors 3 .. 3+N-1 on to the command (all others are closed).
     #[arg(long, value_name = "N", default_value_t = 0)]
-    pub preserve_fds: u32,
+    pub(crate) preserve_fds: u32,
     /// A resource limit, NAME=SOFT[:HARD] (e.g. nofile=4096, core=unlimited); repeatable.
     /// Defaults: core=0, nofile=1024:524288.
     #[arg(long, value_name = "NAME=SOFT[:HARD]", value_parser = security::rlimit)]
-    pub rlimit: Vec<Rlimit>,
+    pub(crate) rlimit: Vec<Rlimit>,
     /// Memory limit for the whole sandbox (e.g. 512m, 2g); an OOM kill exits 137.
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--memory", v))]
-    pub memory: Option<u64>,
+    pub(crate) memory: Option<u64>,
     /// Limit on processes and threads in the sandbox.
     #[arg(long, value_name = "N", value_parser = security::pids)]
-    pub pids: Option<u64>,
+    pub(crate) pids: Option<u64>,
     /// CPU time limit, in CPUs (e.g. 0.5).
     #[arg(long, value_name = "CPUS", value_parser = security::cpu_quota)]
-    pub cpus_quota: Option<u64>,
+    pub(crate) cpus_quota: Option<u64>,
     /// Size limit of the sandbox's /tmp (e.g. 256m).
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--tmpfs-size", v))]
-    pub tmpfs_size: Option<u64>,
+    pub(crate) tmpfs_size: Option<u64>,
     /// Hand the caller's terminal to the command as it is. By default the command runs in a
     /// session of its own and, where standard input, output or error is a terminal, on a
     /// pseudo-terminal of the sandbox's own that reprorun relays (so nothing inside can change
     /// or read back the caller's terminal).
     #[arg(long)]
-    pub share_tty: bool,
+    pub(crate) share_tty: bool,
     /// Allow --workdir and --bind sources whose path crosses a symbolic link (by default such
     /// a source is refused: a link planted by an earlier run must not redirect a mount).
     #[arg(long)]
-    pub follow_symlinks: bool,
+    pub(crate) follow_symlinks: bool,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
     #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
+    pub(crate) record: Option<PathBuf>,
     /// Print the resolved plan as JSON and run nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The command and its arguments, after `--`.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
     )]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 #[derive(Debug, Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -205,7 +205,7 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Error::Sandbox(e) => e.exit_code(),
             _ => exit::RUNTIME_ERROR,
@@ -300,7 +300,7 @@ fn extra_mounts(args: &ExecArgs, m: &ArgMatches) -> Vec<ExtraMount> {
 }
 
 /// Builds the request from parsed arguments (reads --env-file files).
-pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
+pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
     let mut env = Vec::new();
     for path in &args.env_file {
         let text = std::fs::read_to_string(path).map_err(|source| Error::EnvFile {

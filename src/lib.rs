@@ -6,14 +6,14 @@
 
 pub mod cli;
 pub mod determinism;
-pub mod exit;
-pub mod image;
-pub mod mirror;
-pub mod oci;
+pub(crate) mod exit;
+pub(crate) mod image;
+pub(crate) mod mirror;
+pub(crate) mod oci;
 pub mod parse;
-pub mod plan;
-pub mod record;
+pub(crate) mod plan;
+pub(crate) mod record;
 pub mod reproduce;
-pub mod sandbox;
+pub(crate) mod sandbox;
 pub mod security;
-pub mod sys;
+pub(crate) mod sys;

@@ -12,10 +12,10 @@ use crate::plan::{Isolation, Plan};
 use crate::sys::Usage;
 
 /// Record format version; bumped when a field changes meaning.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 #[derive(Debug, Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("--record {path}: {source}; pass a writable file path")]
     Open {
         path: PathBuf,
@@ -31,10 +31,10 @@ pub enum RecordError {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Rusage {
-    pub user_s: f64,
-    pub sys_s: f64,
-    pub max_rss_kib: u64,
+pub(crate) struct Rusage {
+    pub(crate) user_s: f64,
+    pub(crate) sys_s: f64,
+    pub(crate) max_rss_kib: u64,
 }
 
 impl From<Usage> for Rusage {
@@ -48,30 +48,30 @@ impl From<Usage> for Rusage {
 }
 
 #[derive(Debug, Serialize)]
-pub struct RunRecord<'a> {
-    pub record_version: u32,
-    pub reprorun_version: &'static str,
+pub(crate) struct RunRecord<'a> {
+    pub(crate) record_version: u32,
+    pub(crate) reprorun_version: &'static str,
     /// reprorun's own command line.
-    pub argv: Vec<String>,
-    pub plan: &'a Plan,
+    pub(crate) argv: Vec<String>,
+    pub(crate) plan: &'a Plan,
     /// `full` or `none`; null when the run never started.
-    pub isolation_used: Option<Isolation>,
-    pub started_at: String,
-    pub ended_at: String,
-    pub duration_s: f64,
-    pub exit_code: i32,
-    pub timed_out: bool,
+    pub(crate) isolation_used: Option<Isolation>,
+    pub(crate) started_at: String,
+    pub(crate) ended_at: String,
+    pub(crate) duration_s: f64,
+    pub(crate) exit_code: i32,
+    pub(crate) timed_out: bool,
     /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
-    pub oom_killed: bool,
+    pub(crate) oom_killed: bool,
     /// The one-line error reprorun printed, if any.
-    pub error: Option<String>,
-    pub rusage: Rusage,
+    pub(crate) error: Option<String>,
+    pub(crate) rusage: Rusage,
 }
 
-pub use crate::determinism::date::timestamp;
+pub(crate) use crate::determinism::date::timestamp;
 
 /// The record file, opened (and so checked) before the run starts.
-pub struct RecordSink {
+pub(crate) struct RecordSink {
     path: PathBuf,
     file: File,
 }
@@ -81,7 +81,7 @@ impl RecordSink {
     /// must not block (O_NONBLOCK: no reader, ENXIO), and only a regular file is truncated.
     /// A path that crosses a symbolic link is refused unless `follow` (the caller's own
     /// descriptors, `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, are always allowed).
-    pub fn open(path: &Path, follow: bool) -> Result<Self, RecordError> {
+    pub(crate) fn open(path: &Path, follow: bool) -> Result<Self, RecordError> {
         use std::os::unix::fs::OpenOptionsExt;
         let err = |source| RecordError::Open {
             path: path.to_path_buf(),
@@ -119,7 +119,7 @@ impl RecordSink {
         })
     }
 
-    pub fn write(mut self, record: &RunRecord) -> Result<(), RecordError> {
+    pub(crate) fn write(mut self, record: &RunRecord) -> Result<(), RecordError> {
         let err = |source| RecordError::Write {
             path: self.path.clone(),
             source,

@@ -8,13 +8,13 @@ use super::pull::{PullOpts, DEFAULT_GOPROXY, DEFAULT_INDEX};
 use super::MirrorError;
 
 #[derive(Debug, Args)]
-pub struct MirrorArgs {
+pub(crate) struct MirrorArgs {
     #[command(subcommand)]
-    pub command: MirrorCommand,
+    pub(crate) command: MirrorCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum MirrorCommand {
+pub(crate) enum MirrorCommand {
     /// Build a mirror of what the requirements need, as the index stood at DATE.
     Pull(PullArgs),
     /// Add local distribution files (wheels, sdists) with their upload time.
@@ -26,63 +26,63 @@ pub enum MirrorCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct PullArgs {
+pub(crate) struct PullArgs {
     /// The date the index is taken at (RFC 3339, YYYY-MM-DD or @EPOCH).
     #[arg(long, value_name = "DATE")]
-    pub date: String,
+    pub(crate) date: String,
     /// A requirements file (as pip and uv read it).
     #[arg(short = 'r', long = "requirement", value_name = "FILE")]
-    pub requirement: Option<PathBuf>,
+    pub(crate) requirement: Option<PathBuf>,
     /// Python version the files must run on.
     #[arg(long, value_name = "X.Y", default_value = "3.11")]
-    pub python: String,
+    pub(crate) python: String,
     /// Wheel platform tag prefix (e.g. manylinux, linux_x86_64); default Linux x86-64.
     #[arg(long, value_name = "TAG")]
-    pub platform: Option<String>,
+    pub(crate) platform: Option<String>,
     /// Upstream simple index (PEP 691 JSON with upload times).
     #[arg(long, value_name = "URL", default_value = DEFAULT_INDEX)]
-    pub index: String,
+    pub(crate) index: String,
     /// Also mirror the modules this go.mod needs (GOPROXY tree).
     #[arg(long, value_name = "GO.MOD")]
-    pub go: Option<PathBuf>,
+    pub(crate) go: Option<PathBuf>,
     /// Upstream GOPROXY for --go.
     #[arg(long, value_name = "URL", default_value = DEFAULT_GOPROXY)]
-    pub go_proxy: String,
+    pub(crate) go_proxy: String,
     /// The mirror directory to create (must not exist).
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Requirements (e.g. pytest==8.0 or pytest).
     #[arg(value_name = "PKG")]
-    pub packages: Vec<String>,
+    pub(crate) packages: Vec<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct AddArgs {
+pub(crate) struct AddArgs {
     /// The mirror directory (created if it holds no mirror).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Upload time recorded for the files (RFC 3339; default: now).
     #[arg(long, value_name = "TIME")]
-    pub upload_time: Option<String>,
+    pub(crate) upload_time: Option<String>,
     #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct IndexArgs {
-    pub dir: PathBuf,
+pub(crate) struct IndexArgs {
+    pub(crate) dir: PathBuf,
     /// Drop (and delete) files uploaded after DATE.
     #[arg(long, value_name = "DATE")]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
-    pub dir: PathBuf,
+pub(crate) struct VerifyArgs {
+    pub(crate) dir: PathBuf,
 }
 
 /// Runs one mirror command; returns the exit status (errors are mapped to a message and
 /// status by `crate::cli`).
-pub fn run(args: MirrorArgs) -> Result<i32, MirrorError> {
+pub(crate) fn run(args: MirrorArgs) -> Result<i32, MirrorError> {
     match args.command {
         MirrorCommand::Pull(a) => {
             if a.requirement.is_none() && a.packages.is_empty() && a.go.is_none() {

@@ -2,15 +2,15 @@
 
 /// A distribution file's project and version, from its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DistName {
+pub(crate) struct DistName {
     /// The normalised project name (PEP 503).
-    pub project: String,
-    pub version: String,
-    pub kind: Kind,
+    pub(crate) project: String,
+    pub(crate) version: String,
+    pub(crate) kind: Kind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A wheel with its tags: python, abi, platform (each possibly `a.b` compressed).
     Wheel {
         python: String,
@@ -21,7 +21,7 @@ pub enum Kind {
 }
 
 /// PEP 503: lower case, runs of `-`, `_`, `.` as one `-`.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut sep = false;
     for c in name.chars() {
@@ -39,7 +39,7 @@ pub fn normalize(name: &str) -> String {
 }
 
 /// Parses `NAME-VER(-BUILD)?-PY-ABI-PLAT.whl`, `NAME-VER.tar.gz` or `NAME-VER.zip`.
-pub fn parse(filename: &str) -> Option<DistName> {
+pub(crate) fn parse(filename: &str) -> Option<DistName> {
     if filename.contains('/') || filename.contains('\0') || filename.starts_with('.') {
         return None;
     }
@@ -85,7 +85,7 @@ pub fn parse(filename: &str) -> Option<DistName> {
 
 /// Whether a wheel runs on CPython `python` (e.g. "3.11") on `platform` (a tag prefix such as
 /// `manylinux`, `linux_x86_64` or `any`; `None`: Linux x86-64).
-pub fn wheel_fits(kind: &Kind, python: &str, platform: Option<&str>) -> bool {
+pub(crate) fn wheel_fits(kind: &Kind, python: &str, platform: Option<&str>) -> bool {
     let Kind::Wheel {
         python: py,
         abi,

@@ -11,7 +11,7 @@ use super::{hash_file, io, GoRecord, MirrorError};
 use crate::mirror::layout::GO_DIR;
 
 /// Go's module path escaping for proxies: an upper-case letter becomes `!` + lower case.
-pub fn escape(path: &str) -> String {
+pub(crate) fn escape(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
         if c.is_ascii_uppercase() {
@@ -42,7 +42,7 @@ fn unescape(path: &str) -> String {
 
 /// Downloads what `gomod` (a go.mod file) needs through `proxy` and writes the tree under
 /// `out/go`. A needed version published after `date` is an error naming it.
-pub fn pull(
+pub(crate) fn pull(
     gomod: &Path,
     proxy: &str,
     date: i64,
@@ -185,7 +185,7 @@ fn write_lists(tree: &Path, records: &[GoRecord]) -> Result<(), MirrorError> {
 }
 
 /// Problems with the Go tree against the lock.
-pub fn verify(dir: &Path, records: &[GoRecord]) -> Vec<String> {
+pub(crate) fn verify(dir: &Path, records: &[GoRecord]) -> Vec<String> {
     let mut problems = Vec::new();
     for r in records {
         let at = dir.join(GO_DIR).join(escape(&r.module)).join("@v");

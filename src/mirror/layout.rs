@@ -8,52 +8,52 @@ use serde::{Deserialize, Serialize};
 
 /// One distribution file in the mirror: the lock's line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// Normalised project name (PEP 503).
-    pub name: String,
-    pub version: String,
-    pub filename: String,
-    pub sha256: String,
-    pub size: u64,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) filename: String,
+    pub(crate) sha256: String,
+    pub(crate) size: u64,
     /// RFC 3339, UTC.
-    pub upload_time: String,
+    pub(crate) upload_time: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requires_python: Option<String>,
+    pub(crate) requires_python: Option<String>,
 }
 
 /// `lock.json`: what the mirror holds and as of when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lock {
-    pub lock_version: u32,
+pub(crate) struct Lock {
+    pub(crate) lock_version: u32,
     /// The date the mirror was cut at (RFC 3339), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
     /// The index it was pulled from, if pulled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub index: Option<String>,
-    pub files: Vec<Record>,
+    pub(crate) index: Option<String>,
+    pub(crate) files: Vec<Record>,
     /// Go modules (GOPROXY tree under `go/`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub go: Vec<GoRecord>,
+    pub(crate) go: Vec<GoRecord>,
 }
 
 /// One Go module version in the mirror.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoRecord {
-    pub module: String,
-    pub version: String,
+pub(crate) struct GoRecord {
+    pub(crate) module: String,
+    pub(crate) version: String,
     /// RFC 3339, from the version's `.info`.
-    pub time: String,
+    pub(crate) time: String,
     /// sha256 of the `.zip` and the `.mod`.
-    pub zip_sha256: String,
-    pub mod_sha256: String,
+    pub(crate) zip_sha256: String,
+    pub(crate) mod_sha256: String,
 }
 
-pub const LOCK_VERSION: u32 = 1;
+pub(crate) const LOCK_VERSION: u32 = 1;
 /// Where the distribution files live, relative to the mirror's root.
-pub const FILES_DIR: &str = "pypi/files";
-pub const SIMPLE_DIR: &str = "pypi/simple";
-pub const GO_DIR: &str = "go";
+pub(crate) const FILES_DIR: &str = "pypi/files";
+pub(crate) const SIMPLE_DIR: &str = "pypi/simple";
+pub(crate) const GO_DIR: &str = "go";
 
 fn escape_html(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -63,7 +63,7 @@ fn escape_html(s: &str) -> String {
 }
 
 /// Every generated index file, as (path relative to the mirror root, contents), sorted.
-pub fn simple_tree(records: &[Record]) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn simple_tree(records: &[Record]) -> Vec<(String, Vec<u8>)> {
     let mut by_project: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     for r in records {
         by_project.entry(&r.name).or_default().push(r);

@@ -4,25 +4,25 @@
 //! `go/`. `reprorun exec --mirror DIR` mounts it read-only at `/mirror` and points every
 //! client at it.
 
-pub mod cli;
-pub mod dist;
-pub mod go;
-pub mod layout;
-pub mod pull;
+pub(crate) mod cli;
+pub(crate) mod dist;
+pub(crate) mod go;
+pub(crate) mod layout;
+pub(crate) mod pull;
 
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use layout::{GoRecord, Lock, Record};
+pub(crate) use layout::{GoRecord, Lock, Record};
 use layout::{FILES_DIR, GO_DIR, LOCK_VERSION, SIMPLE_DIR};
 
 /// Where a mirror appears inside the sandbox.
-pub const MOUNT: &str = "/mirror";
-pub const LOCK_FILE: &str = "lock.json";
+pub(crate) const MOUNT: &str = "/mirror";
+pub(crate) const LOCK_FILE: &str = "lock.json";
 
 #[derive(Debug, Error)]
-pub enum MirrorError {
+pub(crate) enum MirrorError {
     #[error("{path}: not a mirror (no {LOCK_FILE}); create one with `reprorun mirror add` or `mirror pull`")]
     NotAMirror { path: PathBuf },
     #[error("{path}: {reason}")]
@@ -53,7 +53,7 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MirrorE
 }
 
 /// sha256 (hex) and size of a file, streamed (the image store's hashing reader).
-pub fn hash_file(path: &Path) -> Result<(String, u64), MirrorError> {
+pub(crate) fn hash_file(path: &Path) -> Result<(String, u64), MirrorError> {
     let f = std::fs::File::open(path).map_err(io("read", path))?;
     let (digest, size) = crate::image::digest::Hashing::new(f)
         .finish()
@@ -62,15 +62,15 @@ pub fn hash_file(path: &Path) -> Result<(String, u64), MirrorError> {
 }
 
 /// Parses a date option (RFC 3339, YYYY-MM-DD, @EPOCH) into seconds since the epoch.
-pub fn parse_date(option: &str, text: &str) -> Result<i64, MirrorError> {
+pub(crate) fn parse_date(option: &str, text: &str) -> Result<i64, MirrorError> {
     crate::determinism::date::parse_date(text)
         .map_err(|e| MirrorError::Date(format!("{option} {text}"), e.to_string()))
 }
 
-pub use crate::determinism::date::rfc3339_secs as rfc3339;
+pub(crate) use crate::determinism::date::rfc3339_secs as rfc3339;
 
 /// Reads a mirror's lock.
-pub fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
+pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
     let path = dir.join(LOCK_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -112,7 +112,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
 
 /// Writes the lock and regenerates the simple index from it (the index directory is built
 /// aside and swapped in).
-pub fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
+pub(crate) fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
     let mut lock = lock.clone();
     lock.files
         .sort_by(|a, b| (&a.name, &a.filename).cmp(&(&b.name, &b.filename)));
@@ -167,7 +167,11 @@ fn empty_lock() -> Lock {
 
 /// `mirror add`: copies distribution files in, with their upload time (default: now).
 /// Creates the mirror if `dir` holds none.
-pub fn add(dir: &Path, files: &[PathBuf], upload_time: Option<i64>) -> Result<usize, MirrorError> {
+pub(crate) fn add(
+    dir: &Path,
+    files: &[PathBuf],
+    upload_time: Option<i64>,
+) -> Result<usize, MirrorError> {
     let mut lock = match read_lock(dir) {
         Ok(l) => l,
         Err(MirrorError::NotAMirror { .. }) => empty_lock(),
@@ -225,7 +229,7 @@ pub fn add(dir: &Path, files: &[PathBuf], upload_time: Option<i64>) -> Result<us
 
 /// `mirror index`: regenerates the index from the lock; with `date`, first drops (and
 /// deletes) every file uploaded after it. Returns the number dropped.
-pub fn index(dir: &Path, date: Option<i64>) -> Result<usize, MirrorError> {
+pub(crate) fn index(dir: &Path, date: Option<i64>) -> Result<usize, MirrorError> {
     let mut lock = read_lock(dir)?;
     let mut dropped = 0;
     if let Some(date) = date {
@@ -244,7 +248,7 @@ pub fn index(dir: &Path, date: Option<i64>) -> Result<usize, MirrorError> {
 }
 
 /// `mirror verify`: every problem found, as one line each (empty: the mirror verifies).
-pub fn verify(dir: &Path) -> Result<Vec<String>, MirrorError> {
+pub(crate) fn verify(dir: &Path) -> Result<Vec<String>, MirrorError> {
     let lock = read_lock(dir)?;
     let mut problems = Vec::new();
     let files_dir = dir.join(FILES_DIR);
@@ -306,7 +310,9 @@ fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
 
 /// What a sandbox needs to use the mirror in `dir`: the clients' environment and the
 /// read-only bind at [`MOUNT`].
-pub fn attach(dir: &Path) -> Result<(Vec<(String, String)>, crate::parse::BindSpec), MirrorError> {
+pub(crate) fn attach(
+    dir: &Path,
+) -> Result<(Vec<(String, String)>, crate::parse::BindSpec), MirrorError> {
     let lock = read_lock(dir)?;
     Ok((
         client_env(&lock),
@@ -320,7 +326,7 @@ pub fn attach(dir: &Path) -> Result<(Vec<(String, String)>, crate::parse::BindSp
 
 /// The environment `exec --mirror` gives the sandbox: every client pointed at `/mirror`,
 /// nothing else consulted (`spec/mirror.md`).
-pub fn client_env(lock: &Lock) -> Vec<(String, String)> {
+pub(crate) fn client_env(lock: &Lock) -> Vec<(String, String)> {
     let simple = format!("file://{MOUNT}/{SIMPLE_DIR}");
     let mut env = vec![
         ("PIP_INDEX_URL", simple.clone()),

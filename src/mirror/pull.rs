@@ -9,19 +9,19 @@ use std::process::Command;
 use super::dist::{self, Kind};
 use super::{io, rfc3339, Lock, MirrorError, Record};
 
-pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
-pub const DEFAULT_GOPROXY: &str = "https://proxy.golang.org";
+pub(crate) const DEFAULT_INDEX: &str = "https://pypi.org/simple";
+pub(crate) const DEFAULT_GOPROXY: &str = "https://proxy.golang.org";
 
-pub struct PullOpts {
-    pub date: i64,
-    pub requirements: Option<PathBuf>,
-    pub packages: Vec<String>,
-    pub python: String,
-    pub platform: Option<String>,
-    pub index: String,
-    pub out: PathBuf,
-    pub go_mod: Option<PathBuf>,
-    pub go_proxy: String,
+pub(crate) struct PullOpts {
+    pub(crate) date: i64,
+    pub(crate) requirements: Option<PathBuf>,
+    pub(crate) packages: Vec<String>,
+    pub(crate) python: String,
+    pub(crate) platform: Option<String>,
+    pub(crate) index: String,
+    pub(crate) out: PathBuf,
+    pub(crate) go_mod: Option<PathBuf>,
+    pub(crate) go_proxy: String,
 }
 
 fn fail(msg: impl Into<String>) -> MirrorError {
@@ -298,7 +298,7 @@ fn parse_build_requires(toml: &str) -> Option<Vec<String>> {
 }
 
 /// Builds the mirror. Nothing is left at `out` unless the whole pull succeeds.
-pub fn pull(o: &PullOpts) -> Result<Lock, MirrorError> {
+pub(crate) fn pull(o: &PullOpts) -> Result<Lock, MirrorError> {
     if o.out.exists() {
         return Err(fail(format!(
             "--out {}: exists already; remove it or choose another directory",

@@ -239,7 +239,7 @@ pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
 /// Resolves `req` (with `finish`'s edits) and runs it with its stdout and stderr on the
 /// given files. The outer error: the sandbox could not even be planned; the inner one is
 /// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
-pub fn sandboxed(
+pub(crate) fn sandboxed(
     req: &ExecRequest,
     host: &HostFacts,
     finish: impl FnOnce(&mut crate::plan::Plan),

@@ -15,7 +15,7 @@ const ROOT: &str = "/sys/fs/cgroup";
 const CPU_PERIOD_US: u64 = 100_000;
 
 #[derive(Debug, Error)]
-pub enum CgroupError {
+pub(crate) enum CgroupError {
     #[error("resource limits need the {0} cgroup controller, which this host does not offer (neither delegated on cgroup v2 nor mounted on v1)")]
     NoController(&'static str),
     #[error("create cgroup {path}: {source}; resource limits need root, or a cgroup v2 subtree delegated to this user (e.g. `systemd-run --user --scope -p Delegate=yes reprorun ...`)")]
@@ -39,7 +39,7 @@ enum Version {
 
 /// A sandbox's cgroup: one directory on v2, one per controller on v1.
 #[derive(Debug)]
-pub struct Cgroup {
+pub(crate) struct Cgroup {
     version: Version,
     dirs: Vec<PathBuf>,
     /// v1: the controller of each directory, in the same order.
@@ -52,11 +52,11 @@ pub struct Cgroup {
 #[derive(Debug, Clone)]
 pub(crate) struct Hierarchy {
     /// The cgroup filesystem root (`/sys/fs/cgroup`).
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The text of `/proc/self/cgroup`.
-    pub membership: String,
+    pub(crate) membership: String,
     /// The text of `/proc/self/mountinfo` (where the v1 hierarchies are mounted).
-    pub mountinfo: String,
+    pub(crate) mountinfo: String,
 }
 
 impl Hierarchy {
@@ -177,7 +177,7 @@ impl Cgroup {
     /// own cgroup (a sandbox's unique name), an absolute one from the hierarchy's root (an
     /// OCI container's `linux.cgroupsPath`). Parents are made as needed; the leaf must be new
     /// (one left over would bring old processes and counters).
-    pub fn create(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
+    pub(crate) fn create(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
         Cgroup::create_in(&Hierarchy::host(), res, path)
     }
 
@@ -234,7 +234,7 @@ impl Cgroup {
     }
 
     /// No cgroup at all (an unprivileged caller's container without limits).
-    pub fn none() -> Cgroup {
+    pub(crate) fn none() -> Cgroup {
         Cgroup {
             version: Version::V2,
             dirs: Vec::new(),
@@ -244,7 +244,7 @@ impl Cgroup {
 
     /// Keeps the directories after this value is gone (an OCI container's cgroup outlives
     /// `create`); [`remove_dirs`] removes them.
-    pub fn keep(self) -> Vec<PathBuf> {
+    pub(crate) fn keep(self) -> Vec<PathBuf> {
         let dirs = self.dirs.clone();
         std::mem::forget(self);
         dirs
@@ -311,7 +311,7 @@ impl Cgroup {
     }
 
     /// Moves process `pid` (with its threads) into the cgroup; `0` is the caller itself.
-    pub fn add(&self, pid: Pid) -> Result<(), CgroupError> {
+    pub(crate) fn add(&self, pid: Pid) -> Result<(), CgroupError> {
         for dir in &self.dirs {
             write(&dir.join("cgroup.procs"), &pid.as_raw().to_string())?;
         }
@@ -319,7 +319,7 @@ impl Cgroup {
     }
 
     /// Whether the kernel's OOM killer killed a process of the cgroup.
-    pub fn oom_killed(&self) -> bool {
+    pub(crate) fn oom_killed(&self) -> bool {
         let (file, key) = match self.version {
             Version::V2 => ("memory.events", "oom_kill"),
             Version::V1 => ("memory.oom_control", "oom_kill"),
@@ -345,7 +345,7 @@ impl Drop for Cgroup {
 }
 
 /// Kills every process left in the cgroup directories and removes them.
-pub fn remove_dirs(dirs: &[PathBuf]) {
+pub(crate) fn remove_dirs(dirs: &[PathBuf]) {
     {
         for dir in dirs {
             for _ in 0..100 {

@@ -24,10 +24,10 @@ use super::{cgroup, notify, signals, vdso, SandboxError};
 use crate::plan::{IdMap, Namespace, Plan};
 
 /// A container whose init waits for the creator's commit.
-pub struct Created {
-    pub pid: Pid,
+pub(crate) struct Created {
+    pub(crate) pid: Pid,
     /// The cgroup directories (kept after the creator exits; `delete` removes them).
-    pub cgroup_dirs: Vec<PathBuf>,
+    pub(crate) cgroup_dirs: Vec<PathBuf>,
     sock: OwnedFd,
     pidfd: OwnedFd,
 }
@@ -43,7 +43,7 @@ fn no_fallback(e: SandboxError) -> SandboxError {
 
 /// Creates the container: namespaces, id maps, cgroup, root, and a pid 1 that waits. On
 /// error nothing is left behind (init is killed, the cgroup removed).
-pub fn create(
+pub(crate) fn create(
     plan: &Plan,
     cgroup_path: &str,
     exec_fifo: &Path,
@@ -172,7 +172,7 @@ impl Created {
     /// Lets init go on to wait for `start` (it no longer dies with us), then starts the
     /// monitor (forked, in its own session, stdio on /dev/null). `exec_socket`: where
     /// `reprorun exec` processes send their notification listeners.
-    pub fn commit(self, plan: &Plan, exec_socket: &Path) -> Result<(), SandboxError> {
+    pub(crate) fn commit(self, plan: &Plan, exec_socket: &Path) -> Result<(), SandboxError> {
         let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
         let listener = if plan.intercept && vdso::SUPPORTED {
             let _ = std::fs::remove_file(exec_socket);
@@ -310,24 +310,24 @@ fn monitor(
 }
 
 /// What a process executed into a running container runs, and as whom.
-pub struct ExecProcess<'a> {
-    pub argv: Vec<String>,
-    pub env: Vec<String>,
-    pub cwd: PathBuf,
-    pub user: Option<crate::plan::ProcessUser>,
-    pub security: crate::security::Security,
+pub(crate) struct ExecProcess<'a> {
+    pub(crate) argv: Vec<String>,
+    pub(crate) env: Vec<String>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) user: Option<crate::plan::ProcessUser>,
+    pub(crate) security: crate::security::Security,
     /// A connected console socket: the process runs on a new pty whose master goes there.
-    pub console: Option<OwnedFd>,
+    pub(crate) console: Option<OwnedFd>,
     /// The container's plan (clock, seed, identity, umask, CPUs).
-    pub plan: &'a Plan,
-    pub cgroup_dirs: &'a [PathBuf],
-    pub exec_socket: &'a Path,
+    pub(crate) plan: &'a Plan,
+    pub(crate) cgroup_dirs: &'a [PathBuf],
+    pub(crate) exec_socket: &'a Path,
 }
 
 /// Starts `process` in the namespaces and cgroup of the container whose init is `init`.
 /// Returns the new process's pid and, unless `detach`, waits for it and returns its exit
 /// code too. With `detach` the process is orphaned (a child subreaper such as conmon reaps it).
-pub fn exec_into(
+pub(crate) fn exec_into(
     init: Pid,
     process: ExecProcess,
     detach: bool,
@@ -531,7 +531,7 @@ fn join_and_run(
 
 /// Waits for a child of this process (init after `reprorun run`, the exec helper),
 /// forwarding signals to it; returns its exit code (128+N for signal N).
-pub fn wait_init(init: Pid) -> Result<i32, SandboxError> {
+pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     let mut msgs = Vec::new();

@@ -17,14 +17,14 @@ use nix::errno::Errno;
 
 /// One directory entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub ino: u64,
-    pub kind: u8,
-    pub name: Vec<u8>,
+pub(crate) struct Entry {
+    pub(crate) ino: u64,
+    pub(crate) kind: u8,
+    pub(crate) name: Vec<u8>,
 }
 
 /// Parses a `getdents64` buffer (struct linux_dirent64 records); stops at a malformed record.
-pub fn parse_dirent64(buf: &[u8]) -> Vec<Entry> {
+pub(crate) fn parse_dirent64(buf: &[u8]) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut at = 0;
     while at + 19 <= buf.len() {
@@ -47,7 +47,7 @@ pub fn parse_dirent64(buf: &[u8]) -> Vec<Entry> {
 }
 
 /// The sandbox's order: `.`, `..`, then names by their bytes.
-pub fn sort(entries: &mut [Entry]) {
+pub(crate) fn sort(entries: &mut [Entry]) {
     let rank = |n: &[u8]| match n {
         b"." => 0,
         b".." => 1,
@@ -63,7 +63,7 @@ pub fn sort(entries: &mut [Entry]) {
 /// Encodes entries from index `start` into at most `count` bytes, as `getdents64`
 /// (`legacy`: as `getdents`). `d_off` is the index after each entry. Returns the bytes and
 /// the index reached; `EINVAL` when not even the first entry fits (as the kernel does).
-pub fn encode(
+pub(crate) fn encode(
     entries: &[Entry],
     start: usize,
     count: usize,
@@ -100,7 +100,7 @@ pub fn encode(
 }
 
 /// Reads every entry of the directory open at `fd` (from offset 0) and sorts them.
-pub fn read_sorted(fd: &OwnedFd) -> Result<Vec<Entry>, Errno> {
+pub(crate) fn read_sorted(fd: &OwnedFd) -> Result<Vec<Entry>, Errno> {
     nix::unistd::lseek(fd.as_raw_fd(), 0, nix::unistd::Whence::SeekSet)?;
     let mut buf = vec![0u8; 32 * 1024];
     let mut entries = Vec::new();
@@ -133,7 +133,7 @@ pub fn read_sorted(fd: &OwnedFd) -> Result<Vec<Entry>, Errno> {
 /// the directory is unchanged), so a program listing a huge directory stays correct and
 /// pays in time, which the server's throttle charges to the sandbox.
 #[derive(Default)]
-pub struct Listings {
+pub(crate) struct Listings {
     map: HashMap<ListingKey, Cached>,
     /// Bytes held by `map`'s listings.
     bytes: usize,
@@ -154,7 +154,7 @@ type ListingKey = (i32, i32);
 type DirId = (u64, u64);
 
 /// What a listing costs in memory: each entry, its name and the allocator's overhead.
-pub fn footprint(entries: &[Entry]) -> usize {
+pub(crate) fn footprint(entries: &[Entry]) -> usize {
     const PER_ENTRY: usize = std::mem::size_of::<Entry>() + 16;
     entries
         .iter()
@@ -164,13 +164,13 @@ pub fn footprint(entries: &[Entry]) -> usize {
 
 impl Listings {
     /// At most this many listings (descriptors being listed) are kept.
-    pub const MAX: usize = 256;
+    pub(crate) const MAX: usize = 256;
     /// Bytes of all kept listings together (about 200,000 entries of short names), which is
     /// also the largest listing kept.
-    pub const BUDGET: usize = 16 << 20;
+    pub(crate) const BUDGET: usize = 16 << 20;
 
     /// The listing for `key`, read afresh at offset 0 (a new listing) or when not cached.
-    pub fn get(
+    pub(crate) fn get(
         &mut self,
         key: ListingKey,
         dir: DirId,

@@ -104,14 +104,14 @@ pub(super) fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ProgramKind {
     /// Linked statically (no PT_INTERP).
-    pub is_static: bool,
+    pub(crate) is_static: bool,
     /// Built by Go (its runtime reads the clock and AT_RANDOM itself).
-    pub is_go: bool,
+    pub(crate) is_go: bool,
 }
 
 impl ProgramKind {
     /// Reads the clock without libc's (interposable) functions.
-    pub fn bypasses_libc(self) -> bool {
+    pub(crate) fn bypasses_libc(self) -> bool {
         self.is_static || self.is_go
     }
 }
@@ -162,10 +162,10 @@ pub(super) fn program_kind(exe: &std::fs::File, budget: &mut Budget) -> Option<P
 /// Where a Go program's `runtime.cputicks` (its ABI0 assembly body) lies, to be replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct GoTicks {
-    pub vaddr: u64,
+    pub(crate) vaddr: u64,
     /// The program's own entry address when it is position-independent (then the load
     /// base is AT_ENTRY minus this).
-    pub pie_entry: Option<u64>,
+    pub(crate) pie_entry: Option<u64>,
 }
 
 /// The symbol whose body is replaced, and the smallest body the replacement fits in.

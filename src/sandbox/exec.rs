@@ -11,35 +11,35 @@ use nix::sys::stat::{umask, Mode};
 use nix::unistd::Pid;
 
 /// What a failed exec means for the exit status, as a shell reports it.
-pub fn exit_code_for(errno: i32) -> i32 {
+pub(crate) fn exit_code_for(errno: i32) -> i32 {
     if errno == libc::ENOENT || errno == libc::ENOTDIR {
-        127
+        crate::exit::NOT_FOUND
     } else {
-        126
+        crate::exit::NOT_EXECUTABLE
     }
 }
 
 /// What the workload process pins on itself before exec (inherited by everything it starts).
 #[derive(Clone, Copy)]
-pub struct ProcessPins<'a> {
-    pub umask: u32,
+pub(crate) struct ProcessPins<'a> {
+    pub(crate) umask: u32,
     /// Run on the last `cpus` CPUs the caller may use.
-    pub cpus: u32,
-    pub security: &'a crate::security::Security,
+    pub(crate) cpus: u32,
+    pub(crate) security: &'a crate::security::Security,
     /// The compiled security seccomp programs (empty: unconfined).
-    pub seccomp: &'a [seccompiler::BpfProgram],
+    pub(crate) seccomp: &'a [seccompiler::BpfProgram],
     /// OCI `process.user`: ids to switch to.
-    pub user: Option<&'a crate::plan::ProcessUser>,
+    pub(crate) user: Option<&'a crate::plan::ProcessUser>,
     /// OCI `process.oomScoreAdj`.
-    pub oom_score_adj: Option<i32>,
+    pub(crate) oom_score_adj: Option<i32>,
     /// Landlock-scope the workload (signals and abstract sockets stay inside its domain):
     /// `reprorun exec` runs, not OCI containers (a process `exec`'d into a container later
     /// would be in a sibling domain and could not signal the container's processes).
-    pub scoped: bool,
+    pub(crate) scoped: bool,
 }
 
 impl<'a> ProcessPins<'a> {
-    pub fn from_plan(
+    pub(crate) fn from_plan(
         plan: &'a crate::plan::Plan,
         seccomp: &'a [seccompiler::BpfProgram],
     ) -> ProcessPins<'a> {
@@ -56,21 +56,21 @@ impl<'a> ProcessPins<'a> {
 }
 
 /// The workload's seccomp-notification filter and the socket its listener goes out on.
-pub struct Notify<'a> {
-    pub sock: &'a OwnedFd,
-    pub filter: &'a [libc::sock_filter],
+pub(crate) struct Notify<'a> {
+    pub(crate) sock: &'a OwnedFd,
+    pub(crate) filter: &'a [libc::sock_filter],
 }
 
 /// A forked workload whose exec is not confirmed yet.
-pub struct Spawned {
-    pub pid: Pid,
+pub(crate) struct Spawned {
+    pub(crate) pid: Pid,
     status: OwnedFd,
 }
 
 impl Spawned {
     /// Waits until the workload's exec happened (`Ok`), or failed (`Err` with its errno; the
     /// child is reaped).
-    pub fn confirm(self) -> Result<Pid, Errno> {
+    pub(crate) fn confirm(self) -> Result<Pid, Errno> {
         let mut buf = [0u8; 4];
         match std::fs::File::from(self.status).read(&mut buf) {
             Ok(4) => {
@@ -87,7 +87,7 @@ impl Spawned {
 ///
 /// # Safety
 /// The caller must be single-threaded: the child allocates before it execs.
-pub unsafe fn spawn(
+pub(crate) unsafe fn spawn(
     setup: impl FnOnce() -> Result<(), Errno>,
     argv: &[String],
     env: &[String],
@@ -119,7 +119,7 @@ pub unsafe fn spawn(
 /// Drops every capability but `keep` (bounding, inheritable, effective, permitted; `keep` is
 /// also raised in the ambient set, so it survives an exec as any user) and sets
 /// no_new_privs, so neither the workload nor anything it executes can gain privilege.
-pub fn drop_privileges(security: &crate::security::Security) -> Result<(), Errno> {
+pub(crate) fn drop_privileges(security: &crate::security::Security) -> Result<(), Errno> {
     if let Some(sets) = &security.caps {
         return set_capabilities(sets);
     }
@@ -234,7 +234,7 @@ fn set_rlimits(limits: &[crate::security::Rlimit]) -> Result<(), Errno> {
 /// the errno that decides between 126 and 127.
 /// With `notify`, the filter's system calls are routed to the supervisor: the seccomp filter
 /// is installed with a notification listener and the listener sent over the socket.
-pub fn exec(
+pub(crate) fn exec(
     argv: &[String],
     env: &[String],
     pins: ProcessPins,

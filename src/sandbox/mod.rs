@@ -6,7 +6,7 @@
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
 mod cgroup;
-pub mod container;
+pub(crate) mod container;
 mod dirs;
 mod elf;
 mod exec;
@@ -34,7 +34,7 @@ use crate::plan::{Isolation, Plan};
 use crate::sys::Usage;
 
 #[derive(Debug, Error)]
-pub enum SandboxError {
+pub(crate) enum SandboxError {
     /// The host refuses namespaces or mounts (e.g. a container's default seccomp profile).
     #[error("{reason}; isolation is unavailable here — pass --isolation=auto (or set REPRORUN_ISOLATION=auto) to fall back to environment pins only, or --isolation=none")]
     Unavailable { reason: String },
@@ -84,7 +84,7 @@ fn exec_reason(errno: Errno) -> String {
 
 impl SandboxError {
     /// The exit status reprorun reports for this failure.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             SandboxError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
             _ => crate::exit::RUNTIME_ERROR,
@@ -114,20 +114,20 @@ fn write_runtime_files(
 
 /// How a run ended.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// What reprorun exits with: the workload's status, 128+N, or 124 on timeout.
-    pub exit_code: i32,
-    pub timed_out: bool,
-    pub usage: Usage,
+    pub(crate) exit_code: i32,
+    pub(crate) timed_out: bool,
+    pub(crate) usage: Usage,
     /// The isolation actually used (`full` or `none`).
-    pub isolation: Isolation,
+    pub(crate) isolation: Isolation,
     /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
-    pub oom_killed: bool,
+    pub(crate) oom_killed: bool,
 }
 
 /// Runs the plan. With `Isolation::Auto`, a host that refuses namespaces gets a pins-only
 /// run, announced through `warn` before the workload starts.
-pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
+pub(crate) fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
     // The notification server keeps descriptors per live caller: use the whole soft limit
     // the caller allows (the workload gets its own limits, `spec/security.md`).
     raise_nofile();
@@ -166,7 +166,7 @@ pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxEr
 }
 
 /// Kills what is left in an OCI container's cgroup directories and removes them.
-pub fn remove_cgroup(dirs: &[std::path::PathBuf]) {
+pub(crate) fn remove_cgroup(dirs: &[std::path::PathBuf]) {
     cgroup::remove_dirs(dirs)
 }
 
@@ -183,7 +183,7 @@ fn raise_nofile() {
 /// What the executor prepared before any process starts.
 pub(crate) struct Resources<'a> {
     /// The compiled security seccomp programs.
-    pub seccomp: &'a [seccompiler::BpfProgram],
+    pub(crate) seccomp: &'a [seccompiler::BpfProgram],
     /// The sandbox's cgroup, with `--memory`, `--pids` or `--cpus-quota`.
-    pub cgroup: Option<&'a cgroup::Cgroup>,
+    pub(crate) cgroup: Option<&'a cgroup::Cgroup>,
 }

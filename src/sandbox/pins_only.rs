@@ -74,7 +74,7 @@ impl Drop for RuntimeDir {
     }
 }
 
-pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
+pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;

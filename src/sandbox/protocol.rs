@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "kebab-case")]
-pub enum InitMsg {
+pub(crate) enum InitMsg {
     /// A setup step failed before the workload started.
     SetupFailed {
         step: String,
@@ -22,14 +22,14 @@ pub enum InitMsg {
 }
 
 /// Sends one message; failures are ignored (the supervisor then sees only the exit status).
-pub fn post(sock: &OwnedFd, msg: &InitMsg) {
+pub(crate) fn post(sock: &OwnedFd, msg: &InitMsg) {
     if let Ok(bytes) = serde_json::to_vec(msg) {
         let _ = send(sock.as_raw_fd(), &bytes, MsgFlags::MSG_NOSIGNAL);
     }
 }
 
 /// Reads every message still queued on the socket without blocking.
-pub fn drain(sock: &OwnedFd) -> Vec<InitMsg> {
+pub(crate) fn drain(sock: &OwnedFd) -> Vec<InitMsg> {
     let mut out = Vec::new();
     while let Ok(Some((bytes, _))) = crate::sys::recv_packet(sock) {
         out.extend(parse(&bytes));
@@ -38,7 +38,7 @@ pub fn drain(sock: &OwnedFd) -> Vec<InitMsg> {
 }
 
 /// One datagram as a message, if it is one (the clock listener's datagram is not).
-pub fn parse(bytes: &[u8]) -> Option<InitMsg> {
+pub(crate) fn parse(bytes: &[u8]) -> Option<InitMsg> {
     serde_json::from_slice(bytes).ok()
 }
 

@@ -6,7 +6,7 @@ use nix::sys::signal::{
 use nix::unistd::Pid;
 
 /// Signals the supervisor and init pass on to the workload.
-pub const FORWARDED: [Signal; 9] = [
+pub(crate) const FORWARDED: [Signal; 9] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -19,7 +19,7 @@ pub const FORWARDED: [Signal; 9] = [
 ];
 
 /// The forwarded signals plus SIGCHLD: blocked, and read through a signalfd.
-pub fn supervised_set() -> SigSet {
+pub(crate) fn supervised_set() -> SigSet {
     let mut set = SigSet::empty();
     for sig in FORWARDED {
         set.add(sig);
@@ -29,13 +29,13 @@ pub fn supervised_set() -> SigSet {
 }
 
 /// Blocks the supervised set; children created afterwards inherit the mask.
-pub fn block_supervised() -> nix::Result<()> {
+pub(crate) fn block_supervised() -> nix::Result<()> {
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&supervised_set()), None)
 }
 
 /// Undoes what the runtime changed before handing over to the workload: an empty mask, and
 /// SIGPIPE back to its default (Rust ignores it at start-up; an exec'd program would inherit that).
-pub fn reset_for_exec() -> nix::Result<()> {
+pub(crate) fn reset_for_exec() -> nix::Result<()> {
     let dfl = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
     // SAFETY: installing SIG_DFL runs no code of ours in signal context.
     unsafe { sigaction(Signal::SIGPIPE, &dfl) }?;
@@ -45,7 +45,7 @@ pub fn reset_for_exec() -> nix::Result<()> {
 /// Whether a received signal should be passed on: every supervised one but SIGCHLD. The
 /// workload runs in a session of its own, so a terminal's ^C (sent by the kernel to the
 /// caller's foreground process group) reaches it only this way.
-pub fn should_forward(signo: u32) -> bool {
+pub(crate) fn should_forward(signo: u32) -> bool {
     signo != Signal::SIGCHLD as u32
 }
 
@@ -65,7 +65,7 @@ fn for_group(code: i32) -> bool {
 /// In the supervisor: passes signal `signo` (received with `code`) on to `child`. When
 /// `child` is the workload itself (a pins-only run) a terminal's signal goes to its group;
 /// when it is init, it is queued with [`SI_QUEUE`] so init can do the same.
-pub fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool) {
+pub(crate) fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool) {
     let Ok(sig) = Signal::try_from(signo as i32) else {
         return;
     };
@@ -95,7 +95,7 @@ pub fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool) {
 }
 
 /// In init: passes a signal on to the workload (a session leader: its pid is its group's).
-pub fn pass_to_workload(workload: Pid, signo: u32, code: i32) {
+pub(crate) fn pass_to_workload(workload: Pid, signo: u32, code: i32) {
     let Ok(sig) = Signal::try_from(signo as i32) else {
         return;
     };

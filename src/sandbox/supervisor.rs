@@ -21,14 +21,14 @@ use std::sync::mpsc::Sender;
 
 /// How a watched child ended.
 pub(super) struct Watched {
-    pub status: libc::c_int,
-    pub usage: Usage,
-    pub timed_out: bool,
+    pub(crate) status: libc::c_int,
+    pub(crate) usage: Usage,
+    pub(crate) timed_out: bool,
 }
 
 impl Watched {
     /// The outcome reprorun reports: 124 on timeout, else the exit status or 128+N.
-    pub fn outcome(&self, isolation: Isolation) -> Outcome {
+    pub(crate) fn outcome(&self, isolation: Isolation) -> Outcome {
         Outcome {
             exit_code: if self.timed_out {
                 crate::exit::TIMEOUT
@@ -46,12 +46,12 @@ impl Watched {
 /// How [`watch`] waits and what it serves.
 pub(super) struct Watch<'a> {
     /// Reap every child (pins-only: orphans re-parent to us), not only the watched one.
-    pub reap_all: bool,
+    pub(crate) reap_all: bool,
     /// init's socket: a notification listener arriving on it goes to the server through
     /// this channel, a pty master starts the terminal relay; other messages are collected.
-    pub sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
+    pub(crate) sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
     /// The relay between the caller's terminal and the workload's pty, if it has one already.
-    pub relay: Option<Relay>,
+    pub(crate) relay: Option<Relay>,
 }
 
 /// Waits for `child` while forwarding signals to it. At the deadline calls
@@ -268,7 +268,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 }
 
 /// Runs the plan in full isolation.
-pub fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
+pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
     let (child, ours) = clone_init(plan, res.seccomp, None)?;

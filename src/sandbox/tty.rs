@@ -21,12 +21,12 @@ pub(crate) struct Terminals(pub [bool; 3]);
 
 impl Terminals {
     /// The caller's standard descriptors that are terminals now.
-    pub fn of_caller() -> Terminals {
+    pub(crate) fn of_caller() -> Terminals {
         // SAFETY: isatty only inspects the descriptor numbers 0..3; an unused one answers 0.
         Terminals([0, 1, 2].map(|fd| unsafe { libc::isatty(fd) } == 1))
     }
 
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.0.iter().any(|t| *t)
     }
 }
@@ -101,7 +101,7 @@ pub(super) struct Relay {
 }
 
 impl Relay {
-    pub fn new(master: OwnedFd, ttys: Terminals) -> Relay {
+    pub(crate) fn new(master: OwnedFd, ttys: Terminals) -> Relay {
         let output = [1, 2, 0].into_iter().find(|fd| ttys.0[*fd as usize]);
         let output = output.unwrap_or(1);
         copy_winsize(output, master.as_raw_fd());
@@ -128,14 +128,14 @@ impl Relay {
     }
 
     /// The descriptors to poll for input: `(caller's terminal, pty master)`, each while open.
-    pub fn sources(&self) -> (Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>) {
+    pub(crate) fn sources(&self) -> (Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>) {
         // SAFETY: the input descriptor is the caller's fd 0, open for the whole run.
         let input = self.input.map(|fd| unsafe { BorrowedFd::borrow_raw(fd) });
         (input, self.master_open.then(|| self.master.as_fd()))
     }
 
     /// The caller's terminal has input (or hung up): pass it on.
-    pub fn pump_input(&mut self) {
+    pub(crate) fn pump_input(&mut self) {
         let Some(fd) = self.input else { return };
         let mut buf = [0u8; 4096];
         match nix::unistd::read(fd, &mut buf) {
@@ -146,7 +146,7 @@ impl Relay {
     }
 
     /// The pty has output (or every slave closed): copy what is there to the caller.
-    pub fn pump_output(&mut self) {
+    pub(crate) fn pump_output(&mut self) {
         let mut buf = [0u8; 16384];
         match nix::unistd::read(self.master.as_raw_fd(), &mut buf) {
             Ok(0) | Err(Errno::EIO | Errno::EBADF) => self.master_open = false,
@@ -156,7 +156,7 @@ impl Relay {
     }
 
     /// After the workload ended: copies whatever output is left, without waiting.
-    pub fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         let fd = self.master.as_raw_fd();
         // SAFETY: F_SETFL on our own descriptor only changes its status flags.
         unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
@@ -169,7 +169,7 @@ impl Relay {
 
     /// The caller's terminal changed size (SIGWINCH): the pty follows, and its line discipline
     /// signals the workload.
-    pub fn resize(&self) {
+    pub(crate) fn resize(&self) {
         copy_winsize(self.output, self.master.as_raw_fd());
     }
 }

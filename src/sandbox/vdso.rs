@@ -24,7 +24,7 @@ use super::fakeclock::{
 use super::procpath::{ProcessFs, Start};
 
 /// Tag byte of the datagram that carries the listener descriptor from the workload.
-pub const LISTENER_TAG: u8 = b'L';
+pub(crate) const LISTENER_TAG: u8 = b'L';
 
 const AT_NULL: u64 = 0;
 const AT_IGNORE: u64 = 1;
@@ -45,14 +45,14 @@ pub(super) enum ClockPatch {
 /// What to change in a static or Go program at its exec.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ExecPatch {
-    pub clock: ClockPatch,
+    pub(crate) clock: ClockPatch,
     /// Seeded entropy: AT_RANDOM is rewritten (static Go: removed).
-    pub seeded: bool,
+    pub(crate) seeded: bool,
 }
 
 /// Whether this build can serve the static path (the filter and register access are per
 /// architecture; other architectures keep the preload path only).
-pub const SUPPORTED: bool = cfg!(target_arch = "x86_64");
+pub(crate) const SUPPORTED: bool = cfg!(target_arch = "x86_64");
 
 /// Go before 1.22 seeds each thread's `fastrand` — and so map iteration order — from the CPU's
 /// timestamp counter: its `runtime.cputicks` ([`GoTicks`]) is replaced by this code, which

@@ -21,7 +21,7 @@ struct RulesetAttr {
 }
 
 /// The kernel's Landlock ABI version (0 when Landlock is absent or disabled).
-pub fn abi() -> i64 {
+pub(crate) fn abi() -> i64 {
     // SAFETY: with LANDLOCK_CREATE_RULESET_VERSION the attribute pointer must be NULL and the
     // size 0; the call only returns a number.
     let v = unsafe {
@@ -38,7 +38,7 @@ pub fn abi() -> i64 {
 /// Puts the calling thread (and everything it starts) in a Landlock domain scoped for
 /// signals and abstract unix sockets. `Ok(false)` where the kernel has no scopes (older than
 /// ABI 6, or Landlock off): nothing is changed. Needs no_new_privs (or CAP_SYS_ADMIN).
-pub fn scope_self() -> Result<bool, Errno> {
+pub(crate) fn scope_self() -> Result<bool, Errno> {
     if abi() < SCOPES_ABI {
         return Ok(false);
     }

@@ -8,14 +8,14 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
-pub mod landlock;
-pub mod seccomp;
+pub(crate) mod landlock;
+pub(crate) mod seccomp;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
-pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
-pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
-pub const MOUNT_ATTR_NODEV: u64 = 0x4;
-pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 #[repr(C)]
@@ -36,7 +36,7 @@ fn cpath(path: &Path) -> Result<CString, Errno> {
 /// The caller must be single-threaded: the child is a copy of the calling thread only, and
 /// glibc's cached thread id in the child still names the parent's thread, so the child must
 /// not use pthread functions that rely on it (it only mounts, forks and execs).
-pub fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
+pub(crate) fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
     // SAFETY: a raw clone without CLONE_VM and with a null stack behaves like fork(2): the
     // child gets a copy-on-write copy of the address space and continues on the same stack.
     // No pointer arguments are passed (parent_tid, child_tid and tls are null).
@@ -59,7 +59,12 @@ pub fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
 
 /// Sets or clears mount attributes on the mount at `path` (and, with `recursive`, on every
 /// mount below it) through `mount_setattr(2)`.
-pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), Errno> {
+pub(crate) fn mount_setattr(
+    path: &Path,
+    recursive: bool,
+    set: u64,
+    clear: u64,
+) -> Result<(), Errno> {
     let c = cpath(path)?;
     let attr = MountAttr {
         attr_set: set,
@@ -92,13 +97,13 @@ pub(crate) const RESOLVE_IN_ROOT: u64 = 0x10;
 /// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT), and no
 /// procfs magic link is followed. Regular files only (looked up with O_PATH first, so no
 /// FIFO, device or socket is ever opened). Read-only, close-on-exec, non-blocking.
-pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+pub(crate) fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
     open_in_root_with(root, path, false, false)
 }
 
 /// Finds `path` inside `root` (as [`open_in_root`] resolves it) without opening it: an
 /// O_PATH descriptor, whatever the file's type (no device's open runs).
-pub fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+pub(crate) fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
     openat2(
         root,
         path,
@@ -109,7 +114,7 @@ pub fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, 
 
 /// [`open_in_root`], optionally read-write, and optionally refusing every symbolic link on
 /// the way (RESOLVE_NO_SYMLINKS).
-pub fn open_in_root_with(
+pub(crate) fn open_in_root_with(
     root: &std::fs::File,
     path: &Path,
     write: bool,
@@ -199,7 +204,7 @@ pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
 
 /// The first component of `path` (as given: relative ones from the current directory) that
 /// is a symbolic link, if any.
-pub fn first_link(path: &Path) -> Option<std::path::PathBuf> {
+pub(crate) fn first_link(path: &Path) -> Option<std::path::PathBuf> {
     let mut prefix = std::path::PathBuf::new();
     for part in path.components() {
         prefix.push(part);
@@ -212,7 +217,7 @@ pub fn first_link(path: &Path) -> Option<std::path::PathBuf> {
 
 /// `PTRACE_LISTEN`: lets a seized tracee in group-stop stay stopped while still reporting a
 /// later SIGCONT (nix has no wrapper for it).
-pub fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
+pub(crate) fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
     // SAFETY: PTRACE_LISTEN takes no pointer arguments (addr and data are zero).
     let ret = unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid.as_raw(), 0, 0) };
     Errno::result(ret).map(drop)
@@ -220,7 +225,7 @@ pub fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
 
 /// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
 /// ones below `first` reach an exec'd program.
-pub fn cloexec_from(first: u32) -> Result<(), Errno> {
+pub(crate) fn cloexec_from(first: u32) -> Result<(), Errno> {
     // SAFETY: close_range takes integers only; CLOSE_RANGE_CLOEXEC changes flags, closes none.
     let ret =
         unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
@@ -228,7 +233,7 @@ pub fn cloexec_from(first: u32) -> Result<(), Errno> {
 }
 
 /// `setdomainname(2)`.
-pub fn setdomainname(name: &str) -> Result<(), Errno> {
+pub(crate) fn setdomainname(name: &str) -> Result<(), Errno> {
     // SAFETY: the pointer and length describe `name`'s bytes, which outlive the call.
     let ret = unsafe { libc::setdomainname(name.as_ptr().cast(), name.len()) };
     Errno::result(ret).map(drop)
@@ -236,16 +241,19 @@ pub fn setdomainname(name: &str) -> Result<(), Errno> {
 
 /// Resource usage of a reaped child.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Usage {
-    pub user_us: u64,
-    pub sys_us: u64,
-    pub max_rss_kib: u64,
+pub(crate) struct Usage {
+    pub(crate) user_us: u64,
+    pub(crate) sys_us: u64,
+    pub(crate) max_rss_kib: u64,
 }
 
 /// `wait4(2)`: waits for `pid` (or any child or tracee with -1) with `flags`; returns the
 /// pid, raw wait status and resource usage (the child's own and that of every descendant it
 /// waited for), or `None` with WNOHANG when nothing is ready.
-pub fn wait4(pid: Pid, flags: libc::c_int) -> Result<Option<(Pid, libc::c_int, Usage)>, Errno> {
+pub(crate) fn wait4(
+    pid: Pid,
+    flags: libc::c_int,
+) -> Result<Option<(Pid, libc::c_int, Usage)>, Errno> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value and wait4 overwrites it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -271,7 +279,7 @@ pub fn wait4(pid: Pid, flags: libc::c_int) -> Result<Option<(Pid, libc::c_int, U
 }
 
 /// Brings the loopback interface up in the current network namespace.
-pub fn loopback_up() -> Result<(), Errno> {
+pub(crate) fn loopback_up() -> Result<(), Errno> {
     // SAFETY: socket(2) with constant arguments; the result is checked before use.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     let fd = Errno::result(fd)?;
@@ -294,7 +302,7 @@ pub fn loopback_up() -> Result<(), Errno> {
 }
 
 /// Sends a descriptor over a unix socket (SCM_RIGHTS) with a one-byte tag.
-pub fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
+pub(crate) fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
     use std::os::fd::AsRawFd;
     let fds = [fd.as_raw_fd()];
@@ -304,11 +312,11 @@ pub fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
 }
 
 /// A received datagram: its bytes and the descriptor passed with it, if any.
-pub type Packet = (Vec<u8>, Option<OwnedFd>);
+pub(crate) type Packet = (Vec<u8>, Option<OwnedFd>);
 
 /// One datagram from a SOCK_SEQPACKET socket without blocking: its bytes and any descriptor
 /// passed with it (received close-on-exec). `Ok(None)` when nothing is queued or the peer hung up.
-pub fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
+pub(crate) fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     use std::os::fd::AsRawFd;
     let mut buf = vec![0u8; 8192];
@@ -345,7 +353,7 @@ pub fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
 
 /// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or for its process where the kernel
 /// only takes process ids. Close-on-exec.
-pub fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
+pub(crate) fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
     const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
     for flags in [PIDFD_THREAD, 0] {
         // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
@@ -361,7 +369,7 @@ pub fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
 }
 
 /// A pidfd for process `pid` (readable once the whole process has exited). Close-on-exec.
-pub fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
+pub(crate) fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
     // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
     // SAFETY: a fresh descriptor that nothing else owns.
@@ -370,7 +378,7 @@ pub fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
 
 /// A duplicate of descriptor `fd` of the process behind `pidfd`: the same open file
 /// description, so its offset is shared. Close-on-exec (the kernel sets it).
-pub fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
+pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
     // SAFETY: pidfd_getfd takes two descriptors and flags (0); it returns a new descriptor.
     let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
     // SAFETY: a fresh descriptor that nothing else owns.
@@ -378,7 +386,7 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
 }
 
 /// Sends `sig` to the process behind `pidfd` (`pidfd_send_signal(2)`).
-pub fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
+pub(crate) fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
     use std::os::fd::AsRawFd;
     // SAFETY: a null siginfo asks for the kernel's default; the descriptor is valid.
     let r = unsafe {
@@ -396,7 +404,7 @@ pub fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
 /// Writes `path` so that readers see the old or the new content, never a mix: a temporary
 /// file beside it (created with `mode`), synced, then renamed over it. The temporary file is
 /// removed on failure.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let dir = match path.parent() {

@@ -30,7 +30,7 @@ fn set_filter<F>(prog: &[F], flags: libc::c_ulong) -> Result<libc::c_long, Errno
 }
 
 /// Installs a filter and returns its notification listener (close-on-exec).
-pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+pub(crate) fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
     let fd = set_filter(
         prog,
         libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong,
@@ -45,12 +45,12 @@ pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errn
 }
 
 /// Installs a filter (a compiled security profile).
-pub fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
+pub(crate) fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
     set_filter(prog, 0).map(drop)
 }
 
 /// Receives one pending notification.
-pub fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
+pub(crate) fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
     // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed on entry.
     let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: the ioctl writes one seccomp_notif into the valid, exclusively borrowed struct.
@@ -65,7 +65,7 @@ pub fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
 }
 
 /// Whether the notification is still pending (its thread did not die or get a signal).
-pub fn id_valid(listener: &OwnedFd, id: u64) -> bool {
+pub(crate) fn id_valid(listener: &OwnedFd, id: u64) -> bool {
     // SAFETY: the ioctl reads one u64 from a valid pointer.
     unsafe {
         libc::ioctl(
@@ -77,7 +77,7 @@ pub fn id_valid(listener: &OwnedFd, id: u64) -> bool {
 }
 
 /// Answers a notification: the system call returns `val`, or fails with `error` (positive).
-pub fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
+pub(crate) fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
     send(
         listener,
         libc::seccomp_notif_resp {
@@ -90,7 +90,7 @@ pub fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), 
 }
 
 /// Lets the notified system call run as if no filter had stopped it.
-pub fn respond_continue(listener: &OwnedFd, id: u64) -> Result<(), Errno> {
+pub(crate) fn respond_continue(listener: &OwnedFd, id: u64) -> Result<(), Errno> {
     let flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
     send(
         listener,
@@ -117,7 +117,7 @@ fn send(listener: &OwnedFd, mut resp: libc::seccomp_notif_resp) -> Result<(), Er
 
 /// Asks for synchronous wake-ups between the notifying thread and the listener's reader
 /// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): lower latency per notification.
-pub fn set_sync_wakeup(listener: &OwnedFd) -> Result<(), Errno> {
+pub(crate) fn set_sync_wakeup(listener: &OwnedFd) -> Result<(), Errno> {
     const SECCOMP_IOCTL_NOTIF_SET_FLAGS: libc::c_ulong = 0x4008_2104; // _IOW('!', 4, __u64)
     const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
     // SAFETY: the ioctl takes the flags by value; no pointer is passed.

@@ -23,7 +23,7 @@ use crate::plan::{Plan, ENTROPY_FIFO};
 use std::os::fd::AsRawFd;
 
 #[derive(Debug, Error)]
-pub enum InitError {
+pub(crate) enum InitError {
     #[error("the supervisor exited before the sandbox started")]
     ParentGone,
     #[error("write {file}: {errno}")]
@@ -102,27 +102,27 @@ impl InitError {
 }
 
 /// The supervisor's word that init may go on (it has joined the sandbox's cgroup).
-pub const GO: u8 = b'G';
+pub(crate) const GO: u8 = b'G';
 
 /// The creator's word (OCI create) that the container's state is saved: init no longer dies
 /// with its creator and goes on to wait for `start`.
-pub const COMMIT: u8 = b'C';
+pub(crate) const COMMIT: u8 = b'C';
 
 /// Set once the creator let go of us: failures from then on are init's to report.
 static COMMITTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// What init of an OCI container (created now, started later) gets besides the plan.
-pub struct Lifecycle {
+pub(crate) struct Lifecycle {
     /// `exec.fifo` of the container's state directory, opened `O_PATH`: init opens it for
     /// writing, which blocks until `reprorun start` opens it for reading.
-    pub exec_fifo: OwnedFd,
+    pub(crate) exec_fifo: OwnedFd,
     /// The connected `--console-socket`: with `process.terminal`, the pty's master goes
     /// out on it.
-    pub console: Option<OwnedFd>,
+    pub(crate) console: Option<OwnedFd>,
 }
 
 /// Runs as pid 1 and never returns.
-pub fn main(
+pub(crate) fn main(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     sock: OwnedFd,

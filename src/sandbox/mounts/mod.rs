@@ -26,7 +26,7 @@ use syscall::{Host, Syscall};
 const STAGING_CANDIDATES: &[&str] = &["/tmp", "/run", "/mnt", "/var/tmp"];
 
 #[derive(Debug, Error)]
-pub enum MountError {
+pub(crate) enum MountError {
     #[error("make mounts private: {0}")]
     Private(Errno),
     #[error("staging tmpfs: no usable directory among /tmp, /run, /mnt, /var/tmp")]
@@ -50,7 +50,7 @@ pub enum MountError {
 }
 
 impl MountError {
-    pub fn errno(&self) -> Errno {
+    pub(crate) fn errno(&self) -> Errno {
         match self {
             MountError::Private(e)
             | MountError::Staging(_, e)
@@ -65,7 +65,7 @@ impl MountError {
 
     /// Whether the failure means the kernel refuses mounts here at all (a locked-down
     /// container), rather than a problem with one of the user's paths.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         let perm = matches!(self.errno(), Errno::EPERM | Errno::EACCES | Errno::ENOSYS);
         match self {
             MountError::Private(_) | MountError::Staging(..) | MountError::Pivot(_) => perm,
@@ -83,8 +83,8 @@ fn io_errno(e: &std::io::Error) -> Errno {
 /// generated files and overlay layers live beside it) and where the host's root is seen.
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
-    pub staging: PathBuf,
-    pub oldroot: PathBuf,
+    pub(crate) staging: PathBuf,
+    pub(crate) oldroot: PathBuf,
 }
 
 impl Layout {
@@ -229,7 +229,7 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
 
 /// Builds the new root from `ops` and pivots into it. On return the process's root is the
 /// new root, the host's root is detached, and the working directory is `/`.
-pub fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
+pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     let sys = Host;
     sys.mount(
         None,

@@ -8,7 +8,11 @@ use super::*;
 /// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
 /// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
 /// once. Other architectures' calls are allowed untouched.
-pub fn filter(clock: Option<ClockMode>, seeded: bool, sorted: bool) -> Vec<libc::sock_filter> {
+pub(crate) fn filter(
+    clock: Option<ClockMode>,
+    seeded: bool,
+    sorted: bool,
+) -> Vec<libc::sock_filter> {
     let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
     let clock = clock.is_some();
     #[cfg(target_arch = "x86_64")]

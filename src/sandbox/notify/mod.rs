@@ -43,23 +43,23 @@ use crate::sys::seccomp;
 
 /// What the server answers with: the sandbox's clock, entropy seed and identity.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// The fake wall clock; `None`: real time (clock calls are not routed here).
-    pub clock: Option<ClockPlan>,
+    pub(crate) clock: Option<ClockPlan>,
     /// The entropy seed; `None`: real entropy (getrandom is not routed here).
-    pub seed: Option<u64>,
-    pub identity: Identity,
+    pub(crate) seed: Option<u64>,
+    pub(crate) identity: Identity,
     /// What the sandbox's uptime reads when the workload starts.
-    pub uptime_start_secs: i64,
+    pub(crate) uptime_start_secs: i64,
     /// Directory listings in name order (`getdents` routed here).
-    pub sorted_dirs: bool,
+    pub(crate) sorted_dirs: bool,
     /// The sandbox's CPU quota in thousandths of a CPU (`--cpus-quota`), which the server's
     /// own CPU time is held to (see `throttle`); `None`: its CPU count (`--cpus`).
-    pub cpu_milli: Option<u64>,
+    pub(crate) cpu_milli: Option<u64>,
 }
 
 impl Config {
-    pub fn from_plan(plan: &crate::plan::Plan) -> Config {
+    pub(crate) fn from_plan(plan: &crate::plan::Plan) -> Config {
         Config {
             clock: plan.clock,
             seed: (plan.random == entropy::RandomMode::Seeded).then_some(plan.seed),
@@ -78,7 +78,7 @@ impl Config {
     }
 
     /// The workload's filter for this configuration.
-    pub fn filter(&self) -> Vec<libc::sock_filter> {
+    pub(crate) fn filter(&self) -> Vec<libc::sock_filter> {
         filter(
             self.clock.map(|c| c.mode),
             self.seed.is_some(),
@@ -88,25 +88,25 @@ impl Config {
 }
 
 use caller::*;
-pub use filter::filter;
+pub(crate) use filter::filter;
 use page::*;
 use server::*;
 
 /// The server thread and the channel that hands it the workload's listener.
-pub struct NotifyServer {
-    pub listener: Sender<OwnedFd>,
+pub(crate) struct NotifyServer {
+    pub(crate) listener: Sender<OwnedFd>,
     thread: JoinHandle<()>,
 }
 
 impl NotifyServer {
     /// Whether the server is done (no process uses its filter any more).
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.thread.is_finished()
     }
 
     /// Ends a server that never got a listener (the sandbox failed before its workload ran):
     /// the thread sees the channel close and returns.
-    pub fn stop_unused(self) {
+    pub(crate) fn stop_unused(self) {
         drop(self.listener);
         // A thread that got a listener (the workload's exec failed) may sit in RECV, which a
         // kernel before 6.11 does not wake when the last filtered process is gone: wait a
@@ -122,14 +122,14 @@ impl NotifyServer {
 }
 
 /// Where the clock page is: `path` resolved inside `root`, without following links.
-pub struct PageAt {
-    pub root: PathBuf,
-    pub path: PathBuf,
+pub(crate) struct PageAt {
+    pub(crate) root: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 impl PageAt {
     /// The page of the sandbox whose init is `init`.
-    pub fn sandbox(init: Pid) -> PageAt {
+    pub(crate) fn sandbox(init: Pid) -> PageAt {
         PageAt {
             root: PathBuf::from(format!("/proc/{init}/root")),
             path: PathBuf::from(PAGE_PATH),
@@ -139,7 +139,7 @@ impl PageAt {
 
 /// Starts the server thread now (so its start-up overlaps the sandbox's); it serves the
 /// listener sent through the channel until no process uses the filter any more.
-pub fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
+pub(crate) fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
     let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
     let thread = std::thread::Builder::new()
         .name("reprorun-notify".into())
