@@ -214,15 +214,7 @@ impl Created {
         match unsafe { nix::unistd::fork() }.map_err(step("fork monitor"))? {
             nix::unistd::ForkResult::Child => {
                 let _ = nix::unistd::setsid();
-                if let Ok(null) = std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open("/dev/null")
-                {
-                    for fd in 0..3 {
-                        let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
-                    }
-                }
+                crate::sys::stdio_to_null();
                 let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
                 // SAFETY: _exit ends the monitor without the creator's atexit handlers.
                 unsafe { libc::_exit(code) }

@@ -202,6 +202,21 @@ pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
     Ok(stx.stx_mnt_id)
 }
 
+/// Points standard input, output and error at `/dev/null` (best effort): for a process that
+/// must not hold the caller's stdio open (an OCI container's init, its monitor).
+pub(crate) fn stdio_to_null() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+        }
+    }
+}
+
 /// The first component of `path` (as given: relative ones from the current directory) that
 /// is a symbolic link, if any.
 pub(crate) fn first_link(path: &Path) -> Option<std::path::PathBuf> {

@@ -279,15 +279,7 @@ fn await_start(plan: &Plan, sock: &OwnedFd, lc: &Lifecycle) -> Result<Option<Own
         slave = Some(open_terminal(lc.console.as_ref())?);
         // The caller's stdio is not the container's: an engine waiting for end-of-file
         // on it (containerd's create) must not wait for the container's exit.
-        if let Ok(null) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-        {
-            for fd in 0..3 {
-                let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
-            }
-        }
+        crate::sys::stdio_to_null();
     }
     check_program(plan)?;
     post(sock, &InitMsg::Ready);
