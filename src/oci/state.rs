@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -157,7 +156,7 @@ pub struct Dir {
     pub id: String,
     pub path: PathBuf,
     /// The exclusive `flock` of the directory, while held.
-    lock: Option<std::fs::File>,
+    lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl Root {
@@ -194,14 +193,11 @@ impl Root {
         })
     }
 
-    fn lock(path: &Path) -> Result<std::fs::File, StateError> {
+    fn lock(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StateError> {
         // std opens with O_CLOEXEC.
         let f = std::fs::File::open(path).map_err(io("open", path))?;
-        // SAFETY: flock on a descriptor we own; no memory is passed.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io("lock", path)(std::io::Error::last_os_error()));
-        }
-        Ok(f)
+        nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io("lock", path)(errno.into()))
     }
 
     /// Makes a new container directory (locked), clearing the remains of a crashed create
