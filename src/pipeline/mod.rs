@@ -1,5 +1,15 @@
 //! The study machinery two pipelines share (`reproduce` now, `audit` later): one unit of
-//! work in a sandbox ([`unit`]). Nothing here knows about patches; it only looks down, at
+//! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]) and the progress
+//! shown meanwhile ([`progress`]). Nothing here knows about patches; it only looks down, at
 //! `plan`, `sandbox` and `sys`.
 
+pub mod pool;
+pub mod progress;
 pub mod unit;
+
+/// The host's wall clock, milliseconds since the epoch (unit start times, staggering).
+pub(crate) fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,6 +1,6 @@
 //! `reprorun reproduce run|report`: arguments to options, and the summary printed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
 use super::{report, stats, study, summary, ReproduceError};
+use crate::pipeline::progress::ProgressMode;
 use crate::plan::NetMode;
 
 #[derive(Debug, Args)]
@@ -157,7 +158,7 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
             store: a.store,
         },
         conditions,
-        progress: std::io::stderr().is_terminal(),
+        progress: ProgressMode::for_stderr(),
     };
     let skipped = study::run(&opts)?;
     if !skipped.is_empty() {

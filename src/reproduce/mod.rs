@@ -22,13 +22,6 @@ pub mod tree;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The host's wall clock, milliseconds since the epoch (run start times, `--stagger`).
-pub(crate) fn unix_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 /// What stops a study or a report; each is one line for the user.
 #[derive(Debug, Error)]
 pub enum ReproduceError {
@@ -41,7 +34,7 @@ pub enum ReproduceError {
     #[error("{0}")]
     Report(#[from] report::ReportError),
     #[error("worker: {0}")]
-    Worker(String),
+    Worker(#[from] crate::pipeline::pool::PoolError),
     #[error("instance {id}: {reason}; fix it and run the same command again to resume")]
     Setup { id: String, reason: String },
     #[error("print summary: {0}")]

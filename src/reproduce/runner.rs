@@ -247,7 +247,7 @@ pub fn run(
         id: inst.instance_id.clone(),
         reason,
     };
-    let started_at = super::unix_now_ms() / 1000;
+    let started_at = crate::pipeline::unix_now_ms() / 1000;
     let variant = if arm.is_baseline() {
         Variant::Baseline
     } else {
