@@ -1,10 +1,11 @@
 //! The study machinery two pipelines share (`reproduce` now, `audit` later): one unit of
-//! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]) and the progress
-//! shown meanwhile ([`progress`]). Nothing here knows about patches; it only looks down, at
+//! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]), the progress
+//! shown meanwhile ([`progress`]) and the study database ([`store`]). Nothing here knows about patches; it only looks down, at
 //! `plan`, `sandbox` and `sys`.
 
 pub mod pool;
 pub mod progress;
+pub mod store;
 pub mod unit;
 
 /// The host's wall clock, milliseconds since the epoch (unit start times, staggering).

@@ -32,6 +32,8 @@ pub enum ReproduceError {
     #[error("{0}")]
     Store(#[from] store::StoreError),
     #[error("{0}")]
+    Lock(#[from] crate::pipeline::store::LockError),
+    #[error("{0}")]
     Report(#[from] report::ReportError),
     #[error("worker: {0}")]
     Worker(#[from] crate::pipeline::pool::PoolError),

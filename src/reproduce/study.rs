@@ -11,7 +11,7 @@
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
@@ -65,7 +65,7 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     // Everything is read and checked before the store is created.
     let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
     let insts = input.instances;
-    let lock = lock(&opts.db)?;
+    let lock = crate::pipeline::store::lock(&opts.db)?;
     let lock_fd = lock.as_raw_fd();
     let start = {
         let store = Store::open(&opts.db, true)?;
@@ -165,32 +165,6 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
         }
     }
     Ok(jobs)
-}
-
-/// One study at a time per database: an exclusive lock on `FILE.lock`, held by the
-/// coordinator (workers close their copy, so no sandbox holds it) until the study ends or
-/// is killed. A study that was just killed may take a moment to let go: wait a little.
-fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
-    let path = super::store::sibling(db, "lock");
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| ReproduceError::Usage(format!("--db: lock {}: {e}", path.display())))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // SAFETY: flock on a descriptor we own.
-    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        if Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        return Err(ReproduceError::Usage(format!(
-            "--db {}: another reprorun is running this study; wait for it or stop it",
-            db.display()
-        )));
-    }
-    Ok(file)
 }
 
 /// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its
