@@ -11,6 +11,7 @@ pub mod cli;
 pub mod evidence;
 pub mod input;
 pub mod outcome;
+pub mod regrade;
 pub mod report;
 pub mod runner;
 pub mod stats;
@@ -35,6 +36,8 @@ pub enum ReproduceError {
     Lock(#[from] crate::pipeline::store::LockError),
     #[error("{0}")]
     Report(#[from] report::ReportError),
+    #[error("{0}")]
+    Regrade(#[from] regrade::RegradeError),
     #[error("worker: {0}")]
     Worker(#[from] crate::pipeline::pool::PoolError),
     #[error("instance {id}: {reason}; fix it and run the same command again to resume")]

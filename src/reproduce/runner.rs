@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::input::Instance;
-use super::outcome::{self, Tests};
+use super::outcome;
 use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
-use super::{evidence, Arm, Infra, Pin};
+use super::{Arm, Infra, Pin};
 use crate::determinism::clock::DateChoice;
 use crate::determinism::{EnvProfile, RandomMode};
 use crate::parse::BindSpec;
@@ -352,28 +352,18 @@ pub fn run(
 
     // The sandbox wrote out/: read it as untrusted (no links, no FIFOs, capped).
     let junit = scratch.read_out("junit.xml");
-    // Both sources, JUnit first: a command that runs pytest twice overwrites the XML, and
-    // a runner that writes none still prints its results.
-    let mut tests: Tests = junit
-        .as_deref()
-        .and_then(|x| outcome::parse_junit(&String::from_utf8_lossy(x)))
-        .unwrap_or_default();
-    for (k, v) in outcome::parse_pytest(&String::from_utf8_lossy(&out_bytes)) {
-        if outcome::lookup(&tests, &k).is_none() {
-            tests.insert(k, v);
-        }
-    }
-    let (resolved, signature) = outcome::grade(&tests, &listed, outcome.exit_code);
-    row.resolved = resolved;
-    row.signature = signature;
-    if resolved != inst.recorded_resolved {
-        let mut text = String::from_utf8_lossy(&out_bytes).into_owned();
-        text.push_str(&String::from_utf8_lossy(&err_bytes));
-        row.evidence = evidence::detect(&text);
-    }
-    let statuses: std::collections::BTreeMap<&str, &str> =
-        tests.iter().map(|(k, v)| (k.as_str(), v.name())).collect();
-    row.tests = serde_json::to_string(&statuses).unwrap_or_else(|_| "{}".into());
+    let graded = outcome::grade_logs(
+        &listed,
+        inst.recorded_resolved,
+        outcome.exit_code,
+        &out_bytes,
+        &err_bytes,
+        junit.as_deref(),
+    );
+    row.resolved = graded.resolved;
+    row.signature = graded.signature;
+    row.evidence = graded.evidence;
+    row.tests = graded.tests;
     row.stdout_sha256 = store.put_log(&out_bytes)?;
     row.stderr_sha256 = store.put_log(&err_bytes)?;
     row.junit_sha256 = junit.map(|x| store.put_log(&x)).transpose()?;

@@ -4,6 +4,7 @@
 //! written, in one statement, and `(instance_id, arm, idx)` is unique: a study killed at any
 //! moment and started again records every run exactly once.
 
+use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +54,9 @@ pub struct RunRow {
     pub error: Option<String>,
 }
 
+/// An instance's recorded outcome and its graded tests (`None`: not stored).
+pub type GradedList = (bool, Option<Vec<String>>);
+
 /// A reproduction study's database: the pipeline's [`Db`] (meta, logs, scratch) and the
 /// tables below.
 pub struct Store {
@@ -67,8 +71,7 @@ impl Deref for Store {
     }
 }
 
-static SCHEMA: Schema = Schema {
-    sql: "
+const RUNS_SQL: &str = "
 CREATE TABLE IF NOT EXISTS instances (
     instance_id TEXT PRIMARY KEY,
     recorded_resolved INTEGER NOT NULL,
@@ -98,7 +101,19 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     PRIMARY KEY (instance_id, arm, idx)
 );
-",
+";
+
+/// The graded test lists of each instance (FAIL_TO_PASS ∪ PASS_TO_PASS, sorted, JSON), for
+/// `regrade`. Added without a schema bump: an older study gets it on its next `run`.
+const LISTED: &str = "
+CREATE TABLE IF NOT EXISTS listed_tests (
+    instance_id TEXT PRIMARY KEY REFERENCES instances(instance_id),
+    tests TEXT NOT NULL
+);
+";
+
+static SCHEMA: Schema = Schema {
+    sql: RUNS_SQL,
     version: SCHEMA_VERSION,
     make: "reprorun reproduce run",
     options: "--seed, --timeout, --memory, --no-shim-mirror and --no-shim-net",
@@ -148,6 +163,7 @@ impl Store {
     /// cannot change under it.
     pub fn register(&self, instances: &[Instance]) -> Result<(), StoreError> {
         let tx = self.db.conn().unchecked_transaction().map_err(self.err())?;
+        tx.execute_batch(LISTED).map_err(self.err())?;
         for i in instances {
             // What else decides a run's outcome: the graded tests, the repository, the root
             // and the mirror.
@@ -220,6 +236,17 @@ impl Store {
                 }
             }
         }
+        for i in instances {
+            let listed: Vec<&str> = i.listed_tests().into_iter().collect();
+            tx.execute(
+                "INSERT OR REPLACE INTO listed_tests VALUES (?1, ?2)",
+                params![
+                    i.instance_id,
+                    serde_json::to_string(&listed).unwrap_or_else(|_| "[]".into())
+                ],
+            )
+            .map_err(self.err())?;
+        }
         tx.commit().map_err(self.err())
     }
 
@@ -272,6 +299,66 @@ impl Store {
                 ],
             )?;
         Ok(())
+    }
+
+    /// Each instance's recorded outcome and graded test lists (`None`: a study made
+    /// before the lists were stored, and not run since).
+    pub fn graded_lists(&self) -> Result<BTreeMap<String, GradedList>, StoreError> {
+        let conn = self.db.conn();
+        let has_lists = conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'listed_tests'",
+                [],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(self.err())?
+            .is_some();
+        let sql = if has_lists {
+            "SELECT i.instance_id, i.recorded_resolved, l.tests FROM instances i LEFT JOIN listed_tests l ON l.instance_id = i.instance_id"
+        } else {
+            "SELECT instance_id, recorded_resolved, NULL FROM instances"
+        };
+        let mut stmt = conn.prepare(sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (id, recorded, tests) = row.map_err(self.err())?;
+            let tests = tests.and_then(|t| serde_json::from_str(&t).ok());
+            out.insert(id, (recorded, tests));
+        }
+        Ok(out)
+    }
+
+    /// Replaces the graded fields (resolved, signature, evidence, tests) of these runs, in
+    /// one transaction.
+    pub fn update_grades(&self, rows: &[RunRow]) -> Result<(), StoreError> {
+        let tx = self.db.conn().unchecked_transaction().map_err(self.err())?;
+        for r in rows {
+            let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
+            tx.execute(
+                "UPDATE runs SET resolved = ?1, signature = ?2, evidence = ?3, tests = ?4 WHERE instance_id = ?5 AND arm = ?6 AND idx = ?7",
+                params![
+                    r.resolved,
+                    r.signature,
+                    serde_json::to_string(&evidence).unwrap_or_else(|_| "[]".into()),
+                    r.tests,
+                    r.instance_id,
+                    r.arm.name(),
+                    r.idx
+                ],
+            )
+            .map_err(self.err())?;
+        }
+        tx.commit().map_err(self.err())
     }
 
     /// Every run, grouped by instance, for the summary.
