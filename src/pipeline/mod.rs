@@ -1,10 +1,12 @@
 //! The study machinery two pipelines share (`reproduce` now, `audit` later): one unit of
 //! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]), the progress
-//! shown meanwhile ([`progress`]) and the study database ([`store`]). Nothing here knows about patches; it only looks down, at
+//! shown meanwhile ([`progress`]), the study database ([`store`]) and the statistics
+//! reports use ([`stats`]). Nothing here knows about patches; it only looks down, at
 //! `plan`, `sandbox` and `sys`.
 
 pub mod pool;
 pub mod progress;
+pub mod stats;
 pub mod store;
 pub mod unit;
 
