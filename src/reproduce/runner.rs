@@ -234,6 +234,50 @@ pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
     }
 }
 
+/// A run's row before anything is known of it.
+fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
+    RunRow {
+        instance_id: inst.instance_id.clone(),
+        arm,
+        idx,
+        resolved: false,
+        infra: None,
+        exit_code: crate::exit::RUNTIME_ERROR,
+        wall_ms: 0,
+        started_at,
+        signature: String::new(),
+        evidence: Vec::new(),
+        apply: String::new(),
+        tests: "{}".into(),
+        stdout_sha256: String::new(),
+        stderr_sha256: String::new(),
+        junit_sha256: None,
+        error: None,
+    }
+}
+
+/// `row` as an infrastructure failure of `kind`, with its output and error text stored.
+fn infra_row(
+    store: &Store,
+    mut row: RunRow,
+    kind: Infra,
+    out: &[u8],
+    err: String,
+) -> Result<RunRow, StoreError> {
+    row.infra = Some(kind);
+    row.resolved = false;
+    row.signature = outcome::infra_signature(kind);
+    row.evidence = if matches!(kind, Infra::Timeout | Infra::Oom) {
+        vec![super::Mode::TimeoutResource]
+    } else {
+        Vec::new()
+    };
+    row.stdout_sha256 = store.put_log(out)?;
+    row.stderr_sha256 = store.put_log(err.as_bytes())?;
+    row.error = err.lines().next_back().map(str::to_string);
+    Ok(row)
+}
+
 /// Makes one run and returns its row (logs already stored). Infra failures are rows too;
 /// only a failure to record anything is an error.
 pub fn run(
@@ -254,39 +298,8 @@ pub fn run(
         Variant::Patched
     };
     let listed: Vec<&str> = inst.listed_tests().into_iter().collect();
-    let mut row = RunRow {
-        instance_id: inst.instance_id.clone(),
-        arm,
-        idx,
-        resolved: false,
-        infra: None,
-        exit_code: crate::exit::RUNTIME_ERROR,
-        wall_ms: 0,
-        started_at,
-        signature: String::new(),
-        evidence: Vec::new(),
-        apply: String::new(),
-        tests: "{}".into(),
-        stdout_sha256: String::new(),
-        stderr_sha256: String::new(),
-        junit_sha256: None,
-        error: None,
-    };
-    let infra =
-        |mut row: RunRow, kind: Infra, out: &[u8], err: String| -> Result<RunRow, StoreError> {
-            row.infra = Some(kind);
-            row.resolved = false;
-            row.signature = outcome::infra_signature(kind);
-            row.evidence = if matches!(kind, Infra::Timeout | Infra::Oom) {
-                vec![super::Mode::TimeoutResource]
-            } else {
-                Vec::new()
-            };
-            row.stdout_sha256 = store.put_log(out)?;
-            row.stderr_sha256 = store.put_log(err.as_bytes())?;
-            row.error = err.lines().next_back().map(str::to_string);
-            Ok(row)
-        };
+    let mut row = blank_row(inst, arm, idx, started_at);
+    let infra = |row, kind, out: &[u8], err: String| infra_row(store, row, kind, out, err);
 
     let work = store.work_dir();
     let tree =

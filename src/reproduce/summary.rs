@@ -259,117 +259,158 @@ pub struct InstanceSummary {
     pub age_days: Option<f64>,
 }
 
+/// What the pass over the instances gathers for the study-wide numbers.
+#[derive(Default)]
+struct Totals {
+    runs: u64,
+    infra: InfraCounts,
+    overheads: Vec<f64>,
+    points: Vec<(f64, bool)>,
+    any_no_shim: bool,
+    any_baseline_shim: bool,
+    any_baseline_no_shim: bool,
+}
+
+/// One instance's row, from its first `k` runs per arm; adds to `t`.
+fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary {
+    let mut arms: BTreeMap<Arm, Vec<&RunResult>> = BTreeMap::new();
+    for run in inst.runs.iter().filter(|r| r.idx < k) {
+        arms.entry(run.arm).or_default().push(run);
+        t.runs += 1;
+        if let Some(i) = run.infra {
+            t.infra.add(i);
+        }
+    }
+    let arm_runs = |arm: Arm| arms.get(&arm).map(Vec::as_slice).unwrap_or(&[]);
+    let recorded = inst.recorded_resolved;
+
+    let r_shim = patch_rate(arm_runs(Arm::Shim), recorded);
+    let r_no_shim = patch_rate(arm_runs(Arm::NoShim), recorded);
+    let class_shim = r_shim.map(stats::classify);
+    let class_no_shim = r_no_shim.map(stats::classify);
+    let baseline_shim = baseline_rate(arm_runs(Arm::BaselineShim));
+    let baseline_no_shim = baseline_rate(arm_runs(Arm::BaselineNoShim));
+    t.any_no_shim |= r_no_shim.is_some();
+    t.any_baseline_shim |= baseline_shim.is_some();
+    t.any_baseline_no_shim |= baseline_no_shim.is_some();
+
+    let pins: Vec<Pin> = if class_shim == Some(Class::Reproducible) {
+        Pin::ALL
+            .into_iter()
+            .filter(|&p| {
+                patch_rate(arm_runs(Arm::ShimWithout(p)), recorded)
+                    .is_some_and(|r| stats::classify(r) != Class::Reproducible)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let pin_modes: BTreeSet<Mode> = pins.iter().map(|p| p.mode()).collect();
+
+    let modes_shim = match class_shim {
+        Some(c) if c != Class::Reproducible => {
+            taxonomy(arm_runs(Arm::Shim), recorded, &BTreeSet::new())
+        }
+        _ => Vec::new(),
+    };
+    let modes_no_shim = match class_no_shim {
+        Some(c) if c != Class::Reproducible => {
+            taxonomy(arm_runs(Arm::NoShim), recorded, &pin_modes)
+        }
+        _ => Vec::new(),
+    };
+
+    let shim_wall = median_wall(arm_runs(Arm::Shim));
+    let no_shim_wall = median_wall(arm_runs(Arm::NoShim));
+    if let (Some(s), Some(n)) = (shim_wall, no_shim_wall) {
+        if n > 0.0 {
+            t.overheads.push(s / n - 1.0);
+        }
+    }
+
+    let age_days = arm_runs(Arm::NoShim)
+        .iter()
+        .map(|r| r.started_at)
+        .min()
+        .map(|start| (i128::from(start) - i128::from(inst.bench_date)) as f64 / DAY);
+    if let Some(age) = age_days.filter(|a| *a > 0.0) {
+        t.points
+            .push((age, modes_no_shim.contains(&Mode::DependencyDrift)));
+    }
+
+    let runs = arms
+        .iter()
+        .map(|(arm, list)| (arm.name(), list.len() as u64))
+        .collect();
+    let infra_kinds = [
+        Infra::PatchApply,
+        Infra::Timeout,
+        Infra::Oom,
+        Infra::Runtime,
+    ]
+    .into_iter()
+    .filter(|i| arms.values().flatten().any(|r| r.infra == Some(*i)))
+    .collect();
+
+    InstanceSummary {
+        instance_id: inst.instance_id.clone(),
+        r_shim,
+        class_shim,
+        r_no_shim,
+        class_no_shim,
+        r_baseline_shim: baseline_shim.map(|(r, _)| r),
+        class_baseline_shim: baseline_shim.map(|(_, c)| c),
+        r_baseline_no_shim: baseline_no_shim.map(|(r, _)| r),
+        class_baseline_no_shim: baseline_no_shim.map(|(_, c)| c),
+        modes_shim,
+        modes_no_shim,
+        pins,
+        runs,
+        infra: infra_kinds,
+        age_days,
+    }
+}
+
+/// McNemar's test over the instances classified in both patched arms (reproducible or
+/// not); `None` without such a pair.
+fn mcnemar(rows: &[InstanceSummary]) -> Option<McNemar> {
+    let mut pairs = 0_u64;
+    let (mut b, mut c) = (0_u64, 0_u64);
+    for row in rows {
+        if let (Some(s), Some(n)) = (row.class_shim, row.class_no_shim) {
+            pairs += 1;
+            let s = s == Class::Reproducible;
+            let n = n == Class::Reproducible;
+            b += u64::from(s && !n);
+            c += u64::from(!s && n);
+        }
+    }
+    (pairs > 0).then(|| McNemar {
+        b,
+        c,
+        p: pstats::mcnemar_exact(b, c),
+    })
+}
+
 /// Summarizes a study run with `k` runs per arm; see [`Summary`] for every rule.
 pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
     let mut ordered: Vec<&InstanceRuns> = instances.iter().collect();
     ordered.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
 
-    let mut runs_total = 0_u64;
-    let mut infra = InfraCounts::default();
-    let mut rows = Vec::with_capacity(ordered.len());
-    let mut overheads = Vec::new();
-    let mut points = Vec::new();
-    let mut any_no_shim = false;
-    let mut any_baseline_shim = false;
-    let mut any_baseline_no_shim = false;
-
-    for inst in ordered {
-        let mut arms: BTreeMap<Arm, Vec<&RunResult>> = BTreeMap::new();
-        for run in inst.runs.iter().filter(|r| r.idx < k) {
-            arms.entry(run.arm).or_default().push(run);
-            runs_total += 1;
-            if let Some(i) = run.infra {
-                infra.add(i);
-            }
-        }
-        let arm_runs = |arm: Arm| arms.get(&arm).map(Vec::as_slice).unwrap_or(&[]);
-        let recorded = inst.recorded_resolved;
-
-        let r_shim = patch_rate(arm_runs(Arm::Shim), recorded);
-        let r_no_shim = patch_rate(arm_runs(Arm::NoShim), recorded);
-        let class_shim = r_shim.map(stats::classify);
-        let class_no_shim = r_no_shim.map(stats::classify);
-        let baseline_shim = baseline_rate(arm_runs(Arm::BaselineShim));
-        let baseline_no_shim = baseline_rate(arm_runs(Arm::BaselineNoShim));
-        any_no_shim |= r_no_shim.is_some();
-        any_baseline_shim |= baseline_shim.is_some();
-        any_baseline_no_shim |= baseline_no_shim.is_some();
-
-        let pins: Vec<Pin> = if class_shim == Some(Class::Reproducible) {
-            Pin::ALL
-                .into_iter()
-                .filter(|&p| {
-                    patch_rate(arm_runs(Arm::ShimWithout(p)), recorded)
-                        .is_some_and(|r| stats::classify(r) != Class::Reproducible)
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let pin_modes: BTreeSet<Mode> = pins.iter().map(|p| p.mode()).collect();
-
-        let modes_shim = match class_shim {
-            Some(c) if c != Class::Reproducible => {
-                taxonomy(arm_runs(Arm::Shim), recorded, &BTreeSet::new())
-            }
-            _ => Vec::new(),
-        };
-        let modes_no_shim = match class_no_shim {
-            Some(c) if c != Class::Reproducible => {
-                taxonomy(arm_runs(Arm::NoShim), recorded, &pin_modes)
-            }
-            _ => Vec::new(),
-        };
-
-        let shim_wall = median_wall(arm_runs(Arm::Shim));
-        let no_shim_wall = median_wall(arm_runs(Arm::NoShim));
-        if let (Some(s), Some(n)) = (shim_wall, no_shim_wall) {
-            if n > 0.0 {
-                overheads.push(s / n - 1.0);
-            }
-        }
-
-        let age_days = arm_runs(Arm::NoShim)
-            .iter()
-            .map(|r| r.started_at)
-            .min()
-            .map(|start| (i128::from(start) - i128::from(inst.bench_date)) as f64 / DAY);
-        if let Some(age) = age_days.filter(|a| *a > 0.0) {
-            points.push((age, modes_no_shim.contains(&Mode::DependencyDrift)));
-        }
-
-        let runs = arms
-            .iter()
-            .map(|(arm, list)| (arm.name(), list.len() as u64))
-            .collect();
-        let infra_kinds = [
-            Infra::PatchApply,
-            Infra::Timeout,
-            Infra::Oom,
-            Infra::Runtime,
-        ]
+    let mut t = Totals::default();
+    let rows: Vec<InstanceSummary> = ordered
         .into_iter()
-        .filter(|i| arms.values().flatten().any(|r| r.infra == Some(*i)))
+        .map(|inst| instance_row(inst, k, &mut t))
         .collect();
-
-        rows.push(InstanceSummary {
-            instance_id: inst.instance_id.clone(),
-            r_shim,
-            class_shim,
-            r_no_shim,
-            class_no_shim,
-            r_baseline_shim: baseline_shim.map(|(r, _)| r),
-            class_baseline_shim: baseline_shim.map(|(_, c)| c),
-            r_baseline_no_shim: baseline_no_shim.map(|(r, _)| r),
-            class_baseline_no_shim: baseline_no_shim.map(|(_, c)| c),
-            modes_shim,
-            modes_no_shim,
-            pins,
-            runs,
-            infra: infra_kinds,
-            age_days,
-        });
-    }
+    let Totals {
+        runs: runs_total,
+        infra,
+        mut overheads,
+        points,
+        any_no_shim,
+        any_baseline_shim,
+        any_baseline_no_shim,
+    } = t;
 
     let shim = ClassCounts::from_classes(rows.iter().filter_map(|r| r.class_shim));
     let no_shim =
@@ -388,22 +429,7 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         ),
     });
 
-    let mut pairs = 0_u64;
-    let (mut b, mut c) = (0_u64, 0_u64);
-    for row in &rows {
-        if let (Some(s), Some(n)) = (row.class_shim, row.class_no_shim) {
-            pairs += 1;
-            let s = s == Class::Reproducible;
-            let n = n == Class::Reproducible;
-            b += u64::from(s && !n);
-            c += u64::from(!s && n);
-        }
-    }
-    let mcnemar = (pairs > 0).then(|| McNemar {
-        b,
-        c,
-        p: pstats::mcnemar_exact(b, c),
-    });
+    let mcnemar = mcnemar(&rows);
 
     let fit = pstats::fit_exponential_hazard(&points);
     let drift = any_no_shim.then(|| Drift {
