@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// log C(n,i) = log C(n,i−1) + ln(n−i+1) − ln i, terms combined with log-sum-exp), so it
 /// neither overflows nor loses the small terms for large n; a p-value below the smallest
 /// positive f64 comes out as 0. The work is O(min(b, c)).
-pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
+pub(crate) fn mcnemar_exact(b: u64, c: u64) -> f64 {
     if b == c {
         // The lower tail up to the middle holds at least half the mass.
         return 1.0;
@@ -52,7 +52,7 @@ fn log_add_exp(a: f64, b: f64) -> f64 {
 
 /// The median of the values that are not NaN (the mean of the two middle ones for an even
 /// count); `None` when there are none. Reorders `values` (NaNs end up last).
-pub fn median(values: &mut [f64]) -> Option<f64> {
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     values.sort_by(|a, b| a.is_nan().cmp(&b.is_nan()).then(a.total_cmp(b)));
     let n = values.iter().take_while(|v| !v.is_nan()).count();
     if n == 0 {
@@ -69,7 +69,7 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
 
 /// An exponential hazard (dependency drift, in reproduce) fitted to current-status data.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct HazardFit {
+pub(crate) struct HazardFit {
     /// λ̂, the drift hazard per day (maximum likelihood).
     pub rate_per_day: f64,
     /// ln 2 / λ̂: the age at which half the patches have drifted.
@@ -101,7 +101,7 @@ const Z_975: f64 = 1.959_963_984_540_054;
 /// Observations with an age that is not a finite number > 0 are left out. `None` when the
 /// MLE does not exist in the interior: no usable observation, no event, or every
 /// observation an event.
-pub fn fit_exponential_hazard(obs: &[(f64, bool)]) -> Option<HazardFit> {
+pub(crate) fn fit_exponential_hazard(obs: &[(f64, bool)]) -> Option<HazardFit> {
     let data: Vec<(f64, bool)> = obs
         .iter()
         .copied()

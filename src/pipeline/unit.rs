@@ -13,10 +13,10 @@ use crate::plan::{ExecRequest, HostFacts, Plan, PlanError};
 use crate::sandbox::{Outcome, SandboxError};
 
 /// Where a unit's output directory is bound, inside the sandbox.
-pub const OUT_DIR: &str = "/.reprorun/out";
+pub(crate) const OUT_DIR: &str = "/.reprorun/out";
 
 /// The most of a log or result file kept: beyond it, the file is cut with a note.
-pub const LOG_CAP: u64 = 64 << 20;
+pub(crate) const LOG_CAP: u64 = 64 << 20;
 
 /// Why a unit could not be run (the sandbox's own errors are returned apart: they may be
 /// the unit's fault).

@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use super::input::Instance;
 use crate::parse::BindSpec;
-use crate::pipeline::unit::{self, OUT_DIR};
+use crate::pipeline::unit::{self, UnitError, OUT_DIR};
 use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation};
 
 #[derive(Debug, Error)]
@@ -35,8 +35,18 @@ pub enum TreeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("apply patches for {id}: {reason}")]
-    Sandbox { id: String, reason: String },
+    #[error("apply patches for {id}: {source}")]
+    Unit {
+        id: String,
+        #[source]
+        source: UnitError,
+    },
+    #[error("apply patches for {id}: {source}")]
+    Sandbox {
+        id: String,
+        #[source]
+        source: crate::sandbox::SandboxError,
+    },
 }
 
 /// Which patches a tree holds.
@@ -272,14 +282,12 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
             readonly: false,
         }),
     ];
-    let sandbox_err = |reason: String| TreeError::Sandbox {
-        id: inst.instance_id.clone(),
-        reason,
-    };
-    let host = HostFacts::current().map_err(|e| sandbox_err(e.to_string()))?;
+    let id = || inst.instance_id.clone();
+    let unit_err = |source| TreeError::Unit { id: id(), source };
+    let host = HostFacts::current().map_err(|e| unit_err(UnitError::Plan(e)))?;
     let outcome = unit::sandboxed(&req, &host, |_| {}, &log, &log)
-        .map_err(|e| sandbox_err(e.to_string()))?
-        .map_err(|e| sandbox_err(e.to_string()))?;
+        .map_err(unit_err)?
+        .map_err(|source| TreeError::Sandbox { id: id(), source })?;
     // Written by the sandbox: read without following links or blocking, capped.
     let methods = unit::read_untrusted(&out, "applied")
         .map(|b| String::from_utf8_lossy(&b).into_owned())
