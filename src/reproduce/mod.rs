@@ -40,8 +40,12 @@ pub enum ReproduceError {
     Regrade(#[from] regrade::RegradeError),
     #[error("worker: {0}")]
     Worker(#[from] crate::pipeline::pool::PoolError),
-    #[error("instance {id}: {reason}; fix it and run the same command again to resume")]
-    Setup { id: String, reason: String },
+    #[error("instance {id}: {cause}; fix it and run the same command again to resume")]
+    Setup {
+        id: String,
+        #[source]
+        cause: Box<runner::SetupError>,
+    },
     #[error("print summary: {0}")]
     Print(std::io::Error),
 }

@@ -20,6 +20,24 @@ use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetMode};
 /// Where the run's JUnit XML is asked for, inside the sandbox (in [`OUT_DIR`]).
 pub const JUNIT: &str = "/.reprorun/out/junit.xml";
 
+/// What keeps a run from being made (the host's failure, not the patch's): the study
+/// stops, resumable.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Tree(#[from] tree::TreeError),
+    #[error("{0}")]
+    Unit(#[from] crate::pipeline::unit::UnitError),
+    #[error("{0}")]
+    Plan(#[from] crate::plan::PlanError),
+    #[error("{0}")]
+    Image(#[from] crate::image::ImageError),
+    #[error("{0}")]
+    Mirror(#[from] crate::mirror::MirrorError),
+    #[error("sandbox: {0}")]
+    Sandbox(#[source] crate::sandbox::SandboxError),
+}
+
 /// How runs are made (the study's options that shape a sandbox).
 #[derive(Debug, Clone)]
 pub struct Conditions {
@@ -138,7 +156,7 @@ pub fn request(
     host: &HostFacts,
     tree: &Path,
     out: &Path,
-) -> Result<(ExecRequest, bool), String> {
+) -> Result<(ExecRequest, bool), SetupError> {
     let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
     req.workdir = Some(tree.to_path_buf());
     req.workdir_overlay = true;
@@ -148,9 +166,8 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        let store =
-            crate::image::store::Store::new(cond.store.clone()).map_err(|e| e.to_string())?;
-        req.image = Some(crate::image::run_root(&store, reference).map_err(|e| e.to_string())?);
+        let store = crate::image::store::Store::new(cond.store.clone())?;
+        req.image = Some(crate::image::run_root(&store, reference)?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
     let without = match arm {
@@ -206,7 +223,7 @@ pub fn request(
         }
     }
     if let Some(dir) = &mirror {
-        let (clients, bind) = crate::mirror::attach(dir).map_err(|e| e.to_string())?;
+        let (clients, bind) = crate::mirror::attach(dir)?;
         env.extend(clients);
         req.extra_mounts.push(ExtraMount::Bind(bind));
     }
@@ -287,9 +304,9 @@ pub fn run(
     idx: u32,
     cond: &Conditions,
 ) -> Result<RunRow, ReproduceError> {
-    let setup = |reason: String| ReproduceError::Setup {
+    let setup = |cause: SetupError| ReproduceError::Setup {
         id: inst.instance_id.clone(),
-        reason,
+        cause: Box::new(cause),
     };
     let started_at = crate::pipeline::unix_now_ms() / 1000;
     let variant = if arm.is_baseline() {
@@ -302,8 +319,7 @@ pub fn run(
     let infra = |row, kind, out: &[u8], err: String| infra_row(store, row, kind, out, err);
 
     let work = store.work_dir();
-    let tree =
-        tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.to_string()))?;
+    let tree = tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.into()))?;
     row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
     if !tree.applied.ok {
         let log = tree.applied.log.clone();
@@ -318,15 +334,15 @@ pub fn run(
         idx,
         std::process::id()
     )))
-    .map_err(|e| setup(e.to_string()))?;
+    .map_err(|e| setup(e.into()))?;
     let out = scratch.out_dir();
 
-    let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
+    let host = HostFacts::current().map_err(|e| setup(e.into()))?;
     let (req, host_like) = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
     let clock = Instant::now();
     let result = scratch
         .run(&req, &host, |plan| finish_plan(plan, arm, host_like))
-        .map_err(|e| setup(e.to_string()))?;
+        .map_err(|e| setup(e.into()))?;
     let took = clock.elapsed();
     let out_bytes = scratch.stdout();
     let err_bytes = scratch.stderr();
@@ -340,7 +356,7 @@ pub fn run(
         }
         // The sandbox could not be made: stop the study (resumable) rather than record
         // a failure that is the host's.
-        Err(e) => return Err(setup(format!("sandbox: {e}"))),
+        Err(e) => return Err(setup(SetupError::Sandbox(e))),
     };
     row.wall_ms = took.as_millis() as u64;
     row.exit_code = outcome.exit_code;
