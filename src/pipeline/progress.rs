@@ -111,6 +111,10 @@ impl Progress {
     pub(crate) fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.abandon();
+            // indicatif leaves the cursor after the bar: what comes next starts below it.
+            if !bar.is_hidden() {
+                eprintln!();
+            }
         }
     }
 }
