@@ -2,10 +2,14 @@
 //! and without the determinism shim, stores every run in SQLite, and reports how many
 //! reproduce (`spec/reproduce.md`).
 //!
-//! Data flows one way: `input` (SWE-bench files) → `tree` (checkout + patches, once per
-//! instance and variant) → `runner` (one sandbox per run, via the library) → `store`
-//! (SQLite rows, logs on disk) → `summary` (statistics from `stats`, failure modes from
-//! `evidence`) → `report` (Markdown, HTML with SVG, JSON).
+//! What is here is about patches; the study machinery is the shared `pipeline` layer below
+//! (units in sandboxes, the worker pool, progress, the study database, the report document
+//! and its charts, generic statistics). Data flows one way: `input` (SWE-bench files) →
+//! `tree` (checkout + patches, once per instance and variant) → `runner` (one sandbox per
+//! run, a pipeline unit) → `outcome` (grading, re-runnable by `regrade`) → `store`
+//! (reproduce's tables on the pipeline's database) → `summary` (statistics from `stats`,
+//! failure modes from `evidence`) → `report` (its sections on the pipeline's document:
+//! Markdown, HTML with SVG, JSON).
 
 pub mod cli;
 pub mod evidence;
