@@ -615,6 +615,71 @@ fn bad_input_is_one_line_and_leaves_nothing() {
     );
 }
 
+/// `regrade` grades every run again from its stored logs: a grade tampered with in the
+/// store is restored and nothing is re-run; infrastructure failures keep theirs; a missing
+/// study is one line. Progress lines on request (`REPRORUN_PROGRESS=lines`).
+#[test]
+fn regrade_restores_grades_from_the_stored_logs() {
+    let mut f = Fixture::new();
+    f.add("ok", FIX, PLAIN_TEST, serde_json::json!({}));
+    f.add("empty", "", PLAIN_TEST, serde_json::json!({}));
+    let out = f
+        .cmd(&["--k", "2", "--json"])
+        .env("REPRORUN_PROGRESS", "lines")
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 4, "one line per run: {err}");
+    assert!(err.contains("[1/4 runs] "), "{err}");
+    assert!(err.contains(" runs] ok shim #1 (ETA "), "{err}");
+    let before = f.rows();
+    assert!(before.iter().any(|r| r.instance_id == "ok" && r.resolved));
+
+    let db = rusqlite::Connection::open(f.path("study.db")).unwrap();
+    let tampered = db
+        .execute(
+            "UPDATE runs SET resolved = 0, signature = 'x', evidence = '[\"time\"]', tests = '{}' WHERE instance_id = 'ok' AND idx = 1",
+            [],
+        )
+        .unwrap();
+    assert_eq!(tampered, 1);
+    drop(db);
+    assert_ne!(f.rows(), before);
+
+    let out = f
+        .work
+        .run(&["reproduce", "regrade", "--db", "study.db", "--json"]);
+    let text = expect_code(&out, 0);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["runs"], 4, "{v}");
+    assert_eq!(v["graded"], 2, "{v}");
+    assert_eq!(v["infra"], 2, "{v}");
+    assert_eq!(v["changed"], 1, "{v}");
+    assert_eq!(v["now_resolved"], 1, "{v}");
+    assert_eq!(v["changes"][0]["instance_id"], "ok");
+    assert_eq!(v["changes"][0]["idx"], 1);
+    assert_eq!(
+        f.rows(),
+        before,
+        "the grade is restored, the rest untouched"
+    );
+
+    // Nothing left to change; the text form.
+    let out = f.work.run(&["reproduce", "regrade", "--db", "study.db"]);
+    let text = expect_code(&out, 0);
+    assert!(
+        text.starts_with("regraded 2 of 4 runs (2 infrastructure failures kept): 0 changed"),
+        "{text}"
+    );
+    assert_eq!(f.rows(), before);
+
+    let out = f.work.run(&["reproduce", "regrade", "--db", "absent.db"]);
+    expect_error(&out, "no such study");
+    assert!(!f.path("absent.db").exists());
+}
+
 /// The shipped example corpus (images/corpus): the shim makes every patch reproducible;
 /// without it, each of the five non-deterministic ones breaks, and the pins left out name
 /// its failure mode.

@@ -2,7 +2,8 @@
 //!
 //! Layers, each using only the ones below it: `cli` → `plan` (request → [`plan::Plan`]) →
 //! `sandbox` (the one executor) → `sys` (raw system calls). `determinism` holds the pins as
-//! data; `record` the run record.
+//! data; `record` the run record. `pipeline` is the study machinery the pipelines share
+//! (`reproduce` is one).
 
 pub mod cli;
 pub mod determinism;
@@ -11,6 +12,7 @@ pub(crate) mod image;
 pub(crate) mod mirror;
 pub(crate) mod oci;
 pub mod parse;
+pub(crate) mod pipeline;
 pub(crate) mod plan;
 pub(crate) mod record;
 pub mod reproduce;

@@ -1,6 +1,6 @@
-//! `reprorun reproduce run|report`: arguments to options, and the summary printed.
+//! `reprorun reproduce run|report|regrade`: arguments to options, and what is printed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,7 +9,8 @@ use clap::{Args, Subcommand};
 use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
-use super::{report, stats, study, summary, ReproduceError};
+use super::{regrade, report, stats, study, summary, ReproduceError};
+use crate::pipeline::progress::ProgressMode;
 use crate::plan::NetMode;
 
 #[derive(Debug, Args)]
@@ -30,6 +31,12 @@ pub enum ReproduceCommand {
         after_help = "Exit status: 0, or 125 when the study cannot be read or the report written."
     )]
     Report(ReportArgs),
+    /// Grade every recorded run again from its stored logs under the current grading
+    /// rules, without re-running anything, and update the rows whose grade changed.
+    #[command(
+        after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
+    )]
+    Regrade(RegradeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -118,11 +125,22 @@ pub struct ReportArgs {
     pub k: Option<u32>,
 }
 
+#[derive(Debug, Args)]
+pub struct RegradeArgs {
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Print one JSON object (counts and the changed runs) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Runs the subcommand; returns the exit status.
 pub fn run(args: ReproduceArgs) -> i32 {
     let result = match args.command {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
+        ReproduceCommand::Regrade(a) => run_regrade(a),
     };
     match result {
         Ok(()) => 0,
@@ -157,7 +175,7 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
             store: a.store,
         },
         conditions,
-        progress: std::io::stderr().is_terminal(),
+        progress: ProgressMode::for_stderr(),
     };
     let skipped = study::run(&opts)?;
     if !skipped.is_empty() {
@@ -190,6 +208,20 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         }
         Ok(())
     }
+}
+
+fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {
+    let done = regrade::regrade(&a.db)?;
+    let text = if a.json {
+        let line = serde_json::to_string(&done).map_err(|e| ReproduceError::Print(e.into()))?;
+        format!("{line}\n")
+    } else {
+        done.text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
 }
 
 /// The summary as one JSON object, or as a short table.

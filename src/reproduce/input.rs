@@ -207,16 +207,7 @@ fn instance(
     let repo_path = match text("repo_path")? {
         Some(p) => path(p),
         None => {
-            let found = defaults.repos.as_ref().and_then(|dir| {
-                [
-                    dir.join(repo.replace('/', "__")),
-                    dir.join(&repo),
-                    dir.join(repo.rsplit('/').next().unwrap_or("")),
-                ]
-                .into_iter()
-                .find(|p| !repo.is_empty() && p.exists())
-            });
-            found.ok_or_else(|| {
+            find_repo(&repo, defaults).ok_or_else(|| {
                 bad("no repository: add \"repo_path\" (a local git repository or bundle) or pass --repos DIR holding owner__name".into())
             })?
         }
@@ -259,18 +250,7 @@ fn instance(
             )
         })?,
     };
-    let recorded_resolved = match (recorded.and_then(|r| r.get(id)), obj.get("recorded_resolved"), obj.get("recorded")) {
-        (Some(r), _, _) => *r,
-        (None, Some(Value::Bool(b)), _) => *b,
-        (None, None, Some(v)) => recorded_value(v)
-            .ok_or_else(|| bad("\"recorded\" must be true/false, \"resolved\"/\"unresolved\" or {\"resolved\": bool}".into()))?,
-        (None, Some(_), _) => return Err(bad("\"recorded_resolved\" is not true or false".into())),
-        (None, None, None) => {
-            return Err(bad(
-                "no recorded outcome: add \"recorded_resolved\" or pass --recorded report.json".into(),
-            ))
-        }
-    };
+    let recorded_resolved = recorded_outcome(id, obj, recorded).map_err(&bad)?;
     let image = text("image")?;
     let rootfs = text("rootfs")?.map(path);
     if image.is_some() && rootfs.is_some() {
@@ -289,13 +269,11 @@ fn instance(
     let mirror = text("mirror")?
         .map(path)
         .or_else(|| defaults.mirror.clone());
-    if let Some(m) = &mirror {
-        if !m.join("lock.json").is_file() {
-            return Err(bad(format!(
-                "mirror {} has no lock.json: make it with `reprorun mirror pull` or `mirror add`",
-                m.display()
-            )));
-        }
+    if let Some(m) = mirror.as_deref().filter(|m| !m.join("lock.json").is_file()) {
+        return Err(bad(format!(
+            "mirror {} has no lock.json: make it with `reprorun mirror pull` or `mirror add`",
+            m.display()
+        )));
     }
     Ok(Instance {
         instance_id: id.to_string(),
@@ -314,6 +292,38 @@ fn instance(
         bench_date,
         recorded_resolved,
     })
+}
+
+/// `--repos DIR`'s repository for `owner/name`: `DIR/owner__name`, `DIR/owner/name` or
+/// `DIR/name`.
+fn find_repo(repo: &str, defaults: &Defaults) -> Option<PathBuf> {
+    let dir = defaults.repos.as_ref()?;
+    [
+        dir.join(repo.replace('/', "__")),
+        dir.join(repo),
+        dir.join(repo.rsplit('/').next().unwrap_or("")),
+    ]
+    .into_iter()
+    .find(|p| !repo.is_empty() && p.exists())
+}
+
+/// The instance's recorded outcome: `--recorded`'s, else its `recorded_resolved`, else its
+/// `recorded`.
+fn recorded_outcome(
+    id: &str,
+    obj: &serde_json::Map<String, Value>,
+    recorded: Option<&BTreeMap<String, bool>>,
+) -> Result<bool, String> {
+    match (recorded.and_then(|r| r.get(id)), obj.get("recorded_resolved"), obj.get("recorded")) {
+        (Some(r), _, _) => Ok(*r),
+        (None, Some(Value::Bool(b)), _) => Ok(*b),
+        (None, None, Some(v)) => recorded_value(v)
+            .ok_or_else(|| "\"recorded\" must be true/false, \"resolved\"/\"unresolved\" or {\"resolved\": bool}".into()),
+        (None, Some(_), _) => Err("\"recorded_resolved\" is not true or false".into()),
+        (None, None, None) => Err(
+            "no recorded outcome: add \"recorded_resolved\" or pass --recorded report.json".into(),
+        ),
+    }
 }
 
 /// SWE-bench writes the test lists either as JSON arrays or as strings holding one.

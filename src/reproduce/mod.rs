@@ -2,36 +2,34 @@
 //! and without the determinism shim, stores every run in SQLite, and reports how many
 //! reproduce (`spec/reproduce.md`).
 //!
-//! Data flows one way: `input` (SWE-bench files) → `tree` (checkout + patches, once per
-//! instance and variant) → `runner` (one sandbox per run, via the library) → `store`
-//! (SQLite rows, logs on disk) → `summary` (statistics from `stats`, failure modes from
-//! `evidence`) → `report` (Markdown, HTML with SVG, JSON).
+//! What is here is about patches; the study machinery is the shared `pipeline` layer below
+//! (units in sandboxes, the worker pool, progress, the study database, the report document
+//! and its charts, generic statistics). Data flows one way: `input` (SWE-bench files) →
+//! `tree` (checkout + patches, once per instance and variant) → `runner` (one sandbox per
+//! run, a pipeline unit) → `outcome` (grading, re-runnable by `regrade`) → `store`
+//! (reproduce's tables on the pipeline's database) → `summary` (statistics from `stats`,
+//! failure modes from `evidence`) → `report` (its sections on the pipeline's document:
+//! Markdown, HTML with SVG, JSON).
 
-pub mod cli;
-pub mod evidence;
-pub mod input;
-pub mod outcome;
-pub mod report;
-pub mod runner;
-pub mod stats;
+pub(crate) mod cli;
+pub(crate) mod evidence;
+pub(crate) mod input;
+pub(crate) mod outcome;
+pub(crate) mod regrade;
+pub(crate) mod report;
+pub(crate) mod runner;
+pub(crate) mod stats;
 pub mod store;
-pub mod study;
-pub mod summary;
-pub mod tree;
+pub(crate) mod study;
+pub(crate) mod summary;
+pub(crate) mod tree;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The host's wall clock, milliseconds since the epoch (run start times, `--stagger`).
-pub(crate) fn unix_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 /// What stops a study or a report; each is one line for the user.
 #[derive(Debug, Error)]
-pub enum ReproduceError {
+pub(crate) enum ReproduceError {
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -39,11 +37,19 @@ pub enum ReproduceError {
     #[error("{0}")]
     Store(#[from] store::StoreError),
     #[error("{0}")]
+    Lock(#[from] crate::pipeline::store::LockError),
+    #[error("{0}")]
     Report(#[from] report::ReportError),
+    #[error("{0}")]
+    Regrade(#[from] regrade::RegradeError),
     #[error("worker: {0}")]
-    Worker(String),
-    #[error("instance {id}: {reason}; fix it and run the same command again to resume")]
-    Setup { id: String, reason: String },
+    Worker(#[from] crate::pipeline::pool::PoolError),
+    #[error("instance {id}: {cause}; fix it and run the same command again to resume")]
+    Setup {
+        id: String,
+        #[source]
+        cause: Box<runner::SetupError>,
+    },
     #[error("print summary: {0}")]
     Print(std::io::Error),
 }

@@ -164,6 +164,57 @@ pub fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, String) {
     (resolved, digest(&sig))
 }
 
+/// What grading makes of a finished run's logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Graded {
+    pub resolved: bool,
+    pub signature: String,
+    /// Failure modes the logs show, looked for only when the outcome differs from the
+    /// recorded one.
+    pub evidence: Vec<super::Mode>,
+    /// Per-test statuses, JSON.
+    pub tests: String,
+}
+
+/// Grades a run from what it left: per-test statuses from the JUnit XML, then those of
+/// pytest's output the XML lacks (a command that runs pytest twice overwrites the XML, and
+/// a runner that writes none still prints its results), SWE-bench's rule over `listed`
+/// (or the exit status), and evidence when the outcome is not the `recorded` one. The
+/// same logs give the same grade: runs are graded this way when made and by `regrade`.
+pub fn grade_logs(
+    listed: &[&str],
+    recorded: bool,
+    exit_code: i32,
+    stdout: &[u8],
+    stderr: &[u8],
+    junit: Option<&[u8]>,
+) -> Graded {
+    let mut tests: Tests = junit
+        .and_then(|x| parse_junit(&String::from_utf8_lossy(x)))
+        .unwrap_or_default();
+    for (k, v) in parse_pytest(&String::from_utf8_lossy(stdout)) {
+        if lookup(&tests, &k).is_none() {
+            tests.insert(k, v);
+        }
+    }
+    let (resolved, signature) = grade(&tests, listed, exit_code);
+    let evidence = if resolved != recorded {
+        let mut text = String::from_utf8_lossy(stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(stderr));
+        super::evidence::detect(&text)
+    } else {
+        Vec::new()
+    };
+    let statuses: BTreeMap<&str, &str> =
+        tests.iter().map(|(k, v)| (k.as_str(), v.name())).collect();
+    Graded {
+        resolved,
+        signature,
+        evidence,
+        tests: serde_json::to_string(&statuses).unwrap_or_else(|_| "{}".into()),
+    }
+}
+
 /// The signature of a run that produced no test outcome.
 pub fn infra_signature(infra: super::Infra) -> String {
     digest(&format!("infra:{}", infra.name()))
@@ -264,6 +315,35 @@ FAILED some words that are not a test
         assert!(grade(&t, &[], 0).0);
         assert!(!grade(&t, &[], 3).0);
         assert_ne!(grade(&t, &[], 3).1, grade(&t, &[], 4).1);
+    }
+
+    #[test]
+    fn logs_are_graded_junit_first_then_pytest_output() {
+        let out = b"PASSED tests/test_b.py::test_three\nFAILED tests/test_misc.py::test_td - x\n";
+        let listed = [
+            "tests/test_dates.py::test_year",
+            "tests/test_b.py::test_three",
+        ];
+        let g = grade_logs(&listed, true, 1, out, b"", Some(JUNIT.as_bytes()));
+        assert!(g.resolved, "{g:?}");
+        assert!(g.evidence.is_empty(), "as recorded: no evidence looked for");
+        // The XML's teardown error wins over the output's line for the same test.
+        assert!(
+            g.tests.contains("\"tests.test_misc.test_td\":\"error\""),
+            "{}",
+            g.tests
+        );
+        assert!(g
+            .tests
+            .contains("\"tests/test_b.py::test_three\":\"passed\""));
+        let err = b"requests.exceptions.ConnectionError: Failed to establish a new connection\n";
+        let g = grade_logs(&["tests/x.py::gone"], true, 0, b"", err, None);
+        assert!(!g.resolved);
+        assert_eq!(g.evidence, vec![crate::reproduce::Mode::Network]);
+        assert_eq!(
+            g,
+            grade_logs(&["tests/x.py::gone"], true, 0, b"", err, None)
+        );
     }
 
     #[test]

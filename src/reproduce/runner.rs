@@ -2,25 +2,41 @@
 //! test command run with its output captured, and the outcome graded. Called by a worker
 //! process; the sandbox is reprorun's own library, never its command line.
 
-use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::input::Instance;
-use super::outcome::{self, Tests};
+use super::outcome;
 use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
-use super::{evidence, Arm, Infra, Pin};
+use super::{Arm, Infra, Pin};
 use crate::determinism::clock::DateChoice;
 use crate::determinism::{EnvProfile, RandomMode};
 use crate::parse::BindSpec;
+use crate::pipeline::unit::{Scratch, OUT_DIR};
 use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetMode};
 
-/// Where the run's JUnit XML is asked for, inside the sandbox.
-pub const OUT_DIR: &str = "/.reprorun/out";
+/// Where the run's JUnit XML is asked for, inside the sandbox (in [`OUT_DIR`]).
 pub const JUNIT: &str = "/.reprorun/out/junit.xml";
+
+/// What keeps a run from being made (the host's failure, not the patch's): the study
+/// stops, resumable.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Tree(#[from] tree::TreeError),
+    #[error("{0}")]
+    Unit(#[from] crate::pipeline::unit::UnitError),
+    #[error("{0}")]
+    Plan(#[from] crate::plan::PlanError),
+    #[error("{0}")]
+    Image(#[from] crate::image::ImageError),
+    #[error("{0}")]
+    Mirror(#[from] crate::mirror::MirrorError),
+    #[error("sandbox: {0}")]
+    Sandbox(#[source] crate::sandbox::SandboxError),
+}
 
 /// How runs are made (the study's options that shape a sandbox).
 #[derive(Debug, Clone)]
@@ -140,7 +156,7 @@ pub fn request(
     host: &HostFacts,
     tree: &Path,
     out: &Path,
-) -> Result<(ExecRequest, bool), String> {
+) -> Result<(ExecRequest, bool), SetupError> {
     let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
     req.workdir = Some(tree.to_path_buf());
     req.workdir_overlay = true;
@@ -150,9 +166,8 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        let store =
-            crate::image::store::Store::new(cond.store.clone()).map_err(|e| e.to_string())?;
-        req.image = Some(crate::image::run_root(&store, reference).map_err(|e| e.to_string())?);
+        let store = crate::image::store::Store::new(cond.store.clone())?;
+        req.image = Some(crate::image::run_root(&store, reference)?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
     let without = match arm {
@@ -208,7 +223,7 @@ pub fn request(
         }
     }
     if let Some(dir) = &mirror {
-        let (clients, bind) = crate::mirror::attach(dir).map_err(|e| e.to_string())?;
+        let (clients, bind) = crate::mirror::attach(dir)?;
         env.extend(clients);
         req.extra_mounts.push(ExtraMount::Bind(bind));
     }
@@ -236,68 +251,9 @@ pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
     }
 }
 
-/// Resolves `req` (with `finish`'s edits) and runs it with its stdout and stderr on the
-/// given files. The outer error: the sandbox could not even be planned; the inner one is
-/// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
-pub(crate) fn sandboxed(
-    req: &ExecRequest,
-    host: &HostFacts,
-    finish: impl FnOnce(&mut crate::plan::Plan),
-    stdout: &File,
-    stderr: &File,
-) -> Result<Result<crate::sandbox::Outcome, crate::sandbox::SandboxError>, String> {
-    let mut plan = crate::plan::resolve(req, host).map_err(|e| e.to_string())?;
-    finish(&mut plan);
-    with_stdio(stdout, stderr, || crate::sandbox::run(&plan, &mut |_| {}))
-        .map_err(|e| format!("redirect output: {e}"))
-}
-
-/// Runs `f` with the process's stdout and stderr on `out` and `err` (stdin on /dev/null),
-/// then puts them back. Workers are single-purpose processes, so nothing else writes
-/// meanwhile.
-pub fn with_stdio<T>(out: &File, err: &File, f: impl FnOnce() -> T) -> std::io::Result<T> {
-    use nix::fcntl::{fcntl, FcntlArg};
-    use std::os::fd::FromRawFd;
-    let save = |fd: i32| -> std::io::Result<OwnedFd> {
-        let copy = fcntl(fd, FcntlArg::F_DUPFD_CLOEXEC(3))?;
-        // SAFETY: fcntl just returned this new descriptor; we own it.
-        Ok(unsafe { OwnedFd::from_raw_fd(copy) })
-    };
-    let null = File::open("/dev/null")?;
-    let saved = [save(0)?, save(1)?, save(2)?];
-    let set = |from: i32, to: i32| nix::unistd::dup2(from, to).map(|_| ());
-    let result = set(null.as_raw_fd(), 0)
-        .and_then(|()| set(out.as_raw_fd(), 1))
-        .and_then(|()| set(err.as_raw_fd(), 2));
-    let value = result.is_ok().then(f);
-    for (fd, copy) in saved.iter().enumerate() {
-        let _ = set(copy.as_raw_fd(), fd as i32);
-    }
-    result?;
-    Ok(value.expect("ran when redirected"))
-}
-
-/// Makes one run and returns its row (logs already stored). Infra failures are rows too;
-/// only a failure to record anything is an error.
-pub fn run(
-    store: &Store,
-    inst: &Instance,
-    arm: Arm,
-    idx: u32,
-    cond: &Conditions,
-) -> Result<RunRow, ReproduceError> {
-    let setup = |reason: String| ReproduceError::Setup {
-        id: inst.instance_id.clone(),
-        reason,
-    };
-    let started_at = super::unix_now_ms() / 1000;
-    let variant = if arm.is_baseline() {
-        Variant::Baseline
-    } else {
-        Variant::Patched
-    };
-    let listed: Vec<&str> = inst.listed_tests().into_iter().collect();
-    let mut row = RunRow {
+/// A run's row before anything is known of it.
+fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
+    RunRow {
         instance_id: inst.instance_id.clone(),
         arm,
         idx,
@@ -314,26 +270,56 @@ pub fn run(
         stderr_sha256: String::new(),
         junit_sha256: None,
         error: None,
+    }
+}
+
+/// `row` as an infrastructure failure of `kind`, with its output and error text stored.
+fn infra_row(
+    store: &Store,
+    mut row: RunRow,
+    kind: Infra,
+    out: &[u8],
+    err: String,
+) -> Result<RunRow, StoreError> {
+    row.infra = Some(kind);
+    row.resolved = false;
+    row.signature = outcome::infra_signature(kind);
+    row.evidence = if matches!(kind, Infra::Timeout | Infra::Oom) {
+        vec![super::Mode::TimeoutResource]
+    } else {
+        Vec::new()
     };
-    let infra =
-        |mut row: RunRow, kind: Infra, out: &[u8], err: String| -> Result<RunRow, StoreError> {
-            row.infra = Some(kind);
-            row.resolved = false;
-            row.signature = outcome::infra_signature(kind);
-            row.evidence = if matches!(kind, Infra::Timeout | Infra::Oom) {
-                vec![super::Mode::TimeoutResource]
-            } else {
-                Vec::new()
-            };
-            row.stdout_sha256 = store.put_log(out)?;
-            row.stderr_sha256 = store.put_log(err.as_bytes())?;
-            row.error = err.lines().next_back().map(str::to_string);
-            Ok(row)
-        };
+    row.stdout_sha256 = store.put_log(out)?;
+    row.stderr_sha256 = store.put_log(err.as_bytes())?;
+    row.error = err.lines().next_back().map(str::to_string);
+    Ok(row)
+}
+
+/// Makes one run and returns its row (logs already stored). Infra failures are rows too;
+/// only a failure to record anything is an error.
+pub fn run(
+    store: &Store,
+    inst: &Instance,
+    arm: Arm,
+    idx: u32,
+    cond: &Conditions,
+) -> Result<RunRow, ReproduceError> {
+    let setup = |cause: SetupError| ReproduceError::Setup {
+        id: inst.instance_id.clone(),
+        cause: Box::new(cause),
+    };
+    let started_at = crate::pipeline::unix_now_ms() / 1000;
+    let variant = if arm.is_baseline() {
+        Variant::Baseline
+    } else {
+        Variant::Patched
+    };
+    let listed: Vec<&str> = inst.listed_tests().into_iter().collect();
+    let mut row = blank_row(inst, arm, idx, started_at);
+    let infra = |row, kind, out: &[u8], err: String| infra_row(store, row, kind, out, err);
 
     let work = store.work_dir();
-    let tree =
-        tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.to_string()))?;
+    let tree = tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.into()))?;
     row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
     if !tree.applied.ok {
         let log = tree.applied.log.clone();
@@ -341,52 +327,36 @@ pub fn run(
         return Ok(infra(row, Infra::PatchApply, log.as_bytes(), why)?);
     }
 
-    let scratch = work.join("runs").join(format!(
+    let mut scratch = Scratch::create(work.join("runs").join(format!(
         "{}-{}-{}-{}",
         sanitize(&inst.instance_id),
         arm.name(),
         idx,
         std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let out = scratch.join("out");
-    let io = |e: std::io::Error| setup(format!("{}: {e}", scratch.display()));
-    std::fs::create_dir_all(&out).map_err(io)?;
-    let (stdout_path, stderr_path) = (scratch.join("stdout"), scratch.join("stderr"));
-    let stdout = File::create(&stdout_path).map_err(io)?;
-    let stderr = File::create(&stderr_path).map_err(io)?;
+    )))
+    .map_err(|e| setup(e.into()))?;
+    let out = scratch.out_dir();
 
-    let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
+    let host = HostFacts::current().map_err(|e| setup(e.into()))?;
     let (req, host_like) = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
     let clock = Instant::now();
-    let result = sandboxed(
-        &req,
-        &host,
-        |plan| finish_plan(plan, arm, host_like),
-        &stdout,
-        &stderr,
-    )
-    .map_err(setup)?;
+    let result = scratch
+        .run(&req, &host, |plan| finish_plan(plan, arm, host_like))
+        .map_err(|e| setup(e.into()))?;
     let took = clock.elapsed();
-    drop((stdout, stderr));
-    let out_bytes = read_capped(&scratch, "stdout");
-    let err_bytes = read_capped(&scratch, "stderr");
+    let out_bytes = scratch.stdout();
+    let err_bytes = scratch.stderr();
     let outcome = match result {
         Ok(o) => o,
         // The test command itself could not be executed: this instance's failure.
         Err(e @ crate::sandbox::SandboxError::Exec { .. }) => {
             let mut text = String::from_utf8_lossy(&err_bytes).into_owned();
             text.push_str(&format!("reprorun: {e}\n"));
-            let row = infra(row, Infra::Runtime, &out_bytes, text);
-            let _ = std::fs::remove_dir_all(&scratch);
-            return Ok(row?);
+            return Ok(infra(row, Infra::Runtime, &out_bytes, text)?);
         }
         // The sandbox could not be made: stop the study (resumable) rather than record
         // a failure that is the host's.
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&scratch);
-            return Err(setup(format!("sandbox: {e}")));
-        }
+        Err(e) => return Err(setup(SetupError::Sandbox(e))),
     };
     row.wall_ms = took.as_millis() as u64;
     row.exit_code = outcome.exit_code;
@@ -402,7 +372,6 @@ pub fn run(
             &out_bytes,
             String::from_utf8_lossy(&err_bytes).into_owned(),
         );
-        let _ = std::fs::remove_dir_all(&scratch);
         return Ok(row.map(|mut r| {
             r.wall_ms = took.as_millis() as u64;
             r.exit_code = outcome.exit_code;
@@ -411,71 +380,23 @@ pub fn run(
     }
 
     // The sandbox wrote out/: read it as untrusted (no links, no FIFOs, capped).
-    let junit = read_untrusted(&out, "junit.xml");
-    // Both sources, JUnit first: a command that runs pytest twice overwrites the XML, and
-    // a runner that writes none still prints its results.
-    let mut tests: Tests = junit
-        .as_deref()
-        .and_then(|x| outcome::parse_junit(&String::from_utf8_lossy(x)))
-        .unwrap_or_default();
-    for (k, v) in outcome::parse_pytest(&String::from_utf8_lossy(&out_bytes)) {
-        if outcome::lookup(&tests, &k).is_none() {
-            tests.insert(k, v);
-        }
-    }
-    let (resolved, signature) = outcome::grade(&tests, &listed, outcome.exit_code);
-    row.resolved = resolved;
-    row.signature = signature;
-    if resolved != inst.recorded_resolved {
-        let mut text = String::from_utf8_lossy(&out_bytes).into_owned();
-        text.push_str(&String::from_utf8_lossy(&err_bytes));
-        row.evidence = evidence::detect(&text);
-    }
-    let statuses: std::collections::BTreeMap<&str, &str> =
-        tests.iter().map(|(k, v)| (k.as_str(), v.name())).collect();
-    row.tests = serde_json::to_string(&statuses).unwrap_or_else(|_| "{}".into());
+    let junit = scratch.read_out("junit.xml");
+    let graded = outcome::grade_logs(
+        &listed,
+        inst.recorded_resolved,
+        outcome.exit_code,
+        &out_bytes,
+        &err_bytes,
+        junit.as_deref(),
+    );
+    row.resolved = graded.resolved;
+    row.signature = graded.signature;
+    row.evidence = graded.evidence;
+    row.tests = graded.tests;
     row.stdout_sha256 = store.put_log(&out_bytes)?;
     row.stderr_sha256 = store.put_log(&err_bytes)?;
     row.junit_sha256 = junit.map(|x| store.put_log(&x)).transpose()?;
-    let _ = std::fs::remove_dir_all(&scratch);
     Ok(row)
-}
-
-/// The most of a log or result file kept: beyond it, the file is cut with a note.
-pub const LOG_CAP: u64 = 64 << 20;
-
-/// Reads `name` in `dir`, a directory the sandbox could write: only a regular file, never
-/// through a link, never opening a FIFO or device (looked up with O_PATH first), at most
-/// [`LOG_CAP`] bytes.
-pub fn read_untrusted(dir: &Path, name: &str) -> Option<Vec<u8>> {
-    read_untrusted_sized(dir, name).map(|(bytes, _)| bytes)
-}
-
-/// [`read_untrusted`], with the file's full size.
-fn read_untrusted_sized(dir: &Path, name: &str) -> Option<(Vec<u8>, u64)> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let probe = File::options()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
-        .open(dir.join(name))
-        .ok()?;
-    let file = crate::sys::reopen_regular(&probe, false).ok()?;
-    let size = file.metadata().ok()?.len();
-    let mut bytes = Vec::new();
-    file.take(LOG_CAP).read_to_end(&mut bytes).ok()?;
-    Some((bytes, size))
-}
-
-/// A log file of ours, at most [`LOG_CAP`] bytes (a note marks the cut).
-fn read_capped(dir: &Path, name: &str) -> Vec<u8> {
-    let (mut bytes, full) = read_untrusted_sized(dir, name).unwrap_or_default();
-    if full > LOG_CAP {
-        bytes.extend_from_slice(
-            format!("\n[reprorun: log cut at {LOG_CAP} of {full} bytes]\n").as_bytes(),
-        );
-    }
-    bytes
 }
 
 /// Checks that the study's scratch directory can hold overlay lower directories (the
@@ -632,37 +553,6 @@ mod tests {
         }
         for k in ["TZ", "LANG", "LC_ALL", "PATH", "USER", "PYTHONPATH", "CI"] {
             assert!(host_like(k), "{k}");
-        }
-    }
-
-    #[test]
-    fn untrusted_files_are_read_safely() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("ok.xml"), "<x/>").unwrap();
-        assert_eq!(read_untrusted(dir.path(), "ok.xml").unwrap(), b"<x/>");
-        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link.xml")).unwrap();
-        assert!(
-            read_untrusted(dir.path(), "link.xml").is_none(),
-            "no link followed"
-        );
-        nix::unistd::mkfifo(&dir.path().join("fifo.xml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert!(
-            read_untrusted(dir.path(), "fifo.xml").is_none(),
-            "no FIFO blocks"
-        );
-        assert!(read_untrusted(dir.path(), "absent").is_none());
-        // A device is never opened (opening some has effects: a watchdog starts).
-        std::os::unix::fs::symlink("/dev/null", dir.path().join("dev.xml")).unwrap();
-        assert!(read_untrusted(dir.path(), "dev.xml").is_none());
-        let dev = nix::sys::stat::SFlag::S_IFCHR;
-        let made = nix::sys::stat::mknod(
-            &dir.path().join("null.xml"),
-            dev,
-            nix::sys::stat::Mode::S_IRUSR,
-            nix::sys::stat::makedev(1, 3),
-        );
-        if made.is_ok() {
-            assert!(read_untrusted(dir.path(), "null.xml").is_none());
         }
     }
 

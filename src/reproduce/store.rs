@@ -1,48 +1,32 @@
-//! The study's store: one SQLite file (`--db FILE`) with one row per run, plus logs on
-//! disk, content-addressed, in `FILE.logs/`. A run's row is inserted only when the run has
-//! finished and its logs are written, in one statement, and `(instance_id, arm, idx)` is
-//! unique: a study killed at any moment and started again records every run exactly once.
+//! The study's store: the pipeline's study database ([`Db`]: meta, options fingerprint,
+//! content-addressed logs in `FILE.logs/`) with reproduce's tables, one row per instance and
+//! one per run. A run's row is inserted only when the run has finished and its logs are
+//! written, in one statement, and `(instance_id, arm, idx)` is unique: a study killed at any
+//! moment and started again records every run exactly once.
 
+use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension};
-use sha2::{Digest, Sha256};
+use rusqlite::{params, OptionalExtension};
 use thiserror::Error;
 
 use super::input::Instance;
 use super::{Arm, Infra, InstanceRuns, Mode, RunResult};
+use crate::pipeline::store::{sha256_hex, Db, Schema};
 
 /// Bumped when the schema changes meaning.
 pub const SCHEMA_VERSION: i64 = 1;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("--db {path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("--db {path}: made by another version of reprorun (schema {found}, this one reads {SCHEMA_VERSION}); use a new --db")]
-    Schema { path: PathBuf, found: i64 },
+    #[error(transparent)]
+    Db(#[from] crate::pipeline::store::StoreError),
     #[error("--db {path}: instance {id} was recorded with a different {what}; a study's inputs cannot change: use a new --db")]
     Changed {
         path: PathBuf,
         id: String,
         what: &'static str,
-    },
-    #[error("--db {path}: the study was made with other options ({recorded}); this run asks {asked}: pass the same --seed, --timeout, --memory, --no-shim-mirror and --no-shim-net, or use a new --db")]
-    Options {
-        path: PathBuf,
-        recorded: String,
-        asked: String,
-    },
-    #[error("--db {path}: no such study (run `reprorun reproduce run --db {path}` first)")]
-    Missing { path: PathBuf },
-    #[error("write log {path}: {source}")]
-    Log {
-        path: PathBuf,
-        source: std::io::Error,
     },
 }
 
@@ -70,13 +54,24 @@ pub struct RunRow {
     pub error: Option<String>,
 }
 
+/// An instance's recorded outcome and its graded tests (`None`: not stored).
+pub type GradedList = (bool, Option<Vec<String>>);
+
+/// A reproduction study's database: the pipeline's [`Db`] (meta, logs, scratch) and the
+/// tables below.
 pub struct Store {
+    db: Db,
     path: PathBuf,
-    conn: Connection,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+impl Deref for Store {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.db
+    }
+}
+
+const RUNS_SQL: &str = "
 CREATE TABLE IF NOT EXISTS instances (
     instance_id TEXT PRIMARY KEY,
     recorded_resolved INTEGER NOT NULL,
@@ -108,155 +103,67 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 ";
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    crate::image::digest::hex(&Sha256::digest(bytes))
-}
+/// The graded test lists of each instance (FAIL_TO_PASS ∪ PASS_TO_PASS, sorted, JSON), for
+/// `regrade`. Added without a schema bump: an older study gets it on its next `run`.
+const LISTED: &str = "
+CREATE TABLE IF NOT EXISTS listed_tests (
+    instance_id TEXT PRIMARY KEY REFERENCES instances(instance_id),
+    tests TEXT NOT NULL
+);
+";
+
+static SCHEMA: Schema = Schema {
+    sql: RUNS_SQL,
+    version: SCHEMA_VERSION,
+    make: "reprorun reproduce run",
+    options: "--seed, --timeout, --memory, --no-shim-mirror and --no-shim-net",
+};
 
 impl Store {
     /// Opens (creating if `create`) the study database.
     pub fn open(path: &Path, create: bool) -> Result<Store, StoreError> {
-        if !create && !path.is_file() {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
-        }
-        let err = |source| StoreError::Sqlite {
+        Ok(Store {
+            db: Db::open(path, create, &SCHEMA)?,
             path: path.to_path_buf(),
-            source,
-        };
-        let existing = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
-        let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(60)).map_err(err)?;
-        let store = Store {
-            path: path.to_path_buf(),
-            conn,
-        };
-        // An existing file is checked before anything is written into it: it may be
-        // another program's database.
-        if existing || !create {
-            store.check_schema()?;
-        }
-        // WAL: workers write while the coordinator reads progress.
-        store
-            .conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        store
-            .conn
-            .pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
-        if create && !existing {
-            store.conn.execute_batch(SCHEMA).map_err(err)?;
-            store
-                .conn
-                .execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema', ?1)",
-                    params![SCHEMA_VERSION.to_string()],
-                )
-                .map_err(err)?;
-        }
-        store.check_schema()?;
-        Ok(store)
-    }
-
-    fn check_schema(&self) -> Result<(), StoreError> {
-        let path = &self.path;
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let found: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
-                r.get(0)
-            })
-            .optional()
-            .or_else(|e| match e {
-                rusqlite::Error::SqliteFailure(..) => Ok(None),
-                e => Err(err(e)),
-            })?;
-        let found = found.and_then(|v| v.parse().ok()).unwrap_or(0);
-        if found != SCHEMA_VERSION {
-            return Err(StoreError::Schema {
-                path: path.to_path_buf(),
-                found,
-            });
-        }
-        Ok(())
+        })
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        |source| StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    /// The directory logs are kept in: `FILE.logs`.
-    pub fn logs_dir(&self) -> PathBuf {
-        sibling(&self.path, "logs")
-    }
-
-    /// The scratch directory (trees, per-run files): `FILE.work`. It can be deleted
-    /// between invocations; it is rebuilt.
-    pub fn work_dir(&self) -> PathBuf {
-        sibling(&self.path, "work")
-    }
-
-    /// A meta value, set to `value` the first time it is asked for.
-    pub fn meta_or_set(&self, key: &str, value: &str) -> Result<String, StoreError> {
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO meta VALUES (?1, ?2)",
-                params![key, value],
-            )
-            .map_err(self.err())?;
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
-                r.get(0)
-            })
-            .map_err(self.err())
-    }
-
-    /// Sets a meta value (replacing it).
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
-                params![key, value],
-            )
-            .map(drop)
-            .map_err(self.err())
-    }
-
-    /// A meta value, if set.
-    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(self.err())
+        let err = self.db.err();
+        move |e| StoreError::Db(err(e))
     }
 
     /// Records the run options the first time; later, refuses different ones (runs made
     /// under other conditions would be mixed into one r).
     pub fn check_options(&self, options: &str) -> Result<(), StoreError> {
-        let recorded = self.meta_or_set("options", options)?;
-        if recorded != options {
-            return Err(StoreError::Options {
-                path: self.path.clone(),
-                recorded,
-                asked: options.to_string(),
-            });
-        }
-        Ok(())
+        Ok(self.db.check_options(options)?)
+    }
+
+    /// A meta value, set to `value` the first time it is asked for.
+    pub fn meta_or_set(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        Ok(self.db.meta_or_set(key, value)?)
+    }
+
+    /// Sets a meta value (replacing it).
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        Ok(self.db.set_meta(key, value)?)
+    }
+
+    /// A meta value, if set.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.db.meta(key)?)
+    }
+
+    /// Writes a log (content-addressed; an existing one is kept) and returns its digest.
+    pub fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        Ok(self.db.put_log(bytes)?)
     }
 
     /// Records the instances, or checks them against those recorded: a study's inputs
     /// cannot change under it.
     pub fn register(&self, instances: &[Instance]) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction().map_err(self.err())?;
+        let tx = self.db.conn().unchecked_transaction().map_err(self.err())?;
+        tx.execute_batch(LISTED).map_err(self.err())?;
         for i in instances {
             // What else decides a run's outcome: the graded tests, the repository, the root
             // and the mirror.
@@ -329,12 +236,24 @@ impl Store {
                 }
             }
         }
+        for i in instances {
+            let listed: Vec<&str> = i.listed_tests().into_iter().collect();
+            tx.execute(
+                "INSERT OR REPLACE INTO listed_tests VALUES (?1, ?2)",
+                params![
+                    i.instance_id,
+                    serde_json::to_string(&listed).unwrap_or_else(|_| "[]".into())
+                ],
+            )
+            .map_err(self.err())?;
+        }
         tx.commit().map_err(self.err())
     }
 
     /// Whether this run is recorded.
     pub fn has_run(&self, id: &str, arm: Arm, idx: u32) -> Result<bool, StoreError> {
-        self.conn
+        self.db
+            .conn()
             .query_row(
                 "SELECT 1 FROM runs WHERE instance_id = ?1 AND arm = ?2 AND idx = ?3",
                 params![id, arm.name(), idx],
@@ -345,41 +264,20 @@ impl Store {
             .map_err(self.err())
     }
 
-    /// How many runs are recorded.
+    /// How many runs are recorded (the runtime tests' view of a study).
     pub fn count_runs(&self) -> Result<u64, StoreError> {
-        self.conn
+        self.db
+            .conn()
             .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(self.err())
-    }
-
-    /// Writes a log (content-addressed; an existing one is kept) and returns its digest.
-    pub fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
-        let digest = sha256_hex(bytes);
-        let dir = self.logs_dir();
-        let path = dir.join(&digest);
-        if !path.exists() {
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| crate::sys::write_atomic(&path, bytes, 0o644))
-                .map_err(|source| StoreError::Log { path, source })?;
-        }
-        Ok(digest)
-    }
-
-    /// Reads a log back by digest.
-    pub fn log(&self, digest: &str) -> Option<Vec<u8>> {
-        if !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        std::fs::read(self.logs_dir().join(digest)).ok()
     }
 
     /// Records a finished run. A row already there (the same run finished twice, which the
     /// scheduler never does) is kept and this one dropped.
     pub fn insert(&self, r: &RunRow) -> Result<(), StoreError> {
         let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
-        self.conn
-            .execute(
+        self.db.insert_once(
                 "INSERT OR IGNORE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 params![
                     r.instance_id,
@@ -399,16 +297,75 @@ impl Store {
                     r.junit_sha256,
                     r.error,
                 ],
+            )?;
+        Ok(())
+    }
+
+    /// Each instance's recorded outcome and graded test lists (`None`: a study made
+    /// before the lists were stored, and not run since).
+    pub fn graded_lists(&self) -> Result<BTreeMap<String, GradedList>, StoreError> {
+        let conn = self.db.conn();
+        let has_lists = conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'listed_tests'",
+                [],
+                |_| Ok(()),
             )
-            .map(|_| ())
-            .map_err(self.err())
+            .optional()
+            .map_err(self.err())?
+            .is_some();
+        let sql = if has_lists {
+            "SELECT i.instance_id, i.recorded_resolved, l.tests FROM instances i LEFT JOIN listed_tests l ON l.instance_id = i.instance_id"
+        } else {
+            "SELECT instance_id, recorded_resolved, NULL FROM instances"
+        };
+        let mut stmt = conn.prepare(sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (id, recorded, tests) = row.map_err(self.err())?;
+            let tests = tests.and_then(|t| serde_json::from_str(&t).ok());
+            out.insert(id, (recorded, tests));
+        }
+        Ok(out)
+    }
+
+    /// Replaces the graded fields (resolved, signature, evidence, tests) of these runs, in
+    /// one transaction.
+    pub fn update_grades(&self, rows: &[RunRow]) -> Result<(), StoreError> {
+        let tx = self.db.conn().unchecked_transaction().map_err(self.err())?;
+        for r in rows {
+            let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
+            tx.execute(
+                "UPDATE runs SET resolved = ?1, signature = ?2, evidence = ?3, tests = ?4 WHERE instance_id = ?5 AND arm = ?6 AND idx = ?7",
+                params![
+                    r.resolved,
+                    r.signature,
+                    serde_json::to_string(&evidence).unwrap_or_else(|_| "[]".into()),
+                    r.tests,
+                    r.instance_id,
+                    r.arm.name(),
+                    r.idx
+                ],
+            )
+            .map_err(self.err())?;
+        }
+        tx.commit().map_err(self.err())
     }
 
     /// Every run, grouped by instance, for the summary.
     pub fn instance_runs(&self) -> Result<Vec<InstanceRuns>, StoreError> {
         let mut out: Vec<InstanceRuns> = Vec::new();
-        let mut stmt = self
-            .conn
+        let mut stmt = self.db
+            .conn()
             .prepare("SELECT instance_id, recorded_resolved, bench_date FROM instances ORDER BY instance_id")
             .map_err(self.err())?;
         let rows = stmt
@@ -443,8 +400,8 @@ impl Store {
 
     /// Every run row, in (instance, arm, idx) order.
     pub fn rows(&self) -> Result<Vec<RunRow>, StoreError> {
-        let mut stmt = self
-            .conn
+        let mut stmt = self.db
+            .conn()
             .prepare("SELECT instance_id, arm, idx, resolved, infra, exit_code, wall_ms, started_at, signature, evidence, apply, tests, stdout_sha256, stderr_sha256, junit_sha256, error FROM runs ORDER BY instance_id, arm, idx")
             .map_err(self.err())?;
         let rows = stmt
@@ -498,15 +455,10 @@ impl Store {
     }
 }
 
-/// `FILE.suffix` beside `FILE`.
-pub(super) fn sibling(db: &Path, suffix: &str) -> PathBuf {
-    let name = db.file_name().unwrap_or_default().to_string_lossy();
-    db.with_file_name(format!("{name}.{suffix}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
 
     fn inst(id: &str, patch: &str) -> Instance {
         Instance {

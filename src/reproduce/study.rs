@@ -9,18 +9,18 @@
 //! it and re-runs it with one pin of the shim left out at a time: the pins whose absence
 //! breaks it are the failure modes.
 
-use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{recv, send, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
+use crate::pipeline::pool::Pool;
+use crate::pipeline::progress::{Progress, ProgressMode};
+use crate::pipeline::unix_now_ms;
 
 use super::input::{self, Defaults, Instance};
 use super::runner::{self, Conditions};
 use super::store::Store;
-use super::{unix_now_ms, Arm, Pin, ReproduceError};
+use super::{Arm, Pin, ReproduceError};
 
 /// `reprorun reproduce run`'s options.
 #[derive(Debug, Clone)]
@@ -37,8 +37,8 @@ pub struct Options {
     pub pin_runs: u32,
     pub defaults: Defaults,
     pub conditions: Conditions,
-    /// Draw a progress bar on stderr.
-    pub progress: bool,
+    /// How progress is shown on stderr.
+    pub progress: ProgressMode,
 }
 
 /// One run to make.
@@ -65,7 +65,7 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     // Everything is read and checked before the store is created.
     let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
     let insts = input.instances;
-    let lock = lock(&opts.db)?;
+    let lock = crate::pipeline::store::lock(&opts.db)?;
     let lock_fd = lock.as_raw_fd();
     let start = {
         let store = Store::open(&opts.db, true)?;
@@ -102,11 +102,16 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
             }
         }
     }
-    let mut progress = Progress::new(opts.progress);
-    let done = execute(&insts, opts, phase1, start, lock_fd, &mut progress);
+    let mut progress = Progress::new(opts.progress, "runs");
+    let mut pool = Pool {
+        workers: opts.jobs as usize,
+        close_in_worker: vec![lock_fd],
+        progress: &mut progress,
+    };
+    let done = execute(&insts, opts, phase1, start, &mut pool);
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
-        execute(&insts, opts, phase2, start, lock_fd, &mut progress)?;
+        execute(&insts, opts, phase2, start, &mut pool)?;
     }
     progress.finish();
     drop(lock);
@@ -162,48 +167,15 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
     Ok(jobs)
 }
 
-/// One study at a time per database: an exclusive lock on `FILE.lock`, held by the
-/// coordinator (workers close their copy, so no sandbox holds it) until the study ends or
-/// is killed. A study that was just killed may take a moment to let go: wait a little.
-fn lock(db: &std::path::Path) -> Result<std::fs::File, ReproduceError> {
-    let path = super::store::sibling(db, "lock");
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| ReproduceError::Usage(format!("--db: lock {}: {e}", path.display())))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // SAFETY: flock on a descriptor we own.
-    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        if Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        return Err(ReproduceError::Usage(format!(
-            "--db {}: another reprorun is running this study; wait for it or stop it",
-            db.display()
-        )));
-    }
-    Ok(file)
-}
-
-/// A worker process making one run, and our end of its socket.
-struct Running {
-    pid: nix::unistd::Pid,
-    sock: OwnedFd,
-}
-
 /// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its
-/// own (forked per run: no state, thread or descriptor carries from one run to the next).
-/// On an error no new run starts; the runs in flight finish and are recorded.
+/// own ([`Pool`]). On an error no new run starts; the runs in flight finish and are
+/// recorded.
 fn execute(
     insts: &[Instance],
     opts: &Options,
     jobs: Vec<Job>,
     start: i64,
-    lock_fd: i32,
-    progress: &mut Progress,
+    pool: &mut Pool,
 ) -> Result<(), ReproduceError> {
     let mut pending = Vec::new();
     {
@@ -214,183 +186,14 @@ fn execute(
             }
         }
     }
-    if pending.is_empty() {
-        return Ok(());
-    }
-    progress.add(pending.len());
-    let slots = (opts.jobs as usize).min(pending.len());
-    let mut running: Vec<Option<Running>> = (0..slots).map(|_| None).collect();
-    let mut error: Option<ReproduceError> = None;
-    let eligible_at = |j: &Job| -> i64 {
-        let stagger = opts.stagger.map_or(0, |s| s.as_millis() as i64);
-        start * 1000 + stagger * j.idx as i64
-    };
-    let sys = |step: &'static str| {
-        move |e: nix::errno::Errno| ReproduceError::Worker(format!("{step}: {e}"))
-    };
-    loop {
-        let now = unix_now_ms();
-        if error.is_none() {
-            for slot in 0..slots {
-                if running[slot].is_some() {
-                    continue;
-                }
-                let Some(pos) = pending.iter().position(|j| eligible_at(j) <= now) else {
-                    break;
-                };
-                let job = pending.remove(pos);
-                match spawn(insts, opts, job, (slot, slots), lock_fd, &running) {
-                    Ok(r) => running[slot] = Some(r),
-                    Err(e) => {
-                        error = Some(e);
-                        break;
-                    }
-                }
-            }
-        }
-        let idle = running.iter().all(Option::is_none);
-        if idle && (pending.is_empty() || error.is_some()) {
-            return error.map_or(Ok(()), Err);
-        }
-        let wait = if idle {
-            pending
-                .iter()
-                .map(eligible_at)
-                .min()
-                .map_or(1000, |t| (t - now).clamp(1, 1000))
-        } else {
-            1000
-        };
-        let mut fds: Vec<PollFd> = running
-            .iter()
-            .flatten()
-            .map(|r| PollFd::new(r.sock.as_fd(), PollFlags::POLLIN))
-            .collect();
-        match poll(
-            &mut fds,
-            PollTimeout::try_from(wait as i32).unwrap_or(PollTimeout::MAX),
-        ) {
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(sys("poll")(e)),
-        }
-        let ready: Vec<bool> = fds.iter().map(|f| f.any().unwrap_or(false)).collect();
-        drop(fds);
-        let mut ready = ready.into_iter();
-        for slot in running.iter_mut() {
-            let Some(r) = slot.as_ref() else { continue };
-            if !ready.next().unwrap_or(false) {
-                continue;
-            }
-            let mut buf = vec![0u8; 4096];
-            let got = recv(r.sock.as_raw_fd(), &mut buf, MsgFlags::empty()).unwrap_or(0);
-            match buf.first() {
-                Some(b'+') if got > 0 => progress.done(),
-                Some(b'-') if got > 0 => {
-                    let msg = String::from_utf8_lossy(&buf[1..got]).into_owned();
-                    error.get_or_insert(ReproduceError::Worker(msg));
-                }
-                _ => {
-                    error.get_or_insert(ReproduceError::Worker(
-                        "a worker process died before recording its run; start the study again to resume".into(),
-                    ));
-                }
-            }
-            let _ = nix::sys::wait::waitpid(r.pid, None);
-            *slot = None;
-        }
-        progress.draw();
-    }
-}
-
-/// Forks the worker for one run. The coordinator has no other threads and no database
-/// connection open, so the fork is safe; the worker closes the other workers' sockets,
-/// opens its own connection, makes the run, reports `+` (or `-` and one line) and exits.
-/// It dies with the coordinator.
-fn spawn(
-    insts: &[Instance],
-    opts: &Options,
-    job: Job,
-    (slot, slots): (usize, usize),
-    lock_fd: i32,
-    others: &[Option<Running>],
-) -> Result<Running, ReproduceError> {
-    let sys = |step: &'static str| {
-        move |e: nix::errno::Errno| ReproduceError::Worker(format!("{step}: {e}"))
-    };
-    let (ours, theirs) = socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .map_err(sys("socketpair"))?;
-    let parent = nix::unistd::getpid();
-    // SAFETY: the coordinator is single-threaded (no sandbox, server thread or database
-    // connection lives in it), so the child may run ordinary code; it leaves with _exit.
-    match unsafe { nix::unistd::fork() }.map_err(sys("fork"))? {
-        nix::unistd::ForkResult::Parent { child } => Ok(Running {
-            pid: child,
-            sock: ours,
-        }),
-        nix::unistd::ForkResult::Child => {
-            // SAFETY: prctl with constant arguments.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-            if nix::unistd::getppid() != parent {
-                // SAFETY: leaving the child without running destructors.
-                unsafe { libc::_exit(1) };
-            }
-            drop(ours);
-            // SAFETY: closing our inherited copy of the study lock (the coordinator keeps
-            // its own); never used again here.
-            unsafe { libc::close(lock_fd) };
-            for r in others.iter().flatten() {
-                // SAFETY: closing our inherited copy of another worker's socket; the
-                // OwnedFd in this copy of memory is never used or dropped (we _exit).
-                unsafe { libc::close(r.sock.as_raw_fd()) };
-            }
-            cpu_slice(slot, slots);
-            let reply = |msg: &[u8]| {
-                let _ = send(theirs.as_raw_fd(), msg, MsgFlags::MSG_NOSIGNAL);
-            };
-            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                worker(&insts[job.inst], job, opts)
-            }));
-            match ran {
-                Ok(Ok(())) => reply(b"+"),
-                Ok(Err(e)) => reply(format!("-{e}").as_bytes()),
-                Err(_) => reply(b"-a worker panicked; start the study again to resume"),
-            }
-            // SAFETY: as above.
-            unsafe { libc::_exit(0) }
-        }
-    }
-}
-
-/// Gives worker slot `w` of `n` its own share of the caller's CPUs, so that concurrent runs
-/// do not contend for one CPU (the shim pins each run to one CPU of its worker's share; a
-/// host-like run gets the whole share). Best effort: on failure the worker keeps the mask.
-fn cpu_slice(w: usize, n: usize) {
-    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-    let me = nix::unistd::Pid::from_raw(0);
-    let Ok(current) = sched_getaffinity(me) else {
-        return;
-    };
-    let cpus: Vec<usize> = (0..CpuSet::count())
-        .filter(|c| current.is_set(*c).unwrap_or(false))
-        .collect();
-    if cpus.is_empty() {
-        return;
-    }
-    let share: Vec<usize> = if cpus.len() >= n {
-        cpus[w * cpus.len() / n..(w + 1) * cpus.len() / n].to_vec()
-    } else {
-        vec![cpus[w % cpus.len()]]
-    };
-    let mut set = CpuSet::new();
-    for c in share {
-        let _ = set.set(c);
-    }
-    let _ = sched_setaffinity(me, &set);
+    let stagger = opts.stagger.map_or(0, |s| s.as_millis() as i64);
+    pool.run(
+        pending,
+        |j| start * 1000 + stagger * j.idx as i64,
+        |j| format!("{} {} #{}", insts[j.inst].instance_id, j.arm.name(), j.idx),
+        |j| worker(&insts[j.inst], *j, opts),
+    )?;
+    Ok(())
 }
 
 /// One run, recorded.
@@ -399,67 +202,4 @@ fn worker(inst: &Instance, job: Job, opts: &Options) -> Result<(), ReproduceErro
     let row = runner::run(&store, inst, job.arm, job.idx, &opts.conditions)?;
     store.insert(&row)?;
     Ok(())
-}
-
-/// A one-line progress bar with an ETA on stderr (a terminal only).
-struct Progress {
-    on: bool,
-    total: usize,
-    done: usize,
-    started: Instant,
-    drawn: bool,
-}
-
-impl Progress {
-    fn new(on: bool) -> Self {
-        Progress {
-            on,
-            total: 0,
-            done: 0,
-            started: Instant::now(),
-            drawn: false,
-        }
-    }
-
-    fn add(&mut self, n: usize) {
-        self.total += n;
-        self.draw();
-    }
-
-    fn done(&mut self) {
-        self.done += 1;
-    }
-
-    fn draw(&mut self) {
-        if !self.on || self.total == 0 {
-            return;
-        }
-        let width = 30;
-        let filled = width * self.done / self.total;
-        let eta = if self.done == 0 {
-            "--".to_string()
-        } else {
-            let per = self.started.elapsed().as_secs_f64() / self.done as f64;
-            let left = (per * (self.total - self.done) as f64) as u64;
-            format!("{}m{:02}s", left / 60, left % 60)
-        };
-        let mut err = std::io::stderr();
-        let _ = write!(
-            err,
-            "\r[{}{}] {}/{} runs  ETA {eta}   ",
-            "#".repeat(filled),
-            "-".repeat(width - filled),
-            self.done,
-            self.total
-        );
-        let _ = err.flush();
-        self.drawn = true;
-    }
-
-    fn finish(&mut self) {
-        if self.drawn {
-            self.draw();
-            eprintln!();
-        }
-    }
 }

@@ -10,7 +10,6 @@
 //! --reject` and `patch --batch --fuzz=5 -p1` in turn, from a clean tree each time.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -20,6 +19,7 @@ use thiserror::Error;
 
 use super::input::Instance;
 use crate::parse::BindSpec;
+use crate::pipeline::unit::{self, UnitError, OUT_DIR};
 use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation};
 
 #[derive(Debug, Error)]
@@ -35,8 +35,18 @@ pub enum TreeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("apply patches for {id}: {reason}")]
-    Sandbox { id: String, reason: String },
+    #[error("apply patches for {id}: {source}")]
+    Unit {
+        id: String,
+        #[source]
+        source: UnitError,
+    },
+    #[error("apply patches for {id}: {source}")]
+    Sandbox {
+        id: String,
+        #[source]
+        source: crate::sandbox::SandboxError,
+    },
 }
 
 /// Which patches a tree holds.
@@ -105,10 +115,9 @@ pub fn ensure(dir: &Path, inst: &Instance, variant: Variant) -> Result<Tree, Tre
         .write(true)
         .open(&lock_path)
         .map_err(io(&lock_path))?;
-    // SAFETY: flock on a descriptor we own; released when `lock` is closed.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(io(&lock_path)(std::io::Error::last_os_error()));
-    }
+    // Released when `lock` is dropped.
+    let lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io(&lock_path)(errno.into()))?;
     if let Ok(text) = std::fs::read_to_string(&meta) {
         if let Ok(applied) = serde_json::from_str::<Applied>(&text) {
             if tree.is_dir() {
@@ -269,20 +278,18 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
         }),
         ExtraMount::Bind(BindSpec {
             src: out.clone(),
-            dest: super::runner::OUT_DIR.into(),
+            dest: OUT_DIR.into(),
             readonly: false,
         }),
     ];
-    let sandbox_err = |reason: String| TreeError::Sandbox {
-        id: inst.instance_id.clone(),
-        reason,
-    };
-    let host = HostFacts::current().map_err(|e| sandbox_err(e.to_string()))?;
-    let outcome = super::runner::sandboxed(&req, &host, |_| {}, &log, &log)
-        .map_err(&sandbox_err)?
-        .map_err(|e| sandbox_err(e.to_string()))?;
+    let id = || inst.instance_id.clone();
+    let unit_err = |source| TreeError::Unit { id: id(), source };
+    let host = HostFacts::current().map_err(|e| unit_err(UnitError::Plan(e)))?;
+    let outcome = unit::sandboxed(&req, &host, |_| {}, &log, &log)
+        .map_err(unit_err)?
+        .map_err(|source| TreeError::Sandbox { id: id(), source })?;
     // Written by the sandbox: read without following links or blocking, capped.
-    let methods = super::runner::read_untrusted(&out, "applied")
+    let methods = unit::read_untrusted(&out, "applied")
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let method = |name: &str| {
@@ -292,7 +299,7 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
             .unwrap_or("failed")
             .to_string()
     };
-    let mut log = super::runner::read_untrusted(&scratch, "log")
+    let mut log = unit::read_untrusted(&scratch, "log")
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     if outcome.timed_out {

@@ -91,8 +91,8 @@ pub(crate) fn create(
         exec_fifo: fifo,
         console,
     };
-    let (child, ours) =
-        super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle)).map_err(no_fallback)?;
+    let (child, ours) = super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None)
+        .map_err(no_fallback)?;
     drop(lifecycle);
     let pidfd = crate::sys::pidfd_open_process(child).map_err(step("pidfd_open"))?;
     let abort = |e: SandboxError| {

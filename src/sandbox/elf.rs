@@ -2,20 +2,19 @@
 //! static, is it Go, where is Go's `runtime.cputicks`. The file is the workload's (it may be
 //! crafted), and the reading happens in the supervisor, outside the sandbox's CPU and memory
 //! limits, while the exec (and every other notification) waits: so the work per exec is
-//! bounded. Every read goes through a [`Budget`] (bytes and a deadline); every scan is linear
+//! bounded. Every read goes through a [`Budget`] of bytes; every scan is linear
 //! in what was read (no name is ever scanned for its NUL: names are compared over the wanted
 //! name's length plus one); string and symbol tables are streamed in 1 MiB chunks, so the
 //! supervisor never holds more than a few MiB per exec. A file that exhausts the budget reads
-//! as "not Go" / "nothing to patch".
+//! as "not Go" / "nothing to patch". The budget is in bytes, never in time: a classification
+//! must not depend on how loaded the host is (that would make a run's clock differ).
 
 use std::os::unix::fs::FileExt;
-use std::time::{Duration, Instant};
 
-/// What one exec may cost the supervisor: bytes read from the program and a deadline.
+/// What one exec may cost the supervisor: bytes read from the program.
 #[derive(Debug)]
 pub(super) struct Budget {
     left: usize,
-    deadline: Instant,
     examined: usize,
 }
 
@@ -24,19 +23,15 @@ impl Budget {
     /// names (1 MiB) and, for a static Go program, its string and symbol tables (16 MiB each
     /// at most).
     pub(super) const BYTES: usize = 48 << 20;
-    /// Wall time one exec may spend classifying (a backstop: the byte caps keep real work to
-    /// a few ms).
-    pub(super) const TIME: Duration = Duration::from_millis(50);
 
-    /// The budget of one exec, starting now.
+    /// The budget of one exec.
     pub(super) fn per_exec() -> Budget {
-        Budget::new(Budget::BYTES, Budget::TIME)
+        Budget::new(Budget::BYTES)
     }
 
-    pub(super) fn new(bytes: usize, time: Duration) -> Budget {
+    pub(super) fn new(bytes: usize) -> Budget {
         Budget {
             left: bytes,
-            deadline: Instant::now() + time,
             examined: 0,
         }
     }
@@ -49,7 +44,7 @@ impl Budget {
 
     /// Reads `len` bytes at `at`, if the file holds them and the budget allows.
     fn read(&mut self, exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
-        if len > self.left || Instant::now() > self.deadline {
+        if len > self.left {
             return None;
         }
         self.left -= len;
@@ -299,7 +294,7 @@ mod tests {
 
     /// A budget no test file exhausts (the tests assert on bytes, never on time).
     fn unbounded() -> Budget {
-        Budget::new(usize::MAX, Duration::from_secs(3600))
+        Budget::new(usize::MAX)
     }
 
     fn bypasses_libc(exe: &std::fs::File) -> bool {
@@ -451,7 +446,7 @@ mod tests {
             budget.examined()
         );
         // A budget smaller than the table: not Go's `cputicks` (nothing to patch).
-        let mut small = Budget::new(1 << 20, Duration::from_secs(3600));
+        let mut small = Budget::new(1 << 20);
         assert_eq!(go_cputicks(&open(&f), 13, &mut small), None);
         assert!(small.examined() <= 1 << 20);
     }
@@ -520,15 +515,11 @@ mod tests {
     #[test]
     fn an_exhausted_budget_reads_nothing_more() {
         let me = std::fs::File::open("/proc/self/exe").unwrap();
-        let mut spent = Budget::new(64, Duration::from_secs(3600));
+        let mut spent = Budget::new(64);
         assert!(
             program_kind(&me, &mut spent).is_none(),
             "no program headers left"
         );
-        let mut late = Budget::new(usize::MAX, Duration::ZERO);
-        std::thread::sleep(Duration::from_millis(1));
-        assert!(program_kind(&me, &mut late).is_none());
-        assert_eq!(late.examined(), 0);
     }
 
     #[test]

@@ -125,9 +125,40 @@ pub(crate) struct Outcome {
     pub(crate) oom_killed: bool,
 }
 
-/// Runs the plan. With `Isolation::Auto`, a host that refuses namespaces gets a pins-only
-/// run, announced through `warn` before the workload starts.
+/// The workload's standard input, output and error, when they are not the caller's own
+/// (a pipeline's unit writes to its own log files): put on descriptors 0, 1 and 2 of the
+/// sandbox's first process, never of the caller.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stdio<'a> {
+    pub(crate) stdin: std::os::fd::BorrowedFd<'a>,
+    pub(crate) stdout: std::os::fd::BorrowedFd<'a>,
+    pub(crate) stderr: std::os::fd::BorrowedFd<'a>,
+}
+
+impl Stdio<'_> {
+    /// Makes them descriptors 0, 1 and 2 of the calling process (a child about to become
+    /// the sandbox's first process).
+    fn install(self) -> Result<(), Errno> {
+        use std::os::fd::AsRawFd;
+        for (fd, to) in [(self.stdin, 0), (self.stdout, 1), (self.stderr, 2)] {
+            nix::unistd::dup2(fd.as_raw_fd(), to)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the plan with the caller's own stdio. With `Isolation::Auto`, a host that refuses
+/// namespaces gets a pins-only run, announced through `warn` before the workload starts.
 pub(crate) fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
+    run_with(plan, None, warn)
+}
+
+/// [`run`] with the workload's stdio on `stdio` (the caller's own with `None`).
+pub(crate) fn run_with(
+    plan: &Plan,
+    stdio: Option<Stdio>,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Outcome, SandboxError> {
     // The notification server keeps descriptors per live caller: use the whole soft limit
     // the caller allows (the workload gets its own limits, `spec/security.md`).
     raise_nofile();
@@ -145,6 +176,7 @@ pub(crate) fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, Sa
     let res = Resources {
         seccomp: &seccomp,
         cgroup: cgroup.as_ref(),
+        stdio,
     };
     let outcome = match plan.isolation {
         Isolation::None => pins_only::run(plan, &res),
@@ -186,4 +218,6 @@ pub(crate) struct Resources<'a> {
     pub(crate) seccomp: &'a [seccompiler::BpfProgram],
     /// The sandbox's cgroup, with `--memory`, `--pids` or `--cpus-quota`.
     pub(crate) cgroup: Option<&'a cgroup::Cgroup>,
+    /// The workload's stdio, when not the caller's.
+    pub(crate) stdio: Option<Stdio<'a>>,
 }

@@ -106,7 +106,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     let start = Instant::now();
     let cgroup = res.cgroup;
     // As in a sandbox: the caller's terminal stays outside; a pty of the host's devpts.
-    let ttys = tty::Terminals::of_caller();
+    let ttys = match res.stdio {
+        Some(_) => tty::Terminals::default(), // the caller's terminal is not the workload's
+        None => tty::Terminals::of_caller(),
+    };
     let pty = match !plan.share_tty && ttys.any() {
         true => Some(tty::open_pty("/dev/ptmx").map_err(|(s, e)| step(s)(e))?),
         false => None,
@@ -115,6 +118,9 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
         if let Some(cg) = cgroup {
             cg.add(Pid::from_raw(0)).map_err(|_| Errno::EPERM)?;
+        }
+        if let Some(stdio) = res.stdio {
+            stdio.install()?;
         }
         if let Some((_, slave)) = &pty {
             tty::take_terminal(slave, ttys)?;

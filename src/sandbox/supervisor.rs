@@ -219,6 +219,7 @@ pub(super) fn clone_init(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     lifecycle: Option<&init::Lifecycle>,
+    stdio: Option<super::Stdio>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -245,7 +246,7 @@ pub(super) fn clone_init(
         }),
         Ok(None) => {
             drop(ours);
-            init::main(plan, seccomp, theirs, lifecycle)
+            init::main(plan, seccomp, theirs, lifecycle, stdio)
         }
         Ok(Some(pid)) => Ok((pid, ours)),
     }
@@ -271,7 +272,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    let (child, ours) = clone_init(plan, res.seccomp, None)?;
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio)?;
     // Into the cgroup before init forks anything; init waits for the word.
     if let Some(cg) = res.cgroup {
         if let Err(e) = cg.add(child) {

@@ -52,6 +52,8 @@ pub(crate) enum InitError {
     Terminal { step: &'static str, errno: Errno },
     #[error("wait for start: {0}")]
     Start(Errno),
+    #[error("standard input, output and error: {0}")]
+    Stdio(Errno),
 }
 
 impl InitError {
@@ -72,7 +74,8 @@ impl InitError {
                     | InitError::Signals(e)
                     | InitError::Entropy(e)
                     | InitError::Fork(e)
-                    | InitError::Start(e) => *e,
+                    | InitError::Start(e)
+                    | InitError::Stdio(e) => *e,
                     InitError::Join { errno, .. } | InitError::Terminal { errno, .. } => *errno,
                     _ => Errno::UnknownErrno,
                 };
@@ -127,8 +130,14 @@ pub(crate) fn main(
     seccomp: &[seccompiler::BpfProgram],
     sock: OwnedFd,
     lifecycle: Option<&Lifecycle>,
+    stdio: Option<super::Stdio>,
 ) -> ! {
-    let code = match run(plan, seccomp, &sock, lifecycle) {
+    // The workload's own stdio, before anything else (a failure is reported on `sock`).
+    let started = match stdio.map(super::Stdio::install) {
+        Some(Err(errno)) => Err(InitError::Stdio(errno)),
+        _ => Ok(()),
+    };
+    let code = match started.and_then(|()| run(plan, seccomp, &sock, lifecycle)) {
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());

@@ -1,0 +1,20 @@
+//! The study machinery two pipelines share (`reproduce` now, `audit` later): one unit of
+//! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]), the progress
+//! shown meanwhile ([`progress`]), the study database ([`store`]), the statistics
+//! reports use ([`stats`]), and the report document ([`doc`]) with its charts ([`svg`]). Nothing here knows about patches; it only looks down, at
+//! `plan`, `sandbox` and `sys`.
+
+pub mod doc;
+pub mod pool;
+pub mod progress;
+pub mod stats;
+pub mod store;
+pub mod svg;
+pub mod unit;
+
+/// The host's wall clock, milliseconds since the epoch (unit start times, staggering).
+pub(crate) fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,372 @@
+//! A study's store, the parts every pipeline shares: one SQLite file (`--db FILE`) with a
+//! `meta` table (schema version, the options fingerprint a resumed study must match, and
+//! whatever the pipeline keeps there), exactly-once inserts, logs on disk content-addressed
+//! in `FILE.logs/`, scratch in `FILE.work/`, and the study lock on `FILE.lock`.
+//!
+//! A pipeline brings its own tables ([`Schema::sql`]) and rows; this module never reads
+//! them.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use rusqlite::{params, Connection, OptionalExtension, Params};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+/// What a pipeline's store is made of, and how its errors name the pipeline.
+#[derive(Debug)]
+pub(crate) struct Schema {
+    /// `CREATE TABLE IF NOT EXISTS` statements of the pipeline's tables (`meta` is added).
+    pub(crate) sql: &'static str,
+    /// Bumped when the pipeline's schema changes meaning.
+    pub(crate) version: i64,
+    /// The command that makes a study (`reprorun reproduce run`), for a missing `--db`.
+    pub(crate) make: &'static str,
+    /// The options the fingerprint covers (`--seed, --timeout`), for a changed one.
+    pub(crate) options: &'static str,
+}
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("--db {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("--db {path}: made by another version of reprorun (schema {found}, this one reads {expected}); use a new --db")]
+    Schema {
+        path: PathBuf,
+        found: i64,
+        expected: i64,
+    },
+    #[error("--db {path}: the study was made with other options ({recorded}); this run asks {asked}: pass the same {options}, or use a new --db")]
+    Options {
+        path: PathBuf,
+        recorded: String,
+        asked: String,
+        options: &'static str,
+    },
+    #[error("--db {path}: no such study (run `{make} --db {path}` first)")]
+    Missing { path: PathBuf, make: &'static str },
+    #[error("write log {path}: {source}")]
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// An open study database.
+pub struct Db {
+    path: PathBuf,
+    conn: Connection,
+    schema: &'static Schema,
+}
+
+const META: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+
+/// A digest as lowercase hex (log names, input digests).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    crate::image::digest::hex(&Sha256::digest(bytes))
+}
+
+/// `FILE.suffix` beside `FILE`.
+pub(crate) fn sibling(db: &Path, suffix: &str) -> PathBuf {
+    let name = db.file_name().unwrap_or_default().to_string_lossy();
+    db.with_file_name(format!("{name}.{suffix}"))
+}
+
+impl Db {
+    /// Opens (creating if `create`) the study database. An existing file is checked
+    /// before anything is written into it: it may be another program's database.
+    pub(crate) fn open(
+        path: &Path,
+        create: bool,
+        schema: &'static Schema,
+    ) -> Result<Db, StoreError> {
+        if !create && !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+                make: schema.make,
+            });
+        }
+        let err = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let existing = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(60)).map_err(err)?;
+        let db = Db {
+            path: path.to_path_buf(),
+            conn,
+            schema,
+        };
+        if existing || !create {
+            db.check_schema()?;
+        }
+        // WAL: workers write while the coordinator reads progress.
+        db.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        db.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        if create && !existing {
+            db.conn.execute_batch(META).map_err(err)?;
+            db.conn.execute_batch(schema.sql).map_err(err)?;
+            db.conn
+                .execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema', ?1)",
+                    params![schema.version.to_string()],
+                )
+                .map_err(err)?;
+        }
+        db.check_schema()?;
+        Ok(db)
+    }
+
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let found: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .or_else(|e| match e {
+                rusqlite::Error::SqliteFailure(..) => Ok(None),
+                e => Err(self.err()(e)),
+            })?;
+        let found = found.and_then(|v| v.parse().ok()).unwrap_or(0);
+        if found != self.schema.version {
+            return Err(StoreError::Schema {
+                path: self.path.clone(),
+                found,
+                expected: self.schema.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// The connection, for the pipeline's own tables.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Names this database in an SQLite error.
+    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Inserts a row that is recorded at most once (`sql` is an `INSERT OR IGNORE`): a row
+    /// already there is kept and this one dropped. Returns whether it was inserted.
+    pub(crate) fn insert_once(&self, sql: &str, row: impl Params) -> Result<bool, StoreError> {
+        debug_assert!(sql.starts_with("INSERT OR IGNORE "), "{sql}");
+        self.conn
+            .execute(sql, row)
+            .map(|n| n > 0)
+            .map_err(self.err())
+    }
+
+    /// The directory logs are kept in: `FILE.logs`.
+    pub fn logs_dir(&self) -> PathBuf {
+        sibling(&self.path, "logs")
+    }
+
+    /// The scratch directory (trees, per-unit files): `FILE.work`. It can be deleted
+    /// between invocations; it is rebuilt.
+    pub fn work_dir(&self) -> PathBuf {
+        sibling(&self.path, "work")
+    }
+
+    /// A meta value, set to `value` the first time it is asked for.
+    pub(crate) fn meta_or_set(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO meta VALUES (?1, ?2)",
+                params![key, value],
+            )
+            .map_err(self.err())?;
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .map_err(self.err())
+    }
+
+    /// Sets a meta value (replacing it).
+    pub(crate) fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
+                params![key, value],
+            )
+            .map(drop)
+            .map_err(self.err())
+    }
+
+    /// A meta value, if set.
+    pub(crate) fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// Records the options fingerprint the first time; later, refuses a different one
+    /// (units made under other conditions would be mixed into one study).
+    pub(crate) fn check_options(&self, fingerprint: &str) -> Result<(), StoreError> {
+        let recorded = self.meta_or_set("options", fingerprint)?;
+        if recorded != fingerprint {
+            return Err(StoreError::Options {
+                path: self.path.clone(),
+                recorded,
+                asked: fingerprint.to_string(),
+                options: self.schema.options,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes a log (content-addressed; an existing one is kept) and returns its digest.
+    pub fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let digest = sha256_hex(bytes);
+        let dir = self.logs_dir();
+        let path = dir.join(&digest);
+        if !path.exists() {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| crate::sys::write_atomic(&path, bytes, 0o644))
+                .map_err(|source| StoreError::Log { path, source })?;
+        }
+        Ok(digest)
+    }
+
+    /// Reads a log back by digest.
+    pub fn log(&self, digest: &str) -> Option<Vec<u8>> {
+        if !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        std::fs::read(self.logs_dir().join(digest)).ok()
+    }
+}
+
+/// Why the study lock could not be taken.
+#[derive(Debug, Error)]
+pub enum LockError {
+    #[error("--db: lock {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--db {db}: another reprorun is running this study; wait for it or stop it")]
+    Busy { db: PathBuf },
+}
+
+/// One invocation at a time per database: an exclusive lock on `FILE.lock`, held by the
+/// coordinator (workers close their copy, so no sandbox holds it) until it ends or is
+/// killed. A study that was just killed may take a moment to let go: wait a little.
+pub(crate) fn lock(db: &Path) -> Result<Flock<File>, LockError> {
+    let path = sibling(db, "lock");
+    let mut file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| LockError::Open {
+            path: path.clone(),
+            source,
+        })?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => return Ok(held),
+            Err((back, _)) if Instant::now() < deadline => {
+                file = back;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(_) => {
+                return Err(LockError::Busy {
+                    db: db.to_path_buf(),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TEST: Schema = Schema {
+        sql: "CREATE TABLE IF NOT EXISTS units (id TEXT PRIMARY KEY, v TEXT NOT NULL);",
+        version: 3,
+        make: "reprorun test make",
+        options: "--x",
+    };
+
+    #[test]
+    fn a_study_needs_to_exist_and_have_a_known_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Db::open(&dir.path().join("none.db"), false, &TEST)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("no such study (run `reprorun test make --db"),
+            "{e}"
+        );
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema', '99');")
+            .unwrap();
+        let e = Db::open(&other, true, &TEST).err().unwrap();
+        assert!(e.to_string().contains("schema 99, this one reads 3"), "{e}");
+    }
+
+    #[test]
+    fn inserts_happen_once_and_options_cannot_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("s.db"), true, &TEST).unwrap();
+        let sql = "INSERT OR IGNORE INTO units VALUES (?1, ?2)";
+        assert!(db.insert_once(sql, params!["a", "1"]).unwrap());
+        assert!(!db.insert_once(sql, params!["a", "2"]).unwrap());
+        db.check_options("{\"seed\":1}").unwrap();
+        db.check_options("{\"seed\":1}").unwrap();
+        let e = db.check_options("{\"seed\":2}").unwrap_err().to_string();
+        assert!(e.contains("pass the same --x, or use a new --db"), "{e}");
+        assert_eq!(db.meta("absent").unwrap(), None);
+        assert_eq!(db.meta_or_set("k", "5").unwrap(), "5");
+        assert_eq!(db.meta_or_set("k", "6").unwrap(), "5");
+    }
+
+    #[test]
+    fn logs_are_content_addressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Db::open(&dir.path().join("s.db"), true, &TEST).unwrap();
+        let d = s.put_log(b"hello").unwrap();
+        assert_eq!(d, sha256_hex(b"hello"));
+        assert_eq!(s.put_log(b"hello").unwrap(), d);
+        assert_eq!(s.log(&d).unwrap(), b"hello");
+        assert!(s.log("../etc/passwd").is_none());
+    }
+
+    #[test]
+    fn one_holder_of_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        let held = lock(&db).unwrap();
+        assert!(sibling(&db, "lock").is_file());
+        drop(held);
+        let _again = lock(&db).unwrap();
+    }
+}
