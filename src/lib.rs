@@ -19,3 +19,4 @@ pub mod reproduce;
 pub(crate) mod sandbox;
 pub mod security;
 pub(crate) mod sys;
+pub(crate) mod util;

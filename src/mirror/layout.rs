@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::escape_html;
+
 /// One distribution file in the mirror: the lock's line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Record {
@@ -54,13 +56,6 @@ pub(crate) const LOCK_VERSION: u32 = 1;
 pub(crate) const FILES_DIR: &str = "pypi/files";
 pub(crate) const SIMPLE_DIR: &str = "pypi/simple";
 pub(crate) const GO_DIR: &str = "go";
-
-fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// Every generated index file, as (path relative to the mirror root, contents), sorted.
 pub(crate) fn simple_tree(records: &[Record]) -> Vec<(String, Vec<u8>)> {
