@@ -10,11 +10,10 @@ use thiserror::Error;
 
 use super::spec::{self, Spec};
 use crate::determinism::clock::{self, ClockMode, ClockPlan, DateChoice, PRELOAD_PATH, RUN_DIR};
-use crate::determinism::identity::MEMORY_BYTES;
-use crate::determinism::{EnvProfile, Identity, RandomMode, Uname, DEFAULT_EPOCH};
+use crate::determinism::{EnvProfile, RandomMode, DEFAULT_EPOCH};
 use crate::plan::{
-    IdMap, Isolation, MountOp, Namespace, NsJoin, ParentMaps, Plan, ProcessUser, PLAN_VERSION,
-    UPTIME_START_SECS,
+    IdMap, MountOp, Namespace, NsJoin, ParentMaps, Plan, ProcessUser, DEFAULT_DOMAINNAME,
+    DEFAULT_HOSTNAME,
 };
 use crate::security::{CapSets, Resources, Rlimit, SeccompProfile, Security};
 
@@ -225,13 +224,13 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             ))
         }
         Some(h) if !h.is_empty() => h.clone(),
-        _ => "reprorun".into(),
+        _ => DEFAULT_HOSTNAME.into(),
     };
     let domainname = spec
         .domainname
         .clone()
         .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "(none)".into());
+        .unwrap_or_else(|| DEFAULT_DOMAINNAME.into());
 
     let parent_maps = if namespaces.contains(&Namespace::User) {
         if linux.uid_mappings.is_empty() || linux.gid_mappings.is_empty() {
@@ -354,11 +353,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
             value: value.clone(),
         });
     }
-    let identity = Identity {
-        cpus: det.cpus,
-        memory_bytes: MEMORY_BYTES,
-        uname: Uname::pinned(&hostname, &domainname),
-    };
+    let identity = crate::plan::pinned_identity(det.cpus, &hostname, &domainname);
     let clock = match (det.enabled, det.date) {
         (false, _) | (true, DateChoice::Now) => None,
         (true, DateChoice::Pinned(epoch)) => Some(ClockPlan {
@@ -487,20 +482,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
     let resources = resources(linux.resources.as_ref())?;
 
     let plan = Plan {
-        version: PLAN_VERSION,
-        isolation: Isolation::Full,
         namespaces,
-        uid_map: IdMap {
-            inside: 0,
-            outside: 0,
-            count: 0,
-        },
-        gid_map: IdMap {
-            inside: 0,
-            outside: 0,
-            count: 0,
-        },
-        rootfs,
         mounts,
         hostname,
         domainname,
@@ -508,9 +490,6 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         host_workdir: bundle.to_path_buf(),
         env: env.to_vec(),
         umask: process.user.umask.unwrap_or(0o022),
-        argv: process.args.clone(),
-        timeout_ms: None,
-        uptime_start_secs: UPTIME_START_SECS,
         clock,
         seed: det.seed,
         random: if det.enabled {
@@ -537,8 +516,7 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
         terminal: process.terminal,
         parent_maps,
         intercept: det.enabled,
-        sorted_dirs: true,
-        share_tty: false,
+        ..Plan::base(rootfs, process.args.clone())
     };
     let mut hooks = spec.hooks.clone().unwrap_or_default();
     if !hooks.start_container.is_empty() {

@@ -2,6 +2,7 @@
 //! a printable, testable value that says everything the executor will do. Resolution reads
 //! the host (it lists the root filesystem and checks that sources exist) but changes nothing.
 
+mod base;
 pub mod image;
 pub mod mounts;
 mod sockets;
@@ -12,13 +13,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub(crate) use base::{pinned_identity, DEFAULT_DOMAINNAME, DEFAULT_HOSTNAME};
 pub use mounts::MountOp;
 
 use crate::determinism::clock::{PRELOAD_PATH, RUN_DIR};
-use crate::determinism::identity::{DEFAULT_CPUS, MEMORY_BYTES};
+use crate::determinism::identity::DEFAULT_CPUS;
 use crate::determinism::{
-    ClockMode, ClockPlan, DateChoice, EnvError, EnvProfile, Identity, RandomMode, Uname,
-    DEFAULT_EPOCH,
+    ClockMode, ClockPlan, DateChoice, EnvError, EnvProfile, Identity, RandomMode, DEFAULT_EPOCH,
 };
 use crate::parse::BindSpec;
 use crate::security::{default_rlimits, Resources, Rlimit, SeccompProfile, Security};
@@ -214,7 +215,7 @@ impl ExecRequest {
             net: NetMode::None,
             env: Vec::new(),
             pinned_env: true,
-            hostname: "reprorun".into(),
+            hostname: DEFAULT_HOSTNAME.into(),
             user: None,
             timeout: None,
             isolation: Isolation::Full,
@@ -446,11 +447,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             available: host.cpus_available,
         });
     }
-    let identity = Identity {
-        cpus,
-        memory_bytes: MEMORY_BYTES,
-        uname: Uname::pinned(&req.hostname, "(none)"),
-    };
+    let identity = base::pinned_identity(cpus, &req.hostname, base::DEFAULT_DOMAINNAME);
     let seeded = req.random == RandomMode::Seeded;
     match &req.image {
         Some(img) => mounts = image::root_mounts(img),
@@ -556,16 +553,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
 
     let image_user = req.image.as_ref().and_then(|i| i.user);
     let (in_uid, in_gid) = req.user.or(image_user).unwrap_or((0, 0));
-    let mut namespaces = vec![
-        Namespace::User,
-        Namespace::Pid,
-        Namespace::Mount,
-        Namespace::Net,
-        Namespace::Uts,
-        Namespace::Ipc,
-        Namespace::Cgroup,
-        Namespace::Time,
-    ];
+    let mut namespaces = base::ALL_NAMESPACES.to_vec();
     if req.net == NetMode::Host {
         namespaces.retain(|ns| *ns != Namespace::Net);
     }
@@ -581,7 +569,6 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     cap_add.dedup();
 
     Ok(Plan {
-        version: PLAN_VERSION,
         isolation,
         namespaces,
         uid_map: IdMap {
@@ -594,19 +581,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             outside: host.gid,
             count: 1,
         },
-        rootfs,
         mounts,
         hostname: req.hostname.clone(),
-        domainname: "(none)".into(),
-        cwd: WORKDIR.into(),
         host_workdir: workdir,
         env: env.to_vec(),
-        umask: 0o022,
-        argv: argv.clone(),
         timeout_ms: req
             .timeout
             .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
-        uptime_start_secs: UPTIME_START_SECS,
         clock,
         seed: req.seed,
         random: req.random,
@@ -619,14 +600,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
             caps: None,
         },
         resources: req.resources,
-        process_user: None,
-        join: Vec::new(),
-        oom_score_adj: None,
-        terminal: false,
-        parent_maps: None,
-        intercept: true,
-        sorted_dirs: true,
         share_tty: req.share_tty,
+        ..Plan::base(rootfs, argv.clone())
     })
 }
 
