@@ -288,30 +288,11 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         })?;
         env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
     }
-    let mut extra = extra_mounts(args, m);
-    if let Some(dir) = &args.mirror {
-        let (clients, bind) = crate::mirror::attach(dir)?;
-        // The clients' settings first: the user's --env wins.
-        env.splice(0..0, clients);
-        extra.insert(0, ExtraMount::Bind(bind));
-    }
-    env.extend(args.env.iter().cloned());
-    let image = match &args.image {
-        Some(reference) => {
-            let store = crate::image::store::Store::new(args.store.clone())?;
-            Some(crate::image::run_root(&store, reference)?)
-        }
-        None => None,
-    };
-    Ok(ExecRequest {
+    let mut req = ExecRequest {
         rootfs: args.rootfs.clone(),
-        image,
         workdir: args.workdir.clone(),
-        extra_mounts: extra,
-        workdir_overlay: false,
+        extra_mounts: extra_mounts(args, m),
         net: args.net,
-        env,
-        pinned_env: true,
         hostname: args.hostname.clone(),
         user: args.user,
         timeout: args.timeout,
@@ -333,8 +314,18 @@ pub fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
         tmpfs_size: args.tmpfs_size,
         share_tty: args.share_tty,
         follow_symlinks: args.follow_symlinks,
-        argv: args.command.clone(),
-    })
+        ..ExecRequest::new(args.command.clone())
+    };
+    if let Some(dir) = &args.mirror {
+        // The clients' settings first: the user's --env-file and --env win.
+        req.attach_mirror(dir)?;
+    }
+    req.env.extend(env);
+    req.env.extend(args.env.iter().cloned());
+    if let Some(reference) = &args.image {
+        req.image = Some(plan::image::lookup(args.store.clone(), reference)?);
+    }
+    Ok(req)
 }
 
 fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {

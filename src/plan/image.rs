@@ -26,6 +26,16 @@ pub struct ImageRoot {
     pub user: Option<(u32, u32)>,
 }
 
+/// The image `reference` names in the store at `store` (the default store when `None`), as
+/// the root of a run: the one lookup `exec --image`, `reproduce` and its input check share.
+pub fn lookup(
+    store: Option<PathBuf>,
+    reference: &str,
+) -> Result<ImageRoot, crate::image::ImageError> {
+    let store = crate::image::store::Store::new(store)?;
+    crate::image::run_root(&store, reference)
+}
+
 /// The root of an image run: the overlay replaces the skeleton tmpfs and the read-only binds.
 pub(super) fn root_mounts(img: &ImageRoot) -> Vec<MountOp> {
     vec![MountOp::Overlay {

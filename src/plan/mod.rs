@@ -200,6 +200,11 @@ pub struct ExecRequest {
     pub share_tty: bool,
     /// `--follow-symlinks`: `--workdir` and bind sources may cross symbolic links.
     pub follow_symlinks: bool,
+    /// Route the workload's clock, entropy, identity, directory and exec calls to the
+    /// supervisor (off for a host-like run, which pins nothing).
+    pub intercept: bool,
+    /// List directories in name order (off for a run that leaves that pin out).
+    pub sorted_dirs: bool,
     pub argv: Vec<String>,
 }
 
@@ -232,8 +237,19 @@ impl ExecRequest {
             tmpfs_size: None,
             share_tty: false,
             follow_symlinks: false,
+            intercept: true,
+            sorted_dirs: true,
             argv,
         }
+    }
+
+    /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after
+    /// what `env` holds so far, its read-only bind before every other extra mount.
+    pub fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
+        let (clients, bind) = crate::mirror::attach(dir)?;
+        self.env.extend(clients);
+        self.extra_mounts.insert(0, ExtraMount::Bind(bind));
+        Ok(())
     }
 }
 
@@ -601,6 +617,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         },
         resources: req.resources,
         share_tty: req.share_tty,
+        intercept: req.intercept,
+        sorted_dirs: req.sorted_dirs,
         ..Plan::base(rootfs, argv.clone())
     })
 }

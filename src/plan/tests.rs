@@ -492,3 +492,15 @@ fn seed_random_and_cpus_resolve() {
             .starts_with(&format!("--cpus {bad}: must be between 1 and 4")));
     }
 }
+
+#[test]
+fn the_request_switches_interception_and_directory_order() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    assert!(plan.intercept && plan.sorted_dirs);
+    let mut r = req(&["true"]);
+    r.intercept = false;
+    r.sorted_dirs = false;
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert!(!plan.intercept && !plan.sorted_dirs);
+}

@@ -131,8 +131,8 @@ impl Conditions {
 }
 
 /// The sandbox request for `arm` over `tree`, writing into `out` (bound at [`OUT_DIR`]).
-/// Returns the request and whether the plan must not intercept anything (host-like);
-/// [`finish_plan`] applies what a request cannot say.
+/// A host-like run intercepts nothing; a run without the directory-order pin lists
+/// directories in the filesystem's order.
 pub fn request(
     inst: &Instance,
     arm: Arm,
@@ -140,7 +140,7 @@ pub fn request(
     host: &HostFacts,
     tree: &Path,
     out: &Path,
-) -> Result<(ExecRequest, bool), String> {
+) -> Result<ExecRequest, String> {
     let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
     req.workdir = Some(tree.to_path_buf());
     req.workdir_overlay = true;
@@ -150,15 +150,16 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        let store =
-            crate::image::store::Store::new(cond.store.clone()).map_err(|e| e.to_string())?;
-        req.image = Some(crate::image::run_root(&store, reference).map_err(|e| e.to_string())?);
+        let image = crate::plan::image::lookup(cond.store.clone(), reference);
+        req.image = Some(image.map_err(|e| e.to_string())?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
     let without = match arm {
         Arm::ShimWithout(p) => Some(p),
         _ => None,
     };
+    req.intercept = !host_like;
+    req.sorted_dirs = without != Some(Pin::DirOrder);
     let mut env = Vec::new();
     let mut mirror = inst.mirror.clone();
     if host_like {
@@ -207,10 +208,9 @@ pub fn request(
             mirror = cond.no_shim_mirror.clone();
         }
     }
+    req.env = env;
     if let Some(dir) = &mirror {
-        let (clients, bind) = crate::mirror::attach(dir).map_err(|e| e.to_string())?;
-        env.extend(clients);
-        req.extra_mounts.push(ExtraMount::Bind(bind));
+        req.attach_mirror(dir).map_err(|e| e.to_string())?;
     }
     req.extra_mounts.push(ExtraMount::Bind(BindSpec {
         src: out.to_path_buf(),
@@ -219,35 +219,22 @@ pub fn request(
     }));
     // The instruments come last: pytest writes JUnit XML and the -rA summary; other
     // runners may write their JUnit XML to $REPRORUN_JUNIT.
-    env.push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
-    env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
-    req.env = env;
-    Ok((req, host_like))
+    req.env
+        .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
+    req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
+    Ok(req)
 }
 
-/// The plan edits a request cannot express: a host-like run intercepts nothing; a run
-/// without the directory-order pin lists directories in the filesystem's order.
-pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
-    if host_like {
-        plan.intercept = false;
-    }
-    if arm == Arm::ShimWithout(Pin::DirOrder) {
-        plan.sorted_dirs = false;
-    }
-}
-
-/// Resolves `req` (with `finish`'s edits) and runs it with its stdout and stderr on the
+/// Resolves `req` and runs it with its stdout and stderr on the
 /// given files. The outer error: the sandbox could not even be planned; the inner one is
 /// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
 pub fn sandboxed(
     req: &ExecRequest,
     host: &HostFacts,
-    finish: impl FnOnce(&mut crate::plan::Plan),
     stdout: &File,
     stderr: &File,
 ) -> Result<Result<crate::sandbox::Outcome, crate::sandbox::SandboxError>, String> {
-    let mut plan = crate::plan::resolve(req, host).map_err(|e| e.to_string())?;
-    finish(&mut plan);
+    let plan = crate::plan::resolve(req, host).map_err(|e| e.to_string())?;
     with_stdio(stdout, stderr, || crate::sandbox::run(&plan, &mut |_| {}))
         .map_err(|e| format!("redirect output: {e}"))
 }
@@ -357,16 +344,9 @@ pub fn run(
     let stderr = File::create(&stderr_path).map_err(io)?;
 
     let host = HostFacts::current().map_err(|e| setup(e.to_string()))?;
-    let (req, host_like) = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
+    let req = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
     let clock = Instant::now();
-    let result = sandboxed(
-        &req,
-        &host,
-        |plan| finish_plan(plan, arm, host_like),
-        &stdout,
-        &stderr,
-    )
-    .map_err(setup)?;
+    let result = sandboxed(&req, &host, &stdout, &stderr).map_err(setup)?;
     let took = clock.elapsed();
     drop((stdout, stderr));
     let out_bytes = read_capped(&scratch, "stdout");
@@ -549,10 +529,8 @@ mod tests {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let host = HostFacts::current().unwrap();
-        let (req, host_like) =
-            request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
-        let mut plan = crate::plan::resolve(&req, &host).unwrap();
-        finish_plan(&mut plan, arm, host_like);
+        let req = request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
+        let plan = crate::plan::resolve(&req, &host).unwrap();
         let env = plan
             .env
             .iter()

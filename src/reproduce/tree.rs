@@ -278,7 +278,7 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
         reason,
     };
     let host = HostFacts::current().map_err(|e| sandbox_err(e.to_string()))?;
-    let outcome = super::runner::sandboxed(&req, &host, |_| {}, &log, &log)
+    let outcome = super::runner::sandboxed(&req, &host, &log, &log)
         .map_err(&sandbox_err)?
         .map_err(|e| sandbox_err(e.to_string()))?;
     // Written by the sandbox: read without following links or blocking, capped.
