@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
+use crate::determinism::{ClockMode, DateChoice, DEFAULT_EPOCH};
 use crate::parse::BindSpec;
 
 fn host(cwd: &Path) -> HostFacts {
