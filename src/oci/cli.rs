@@ -4,9 +4,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::lifecycle::{self, CreateOpts, ExecOpts};
+use super::create::CreateOpts;
+use super::exec::ExecOpts;
 use super::state::Root;
 use super::OciError;
+use super::{create, delete, exec, features, kill, list, ps, start, write_spec};
 
 /// Options runc takes before the command; accepted anywhere here.
 #[derive(Debug, Args, Clone)]
@@ -350,23 +352,23 @@ fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
         ));
     }
     match cmd {
-        OciCommand::Create(a) => lifecycle::create(&root(g)?, &create_opts(&a)),
-        OciCommand::Run(a) => lifecycle::run(&root(g)?, &create_opts(&a.create), a.detach),
-        OciCommand::Start(a) => lifecycle::start(&root(g)?, &a.id),
-        OciCommand::State(a) => lifecycle::state(&root(g)?, &a.id),
-        OciCommand::Kill(a) => lifecycle::kill(&root(g)?, &a.id, &a.signal, a.all),
-        OciCommand::Delete(a) => lifecycle::delete(&root(g)?, &a.id, a.force),
-        OciCommand::List(a) => lifecycle::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
-        OciCommand::Ps(a) => lifecycle::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
+        OciCommand::Create(a) => create::create(&root(g)?, &create_opts(&a)),
+        OciCommand::Run(a) => super::run::run(&root(g)?, &create_opts(&a.create), a.detach),
+        OciCommand::Start(a) => start::start(&root(g)?, &a.id),
+        OciCommand::State(a) => list::state(&root(g)?, &a.id),
+        OciCommand::Kill(a) => kill::kill(&root(g)?, &a.id, &a.signal, a.all),
+        OciCommand::Delete(a) => delete::delete(&root(g)?, &a.id, a.force),
+        OciCommand::List(a) => list::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
+        OciCommand::Ps(a) => ps::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
         OciCommand::Features => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&lifecycle::features()).expect("serializes")
+                serde_json::to_string_pretty(&features::features()).expect("serializes")
             );
             Ok(0)
         }
         OciCommand::Spec(a) => {
-            lifecycle::write_spec(a.bundle.as_deref().unwrap_or(Path::new(".")), a.rootless)
+            write_spec::write_spec(a.bundle.as_deref().unwrap_or(Path::new(".")), a.rootless)
         }
         OciCommand::OciExec(a) => {
             if a.preserve_fds > 0 {
@@ -388,7 +390,7 @@ fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
                 pid_file: a.pid_file.clone(),
                 detach: a.detach,
             };
-            lifecycle::exec(&root(g)?, &opts)
+            exec::exec(&root(g)?, &opts)
         }
     }
 }
