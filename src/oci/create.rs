@@ -46,7 +46,7 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
         source,
     })?;
     let spec = super::read_spec(&bundle)?;
-    let host = crate::plan::HostFacts::current().map_err(|e| OciError::Usage(e.to_string()))?;
+    let host = crate::plan::HostFacts::current()?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;

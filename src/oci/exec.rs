@@ -164,7 +164,7 @@ impl Settings {
         }
         let mut sets = self.security.caps.clone().unwrap_or_default();
         for c in caps {
-            let c = crate::security::capability(c).map_err(|e| OciError::Usage(e.to_string()))?;
+            let c = crate::security::capability(c)?;
             for set in [&mut sets.bounding, &mut sets.effective, &mut sets.permitted] {
                 if !set.contains(&c) {
                     set.push(c.clone());

@@ -61,6 +61,12 @@ pub enum OciError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The caller's facts (CPUs, ids) could not be read.
+    #[error("{0}")]
+    Host(#[from] crate::plan::PlanError),
+    /// A capability or limit named on the command line is not one.
+    #[error("{0}")]
+    Limit(#[from] crate::security::LimitError),
     #[error("{0}")]
     Usage(String),
 }
@@ -76,7 +82,6 @@ impl OciError {
     }
 }
 
-/// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.
 /// An I/O error while doing `what` to `path`.
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> OciError {
     let path = path.to_path_buf();
@@ -97,6 +102,7 @@ fn state_bytes(saved: &Saved, status: Status) -> Vec<u8> {
     serde_json::to_vec(&saved.oci_state(status)).expect("state serializes")
 }
 
+/// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.
 pub fn read_spec(bundle: &std::path::Path) -> Result<spec::Spec, OciError> {
     let path = bundle.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(|source| OciError::ReadConfig {
