@@ -41,7 +41,7 @@ impl Plan {
     /// namespace, no id maps, no mounts, the pinned identity and rlimits, the default seccomp
     /// profile, intercepted calls and sorted directories. Resolvers override what they
     /// resolved (`Plan { mounts, ..Plan::base(rootfs, argv) }`).
-    pub fn base(rootfs: PathBuf, argv: Vec<String>) -> Plan {
+    pub(crate) fn base(rootfs: PathBuf, argv: Vec<String>) -> Plan {
         let no_map = IdMap {
             inside: 0,
             outside: 0,

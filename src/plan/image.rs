@@ -28,7 +28,7 @@ pub struct ImageRoot {
 
 /// The image `reference` names in the store at `store` (the default store when `None`), as
 /// the root of a run: the one lookup `exec --image`, `reproduce` and its input check share.
-pub fn lookup(
+pub(crate) fn lookup(
     store: Option<PathBuf>,
     reference: &str,
 ) -> Result<ImageRoot, crate::image::ImageError> {

@@ -60,9 +60,9 @@ pub struct ExecRequest {
     pub follow_symlinks: bool,
     /// Route the workload's clock, entropy, identity, directory and exec calls to the
     /// supervisor (off for a host-like run, which pins nothing).
-    pub intercept: bool,
+    pub(crate) intercept: bool,
     /// List directories in name order (off for a run that leaves that pin out).
-    pub sorted_dirs: bool,
+    pub(crate) sorted_dirs: bool,
     pub argv: Vec<String>,
 }
 
@@ -103,7 +103,7 @@ impl ExecRequest {
 
     /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after
     /// what `env` holds so far, its read-only bind before every other extra mount.
-    pub fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
+    pub(crate) fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
         let (clients, bind) = crate::mirror::attach(dir)?;
         self.env.extend(clients);
         self.extra_mounts.insert(0, ExtraMount::Bind(bind));
