@@ -1,6 +1,10 @@
 //! Resolution of a request (CLI flags today; OCI bundles and pipelines later) into a [`Plan`]:
 //! a printable, testable value that says everything the executor will do. Resolution reads
 //! the host (it lists the root filesystem and checks that sources exist) but changes nothing.
+//!
+//! Every front end starts from one base plan (`base`: each default set once); `request`
+//! holds what a caller asks, `resolve` turns it into a plan in steps, `system` adds the
+//! mounts every sandbox gets.
 
 mod base;
 pub mod image;

@@ -1,8 +1,8 @@
 //! An OCI bundle's `config.json` resolved into a [`Plan`] (the same value `reprorun exec`
 //! resolves to) plus what only the lifecycle needs (hooks, cgroup path, annotations).
-//! Pure: reads the bundle's files, changes nothing. Two steps: [`validate`] refuses every
+//! Pure: reads the bundle's files, changes nothing. Two steps: `validate` refuses every
 //! field reprorun cannot honour, naming its JSON path, and parses the sections
-//! ([`annotations`], [`process`], [`mounts`], [`linux`]); [`build`] assembles the plan.
+//! (`annotations`, `process`, `mounts`, `linux`); `build` assembles the plan.
 
 mod annotations;
 mod linux;
