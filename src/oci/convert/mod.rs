@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use annotations::{determinism, Determinism, ANNOTATION_PREFIX};
+use annotations::Determinism;
 pub use process::process_privilege;
 pub use validate::check_process;
 
