@@ -202,12 +202,17 @@ pub(crate) enum Error {
     /// `reprorun mirror ...` itself failed.
     #[error("{0}")]
     MirrorCommand(crate::mirror::MirrorError),
+    #[error("{0}")]
+    Oci(#[from] oci::OciError),
+    #[error("reproduce: {0}")]
+    Reproduce(#[from] crate::reproduce::ReproduceError),
 }
 
 impl Error {
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Error::Sandbox(e) => e.exit_code(),
+            Error::Oci(e) => e.exit_code(),
             _ => exit::RUNTIME_ERROR,
         }
     }
@@ -235,7 +240,7 @@ pub fn main() -> i32 {
             let sub = matches.subcommand_matches("exec").expect("exec matched");
             exec(args, sub)
         }
-        Command::Oci(c) => oci::cli::dispatch(&cli.global, c),
+        Command::Oci(c) => report(oci::cli::dispatch(&cli.global, c).map_err(Error::from)),
         Command::Image(args) => report(
             crate::image::cli::run(args)
                 .map(|()| 0)
@@ -244,7 +249,11 @@ pub fn main() -> i32 {
         Command::Mirror(args) => {
             report(crate::mirror::cli::run(args).map_err(Error::MirrorCommand))
         }
-        Command::Reproduce(args) => crate::reproduce::cli::run(args),
+        Command::Reproduce(args) => report(
+            crate::reproduce::cli::run(args)
+                .map(|()| 0)
+                .map_err(Error::from),
+        ),
     }
 }
 
@@ -309,30 +318,11 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         })?;
         env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
     }
-    let mut extra = extra_mounts(args, m);
-    if let Some(dir) = &args.mirror {
-        let (clients, bind) = crate::mirror::attach(dir)?;
-        // The clients' settings first: the user's --env wins.
-        env.splice(0..0, clients);
-        extra.insert(0, ExtraMount::Bind(bind));
-    }
-    env.extend(args.env.iter().cloned());
-    let image = match &args.image {
-        Some(reference) => {
-            let store = crate::image::store::Store::new(args.store.clone())?;
-            Some(crate::image::run_root(&store, reference)?)
-        }
-        None => None,
-    };
-    Ok(ExecRequest {
+    let mut req = ExecRequest {
         rootfs: args.rootfs.clone(),
-        image,
         workdir: args.workdir.clone(),
-        extra_mounts: extra,
-        workdir_overlay: false,
+        extra_mounts: extra_mounts(args, m),
         net: args.net,
-        env,
-        pinned_env: true,
         hostname: args.hostname.clone(),
         user: args.user,
         timeout: args.timeout,
@@ -354,8 +344,18 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         tmpfs_size: args.tmpfs_size,
         share_tty: args.share_tty,
         follow_symlinks: args.follow_symlinks,
-        argv: args.command.clone(),
-    })
+        ..ExecRequest::new(args.command.clone())
+    };
+    if let Some(dir) = &args.mirror {
+        // The clients' settings first: the user's --env-file and --env win.
+        req.attach_mirror(dir)?;
+    }
+    req.env.extend(env);
+    req.env.extend(args.env.iter().cloned());
+    if let Some(reference) = &args.image {
+        req.image = Some(crate::image::lookup(args.store.clone(), reference)?);
+    }
+    Ok(req)
 }
 
 fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {

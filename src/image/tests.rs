@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::*;
+use store::ImageRecord;
 
 /// A raw (uncompressed) layer from (path, contents) pairs; a trailing `/` makes a directory.
 fn layer(entries: &[(&str, &str)]) -> Vec<u8> {

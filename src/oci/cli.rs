@@ -4,9 +4,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::lifecycle::{self, CreateOpts, ExecOpts};
+use super::create::CreateOpts;
+use super::exec::ExecOpts;
 use super::state::Root;
 use super::OciError;
+use super::{create, delete, exec, features, kill, list, ps, start, write_spec};
 
 /// Options runc takes before the command; accepted anywhere here.
 #[derive(Debug, Args, Clone)]
@@ -245,10 +247,7 @@ pub fn runc_exec_at(args: &[String]) -> Option<usize> {
 }
 
 fn now() -> String {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    crate::determinism::date::format_rfc3339(d.as_secs() as i64, d.subsec_nanos())
+    crate::determinism::date::timestamp(std::time::SystemTime::now())
 }
 
 /// Appends one line to --log.
@@ -298,19 +297,13 @@ pub enum OciCommand {
     OciExec(OciExecArgs),
 }
 
-/// Runs one lifecycle command; returns the exit status.
-pub fn dispatch(g: &GlobalOpts, cmd: OciCommand) -> i32 {
+/// Runs one lifecycle command; returns the exit status, or the error (also written to
+/// `--log`, as runc does; `crate::cli` prints it and maps it to the exit status).
+pub fn dispatch(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
     if g.debug {
         log(g, "debug", &std::env::args().collect::<Vec<_>>().join(" "));
     }
-    match run(g, cmd) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("reprorun: {e}");
-            log(g, "error", &e.to_string());
-            e.exit_code()
-        }
-    }
+    run(g, cmd).inspect_err(|e| log(g, "error", &e.to_string()))
 }
 
 fn create_opts(a: &CreateArgs) -> CreateOpts {
@@ -350,23 +343,23 @@ fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
         ));
     }
     match cmd {
-        OciCommand::Create(a) => lifecycle::create(&root(g)?, &create_opts(&a)),
-        OciCommand::Run(a) => lifecycle::run(&root(g)?, &create_opts(&a.create), a.detach),
-        OciCommand::Start(a) => lifecycle::start(&root(g)?, &a.id),
-        OciCommand::State(a) => lifecycle::state(&root(g)?, &a.id),
-        OciCommand::Kill(a) => lifecycle::kill(&root(g)?, &a.id, &a.signal, a.all),
-        OciCommand::Delete(a) => lifecycle::delete(&root(g)?, &a.id, a.force),
-        OciCommand::List(a) => lifecycle::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
-        OciCommand::Ps(a) => lifecycle::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
+        OciCommand::Create(a) => create::create(&root(g)?, &create_opts(&a)),
+        OciCommand::Run(a) => super::run::run(&root(g)?, &create_opts(&a.create), a.detach),
+        OciCommand::Start(a) => start::start(&root(g)?, &a.id),
+        OciCommand::State(a) => list::state(&root(g)?, &a.id),
+        OciCommand::Kill(a) => kill::kill(&root(g)?, &a.id, &a.signal, a.all),
+        OciCommand::Delete(a) => delete::delete(&root(g)?, &a.id, a.force),
+        OciCommand::List(a) => list::list(&root(g)?, a.format == ListFormat::Json, a.quiet),
+        OciCommand::Ps(a) => ps::ps(&root(g)?, &a.id, a.format == ListFormat::Json),
         OciCommand::Features => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&lifecycle::features()).expect("serializes")
+                serde_json::to_string_pretty(&features::features()).expect("serializes")
             );
             Ok(0)
         }
         OciCommand::Spec(a) => {
-            lifecycle::write_spec(a.bundle.as_deref().unwrap_or(Path::new(".")), a.rootless)
+            write_spec::write_spec(a.bundle.as_deref().unwrap_or(Path::new(".")), a.rootless)
         }
         OciCommand::OciExec(a) => {
             if a.preserve_fds > 0 {
@@ -388,7 +381,7 @@ fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
                 pid_file: a.pid_file.clone(),
                 detach: a.detach,
             };
-            lifecycle::exec(&root(g)?, &opts)
+            exec::exec(&root(g)?, &opts)
         }
     }
 }

@@ -1,18 +1,32 @@
 //! OCI runtime: runc's command-line contract over reprorun's plan and executor. A bundle's
 //! `config.json` resolves to the same [`crate::plan::Plan`] as `reprorun exec` flags do
-//! ([`convert`]); the lifecycle ([`lifecycle`]) keeps containers in a state root
-//! ([`state`]) between invocations; the executor's OCI half is `sandbox::container`.
+//! ([`convert`]); the lifecycle commands, one per module ([`create`], [`start`], [`run`],
+//! [`kill`], [`delete`], [`list`] (and `state`), [`ps`], [`exec`], [`features`],
+//! [`write_spec`]), keep containers in a state root ([`state`]) between invocations; the
+//! executor's OCI half is `sandbox::container`.
 
 pub mod cli;
 pub mod convert;
+pub mod create;
+pub mod delete;
+pub mod exec;
+pub mod features;
 pub mod hooks;
-pub mod lifecycle;
+pub mod kill;
+pub mod list;
+pub mod ps;
+pub mod run;
 pub mod spec;
+pub mod start;
 pub mod state;
+pub(crate) mod transitions;
+pub mod write_spec;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+
+use state::{Saved, Status};
 
 /// The runtime-spec version reprorun reports.
 pub const OCI_VERSION: &str = "1.2.0";
@@ -48,6 +62,12 @@ pub enum OciError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The caller's facts (CPUs, ids) could not be read.
+    #[error("{0}")]
+    Host(#[from] crate::plan::PlanError),
+    /// A capability or limit named on the command line is not one.
+    #[error("{0}")]
+    Limit(#[from] crate::security::LimitError),
     #[error("{0}")]
     Usage(String),
 }
@@ -61,6 +81,26 @@ impl OciError {
             _ => crate::exit::RUNTIME_ERROR,
         }
     }
+}
+
+/// An I/O error while doing `what` to `path`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> OciError {
+    let path = path.to_path_buf();
+    move |source| OciError::Io { what, path, source }
+}
+
+/// `p` made absolute against the current directory.
+fn absolute(p: &Path) -> Result<PathBuf, OciError> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let cwd = std::env::current_dir().map_err(io("current directory", Path::new(".")))?;
+    Ok(cwd.join(p))
+}
+
+/// The state hooks read on stdin.
+fn state_bytes(saved: &Saved, status: Status) -> Vec<u8> {
+    serde_json::to_vec(&saved.oci_state(status)).expect("state serializes")
 }
 
 /// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.

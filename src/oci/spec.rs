@@ -335,10 +335,54 @@ pub struct Pids {
 /// The config `reprorun spec` writes: busybox-style `sh`, a read-only root at `rootfs`,
 /// the namespaces and mounts runc's default has, and reprorun's masked paths.
 pub fn default_spec(rootless: bool) -> Spec {
+    Spec {
+        oci_version: super::OCI_VERSION.into(),
+        process: Some(default_process()),
+        root: Some(Root {
+            path: "rootfs".into(),
+            readonly: true,
+        }),
+        hostname: Some("reprorun".into()),
+        mounts: default_mounts(),
+        linux: Some(default_linux(rootless)),
+        ..Spec::default()
+    }
+}
+
+/// `sh` as root with runc's default capabilities and open-file limit.
+fn default_process() -> Process {
     let caps: Vec<String> = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    Process {
+        terminal: false,
+        user: User::default(),
+        args: vec!["sh".into()],
+        env: vec![
+            format!("PATH={}", crate::determinism::FROZEN_PATH),
+            "TERM=xterm".into(),
+        ],
+        cwd: "/".into(),
+        capabilities: Some(Capabilities {
+            bounding: caps.clone(),
+            effective: caps.clone(),
+            inheritable: Vec::new(),
+            permitted: caps,
+            ambient: Vec::new(),
+        }),
+        rlimits: vec![Rlimit {
+            kind: "RLIMIT_NOFILE".into(),
+            soft: 1024,
+            hard: 1024,
+        }],
+        no_new_privileges: true,
+        ..Process::default()
+    }
+}
+
+/// runc's default mounts: /proc, a tmpfs /dev with pts, shm and mqueue, /sys, /tmp.
+fn default_mounts() -> Vec<Mount> {
     let mount = |dest: &str, kind: &str, source: &str, opts: &[&str]| Mount {
         destination: dest.into(),
         kind: Some(kind.into()),
@@ -346,6 +390,51 @@ pub fn default_spec(rootless: bool) -> Spec {
         options: opts.iter().map(|s| s.to_string()).collect(),
         ..Mount::default()
     };
+    vec![
+        mount("/proc", "proc", "proc", &[]),
+        mount(
+            "/dev",
+            "tmpfs",
+            "tmpfs",
+            &["nosuid", "strictatime", "mode=755", "size=65536k"],
+        ),
+        mount(
+            "/dev/pts",
+            "devpts",
+            "devpts",
+            &[
+                "nosuid",
+                "noexec",
+                "newinstance",
+                "ptmxmode=0666",
+                "mode=0620",
+            ],
+        ),
+        mount(
+            "/dev/shm",
+            "tmpfs",
+            "shm",
+            &["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
+        ),
+        mount(
+            "/dev/mqueue",
+            "mqueue",
+            "mqueue",
+            &["nosuid", "noexec", "nodev"],
+        ),
+        mount(
+            "/sys",
+            "sysfs",
+            "sysfs",
+            &["nosuid", "noexec", "nodev", "ro"],
+        ),
+        mount("/tmp", "tmpfs", "tmpfs", &["nosuid", "nodev", "mode=1777"]),
+    ]
+}
+
+/// New pid, network, ipc, uts and mount namespaces (and, `rootless`, a user namespace that
+/// maps root to the caller), and reprorun's masked and read-only paths.
+fn default_linux(rootless: bool) -> Linux {
     let mut namespaces: Vec<NamespaceSpec> = ["pid", "network", "ipc", "uts", "mount"]
         .iter()
         .map(|k| NamespaceSpec {
@@ -382,78 +471,5 @@ pub fn default_spec(rootless: bool) -> Spec {
         }];
     }
     linux.namespaces = namespaces;
-    Spec {
-        oci_version: super::OCI_VERSION.into(),
-        process: Some(Process {
-            terminal: false,
-            user: User::default(),
-            args: vec!["sh".into()],
-            env: vec![
-                format!("PATH={}", crate::determinism::FROZEN_PATH),
-                "TERM=xterm".into(),
-            ],
-            cwd: "/".into(),
-            capabilities: Some(Capabilities {
-                bounding: caps.clone(),
-                effective: caps.clone(),
-                inheritable: Vec::new(),
-                permitted: caps,
-                ambient: Vec::new(),
-            }),
-            rlimits: vec![Rlimit {
-                kind: "RLIMIT_NOFILE".into(),
-                soft: 1024,
-                hard: 1024,
-            }],
-            no_new_privileges: true,
-            ..Process::default()
-        }),
-        root: Some(Root {
-            path: "rootfs".into(),
-            readonly: true,
-        }),
-        hostname: Some("reprorun".into()),
-        mounts: vec![
-            mount("/proc", "proc", "proc", &[]),
-            mount(
-                "/dev",
-                "tmpfs",
-                "tmpfs",
-                &["nosuid", "strictatime", "mode=755", "size=65536k"],
-            ),
-            mount(
-                "/dev/pts",
-                "devpts",
-                "devpts",
-                &[
-                    "nosuid",
-                    "noexec",
-                    "newinstance",
-                    "ptmxmode=0666",
-                    "mode=0620",
-                ],
-            ),
-            mount(
-                "/dev/shm",
-                "tmpfs",
-                "shm",
-                &["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
-            ),
-            mount(
-                "/dev/mqueue",
-                "mqueue",
-                "mqueue",
-                &["nosuid", "noexec", "nodev"],
-            ),
-            mount(
-                "/sys",
-                "sysfs",
-                "sysfs",
-                &["nosuid", "noexec", "nodev", "ro"],
-            ),
-            mount("/tmp", "tmpfs", "tmpfs", &["nosuid", "nodev", "mode=1777"]),
-        ],
-        linux: Some(linux),
-        ..Spec::default()
-    }
+    linux
 }

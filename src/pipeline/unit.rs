@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::plan::{ExecRequest, HostFacts, Plan, PlanError};
+use crate::plan::{ExecRequest, HostFacts, PlanError};
 use crate::sandbox::{Outcome, SandboxError};
 
 /// Where a unit's output directory is bound, inside the sandbox.
@@ -28,6 +28,9 @@ pub enum UnitError {
     /// The null device for the unit's standard input could not be opened.
     #[error("open /dev/null: {0}")]
     Redirect(#[source] std::io::Error),
+    /// A unit's scratch runs one sandbox, once.
+    #[error("the unit has already run")]
+    AlreadyRun,
     /// The unit's scratch directory or files could not be made.
     #[error("{path}: {source}")]
     Scratch {
@@ -37,18 +40,16 @@ pub enum UnitError {
     },
 }
 
-/// Resolves `req` (with `finish`'s edits) and runs it with its stdout and stderr on the
+/// Resolves `req` and runs it with its stdout and stderr on the
 /// given files. The outer error: the sandbox could not even be planned; the inner one is
 /// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
 pub(crate) fn sandboxed(
     req: &ExecRequest,
     host: &HostFacts,
-    finish: impl FnOnce(&mut Plan),
     stdout: &File,
     stderr: &File,
 ) -> Result<Result<Outcome, SandboxError>, UnitError> {
-    let mut plan = crate::plan::resolve(req, host)?;
-    finish(&mut plan);
+    let plan = crate::plan::resolve(req, host)?;
     let null = File::open("/dev/null").map_err(UnitError::Redirect)?;
     let stdio = crate::sandbox::Stdio {
         stdin: null.as_fd(),
@@ -94,14 +95,11 @@ impl Scratch {
         &mut self,
         req: &ExecRequest,
         host: &HostFacts,
-        finish: impl FnOnce(&mut Plan),
     ) -> Result<Result<Outcome, SandboxError>, UnitError> {
         let Some((stdout, stderr)) = self.stdio.take() else {
-            return Err(UnitError::Redirect(std::io::Error::other(
-                "the unit has already run",
-            )));
+            return Err(UnitError::AlreadyRun);
         };
-        sandboxed(req, host, finish, &stdout, &stderr)
+        sandboxed(req, host, &stdout, &stderr)
     }
 
     /// What the unit printed on stdout, capped ([`read_capped`]).

@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
+use crate::determinism::{ClockMode, DateChoice, DEFAULT_EPOCH};
 use crate::parse::BindSpec;
 
 fn host(cwd: &Path) -> HostFacts {
@@ -491,4 +492,16 @@ fn seed_random_and_cpus_resolve() {
             .to_string()
             .starts_with(&format!("--cpus {bad}: must be between 1 and 4")));
     }
+}
+
+#[test]
+fn the_request_switches_interception_and_directory_order() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    assert!(plan.intercept && plan.sorted_dirs);
+    let mut r = req(&["true"]);
+    r.intercept = false;
+    r.sorted_dirs = false;
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert!(!plan.intercept && !plan.sorted_dirs);
 }

@@ -136,18 +136,11 @@ pub struct RegradeArgs {
 }
 
 /// Runs the subcommand; returns the exit status.
-pub fn run(args: ReproduceArgs) -> i32 {
-    let result = match args.command {
+pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
+    match args.command {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
-    };
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("reprorun: reproduce: {e}");
-            crate::exit::RUNTIME_ERROR
-        }
     }
 }
 

@@ -257,8 +257,7 @@ fn instance(
         return Err(bad("\"image\" and \"rootfs\" cannot both be set".into()));
     }
     if let Some(reference) = &image {
-        crate::image::store::Store::new(defaults.store.clone())
-            .and_then(|store| crate::image::run_root(&store, reference))
+        crate::image::lookup(defaults.store.clone(), reference)
             .map_err(|e| bad(format!("image {reference:?}: {e}")))?;
     }
     if let Some(r) = &rootfs {

@@ -147,8 +147,8 @@ impl Conditions {
 }
 
 /// The sandbox request for `arm` over `tree`, writing into `out` (bound at [`OUT_DIR`]).
-/// Returns the request and whether the plan must not intercept anything (host-like);
-/// [`finish_plan`] applies what a request cannot say.
+/// A host-like run intercepts nothing; a run without the directory-order pin lists
+/// directories in the filesystem's order.
 pub fn request(
     inst: &Instance,
     arm: Arm,
@@ -156,7 +156,7 @@ pub fn request(
     host: &HostFacts,
     tree: &Path,
     out: &Path,
-) -> Result<(ExecRequest, bool), SetupError> {
+) -> Result<ExecRequest, SetupError> {
     let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
     req.workdir = Some(tree.to_path_buf());
     req.workdir_overlay = true;
@@ -166,14 +166,15 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        let store = crate::image::store::Store::new(cond.store.clone())?;
-        req.image = Some(crate::image::run_root(&store, reference)?);
+        req.image = Some(crate::image::lookup(cond.store.clone(), reference)?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
     let without = match arm {
         Arm::ShimWithout(p) => Some(p),
         _ => None,
     };
+    req.intercept = !host_like;
+    req.sorted_dirs = without != Some(Pin::DirOrder);
     let mut env = Vec::new();
     let mut mirror = inst.mirror.clone();
     if host_like {
@@ -222,10 +223,9 @@ pub fn request(
             mirror = cond.no_shim_mirror.clone();
         }
     }
+    req.env = env;
     if let Some(dir) = &mirror {
-        let (clients, bind) = crate::mirror::attach(dir)?;
-        env.extend(clients);
-        req.extra_mounts.push(ExtraMount::Bind(bind));
+        req.attach_mirror(dir)?;
     }
     req.extra_mounts.push(ExtraMount::Bind(BindSpec {
         src: out.to_path_buf(),
@@ -234,21 +234,10 @@ pub fn request(
     }));
     // The instruments come last: pytest writes JUnit XML and the -rA summary; other
     // runners may write their JUnit XML to $REPRORUN_JUNIT.
-    env.push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
-    env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
-    req.env = env;
-    Ok((req, host_like))
-}
-
-/// The plan edits a request cannot express: a host-like run intercepts nothing; a run
-/// without the directory-order pin lists directories in the filesystem's order.
-pub fn finish_plan(plan: &mut crate::plan::Plan, arm: Arm, host_like: bool) {
-    if host_like {
-        plan.intercept = false;
-    }
-    if arm == Arm::ShimWithout(Pin::DirOrder) {
-        plan.sorted_dirs = false;
-    }
+    req.env
+        .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
+    req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
+    Ok(req)
 }
 
 /// A run's row before anything is known of it.
@@ -338,11 +327,9 @@ pub fn run(
     let out = scratch.out_dir();
 
     let host = HostFacts::current().map_err(|e| setup(e.into()))?;
-    let (req, host_like) = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
+    let req = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
     let clock = Instant::now();
-    let result = scratch
-        .run(&req, &host, |plan| finish_plan(plan, arm, host_like))
-        .map_err(|e| setup(e.into()))?;
+    let result = scratch.run(&req, &host).map_err(|e| setup(e.into()))?;
     let took = clock.elapsed();
     let out_bytes = scratch.stdout();
     let err_bytes = scratch.stderr();
@@ -470,10 +457,8 @@ mod tests {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let host = HostFacts::current().unwrap();
-        let (req, host_like) =
-            request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
-        let mut plan = crate::plan::resolve(&req, &host).unwrap();
-        finish_plan(&mut plan, arm, host_like);
+        let req = request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
+        let plan = crate::plan::resolve(&req, &host).unwrap();
         let env = plan
             .env
             .iter()

@@ -285,7 +285,7 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
     let id = || inst.instance_id.clone();
     let unit_err = |source| TreeError::Unit { id: id(), source };
     let host = HostFacts::current().map_err(|e| unit_err(UnitError::Plan(e)))?;
-    let outcome = unit::sandboxed(&req, &host, |_| {}, &log, &log)
+    let outcome = unit::sandboxed(&req, &host, &log, &log)
         .map_err(unit_err)?
         .map_err(|source| TreeError::Sandbox { id: id(), source })?;
     // Written by the sandbox: read without following links or blocking, capped.

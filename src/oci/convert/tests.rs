@@ -1,4 +1,8 @@
 use super::*;
+use crate::determinism::clock::{ClockMode, PRELOAD_PATH};
+use crate::determinism::DEFAULT_EPOCH;
+use crate::plan::NsJoin;
+use crate::security::SeccompProfile;
 
 /// A bundle directory with an empty rootfs, and podman's config for it (trimmed).
 fn bundle() -> (CanonDir, serde_json::Value) {
@@ -339,4 +343,121 @@ fn the_default_spec_resolves() {
         assert!(c.plan.mounts.contains(&MountOp::ReadonlyRoot));
         assert_eq!(c.plan.has(Namespace::User), rootless);
     }
+}
+
+/// Every refusal of the validation step, each with its whole one-line message.
+#[test]
+fn validation_refuses_with_one_line_each() {
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let unsupported = "not supported by reprorun; remove it from the config (see spec/oci.md)";
+    let ns = |c: &mut serde_json::Value, kind: &str| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|n| n["type"] != kind)
+    };
+    let cases: Vec<(String, Edit)> = vec![
+        (
+            r#"ociVersion: "2.0.0": reprorun reads runtime-spec 1.x"#.into(),
+            Box::new(|c| c["ociVersion"] = "2.0.0".into()),
+        ),
+        (
+            "process: missing; a container needs a process to run".into(),
+            Box::new(|c| {
+                c.as_object_mut().unwrap().remove("process");
+            }),
+        ),
+        (
+            "process.args: empty; name the program to run".into(),
+            Box::new(|c| c["process"]["args"] = serde_json::json!([""])),
+        ),
+        (
+            "process.cwd: must be an absolute path".into(),
+            Box::new(|c| c["process"]["cwd"] = "work".into()),
+        ),
+        (
+            format!("process.user.username: {unsupported}"),
+            Box::new(|c| c["process"]["user"]["username"] = "alice".into()),
+        ),
+        (
+            "root: missing; name the root filesystem directory".into(),
+            Box::new(|c| {
+                c.as_object_mut().unwrap().remove("root");
+            }),
+        ),
+        (
+            "annotations.org.reprorun.cpus: at most 2 (the CPUs this process may use)".into(),
+            Box::new(|c| c["annotations"]["org.reprorun.cpus"] = "3".into()),
+        ),
+        (
+            "linux.namespaces: a new pid namespace is required (init must be its pid 1, so that killing it ends every process)".into(),
+            Box::new(move |c| ns(c, "pid")),
+        ),
+        (
+            "linux.namespaces: a new mount namespace is required (reprorun builds the root in one)".into(),
+            Box::new(move |c| ns(c, "mount")),
+        ),
+        (
+            "hostname: set, but no new uts namespace is asked for".into(),
+            Box::new(move |c| ns(c, "uts")),
+        ),
+        (
+            "linux.uidMappings: a new user namespace needs uidMappings and gidMappings".into(),
+            Box::new(|c| {
+                c["linux"]["namespaces"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"type": "user"}))
+            }),
+        ),
+        (
+            "linux.uidMappings: given without a new user namespace".into(),
+            Box::new(|c| {
+                c["linux"]["gidMappings"] =
+                    serde_json::json!([{"containerID": 0, "hostID": 1000, "size": 1}])
+            }),
+        ),
+        (
+            format!("linux.personality: {unsupported}"),
+            Box::new(|c| c["linux"]["personality"] = serde_json::json!({"domain": "LINUX"})),
+        ),
+        (
+            "mounts: seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real".into(),
+            Box::new(|c| {
+                c["mounts"].as_array_mut().unwrap().remove(1);
+            }),
+        ),
+        (
+            "linux.sysctl.net..x: not a sysctl name".into(),
+            Box::new(|c| c["linux"]["sysctl"] = serde_json::json!({"net..x": "1"})),
+        ),
+        (
+            "linux.sysctl.kernel.core_pattern: not a sysctl of a namespace the container has of its own; it would change the host".into(),
+            Box::new(|c| c["linux"]["sysctl"] = serde_json::json!({"kernel.core_pattern": "|/x"})),
+        ),
+        (
+            format!("hooks.startContainer: {unsupported}"),
+            Box::new(|c| c["hooks"] = serde_json::json!({"startContainer": [{"path": "/bin/true"}]})),
+        ),
+        (
+            r#"linux.cgroupsPath: "system.slice:libpod:abc": expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"#.into(),
+            Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
+        ),
+    ];
+    for (message, mutate) in cases {
+        let (dir, mut config) = bundle();
+        mutate(&mut config);
+        let spec: Spec = serde_json::from_value(config).unwrap();
+        let e = validate(&spec, &dir.path(), 2).unwrap_err();
+        assert_eq!(e.to_string(), message);
+        assert!(!message.contains('\n'));
+    }
+    // The root must be a directory (its path is the bundle's).
+    let (dir, mut config) = bundle();
+    config["root"]["path"] = "hosts".into();
+    let spec: Spec = serde_json::from_value(config).unwrap();
+    assert_eq!(
+        validate(&spec, &dir.path(), 2).unwrap_err().to_string(),
+        format!("root.path: {}/hosts: not a directory", dir.path().display())
+    );
 }

@@ -1,0 +1,215 @@
+//! `linux`: namespaces, id mappings, devices, sysctls, the seccomp profile and resources.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::mounts::absolute_dest;
+use super::{bad, unsupported, ConvertError};
+use crate::oci::spec;
+use crate::plan::{IdMap, MountOp, Namespace, NsJoin, ParentMaps};
+use crate::security::{Resources, SeccompProfile};
+
+/// `linux.namespaces`: the namespaces to create, and those to join by path.
+pub(super) fn namespaces(
+    list: &[spec::NamespaceSpec],
+) -> Result<(Vec<Namespace>, Vec<NsJoin>), ConvertError> {
+    let mut namespaces = Vec::new();
+    let mut join = Vec::new();
+    for (i, ns) in list.iter().enumerate() {
+        let field = format!("linux.namespaces[{i}]");
+        let kind = match ns.kind.as_str() {
+            "pid" => Namespace::Pid,
+            "network" => Namespace::Net,
+            "mount" => Namespace::Mount,
+            "ipc" => Namespace::Ipc,
+            "uts" => Namespace::Uts,
+            "user" => Namespace::User,
+            "cgroup" => Namespace::Cgroup,
+            "time" => Namespace::Time,
+            other => return Err(bad(field, format!("unknown namespace type {other:?}"))),
+        };
+        if namespaces.contains(&kind) || join.iter().any(|j: &NsJoin| j.ns == kind) {
+            return Err(bad(field, format!("namespace {:?} listed twice", ns.kind)));
+        }
+        match &ns.path {
+            Some(p) if !p.is_empty() => {
+                if matches!(kind, Namespace::Time | Namespace::Pid | Namespace::User) {
+                    return Err(bad(
+                        field,
+                        format!("joining a {} namespace by path is not supported (reprorun's init must be pid 1 of a new pid namespace, in the caller's user namespace)", ns.kind),
+                    ));
+                }
+                join.push(NsJoin {
+                    ns: kind,
+                    path: PathBuf::from(p),
+                })
+            }
+            _ => namespaces.push(kind),
+        }
+    }
+    Ok((namespaces, join))
+}
+
+/// `linux.uidMappings` and `gidMappings`, as the creating process writes them.
+pub(super) fn parent_maps(linux: &spec::Linux) -> ParentMaps {
+    let maps = |m: &[spec::IdMapping]| {
+        m.iter()
+            .map(|m| IdMap {
+                inside: m.container_id,
+                outside: m.host_id,
+                count: m.size,
+            })
+            .collect::<Vec<_>>()
+    };
+    ParentMaps {
+        uid: maps(&linux.uid_mappings),
+        gid: maps(&linux.gid_mappings),
+    }
+}
+
+/// `linux.devices` as nodes made in the container.
+pub(super) fn devices(list: &[spec::Device]) -> Result<Vec<MountOp>, ConvertError> {
+    let mut ops = Vec::new();
+    for (i, d) in list.iter().enumerate() {
+        let field = format!("linux.devices[{i}]");
+        let kind = match d.kind.as_str() {
+            "c" | "u" => 'c',
+            "b" => 'b',
+            "p" => 'p',
+            other => return Err(bad(field, format!("unknown device type {other:?}"))),
+        };
+        let dest = absolute_dest(&d.path).map_err(|r| bad(&field, r))?;
+        ops.push(MountOp::Device {
+            dest,
+            kind,
+            major: d.major,
+            minor: d.minor,
+            mode: d.file_mode.unwrap_or(0o666),
+            uid: d.uid.unwrap_or(0),
+            gid: d.gid.unwrap_or(0),
+        });
+    }
+    Ok(ops)
+}
+
+/// Whether `key` is a sysctl name (dotted or slashed words, no `..`).
+pub(super) fn sysctl_name(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+        && !key.split(['.', '/']).any(|p| p.is_empty() || p == "..")
+}
+
+/// Whether the (dotted) sysctl `key` belongs to a namespace among `namespaces` (as runc
+/// allows): any other would change the host.
+pub(super) fn sysctl_namespaced(key: &str, namespaces: &[Namespace]) -> bool {
+    let ipc = [
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.sem",
+        "kernel.shmall",
+        "kernel.shmmax",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+    ];
+    ((ipc.contains(&key) || key.starts_with("fs.mqueue.")) && namespaces.contains(&Namespace::Ipc))
+        || (key.starts_with("net.") && namespaces.contains(&Namespace::Net))
+        || (matches!(key, "kernel.hostname" | "kernel.domainname")
+            && namespaces.contains(&Namespace::Uts))
+}
+
+/// `linux.sysctl` (already checked) as writes in the container.
+pub(super) fn sysctls(sysctl: &BTreeMap<String, String>) -> Vec<MountOp> {
+    sysctl
+        .iter()
+        .map(|(key, value)| MountOp::Sysctl {
+            key: key.replace('/', "."),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+/// `linux.seccomp`: unconfined when absent; a profile that does not compile is refused.
+pub(super) fn seccomp(
+    value: Option<&serde_json::Value>,
+    bundle: &Path,
+) -> Result<SeccompProfile, ConvertError> {
+    let Some(value) = value else {
+        return Ok(SeccompProfile::Unconfined);
+    };
+    let parsed =
+        serde_json::from_value(value.clone()).map_err(|e| bad("linux.seccomp", e.to_string()))?;
+    let profile = SeccompProfile::Oci {
+        path: bundle.join("config.json"),
+        spec: parsed,
+    };
+    crate::security::seccomp::compile(&profile).map_err(|e| bad("linux.seccomp", e.to_string()))?;
+    Ok(profile)
+}
+
+/// `linux.resources` as cgroup limits; what cannot be enforced is refused.
+pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, ConvertError> {
+    let mut out = Resources::default();
+    let Some(r) = r else { return Ok(out) };
+    if let Some(m) = &r.memory {
+        if let Some(limit) = m.limit.filter(|l| *l > 0) {
+            out.memory = Some(limit as u64);
+        }
+        for (set, field) in [
+            (m.reservation.is_some_and(|v| v > 0), "reservation"),
+            (m.kernel.is_some_and(|v| v > 0), "kernel"),
+            (m.kernel_tcp.is_some_and(|v| v > 0), "kernelTCP"),
+            (m.disable_oom_killer == Some(true), "disableOOMKiller"),
+        ] {
+            if set {
+                return Err(unsupported(&format!("linux.resources.memory.{field}")));
+            }
+        }
+    }
+    if let Some(c) = &r.cpu {
+        if let Some(quota) = c.quota.filter(|q| *q > 0) {
+            let period = c.period.filter(|p| *p > 0).unwrap_or(100_000);
+            out.cpu_milli = Some(((quota as u64) * 1000 / period).max(10));
+        }
+        for (set, field) in [
+            (c.shares.is_some_and(|v| v > 0), "shares"),
+            (c.burst.is_some_and(|v| v > 0), "burst"),
+            (
+                c.realtime_runtime.is_some_and(|v| v != 0),
+                "realtimeRuntime",
+            ),
+            (c.realtime_period.is_some_and(|v| v > 0), "realtimePeriod"),
+            (c.cpus.as_deref().is_some_and(|v| !v.is_empty()), "cpus"),
+            (c.mems.as_deref().is_some_and(|v| !v.is_empty()), "mems"),
+            (c.idle.is_some_and(|v| v != 0), "idle"),
+        ] {
+            if set {
+                return Err(unsupported(&format!("linux.resources.cpu.{field}")));
+            }
+        }
+    }
+    if let Some(p) = &r.pids {
+        if p.limit > 0 {
+            out.pids = Some(p.limit as u64);
+        }
+    }
+    for (set, field) in [
+        (r.block_io.is_some(), "blockIO"),
+        (
+            r.hugepage_limits
+                .as_ref()
+                .is_some_and(|v| v.as_array().map_or(true, |a| !a.is_empty())),
+            "hugepageLimits",
+        ),
+        (r.network.is_some(), "network"),
+        (r.rdma.is_some(), "rdma"),
+        (r.unified.as_ref().is_some_and(|u| !u.is_empty()), "unified"),
+    ] {
+        if set {
+            return Err(unsupported(&format!("linux.resources.{field}")));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,154 @@
+//! What a caller asks for ([`ExecRequest`], independent of how it was asked) and the facts
+//! about the caller that resolution depends on ([`HostFacts`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{image, sockets, Isolation, NetMode, PlanError, DEFAULT_HOSTNAME};
+use crate::determinism::{ClockMode, DateChoice, RandomMode};
+use crate::parse::BindSpec;
+use crate::security::{Resources, Rlimit, SeccompProfile};
+
+/// An extra mount the user asked for, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtraMount {
+    Bind(BindSpec),
+    Tmpfs(PathBuf),
+}
+
+/// What the caller asked for, independent of how it was asked (CLI, OCI, pipeline).
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub rootfs: Option<PathBuf>,
+    /// `--image`: run on this image's root (a fresh writable overlay) instead of `rootfs`.
+    pub image: Option<image::ImageRoot>,
+    pub workdir: Option<PathBuf>,
+    pub extra_mounts: Vec<ExtraMount>,
+    /// The working directory gets a fresh writable overlay (a tmpfs upper that ends with the
+    /// run) instead of a read-write bind: the run cannot change the host directory.
+    pub workdir_overlay: bool,
+    pub net: NetMode,
+    /// User additions, applied in order over the pins.
+    pub env: Vec<(String, String)>,
+    /// Start from the pinned environment (else from nothing but `HOME`, for a host-like run
+    /// whose caller passes its own environment in `env`).
+    pub pinned_env: bool,
+    pub hostname: String,
+    pub user: Option<(u32, u32)>,
+    pub timeout: Option<Duration>,
+    pub isolation: Isolation,
+    /// `--date`; `None` means the caller's SOURCE_DATE_EPOCH, else [`DEFAULT_EPOCH`].
+    pub date: Option<DateChoice>,
+    pub clock: ClockMode,
+    /// `--seed`: drives every seeded source (hash seeds, entropy streams).
+    pub seed: u64,
+    pub random: RandomMode,
+    /// `--cpus`; `None` means [`DEFAULT_CPUS`].
+    pub cpus: Option<u32>,
+    pub seccomp: SeccompProfile,
+    pub cap_add: Vec<String>,
+    pub preserve_fds: u32,
+    /// `--rlimit` entries, over the defaults.
+    pub rlimits: Vec<Rlimit>,
+    pub resources: Resources,
+    /// `--tmpfs-size`: the size of /tmp.
+    pub tmpfs_size: Option<u64>,
+    /// `--share-tty`: the workload gets the caller's terminal descriptors as they are,
+    /// instead of a pseudo-terminal of its own.
+    pub share_tty: bool,
+    /// `--follow-symlinks`: `--workdir` and bind sources may cross symbolic links.
+    pub follow_symlinks: bool,
+    /// Route the workload's clock, entropy, identity, directory and exec calls to the
+    /// supervisor (off for a host-like run, which pins nothing).
+    pub(crate) intercept: bool,
+    /// List directories in name order (off for a run that leaves that pin out).
+    pub(crate) sorted_dirs: bool,
+    pub argv: Vec<String>,
+}
+
+impl ExecRequest {
+    /// A request with every option at its default.
+    pub fn new(argv: Vec<String>) -> Self {
+        ExecRequest {
+            rootfs: None,
+            image: None,
+            workdir: None,
+            extra_mounts: Vec::new(),
+            workdir_overlay: false,
+            net: NetMode::None,
+            env: Vec::new(),
+            pinned_env: true,
+            hostname: DEFAULT_HOSTNAME.into(),
+            user: None,
+            timeout: None,
+            isolation: Isolation::Full,
+            date: None,
+            clock: ClockMode::StartAt,
+            seed: 0,
+            random: RandomMode::Seeded,
+            cpus: None,
+            seccomp: SeccompProfile::Default,
+            cap_add: Vec::new(),
+            preserve_fds: 0,
+            rlimits: Vec::new(),
+            resources: Resources::default(),
+            tmpfs_size: None,
+            share_tty: false,
+            follow_symlinks: false,
+            intercept: true,
+            sorted_dirs: true,
+            argv,
+        }
+    }
+
+    /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after
+    /// what `env` holds so far, its read-only bind before every other extra mount.
+    pub(crate) fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
+        let (clients, bind) = crate::mirror::attach(dir)?;
+        self.env.extend(clients);
+        self.extra_mounts.insert(0, ExtraMount::Bind(bind));
+        Ok(())
+    }
+}
+
+/// Facts about the caller that resolution depends on, gathered once.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    pub uid: u32,
+    pub gid: u32,
+    pub cwd: PathBuf,
+    /// The caller's `SOURCE_DATE_EPOCH`, if it is set to an integer.
+    pub source_date_epoch: Option<i64>,
+    /// The real time now, seconds since the epoch (what `--date now` pins).
+    pub now: i64,
+    /// How many CPUs the caller may run on (its affinity mask).
+    pub cpus_available: u32,
+    /// The named unix sockets the host has bound (`/proc/net/unix`), covered in a sandbox
+    /// on the host root.
+    pub unix_sockets: Vec<PathBuf>,
+}
+
+impl HostFacts {
+    pub fn current() -> Result<Self, PlanError> {
+        Ok(HostFacts {
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            cwd: std::env::current_dir().map_err(PlanError::Cwd)?,
+            source_date_epoch: std::env::var("SOURCE_DATE_EPOCH")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+            now: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+            unix_sockets: sockets::host_sockets(),
+            cpus_available: nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+                .map(|set| {
+                    (0..nix::sched::CpuSet::count())
+                        .filter(|i| set.is_set(*i).unwrap_or(false))
+                        .count() as u32
+                })
+                .unwrap_or(1)
+                .max(1),
+        })
+    }
+}

@@ -1,0 +1,380 @@
+//! [`resolve`]: a request and the host's facts into a [`Plan`], in steps: the command, the
+//! roots (image, rootfs, working directory), identity and clock, the mounts (root, system,
+//! pinned files, runtime files, the caller's own), the environment, namespaces and security.
+
+use std::path::{Path, PathBuf};
+
+use super::system::{runtime_mounts, system_mounts};
+use super::{
+    base, image, sockets, ExecRequest, ExtraMount, HostFacts, IdMap, Isolation, MountOp, Namespace,
+    NetMode, Plan, PlanError, MASKED, PROVIDED, READONLY, UPTIME_START_SECS, WORKDIR,
+};
+use crate::determinism::identity::DEFAULT_CPUS;
+use crate::determinism::{ClockPlan, DateChoice, EnvProfile, Identity, RandomMode, DEFAULT_EPOCH};
+use crate::security::{default_rlimits, Security};
+
+/// Where the sandbox's files come from.
+struct Roots {
+    isolation: Isolation,
+    /// The root filesystem (the host's `/` when neither an image nor a rootfs is given).
+    rootfs: PathBuf,
+    host_root: bool,
+    /// The host directory mounted at [`WORKDIR`], resolved.
+    workdir: PathBuf,
+}
+
+/// Resolves a request into a plan.
+pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
+    let argv = command(req)?;
+    let roots = roots(req, host)?;
+    let identity = identity(req, host)?;
+    let clock = clock(req, host);
+    let seeded = req.random == RandomMode::Seeded;
+
+    let mut mounts = root_mounts(req, &roots)?;
+    mounts.extend(system_mounts(seeded, req.tmpfs_size));
+    mounts.extend(pinned_files(&identity, boot_epoch(req, host)));
+    if clock.is_some() || seeded {
+        mounts.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
+    }
+    mounts.extend(caller_mounts(req, host, &roots)?);
+    if req.image.is_some() {
+        image::writable_etc(&mut mounts);
+    } else {
+        mounts.push(MountOp::ReadonlyRoot);
+    }
+    let env = environment(req, host, clock)?;
+
+    let (in_uid, in_gid) = req
+        .user
+        .or(req.image.as_ref().and_then(|i| i.user))
+        .unwrap_or((0, 0));
+    Ok(Plan {
+        isolation: roots.isolation,
+        namespaces: namespaces(req.net),
+        uid_map: IdMap {
+            inside: in_uid,
+            outside: host.uid,
+            count: 1,
+        },
+        gid_map: IdMap {
+            inside: in_gid,
+            outside: host.gid,
+            count: 1,
+        },
+        mounts,
+        hostname: req.hostname.clone(),
+        host_workdir: roots.workdir,
+        env,
+        timeout_ms: req
+            .timeout
+            .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+        clock,
+        seed: req.seed,
+        random: req.random,
+        identity,
+        security: security(req),
+        resources: req.resources,
+        share_tty: req.share_tty,
+        intercept: req.intercept,
+        sorted_dirs: req.sorted_dirs,
+        ..Plan::base(roots.rootfs, argv)
+    })
+}
+
+/// The command: the request's, or with an image and none, the image's Entrypoint and Cmd.
+fn command(req: &ExecRequest) -> Result<Vec<String>, PlanError> {
+    let argv = match &req.image {
+        Some(img) if req.argv.is_empty() => &img.argv,
+        _ => &req.argv,
+    };
+    if argv.is_empty() || argv[0].is_empty() {
+        return Err(PlanError::EmptyCommand);
+    }
+    Ok(argv.clone())
+}
+
+/// `p` made absolute against the caller's directory.
+fn absolute(host: &HostFacts, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        host.cwd.join(p)
+    }
+}
+
+/// The isolation, root filesystem and working directory; an image cannot be combined with
+/// a rootfs or `--isolation=none`.
+fn roots(req: &ExecRequest, host: &HostFacts) -> Result<Roots, PlanError> {
+    let host_root = req.rootfs.is_none() && req.image.is_none();
+    let isolation = match &req.image {
+        Some(_) if req.rootfs.is_some() => return Err(PlanError::ImageAndRootfs),
+        Some(_) => image::isolation(req.isolation)?,
+        None => req.isolation,
+    };
+    let rootfs = match &req.rootfs {
+        None if !host_root => req
+            .image
+            .as_ref()
+            .map(|i| i.rootfs.clone())
+            .unwrap_or_default(),
+        None => PathBuf::from("/"),
+        Some(dir) => {
+            let dir = absolute(host, dir);
+            if !dir.is_dir() {
+                return Err(PlanError::Rootfs(dir));
+            }
+            dir
+        }
+    };
+    let workdir = match &req.workdir {
+        None => host.cwd.clone(),
+        Some(dir) => absolute(host, dir),
+    };
+    if !workdir.is_dir() {
+        return Err(PlanError::Workdir(workdir));
+    }
+    let workdir = host_source(workdir, req.follow_symlinks, "--workdir")?;
+    Ok(Roots {
+        isolation,
+        rootfs,
+        host_root,
+        workdir,
+    })
+}
+
+/// The identity the workload sees; `--cpus` is bounded by the CPUs the caller may use.
+fn identity(req: &ExecRequest, host: &HostFacts) -> Result<Identity, PlanError> {
+    let cpus = req.cpus.unwrap_or(DEFAULT_CPUS);
+    if cpus == 0 || cpus > host.cpus_available {
+        return Err(PlanError::Cpus {
+            asked: cpus,
+            available: host.cpus_available,
+        });
+    }
+    Ok(base::pinned_identity(
+        cpus,
+        &req.hostname,
+        base::DEFAULT_DOMAINNAME,
+    ))
+}
+
+/// The fake wall clock: `--date`, else the caller's SOURCE_DATE_EPOCH, else
+/// [`DEFAULT_EPOCH`]; none with `--date now`.
+fn clock(req: &ExecRequest, host: &HostFacts) -> Option<ClockPlan> {
+    let epoch = match req.date {
+        Some(DateChoice::Now) => return None,
+        Some(DateChoice::Pinned(epoch)) => epoch,
+        None => host.source_date_epoch.unwrap_or(DEFAULT_EPOCH),
+    };
+    Some(ClockPlan {
+        epoch,
+        mode: req.clock,
+    })
+}
+
+/// When the workload's machine booted (its uptime starts at [`UPTIME_START_SECS`]).
+fn boot_epoch(req: &ExecRequest, host: &HostFacts) -> i64 {
+    let epoch = match req.date {
+        Some(DateChoice::Pinned(epoch)) => epoch,
+        Some(DateChoice::Now) => host.now,
+        None => host.source_date_epoch.unwrap_or(DEFAULT_EPOCH),
+    };
+    epoch - UPTIME_START_SECS
+}
+
+/// The root: the image's fresh overlay, or a skeleton tmpfs with the rootfs's entries bound
+/// read-only.
+fn root_mounts(req: &ExecRequest, roots: &Roots) -> Result<Vec<MountOp>, PlanError> {
+    if let Some(img) = &req.image {
+        return Ok(image::root_mounts(img));
+    }
+    let mut mounts = vec![MountOp::Tmpfs {
+        dest: "/".into(),
+        mode: 0o755,
+        size: None,
+    }];
+    mounts.extend(rootfs_binds(&roots.rootfs, roots.host_root)?);
+    Ok(mounts)
+}
+
+/// The identity's files (/proc/cpuinfo, uptime and friends), then the masked and read-only
+/// kernel paths.
+fn pinned_files(identity: &Identity, boot_epoch: i64) -> Vec<MountOp> {
+    let mut mounts: Vec<MountOp> = identity
+        .files(boot_epoch)
+        .into_iter()
+        .map(|(dest, contents)| MountOp::File {
+            dest: dest.into(),
+            contents,
+        })
+        .collect();
+    mounts.extend(MASKED.iter().map(|p| MountOp::Mask { dest: p.into() }));
+    mounts.extend(
+        READONLY
+            .iter()
+            .map(|p| MountOp::ReadonlyPath { dest: p.into() }),
+    );
+    mounts
+}
+
+/// What the caller gives the sandbox: the working directory at [`WORKDIR`], the extra
+/// mounts in command-line order, and on the host root, the host's unix sockets covered
+/// (except under paths given on purpose).
+fn caller_mounts(
+    req: &ExecRequest,
+    host: &HostFacts,
+    roots: &Roots,
+) -> Result<Vec<MountOp>, PlanError> {
+    let workdir = &roots.workdir;
+    let mut mounts = vec![if req.workdir_overlay {
+        MountOp::Overlay {
+            lower: workdir.clone(),
+            dest: WORKDIR.into(),
+        }
+    } else {
+        MountOp::Bind {
+            src: workdir.clone(),
+            dest: WORKDIR.into(),
+            readonly: false,
+        }
+    }];
+    // Host paths the caller gives the sandbox on purpose (bind sources).
+    let mut given = Vec::new();
+    for extra in &req.extra_mounts {
+        mounts.push(match extra {
+            ExtraMount::Bind(b) => {
+                let src = absolute(host, &b.src);
+                if std::fs::symlink_metadata(&src).is_err() {
+                    return Err(PlanError::BindSource(src));
+                }
+                let src = host_source(src, req.follow_symlinks, "--bind source")?;
+                given.push(src.clone());
+                MountOp::Bind {
+                    src,
+                    dest: b.dest.clone(),
+                    readonly: b.readonly,
+                }
+            }
+            ExtraMount::Tmpfs(dest) => MountOp::Tmpfs {
+                dest: dest.clone(),
+                mode: 0o755,
+                size: None,
+            },
+        });
+    }
+    if roots.host_root {
+        let given: Vec<&Path> = std::iter::once(workdir.as_path())
+            .chain(given.iter().map(PathBuf::as_path))
+            .collect();
+        mounts.extend(sockets::masks(&host.unix_sockets, PROVIDED, &given));
+    }
+    Ok(mounts)
+}
+
+/// The pinned environment (or only HOME), the image's over it, the caller's last.
+fn environment(
+    req: &ExecRequest,
+    host: &HostFacts,
+    clock: Option<ClockPlan>,
+) -> Result<Vec<String>, PlanError> {
+    let mut env = if req.pinned_env {
+        EnvProfile::pinned(clock.map_or(host.now, |c| c.epoch), req.seed)
+    } else {
+        let mut env = EnvProfile::empty();
+        env.set("HOME", crate::determinism::env::HOME_DIR)?;
+        env
+    };
+    if let Some(img) = &req.image {
+        image::apply_env(&mut env, img)?;
+    }
+    for (k, v) in &req.env {
+        env.set(k, v)?;
+    }
+    Ok(env.to_vec())
+}
+
+/// Every namespace, but the host's network with `--net=host`.
+fn namespaces(net: NetMode) -> Vec<Namespace> {
+    let mut namespaces = base::ALL_NAMESPACES.to_vec();
+    if net == NetMode::Host {
+        namespaces.retain(|ns| *ns != Namespace::Net);
+    }
+    namespaces
+}
+
+/// The seccomp profile, capabilities kept (sorted, once each), descriptors passed and
+/// rlimits (the request's over the defaults, by name).
+fn security(req: &ExecRequest) -> Security {
+    let mut rlimits = default_rlimits();
+    for r in &req.rlimits {
+        rlimits.retain(|d| d.name != r.name);
+        rlimits.push(r.clone());
+    }
+    rlimits.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut cap_add = req.cap_add.clone();
+    cap_add.sort();
+    cap_add.dedup();
+    Security {
+        seccomp: req.seccomp.clone(),
+        cap_add,
+        preserve_fds: req.preserve_fds,
+        rlimits,
+        caps: None,
+    }
+}
+
+/// A host path the caller named as a mount source, resolved (the plan, and so the run
+/// record, holds the path actually mounted). Unless `follow`, a path that crosses a symbolic
+/// link is refused, naming the link: a run that may write the directory (an earlier
+/// sandbox's `/work`) could have planted it to turn a later mount into one of a host path.
+fn host_source(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBuf, PlanError> {
+    if let Some(link) = crate::sys::first_link(&path).filter(|_| !follow) {
+        return Err(PlanError::SymlinkSource { what, path, link });
+    }
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+/// Read-only binds of the rootfs's top-level entries into the skeleton root, in name order.
+/// On the host root, `/root` is replaced by an empty directory (the host admin's files stay
+/// out of the sandbox).
+fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanError> {
+    let list_err = |source| PlanError::ListRootfs {
+        path: rootfs.to_path_buf(),
+        source,
+    };
+    let mut names: Vec<_> = std::fs::read_dir(rootfs)
+        .map_err(list_err)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    let mut ops = Vec::new();
+    for name in names {
+        let Some(text) = name.to_str() else { continue };
+        if PROVIDED.contains(&text) {
+            continue;
+        }
+        let src = rootfs.join(&name);
+        let dest = Path::new("/").join(&name);
+        if host_root && text == "root" {
+            ops.push(MountOp::Dir { dest, mode: 0o700 });
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+            continue;
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(list_err)?;
+            ops.push(MountOp::Symlink { target, dest });
+        } else if ft.is_dir() || ft.is_file() {
+            ops.push(MountOp::Bind {
+                src,
+                dest,
+                readonly: true,
+            });
+        }
+    }
+    Ok(ops)
+}

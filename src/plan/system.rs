@@ -1,0 +1,121 @@
+//! The mounts every sandbox gets whatever its root: /proc, /sys, a minimal /dev, private
+//! /run, /tmp and HOME, and the determinism layer's runtime files.
+
+use std::path::Path;
+
+use super::{MountOp, ENTROPY_FIFO};
+use crate::determinism::clock::{PRELOAD_PATH, RUN_DIR};
+use crate::determinism::{ClockMode, ClockPlan};
+
+/// The mounts every sandbox gets: /proc, /sys, a minimal /dev, private /run, /tmp and HOME.
+/// With seeded entropy, /dev/urandom and /dev/random are one FIFO that init keeps filled
+/// from the seeded stream (read-only: a writer would block once the pipe is full).
+pub(super) fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp> {
+    let mut ops = vec![
+        MountOp::Proc {
+            dest: "/proc".into(),
+        },
+        MountOp::Sysfs {
+            dest: "/sys".into(),
+        },
+        MountOp::Tmpfs {
+            dest: "/dev".into(),
+            mode: 0o755,
+            size: None,
+        },
+    ];
+    ops.extend(device_nodes(seeded));
+    ops.push(MountOp::Devpts {
+        dest: "/dev/pts".into(),
+    });
+    ops.push(MountOp::Symlink {
+        target: "pts/ptmx".into(),
+        dest: "/dev/ptmx".into(),
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/dev/shm".into(),
+        mode: 0o1777,
+        size: None,
+    });
+    for (target, dest) in [
+        ("/proc/self/fd", "/dev/fd"),
+        ("/proc/self/fd/0", "/dev/stdin"),
+        ("/proc/self/fd/1", "/dev/stdout"),
+        ("/proc/self/fd/2", "/dev/stderr"),
+    ] {
+        ops.push(MountOp::Symlink {
+            target: target.into(),
+            dest: dest.into(),
+        });
+    }
+    ops.push(MountOp::Tmpfs {
+        dest: "/run".into(),
+        mode: 0o755,
+        size: None,
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/tmp".into(),
+        mode: 0o1777,
+        size: tmp_size,
+    });
+    ops.push(MountOp::Tmpfs {
+        dest: "/home".into(),
+        mode: 0o755,
+        size: None,
+    });
+    ops.push(MountOp::Dir {
+        dest: crate::determinism::HOME_DIR.into(),
+        mode: 0o755,
+    });
+    ops
+}
+
+/// The device nodes of every sandbox and OCI container (runc's list), as binds of the
+/// host's nodes; with seeded entropy /dev/urandom and /dev/random are one FIFO that init
+/// keeps filled from the seeded stream (read-only: a writer would block once it is full).
+pub fn device_nodes(seeded: bool) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    let random: &[&str] = if seeded { &[] } else { &["random", "urandom"] };
+    for node in ["null", "zero", "full", "tty"].iter().chain(random) {
+        ops.push(MountOp::DevNode {
+            src: Path::new("/dev").join(node),
+            dest: Path::new("/dev").join(node),
+        });
+    }
+    if seeded {
+        ops.push(MountOp::Fifo {
+            dest: ENTROPY_FIFO.into(),
+            mode: 0o444,
+            links: vec!["/dev/random".into()],
+        });
+    }
+    ops
+}
+
+/// The runtime page (clock, seed) and preload library in a private tmpfs, and
+/// `/etc/ld.so.preload` naming the library. The tmpfs stays writable only in `tick` mode (the
+/// shared read counter).
+pub(super) fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
+    let mut ops = vec![
+        MountOp::Tmpfs {
+            dest: RUN_DIR.into(),
+            mode: 0o755,
+            size: Some(1 << 20),
+        },
+        MountOp::RuntimeFiles {
+            dir: RUN_DIR.into(),
+            clock,
+            seed,
+        },
+        MountOp::Preload {
+            etc: "/etc".into(),
+            lib: PRELOAD_PATH.into(),
+        },
+    ];
+    if !clock.is_some_and(|c| matches!(c.mode, ClockMode::Tick { .. })) {
+        ops.push(MountOp::Readonly {
+            dest: RUN_DIR.into(),
+        });
+    }
+    ops
+}
