@@ -12,7 +12,7 @@ pub mod mounts;
 mod request;
 mod resolve;
 mod sockets;
-mod system;
+pub(crate) mod system;
 
 use std::path::PathBuf;
 

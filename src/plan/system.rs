@@ -96,7 +96,20 @@ pub fn device_nodes(seeded: bool) -> Vec<MountOp> {
 /// `/etc/ld.so.preload` naming the library. The tmpfs stays writable only in `tick` mode (the
 /// shared read counter).
 pub(super) fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
-    let mut ops = vec![
+    let mut ops = runtime_dir(clock, seed);
+    ops.push(MountOp::Preload {
+        etc: "/etc".into(),
+        lib: PRELOAD_PATH.into(),
+    });
+    let tick = clock.is_some_and(|c| matches!(c.mode, ClockMode::Tick { .. }));
+    ops.extend(runtime_dir_readonly(tick));
+    ops
+}
+
+/// The private tmpfs at `RUN_DIR` holding the runtime page and the preload library (exec
+/// sandboxes and OCI containers alike).
+pub(crate) fn runtime_dir(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
+    vec![
         MountOp::Tmpfs {
             dest: RUN_DIR.into(),
             mode: 0o755,
@@ -107,15 +120,13 @@ pub(super) fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec
             clock,
             seed,
         },
-        MountOp::Preload {
-            etc: "/etc".into(),
-            lib: PRELOAD_PATH.into(),
-        },
-    ];
-    if !clock.is_some_and(|c| matches!(c.mode, ClockMode::Tick { .. })) {
-        ops.push(MountOp::Readonly {
-            dest: RUN_DIR.into(),
-        });
-    }
-    ops
+    ]
+}
+
+/// The runtime directory made read-only once written, except in `tick` mode (its page holds
+/// the shared read counter).
+pub(crate) fn runtime_dir_readonly(tick: bool) -> Option<MountOp> {
+    (!tick).then(|| MountOp::Readonly {
+        dest: RUN_DIR.into(),
+    })
 }

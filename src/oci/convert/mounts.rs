@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{bad, bundle_path, ConvertError};
-use crate::determinism::clock::{ClockMode, ClockPlan, PRELOAD_PATH, RUN_DIR};
+use crate::determinism::clock::{ClockMode, ClockPlan, PRELOAD_PATH};
 use crate::oci::spec;
 use crate::plan::MountOp;
 
@@ -176,18 +176,7 @@ pub(super) fn runtime_mounts(
     mode: ClockMode,
     seed: Option<u64>,
 ) -> Vec<MountOp> {
-    let mut ops = vec![
-        MountOp::Tmpfs {
-            dest: RUN_DIR.into(),
-            mode: 0o755,
-            size: Some(1 << 20),
-        },
-        MountOp::RuntimeFiles {
-            dir: RUN_DIR.into(),
-            clock,
-            seed,
-        },
-    ];
+    let mut ops = crate::plan::system::runtime_dir(clock, seed);
     // The container's root is writable: /etc/ld.so.preload is one generated file bound over
     // it (the image's own lines kept), not an overlay over all of /etc (engines bind
     // /etc/hosts and friends into it).
@@ -203,11 +192,8 @@ pub(super) fn runtime_mounts(
         dest: "/etc/ld.so.preload".into(),
         contents,
     });
-    if !matches!(mode, ClockMode::Tick { .. }) {
-        ops.push(MountOp::Readonly {
-            dest: RUN_DIR.into(),
-        });
-    }
+    let tick = matches!(mode, ClockMode::Tick { .. });
+    ops.extend(crate::plan::system::runtime_dir_readonly(tick));
     ops
 }
 
