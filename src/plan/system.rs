@@ -28,26 +28,12 @@ pub(super) fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp>
     ops.push(MountOp::Devpts {
         dest: "/dev/pts".into(),
     });
-    ops.push(MountOp::Symlink {
-        target: "pts/ptmx".into(),
-        dest: "/dev/ptmx".into(),
-    });
+    ops.extend(dev_links());
     ops.push(MountOp::Tmpfs {
         dest: "/dev/shm".into(),
         mode: 0o1777,
         size: None,
     });
-    for (target, dest) in [
-        ("/proc/self/fd", "/dev/fd"),
-        ("/proc/self/fd/0", "/dev/stdin"),
-        ("/proc/self/fd/1", "/dev/stdout"),
-        ("/proc/self/fd/2", "/dev/stderr"),
-    ] {
-        ops.push(MountOp::Symlink {
-            target: target.into(),
-            dest: dest.into(),
-        });
-    }
     ops.push(MountOp::Tmpfs {
         dest: "/run".into(),
         mode: 0o755,
@@ -90,6 +76,24 @@ pub fn device_nodes(seeded: bool) -> Vec<MountOp> {
         });
     }
     ops
+}
+
+/// The links of a fresh `/dev` (exec sandboxes and OCI containers alike): `ptmx` into the
+/// devpts instance, and `fd`, `stdin`, `stdout`, `stderr` into `/proc/self/fd`.
+pub(crate) fn dev_links() -> Vec<MountOp> {
+    [
+        ("pts/ptmx", "/dev/ptmx"),
+        ("/proc/self/fd", "/dev/fd"),
+        ("/proc/self/fd/0", "/dev/stdin"),
+        ("/proc/self/fd/1", "/dev/stdout"),
+        ("/proc/self/fd/2", "/dev/stderr"),
+    ]
+    .into_iter()
+    .map(|(target, dest)| MountOp::Symlink {
+        target: target.into(),
+        dest: dest.into(),
+    })
+    .collect()
 }
 
 /// The runtime page (clock, seed) and preload library in a private tmpfs, and

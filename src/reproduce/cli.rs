@@ -23,7 +23,7 @@ pub struct ReproduceArgs {
 pub enum ReproduceCommand {
     /// Re-run each predicted patch k times in fresh sandboxes and record every run.
     #[command(
-        after_help = "Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
+        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
     )]
     Run(Box<RunArgs>),
     /// Write report.md, report.html (with SVG charts) and summary.json from a study.

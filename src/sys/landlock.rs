@@ -7,11 +7,8 @@
 
 use nix::errno::Errno;
 
-const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
 const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
 const LANDLOCK_SCOPE_SIGNAL: u64 = 2;
-/// The first ABI with scopes.
-const SCOPES_ABI: i64 = 6;
 
 #[repr(C)]
 struct RulesetAttr {
@@ -20,28 +17,12 @@ struct RulesetAttr {
     scoped: u64,
 }
 
-/// The kernel's Landlock ABI version (0 when Landlock is absent or disabled).
-pub(crate) fn abi() -> i64 {
-    // SAFETY: with LANDLOCK_CREATE_RULESET_VERSION the attribute pointer must be NULL and the
-    // size 0; the call only returns a number.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<RulesetAttr>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    v.max(0)
-}
-
 /// Puts the calling thread (and everything it starts) in a Landlock domain scoped for
 /// signals and abstract unix sockets. `Ok(false)` where the kernel has no scopes (older than
-/// ABI 6, or Landlock off): nothing is changed. Needs no_new_privs (or CAP_SYS_ADMIN).
+/// ABI 6: the attribute's `scoped` field is unknown to it, E2BIG; or Landlock off or absent):
+/// nothing is changed. Two system calls, no version query first (this is on every run's
+/// start-up path). Needs no_new_privs (or CAP_SYS_ADMIN).
 pub(crate) fn scope_self() -> Result<bool, Errno> {
-    if abi() < SCOPES_ABI {
-        return Ok(false);
-    }
     let attr = RulesetAttr {
         handled_access_fs: 0,
         handled_access_net: 0,
@@ -56,7 +37,11 @@ pub(crate) fn scope_self() -> Result<bool, Errno> {
             0u32,
         )
     };
-    let fd = Errno::result(fd)? as libc::c_int;
+    let fd = match Errno::result(fd) {
+        Ok(fd) => fd as libc::c_int,
+        Err(Errno::E2BIG | Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => return Ok(false),
+        Err(e) => return Err(e),
+    };
     // SAFETY: the kernel returned a new descriptor (close-on-exec by definition: Landlock
     // ruleset fds are O_CLOEXEC) that nothing else owns.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };

@@ -153,18 +153,7 @@ pub(super) fn default_devices(seeded: bool, dev_tmpfs: bool) -> Vec<MountOp> {
         return Vec::new();
     }
     let mut ops = crate::plan::device_nodes(seeded);
-    for (target, dest) in [
-        ("pts/ptmx", "/dev/ptmx"),
-        ("/proc/self/fd", "/dev/fd"),
-        ("/proc/self/fd/0", "/dev/stdin"),
-        ("/proc/self/fd/1", "/dev/stdout"),
-        ("/proc/self/fd/2", "/dev/stderr"),
-    ] {
-        ops.push(MountOp::Symlink {
-            target: target.into(),
-            dest: dest.into(),
-        });
-    }
+    ops.extend(crate::plan::system::dev_links());
     ops
 }
 
