@@ -10,6 +10,7 @@ pub mod determinism;
 pub(crate) mod exit;
 pub(crate) mod image;
 pub(crate) mod mirror;
+pub(crate) mod net;
 pub(crate) mod oci;
 pub mod parse;
 pub(crate) mod pipeline;

@@ -1,0 +1,1 @@
+//! Addresses the proxy refuses whatever name led to them.
