@@ -11,6 +11,7 @@ mod image;
 mod isolation;
 mod lifecycle;
 mod mirror;
+mod net;
 mod oci;
 mod reproduce;
 mod time;

@@ -9,7 +9,7 @@ use crate::common::*;
 
 /// Busybox applets the bundles use.
 const APPLETS: &[&str] = &[
-    "sh", "echo", "sleep", "date", "cat", "ls", "id", "tty", "true", "env", "touch", "test",
+    "sh", "echo", "sleep", "date", "cat", "ls", "id", "tty", "true", "env", "touch", "test", "wget",
 ];
 
 /// A bundle: a busybox rootfs and `reprorun spec`'s config with `args` and `edit` applied.
@@ -772,4 +772,63 @@ fn a_container_cannot_reach_the_callers_group_or_the_hosts_devices() {
         "init's command line: {:?}",
         stdout(&o)
     );
+}
+
+/// `org.reprorun.net.allow`: the container reaches the allowlisted host through the proxy the
+/// monitor serves, and nothing else; `org.reprorun.net.log` records both attempts.
+#[test]
+fn a_container_reaches_allowlisted_hosts_only() {
+    if !is_root() {
+        return;
+    }
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nfrom-host");
+        }
+    });
+    let script = format!(
+        "wget -q -O - http://api.test:{p}/; echo; wget -q -O - http://other.test:{p}/ || echo refused"
+    );
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("net.jsonl");
+    let b = Bundle::new(&["sh", "-c", &script], |c| {
+        c["annotations"]["org.reprorun.net.allow"] = format!("api.test:{p}, 127.0.0.1:{p}").into();
+        c["annotations"]["org.reprorun.net.add-host"] = "api.test:127.0.0.1".into();
+        c["annotations"]["org.reprorun.net.log"] = log.to_str().unwrap().into();
+    });
+    let o = b.run(&["run", "egress"]);
+    let out = expect_code(&o, 0);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["from-host", "refused"],
+        "{o:?}"
+    );
+    // The monitor writes each line as its connection ends; it may still be finishing.
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() == 2)
+    }));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["decision"], "allowed", "{lines:?}");
+    assert_eq!(lines[1]["decision"], "refused", "{lines:?}");
+    assert_eq!(lines[1]["host"], "other.test", "{lines:?}");
+    // A joined network namespace is not one of the container's own: refused at create.
+    let b = Bundle::new(&["true"], |c| {
+        c["annotations"]["org.reprorun.net.allow"] = "pypi.org".into();
+        for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            if ns["type"] == "network" {
+                ns["path"] = "/proc/self/ns/net".into();
+            }
+        }
+    });
+    let o = b.run(&["run", "joined"]);
+    expect_error(&o, "network namespace of the container's own");
 }

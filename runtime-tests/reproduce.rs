@@ -822,3 +822,48 @@ fn instances_run_on_an_image() {
         .unwrap();
     expect_error(&out, "instance on-busybox: image \"nonesuch\"");
 }
+
+/// `--no-shim-net allow:...`: the no-shim arm reaches the allowlisted (loopback) index and
+/// nothing else; the shim arm stays offline.
+#[test]
+fn the_no_shim_arm_reaches_allowlisted_hosts_only() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = listener.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h = hits.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let mut f = Fixture::new();
+    // curl takes the proxy from the environment; --noproxy '' lets it proxy a loopback
+    // address too (the index is the host's loopback, not the sandbox's).
+    f.add(
+        "online",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"FAIL_TO_PASS": [], "PASS_TO_PASS": [],
+            "test_cmd": format!("curl -sf --noproxy '' http://127.0.0.1:{p}/simple/")}),
+    );
+    let net = format!("allow:127.0.0.1:{p},pypi.org");
+    let s = f.study(&["--k", "1", "--compare-shim", "--no-shim-net", &net]);
+    let i = instance(&s, "online");
+    assert_eq!(i["class_no_shim"], "reproducible", "{s}");
+    assert_ne!(i["class_shim"], "reproducible", "{s}");
+    assert!(hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    // A bad pattern is one line before anything runs.
+    let o = f
+        .cmd(&["--no-shim-net", "allow:pypi.org:*"])
+        .output()
+        .unwrap();
+    expect_error(&o, "pypi.org:*");
+}

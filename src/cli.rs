@@ -83,9 +83,28 @@ pub(crate) struct ExecArgs {
     /// Mount an empty tmpfs at DST; repeatable, applied in order with --bind.
     #[arg(long, value_name = "DST", value_parser = parse::target)]
     pub(crate) tmpfs: Vec<PathBuf>,
-    /// Network: `none` (new namespace, loopback only) or `host`.
-    #[arg(long, value_enum, default_value_t = NetMode::None)]
-    pub(crate) net: NetMode,
+    /// Network: `none` (a new namespace, loopback only; the default), `host` (the host's
+    /// network), or `allow` (a new namespace whose one way out is reprorun's egress proxy,
+    /// which lets through the --allow-host list and nothing else; `spec/network.md`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) net: Option<NetMode>,
+    /// Let the sandbox reach this host through the egress proxy: a DNS name, `*.suffix` (one
+    /// or more labels), or an IP literal (`[v6]` for IPv6); PORT is 443 unless given (name
+    /// every port: `:*` is refused). Repeatable; implies --net allow.
+    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| crate::net::Rule::parse(v))]
+    pub(crate) allow_host: Vec<crate::net::Rule>,
+    /// Read --allow-host patterns from FILE, one a line (blank lines and `#` comments
+    /// skipped). Repeatable; implies --net allow.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) allow_file: Vec<PathBuf>,
+    /// The egress proxy resolves NAME to ADDRESS instead of asking the host's resolver (as
+    /// Docker's --add-host); the address rules still apply. Repeatable; implies --net allow.
+    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| crate::net::allow::parse_add_host(v))]
+    pub(crate) add_host: Vec<(String, std::net::IpAddr)>,
+    /// Append one JSON line to FILE per connection attempt through the egress proxy, as it
+    /// ends (the run record's `network` list holds the same); implies --net allow.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) net_log: Option<PathBuf>,
     /// Set an environment variable (after the pins and --env-file); repeatable.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse::env_entry)]
     pub(crate) env: Vec<(String, String)>,
@@ -189,6 +208,13 @@ pub(crate) enum Error {
     },
     #[error("{0}")]
     Plan(#[from] PlanError),
+    #[error("{0}")]
+    Allow(#[from] crate::net::AllowError),
+    #[error("--net-log {path}: {source}; pass a writable file path")]
+    NetLog {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Record(#[from] RecordError),
     #[error("{0}")]
@@ -308,6 +334,26 @@ fn extra_mounts(args: &ExecArgs, m: &ArgMatches) -> Vec<ExtraMount> {
     all.into_iter().map(|(_, m)| m).collect()
 }
 
+/// Whether any egress option was given (they imply `--net allow`).
+fn wants_egress(args: &ExecArgs) -> bool {
+    !args.allow_host.is_empty()
+        || !args.allow_file.is_empty()
+        || !args.add_host.is_empty()
+        || args.net_log.is_some()
+}
+
+/// The allowlist (`--allow-host`, then each `--allow-file`) and `--add-host` overrides.
+fn egress(args: &ExecArgs) -> Result<crate::net::Egress, Error> {
+    let mut rules = args.allow_host.clone();
+    for file in &args.allow_file {
+        rules.extend(crate::net::allow::read_file(file)?);
+    }
+    Ok(crate::net::Egress {
+        rules,
+        hosts: args.add_host.clone(),
+    })
+}
+
 /// Builds the request from parsed arguments (reads --env-file files).
 pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
     let mut env = Vec::new();
@@ -322,7 +368,13 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         rootfs: args.rootfs.clone(),
         workdir: args.workdir.clone(),
         extra_mounts: extra_mounts(args, m),
-        net: args.net,
+        net: args.net.unwrap_or(if wants_egress(args) {
+            NetMode::Allow
+        } else {
+            NetMode::None
+        }),
+        egress: egress(args)?,
+        net_log: args.net_log.clone(),
         hostname: args.hostname.clone(),
         user: args.user,
         timeout: args.timeout,
@@ -393,6 +445,18 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
         Err(e) => return fail(e.into()),
     };
 
+    if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
+        let opened = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        if let Err(source) = opened {
+            return fail(Error::NetLog {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    }
     let started = SystemTime::now();
     let clock = Instant::now();
     let result = sandbox::run(&plan, &mut |line| eprintln!("reprorun: {line}"));
@@ -419,6 +483,12 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             timed_out: outcome.as_ref().is_some_and(|o| o.timed_out),
             oom_killed: outcome.as_ref().is_some_and(|o| o.oom_killed),
             error,
+            network: plan.egress.as_ref().map(|_| {
+                outcome
+                    .as_ref()
+                    .map(|o| o.network.clone())
+                    .unwrap_or_default()
+            }),
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };
         if let Err(e) = sink.write(&rec) {

@@ -65,6 +65,9 @@ pub(crate) struct RunRecord<'a> {
     pub(crate) oom_killed: bool,
     /// The one-line error reprorun printed, if any.
     pub(crate) error: Option<String>,
+    /// With `--net allow`: every connection attempt the egress proxy saw, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) network: Option<Vec<crate::net::log::ConnRecord>>,
     pub(crate) rusage: Rusage,
 }
 

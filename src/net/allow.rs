@@ -34,8 +34,9 @@ pub enum HostPattern {
     Ip(IpAddr),
 }
 
-/// One allowlist entry: a host pattern and one port.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One allowlist entry: a host pattern and one port. Serialized in its canonical text form.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Rule {
     pub host: HostPattern,
     pub port: u16,
@@ -52,6 +53,19 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let _ = f;
         todo!()
+    }
+}
+
+impl From<Rule> for String {
+    fn from(r: Rule) -> String {
+        r.to_string()
+    }
+}
+
+impl TryFrom<String> for Rule {
+    type Error = AllowError;
+    fn try_from(s: String) -> Result<Rule, AllowError> {
+        Rule::parse(&s)
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) use allow::{AllowError, Rule};
 pub(crate) const PROXY_PORT: u16 = 3128;
 
 /// The egress policy of a `--net allow` run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Egress {
     /// The allowlist in the order given (an empty list allows nothing).
     pub rules: Vec<Rule>,

@@ -36,3 +36,15 @@ impl Proxy {
         todo!()
     }
 }
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            head_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            max_conns: 256,
+            head_cap: 64 * 1024,
+        }
+    }
+}

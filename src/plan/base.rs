@@ -78,6 +78,8 @@ impl Plan {
             resources: Resources::default(),
             process_user: None,
             join: Vec::new(),
+            egress: None,
+            net_log: None,
             oom_score_adj: None,
             terminal: false,
             parent_maps: None,

@@ -21,7 +21,8 @@ use thiserror::Error;
 
 pub(crate) use base::{pinned_identity, DEFAULT_DOMAINNAME, DEFAULT_HOSTNAME};
 pub use mounts::MountOp;
-pub use request::{ExecRequest, ExtraMount, HostFacts};
+pub use request::{ExecRequest, ExtraMount, HostFacts, NetChoice};
+pub(crate) use resolve::proxy_env;
 pub use resolve::resolve;
 pub use system::device_nodes;
 
@@ -96,6 +97,10 @@ pub enum PlanError {
     ImageAndRootfs,
     #[error("--image needs namespaces (the image is mounted as the root): drop --isolation=none")]
     ImageIsolation,
+    #[error("--net allow needs a network namespace of its own: drop --isolation=none")]
+    EgressIsolation,
+    #[error("--allow-host, --allow-file, --add-host and --net-log need --net allow (implied when --net is not given), not --net {0}")]
+    EgressNet(&'static str),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -116,6 +121,9 @@ pub enum NetMode {
     None,
     /// The host's network namespace.
     Host,
+    /// A new network namespace whose only way out is the egress proxy: named hosts and
+    /// nothing else (`--allow-host`, `spec/network.md`).
+    Allow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,6 +223,12 @@ pub struct Plan {
     /// as they are; otherwise they are replaced by a pseudo-terminal of the sandbox's own.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub share_tty: bool,
+    /// `--net allow`: the egress policy the proxy enforces (`spec/network.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::net::Egress>,
+    /// `--net-log`: the file the proxy appends one JSON line to per connection attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_log: Option<PathBuf>,
 }
 
 fn yes() -> bool {

@@ -16,6 +16,70 @@ pub enum ExtraMount {
     Tmpfs(PathBuf),
 }
 
+/// A network as one option names it (`reproduce --no-shim-net`): `none`, `host`, or
+/// `allow:PATTERN,...` (the egress proxy with that allowlist; `allow` alone allows nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetChoice {
+    pub mode: NetMode,
+    pub egress: crate::net::Egress,
+}
+
+impl NetChoice {
+    pub const NONE: NetChoice = NetChoice {
+        mode: NetMode::None,
+        egress: crate::net::Egress {
+            rules: Vec::new(),
+            hosts: Vec::new(),
+        },
+    };
+
+    /// Parses `none`, `host`, `allow` or `allow:PATTERN,PATTERN,...`.
+    pub fn parse(text: &str) -> Result<NetChoice, String> {
+        let mode = |mode| NetChoice {
+            mode,
+            egress: Default::default(),
+        };
+        match text.split_once(':') {
+            None if text == "none" => Ok(mode(NetMode::None)),
+            None if text == "host" => Ok(mode(NetMode::Host)),
+            None if text == "allow" => Ok(mode(NetMode::Allow)),
+            Some(("allow", list)) => {
+                let rules = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(crate::net::Rule::parse)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
+                Ok(NetChoice {
+                    mode: NetMode::Allow,
+                    egress: crate::net::Egress {
+                        rules,
+                        hosts: Vec::new(),
+                    },
+                })
+            }
+            _ => Err(format!(
+                "{text:?}: expected none, host, or allow:PATTERN[:PORT],... (e.g. allow:pypi.org,files.pythonhosted.org)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for NetChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.mode {
+            NetMode::None => f.write_str("none"),
+            NetMode::Host => f.write_str("host"),
+            NetMode::Allow if self.egress.rules.is_empty() => f.write_str("allow"),
+            NetMode::Allow => {
+                let rules: Vec<String> = self.egress.rules.iter().map(|r| r.to_string()).collect();
+                write!(f, "allow:{}", rules.join(","))
+            }
+        }
+    }
+}
+
 /// What the caller asked for, independent of how it was asked (CLI, OCI, pipeline).
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
@@ -28,6 +92,10 @@ pub struct ExecRequest {
     /// run) instead of a read-write bind: the run cannot change the host directory.
     pub workdir_overlay: bool,
     pub net: NetMode,
+    /// With `NetMode::Allow`: the allowlist and resolver overrides of the egress proxy.
+    pub egress: crate::net::Egress,
+    /// `--net-log`: where the proxy appends a JSON line per connection attempt.
+    pub net_log: Option<PathBuf>,
     /// User additions, applied in order over the pins.
     pub env: Vec<(String, String)>,
     /// Start from the pinned environment (else from nothing but `HOME`, for a host-like run
@@ -76,6 +144,8 @@ impl ExecRequest {
             extra_mounts: Vec::new(),
             workdir_overlay: false,
             net: NetMode::None,
+            egress: crate::net::Egress::default(),
+            net_log: None,
             env: Vec::new(),
             pinned_env: true,
             hostname: DEFAULT_HOSTNAME.into(),

@@ -44,13 +44,29 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         mounts.push(MountOp::ReadonlyRoot);
     }
     let env = environment(req, host, clock)?;
+    let isolation = match (req.net, roots.isolation) {
+        (NetMode::Allow, Isolation::None) => return Err(PlanError::EgressIsolation),
+        // The one way out is the proxy: never fall back to the host's network.
+        (NetMode::Allow, _) => Isolation::Full,
+        (_, i) => i,
+    };
+    let egress = match req.net {
+        NetMode::Allow => Some(req.egress.clone()),
+        _ if req.egress != crate::net::Egress::default() || req.net_log.is_some() => {
+            return Err(PlanError::EgressNet(match req.net {
+                NetMode::Host => "host",
+                _ => "none",
+            }))
+        }
+        _ => None,
+    };
 
     let (in_uid, in_gid) = req
         .user
         .or(req.image.as_ref().and_then(|i| i.user))
         .unwrap_or((0, 0));
     Ok(Plan {
-        isolation: roots.isolation,
+        isolation,
         namespaces: namespaces(req.net),
         uid_map: IdMap {
             inside: in_uid,
@@ -78,6 +94,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         share_tty: req.share_tty,
         intercept: req.intercept,
         sorted_dirs: req.sorted_dirs,
+        net_log: egress.as_ref().and(req.net_log.clone()),
+        egress,
         ..Plan::base(roots.rootfs, argv)
     })
 }
@@ -288,10 +306,35 @@ fn environment(
     if let Some(img) = &req.image {
         image::apply_env(&mut env, img)?;
     }
+    if req.net == NetMode::Allow {
+        for (k, v) in proxy_env() {
+            env.set(k, &v)?;
+        }
+    }
     for (k, v) in &req.env {
         env.set(k, v)?;
     }
     Ok(env.to_vec())
+}
+
+/// What points clients at the egress proxy (`spec/network.md`): the HTTP proxy variables in
+/// both cases, `ALL_PROXY` for SOCKS5 clients (names resolved by the proxy), loopback kept
+/// direct, and Node's switch to read them.
+pub(crate) fn proxy_env() -> Vec<(&'static str, String)> {
+    let http = format!("http://127.0.0.1:{}", crate::net::PROXY_PORT);
+    let socks = format!("socks5h://127.0.0.1:{}", crate::net::PROXY_PORT);
+    let direct = "localhost,127.0.0.1,::1".to_string();
+    vec![
+        ("HTTP_PROXY", http.clone()),
+        ("HTTPS_PROXY", http.clone()),
+        ("ALL_PROXY", socks.clone()),
+        ("NO_PROXY", direct.clone()),
+        ("http_proxy", http.clone()),
+        ("https_proxy", http),
+        ("all_proxy", socks),
+        ("no_proxy", direct),
+        ("NODE_USE_ENV_PROXY", "1".into()),
+    ]
 }
 
 /// Every namespace, but the host's network with `--net=host`.

@@ -11,7 +11,7 @@ use super::runner::Conditions;
 use super::store::Store;
 use super::{regrade, report, stats, study, summary, ReproduceError};
 use crate::pipeline::progress::ProgressMode;
-use crate::plan::NetMode;
+use crate::plan::NetChoice;
 
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
@@ -91,9 +91,11 @@ pub struct RunArgs {
     /// without it, host-like runs use the host's own pip/uv configuration.
     #[arg(long, value_name = "DIR")]
     pub no_shim_mirror: Option<PathBuf>,
-    /// The no-shim arm's network: `none` (loopback only) or `host`.
-    #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
-    pub no_shim_net: NetMode,
+    /// The no-shim arm's network: `none` (loopback only), `host`, or `allow:PATTERN,...`
+    /// (only the named hosts, through the egress proxy, e.g.
+    /// `allow:pypi.org,files.pythonhosted.org`; patterns as for `exec --allow-host`).
+    #[arg(long, default_value = "none", value_name = "MODE", value_parser = NetChoice::parse)]
+    pub no_shim_net: NetChoice,
     /// Limit for each test command.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = crate::parse::duration)]
     pub timeout: Duration,

@@ -15,7 +15,7 @@ use crate::determinism::clock::DateChoice;
 use crate::determinism::{EnvProfile, RandomMode};
 use crate::parse::BindSpec;
 use crate::pipeline::unit::{Scratch, OUT_DIR};
-use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetMode};
+use crate::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetChoice};
 
 /// Where the run's JUnit XML is asked for, inside the sandbox (in [`OUT_DIR`]).
 pub const JUNIT: &str = "/.reprorun/out/junit.xml";
@@ -51,7 +51,7 @@ pub struct Conditions {
     /// own configuration (the live index, through the network it allows).
     pub no_shim_mirror: Option<PathBuf>,
     /// `--no-shim-net`.
-    pub no_shim_net: NetMode,
+    pub no_shim_net: NetChoice,
     /// The caller's environment, passed to host-like runs.
     pub host_env: Vec<(String, String)>,
     /// `--store`: the image store for instances with an `image`.
@@ -125,7 +125,7 @@ impl Conditions {
             "memory": self.memory,
             "seed": self.seed,
             "no_shim_mirror": self.no_shim_mirror,
-            "no_shim_net": self.no_shim_net,
+            "no_shim_net": self.no_shim_net.to_string(),
         })
         .to_string()
     }
@@ -136,7 +136,7 @@ impl Conditions {
             memory: None,
             seed,
             no_shim_mirror: None,
-            no_shim_net: NetMode::None,
+            no_shim_net: NetChoice::NONE,
             store: None,
             host_env: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -181,9 +181,15 @@ pub fn request(
         req.date = Some(DateChoice::Now);
         req.random = RandomMode::Real;
         req.pinned_env = false;
-        req.net = cond.no_shim_net;
+        req.net = cond.no_shim_net.mode;
+        req.egress = cond.no_shim_net.egress.clone();
         req.cpus = Some(host.cpus_available);
-        env.extend(cond.host_env.iter().cloned());
+        // Behind the egress proxy the caller's own proxy settings would lead nowhere.
+        let ours = |k: &str| {
+            req.net == crate::plan::NetMode::Allow
+                && crate::plan::proxy_env().iter().any(|(p, _)| *p == k)
+        };
+        env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
         mirror = cond.no_shim_mirror.clone();
     } else {
         req.date = Some(match without {
@@ -217,7 +223,8 @@ pub fn request(
             req.cpus = Some(host.cpus_available);
         }
         if without == Some(Pin::Network) {
-            req.net = cond.no_shim_net;
+            req.net = cond.no_shim_net.mode;
+            req.egress = cond.no_shim_net.egress.clone();
         }
         if without == Some(Pin::Mirror) {
             mirror = cond.no_shim_mirror.clone();

@@ -150,7 +150,7 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
                         inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none()
                     }
                     Pin::Cpus => cpus_per_worker <= 1,
-                    Pin::Network => opts.conditions.no_shim_net == crate::plan::NetMode::None,
+                    Pin::Network => opts.conditions.no_shim_net.mode == crate::plan::NetMode::None,
                     _ => false,
                 };
                 if same {

@@ -30,6 +30,8 @@ pub(crate) struct Created {
     pub(crate) cgroup_dirs: Vec<PathBuf>,
     sock: OwnedFd,
     pidfd: OwnedFd,
+    /// The egress proxy's listening socket (`org.reprorun.net.allow`): the monitor serves it.
+    proxy_listener: Option<OwnedFd>,
 }
 
 /// A container has no pins-only fallback: a refusal is a plain setup error (whose message
@@ -110,7 +112,9 @@ pub(crate) fn create(
         nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
     )
     .map_err(|e| abort(step("start init")(e)))?;
-    // Init reports Ready, or a failure, or dies.
+    // Init reports Ready, or a failure, or dies; before that it may hand over the egress
+    // proxy's listening socket.
+    let mut proxy_listener = None;
     loop {
         let mut fds = [
             nix::poll::PollFd::new(ours.as_fd(), nix::poll::PollFlags::POLLIN),
@@ -120,10 +124,14 @@ pub(crate) fn create(
             Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(abort(step("poll")(e))),
         }
-        let msg = crate::sys::recv_packet(&ours)
-            .ok()
-            .flatten()
-            .and_then(|(b, _)| protocol::parse(&b));
+        let msg = match crate::sys::recv_packet(&ours).ok().flatten() {
+            Some((b, Some(fd))) if b == [init::PROXY_TAG] => {
+                proxy_listener = Some(fd);
+                continue;
+            }
+            Some((b, _)) => protocol::parse(&b),
+            None => None,
+        };
         match msg {
             Some(msg) => match super::supervisor::init_error(msg) {
                 None => break,
@@ -142,6 +150,7 @@ pub(crate) fn create(
         cgroup_dirs: cg.keep(),
         sock: ours,
         pidfd,
+        proxy_listener,
     })
 }
 
@@ -215,7 +224,11 @@ impl Created {
             nix::unistd::ForkResult::Child => {
                 let _ = nix::unistd::setsid();
                 crate::sys::stdio_to_null();
+                let proxy = self.proxy_listener.and_then(|l| serve_egress(plan, l));
                 let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
+                if let Some(proxy) = proxy {
+                    proxy.stop();
+                }
                 // SAFETY: _exit ends the monitor without the creator's atexit handlers.
                 unsafe { libc::_exit(code) }
             }
@@ -223,6 +236,20 @@ impl Created {
         }
         Ok(())
     }
+}
+
+/// Starts the egress proxy on init's listener in the monitor (its records go to the
+/// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise).
+fn serve_egress(plan: &Plan, listener: OwnedFd) -> Option<crate::net::proxy::Proxy> {
+    let egress = plan.egress.clone()?;
+    let log = plan.net_log.as_ref().and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    crate::net::proxy::start(listener, egress, crate::net::proxy::Config::default(), log).ok()
 }
 
 /// The monitor: one notification server per listener (init's workload, and every process
@@ -535,6 +562,7 @@ pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
             reap_all: false,
             sock: None,
             relay: None,
+            proxy: None,
         },
         &mut msgs,
     )?;

@@ -123,6 +123,8 @@ pub(crate) struct Outcome {
     pub(crate) isolation: Isolation,
     /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
     pub(crate) oom_killed: bool,
+    /// With `--net allow`: the egress proxy's record of every connection attempt.
+    pub(crate) network: Vec<crate::net::log::ConnRecord>,
 }
 
 /// The workload's standard input, output and error, when they are not the caller's own

@@ -180,6 +180,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
                 .as_ref()
                 .map(|s| (s, server.as_ref().map(|s| s.listener.clone()))),
             relay,
+            proxy: None,
         },
         &mut Vec::new(),
     )?;

@@ -39,6 +39,7 @@ impl Watched {
             usage: self.usage,
             isolation,
             oom_killed: false,
+            network: Vec::new(),
         }
     }
 }
@@ -52,6 +53,53 @@ pub(super) struct Watch<'a> {
     pub(crate) sock: Option<(&'a OwnedFd, Option<Sender<OwnedFd>>)>,
     /// The relay between the caller's terminal and the workload's pty, if it has one already.
     pub(crate) relay: Option<Relay>,
+    /// The egress proxy, started on the listening socket init sends (`--net allow`).
+    pub(crate) proxy: Option<&'a mut Egress>,
+}
+
+/// The egress proxy of a `--net allow` run: started when init's listener arrives, stopped
+/// when the run ends (its record of connection attempts goes into the outcome).
+pub(super) struct Egress {
+    egress: crate::net::Egress,
+    log: Option<std::path::PathBuf>,
+    running: Option<crate::net::proxy::Proxy>,
+}
+
+impl Egress {
+    pub(super) fn of(plan: &Plan) -> Option<Egress> {
+        plan.egress.clone().map(|egress| Egress {
+            egress,
+            log: plan.net_log.clone(),
+            running: None,
+        })
+    }
+
+    /// Starts serving `listener`. A proxy that cannot start leaves the sandbox with no way
+    /// out, which is what the allowlist asks for anyway; the failure is reported.
+    pub(super) fn start(&mut self, listener: OwnedFd) -> Result<(), std::io::Error> {
+        let log = match &self.log {
+            Some(path) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            ),
+            None => None,
+        };
+        let config = crate::net::proxy::Config::default();
+        self.running = Some(crate::net::proxy::start(
+            listener,
+            self.egress.clone(),
+            config,
+            log,
+        )?);
+        Ok(())
+    }
+
+    /// Stops the proxy (every live connection ends) and returns its records.
+    pub(super) fn stop(self) -> Vec<crate::net::log::ConnRecord> {
+        self.running.map(|p| p.stop()).unwrap_or_default()
+    }
 }
 
 /// Waits for `child` while forwarding signals to it. At the deadline calls
@@ -83,6 +131,7 @@ pub(super) fn watch(
     };
     let mut reap = true; // a SIGCHLD may predate the signalfd
     let mut relay = how.relay;
+    let mut proxy = how.proxy;
     loop {
         if reap {
             reap = false;
@@ -168,6 +217,15 @@ pub(super) fn watch(
                     }
                     (Some(fd), _) if bytes == [tty::MASTER_TAG] => {
                         relay = Some(Relay::new(fd, tty::Terminals::of_caller()));
+                    }
+                    (Some(fd), _) if bytes == [init::PROXY_TAG] => {
+                        if let Some(p) = proxy.as_deref_mut() {
+                            if let Err(e) = p.start(fd) {
+                                eprintln!(
+                                    "reprorun: egress proxy: {e}; the sandbox has no way out"
+                                );
+                            }
+                        }
                     }
                     _ => msgs.extend(protocol::parse(&bytes)),
                 },
@@ -297,6 +355,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     };
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
+    let mut egress = Egress::of(plan);
     let watched = watch(
         child,
         deadline,
@@ -308,9 +367,12 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             reap_all: false,
             sock: Some((&ours, server.as_ref().map(|s| s.listener.clone()))),
             relay: None,
+            proxy: egress.as_mut(),
         },
         &mut msgs,
-    )?;
+    );
+    let network = egress.map(Egress::stop).unwrap_or_default();
+    let watched = watched?;
     msgs.extend(drain(&ours));
     if let Some(msg) = msgs.into_iter().next() {
         // The workload never ran: end the server thread before anything else (e.g. a
@@ -322,5 +384,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             return Err(e);
         }
     }
-    Ok(watched.outcome(Isolation::Full))
+    let mut outcome = watched.outcome(Isolation::Full);
+    outcome.network = network;
+    Ok(outcome)
 }

@@ -316,6 +316,21 @@ pub(crate) fn loopback_up() -> Result<(), Errno> {
     Ok(())
 }
 
+/// A TCP socket listening on 127.0.0.1:`port` in the current network namespace.
+pub(crate) fn listen_loopback(port: u16) -> Result<OwnedFd, Errno> {
+    use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType};
+    let sock = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let addr = nix::sys::socket::SockaddrIn::new(127, 0, 0, 1, port);
+    bind(sock.as_raw_fd(), &addr)?;
+    listen(&sock, Backlog::new(1024).unwrap_or(Backlog::MAXCONN))?;
+    Ok(sock)
+}
+
 /// Sends a descriptor over a unix socket (SCM_RIGHTS) with a one-byte tag.
 pub(crate) fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};

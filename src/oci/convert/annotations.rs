@@ -18,6 +18,11 @@ pub struct Determinism {
     pub seed: u64,
     pub random: RandomMode,
     pub cpus: u32,
+    /// `org.reprorun.net.allow` (comma-separated patterns) and `org.reprorun.net.add-host`
+    /// (comma-separated NAME:ADDRESS): the container's only way out is the egress proxy.
+    pub egress: Option<crate::net::Egress>,
+    /// `org.reprorun.net.log`: the host file the monitor's proxy appends JSON lines to.
+    pub net_log: Option<std::path::PathBuf>,
 }
 
 impl Default for Determinism {
@@ -29,6 +34,8 @@ impl Default for Determinism {
             seed: 0,
             random: RandomMode::Seeded,
             cpus: crate::determinism::identity::DEFAULT_CPUS,
+            egress: None,
+            net_log: None,
         }
     }
 }
@@ -82,11 +89,39 @@ pub fn determinism(annotations: &BTreeMap<String, String>) -> Result<Determinism
                     .filter(|n| *n > 0)
                     .ok_or_else(|| bad(&field, "expected a positive number of CPUs"))?
             }
+            "net.allow" => {
+                let egress = d.egress.get_or_insert_with(Default::default);
+                for pattern in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    let rule =
+                        crate::net::Rule::parse(pattern).map_err(|e| bad(&field, e.to_string()))?;
+                    egress.rules.push(rule);
+                }
+            }
+            "net.add-host" => {
+                let egress = d.egress.get_or_insert_with(Default::default);
+                for entry in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    let host = crate::net::allow::parse_add_host(entry)
+                        .map_err(|e| bad(&field, e.to_string()))?;
+                    egress.hosts.push(host);
+                }
+            }
+            "net.log" => {
+                if !value.starts_with('/') {
+                    return Err(bad(field, "expected an absolute host path"));
+                }
+                d.net_log = Some(value.into());
+            }
             _ => return Err(bad(
                 field,
-                "unknown reprorun annotation; known: determinism, date, clock, seed, random, cpus",
+                "unknown reprorun annotation; known: determinism, date, clock, seed, random, cpus, net.allow, net.add-host, net.log",
             )),
         }
+    }
+    if d.net_log.is_some() && d.egress.is_none() {
+        return Err(bad(
+            format!("annotations.{ANNOTATION_PREFIX}net.log"),
+            "needs org.reprorun.net.allow (the log is the egress proxy's)",
+        ));
     }
     Ok(d)
 }

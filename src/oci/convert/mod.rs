@@ -146,6 +146,8 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
         terminal: c.process.terminal,
         parent_maps: c.parent_maps,
         intercept: det.enabled,
+        egress: det.egress.clone(),
+        net_log: det.net_log.clone(),
         ..Plan::base(c.rootfs, c.process.args.clone())
     };
     Container {
@@ -175,6 +177,11 @@ fn environment(
     } else {
         EnvProfile::empty()
     };
+    if det.egress.is_some() {
+        for (k, v) in crate::plan::proxy_env() {
+            let _ = env.set(k, &v);
+        }
+    }
     for (k, v) in config {
         // Checked by validation: names the environment can hold.
         let _ = env.set(k, v);

@@ -76,6 +76,12 @@ pub(crate) fn validate<'a>(
     }
     let (namespaces, join) = linux::namespaces(&linux.namespaces)?;
     required_namespaces(&namespaces)?;
+    if det.egress.is_some() && !namespaces.contains(&Namespace::Net) {
+        return Err(bad(
+            format!("annotations.{ANNOTATION_PREFIX}net.allow"),
+            "needs a network namespace of the container's own: a linux.namespaces entry of type network without a path",
+        ));
+    }
     let (hostname, domainname) = names(spec, &namespaces)?;
     let parent_maps = id_mappings(&linux, &namespaces)?;
     unsupported_linux(&linux)?;

@@ -14,6 +14,7 @@ use thiserror::Error;
 use super::mounts::MountError;
 use super::protocol::{post, InitMsg};
 mod steps;
+pub(crate) use steps::PROXY_TAG;
 
 use super::tty::{self, Terminals};
 use super::{exec, notify, signals, vdso};
@@ -32,6 +33,8 @@ pub(crate) enum InitError {
     Hostname(Errno),
     #[error("bring up loopback: {0}")]
     Loopback(Errno),
+    #[error("listen on 127.0.0.1:3128 for the egress proxy: {0}")]
+    ProxyListener(Errno),
     #[error("{0}")]
     Mount(#[from] MountError),
     #[error("chdir {0}: {1}")]
@@ -69,6 +72,7 @@ impl InitError {
                     InitError::Mount(m) => m.errno(),
                     InitError::Hostname(e)
                     | InitError::Loopback(e)
+                    | InitError::ProxyListener(e)
                     | InitError::Chdir(_, e)
                     | InitError::TimeNs(e)
                     | InitError::Signals(e)

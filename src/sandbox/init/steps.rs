@@ -9,6 +9,9 @@ use super::{InitError, GO};
 use crate::plan::{Namespace, Plan};
 use crate::sandbox::mounts::build_root;
 
+/// Tags the egress proxy's listening socket on init's socket.
+pub(crate) const PROXY_TAG: u8 = b'P';
+
 /// One step of init's setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Step {
@@ -23,6 +26,9 @@ pub(super) enum Step {
     Hostname,
     /// Bring the loopback interface up (a new network namespace).
     Loopback,
+    /// Listen on 127.0.0.1:3128 and hand the socket to the supervisor, which serves the
+    /// egress proxy on it from the host's side (`--net allow`).
+    ProxyListener,
     /// Build the new root from the plan's mounts and pivot into it.
     Root,
     /// Change to the working directory and check it resolves inside the new root.
@@ -49,6 +55,9 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     }
     if plan.has(Namespace::Net) {
         steps.push(Step::Loopback);
+        if plan.egress.is_some() {
+            steps.push(Step::ProxyListener);
+        }
     }
     steps.extend([Step::Root, Step::Chdir]);
     if plan.has(Namespace::Time) {
@@ -78,6 +87,11 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
             crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)
         }
         Step::Loopback => crate::sys::loopback_up().map_err(InitError::Loopback),
+        Step::ProxyListener => {
+            let listener = crate::sys::listen_loopback(crate::net::PROXY_PORT)
+                .map_err(InitError::ProxyListener)?;
+            crate::sys::send_fd(sock, &listener, PROXY_TAG).map_err(InitError::ProxyListener)
+        }
         Step::Root => Ok(build_root(&plan.mounts)?),
         Step::Chdir => {
             let cwd = plan.cwd.to_string_lossy().to_string();
@@ -184,6 +198,16 @@ mod tests {
                 TimeNamespace
             ]
         );
+    }
+
+    #[test]
+    fn an_egress_sandbox_listens_for_the_proxy_after_loopback() {
+        let mut p = plan();
+        p.egress = Some(crate::net::Egress::default());
+        let s = steps(&p, false);
+        let lo = s.iter().position(|s| *s == Step::Loopback).unwrap();
+        assert_eq!(s[lo + 1], Step::ProxyListener);
+        assert!(!steps(&plan(), false).contains(&Step::ProxyListener));
     }
 
     #[test]
