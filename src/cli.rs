@@ -50,6 +50,9 @@ pub(crate) enum Command {
     /// Re-run benchmark patches k times with and without the determinism shim; study
     /// reproducibility (`spec/reproduce.md`).
     Reproduce(crate::reproduce::cli::ReproduceArgs),
+    /// The ReproRepo audit: snapshots of repositories as issue reporters saw them, audit
+    /// agents on paper + snapshot in sandboxes, blind and offline (`spec/audit.md`).
+    Audit(crate::audit::cli::AuditArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -232,6 +235,8 @@ pub(crate) enum Error {
     Oci(#[from] oci::OciError),
     #[error("reproduce: {0}")]
     Reproduce(#[from] crate::reproduce::ReproduceError),
+    #[error("audit: {0}")]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 impl Error {
@@ -275,6 +280,11 @@ pub fn main() -> i32 {
         Command::Mirror(args) => {
             report(crate::mirror::cli::run(args).map_err(Error::MirrorCommand))
         }
+        Command::Audit(args) => report(
+            crate::audit::cli::run(args)
+                .map(|()| 0)
+                .map_err(Error::from),
+        ),
         Command::Reproduce(args) => report(
             crate::reproduce::cli::run(args)
                 .map(|()| 0)

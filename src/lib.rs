@@ -5,6 +5,7 @@
 //! data; `record` the run record. `pipeline` is the study machinery the pipelines share
 //! (`reproduce` is one).
 
+pub(crate) mod audit;
 pub mod cli;
 pub mod determinism;
 pub(crate) mod exit;

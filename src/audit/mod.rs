@@ -1,0 +1,41 @@
+//! `reprorun audit`: the ReproRepo method (`spec/audit.md`). Repositories are rebuilt as
+//! the reporters of their issues saw them (`snapshot`), audit agents read paper + snapshot
+//! in sandboxes, blind and offline (`run`), and their ranked findings are judged against the
+//! hidden human issues (the next pipeline stage).
+//!
+//! Data flows one way: `input` (pairs and issues as users export them) → `filter`
+//! (relevance and category labels) → `snapshot` (the commit each issue's reporter saw,
+//! history-free trees in a content-addressed `corpus`) → `run` (one sandbox per snapshot
+//! group and repeat, on the shared `pipeline` layer; agents: `builtin`, Codex, Claude Code,
+//! any command) → `findings` (the validated `findings.json` of each run).
+
+pub(crate) mod builtin;
+pub(crate) mod cli;
+pub(crate) mod corpus;
+pub(crate) mod filter;
+pub(crate) mod findings;
+pub(crate) mod input;
+pub(crate) mod prompt;
+pub(crate) mod run;
+pub(crate) mod snapshot;
+
+use thiserror::Error;
+
+/// What stops an audit command; each is one line for the user (exit 125).
+#[derive(Debug, Error)]
+pub(crate) enum AuditError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Input(#[from] input::InputError),
+    #[error("{0}")]
+    Filter(#[from] filter::FilterError),
+    #[error("{0}")]
+    Snapshot(#[from] snapshot::SnapshotError),
+    #[error("{0}")]
+    Corpus(#[from] corpus::CorpusError),
+    #[error("{0}")]
+    Run(#[from] run::RunError),
+    #[error("print: {0}")]
+    Print(std::io::Error),
+}
