@@ -80,6 +80,11 @@ pub(crate) struct ExecArgs {
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub(crate) workdir: Option<PathBuf>,
+    /// How /work is mounted: `rw` (what the run writes stays in HOST_DIR), `ro`, or
+    /// `overlay` (writes go to a throwaway layer that ends with the run: HOST_DIR is not
+    /// changed, and caches a tool keeps there cannot leak into the next run).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "rw")]
+    pub(crate) workdir_mode: crate::plan::WorkdirMode,
     /// Bind a host path into the sandbox (default rw); repeatable, applied in order.
     #[arg(long, value_name = "SRC:DST[:ro|rw]", value_parser = parse::bind)]
     pub(crate) bind: Vec<BindSpec>,
@@ -377,6 +382,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
     let mut req = ExecRequest {
         rootfs: args.rootfs.clone(),
         workdir: args.workdir.clone(),
+        workdir_mode: args.workdir_mode,
         extra_mounts: extra_mounts(args, m),
         net: args.net.unwrap_or(if wants_egress(args) {
             NetMode::Allow

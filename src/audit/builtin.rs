@@ -1,1 +1,7 @@
-//! (filled in by its owner; see mod.rs)
+//! (temporary stand-in)
+
+pub(crate) fn audit(_repo: &std::path::Path, _paper: Option<&str>) -> super::findings::Findings {
+    super::findings::Findings {
+        findings: Vec::new(),
+    }
+}

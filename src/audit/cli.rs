@@ -21,6 +21,42 @@ pub enum AuditCommand {
     /// Run an audit agent on every snapshot group of a corpus, in fresh sandboxes, and
     /// record each run's findings.
     Run(Box<super::run::RunArgs>),
+    /// The built-in auditor as a sandbox's workload (what `audit run --agent builtin`
+    /// starts inside each sandbox).
+    #[command(hide = true)]
+    AgentBuiltin(AgentBuiltinArgs),
+}
+
+/// `reprorun audit agent-builtin` options.
+#[derive(Debug, Args)]
+pub struct AgentBuiltinArgs {
+    #[arg(long, value_name = "DIR")]
+    repo: std::path::PathBuf,
+    /// The paper as text (Markdown or plain text).
+    #[arg(long, value_name = "FILE")]
+    paper: Option<std::path::PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    out: std::path::PathBuf,
+}
+
+/// The built-in auditor on `--repo` (and the paper's text), its findings written to `--out`.
+fn agent_builtin(args: AgentBuiltinArgs) -> Result<(), AuditError> {
+    let io = |what: &std::path::Path| {
+        let what = what.display().to_string();
+        move |e: std::io::Error| AuditError::Usage(format!("{what}: {e}"))
+    };
+    let paper = match &args.paper {
+        Some(p) => Some(
+            std::fs::read(p)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(io(p))?,
+        ),
+        None => None,
+    };
+    let findings = super::builtin::audit(&args.repo, paper.as_deref());
+    let json = serde_json::to_vec_pretty(&findings)
+        .map_err(|e| AuditError::Usage(format!("findings: {e}")))?;
+    std::fs::write(&args.out, json).map_err(io(&args.out))
 }
 
 /// Runs one `reprorun audit` command.
@@ -29,5 +65,6 @@ pub(crate) fn run(args: AuditArgs) -> Result<(), AuditError> {
         AuditCommand::Filter(a) => super::filter::command(a),
         AuditCommand::Snapshot(a) => super::snapshot::command(a),
         AuditCommand::Run(a) => super::run::command(*a),
+        AuditCommand::AgentBuiltin(a) => agent_builtin(a),
     }
 }

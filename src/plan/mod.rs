@@ -21,7 +21,7 @@ use thiserror::Error;
 
 pub(crate) use base::{pinned_identity, DEFAULT_DOMAINNAME, DEFAULT_HOSTNAME};
 pub use mounts::MountOp;
-pub use request::{ExecRequest, ExtraMount, HostFacts, NetChoice};
+pub use request::{ExecRequest, ExtraMount, HostFacts, NetChoice, WorkdirMode};
 pub(crate) use resolve::proxy_env;
 pub use resolve::resolve;
 pub use system::device_nodes;

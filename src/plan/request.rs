@@ -16,6 +16,18 @@ pub enum ExtraMount {
     Tmpfs(PathBuf),
 }
 
+/// How the working directory is mounted at /work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkdirMode {
+    /// A read-write bind: what the run writes stays in the host directory.
+    Rw,
+    /// A read-only bind.
+    Ro,
+    /// A fresh writable overlay (a tmpfs upper that ends with the run): the run cannot
+    /// change the host directory.
+    Overlay,
+}
+
 /// A network as one option names it (`reproduce --no-shim-net`): `none`, `host`, or
 /// `allow:PATTERN,...` (the egress proxy with that allowlist; `allow` alone allows nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,9 +100,9 @@ pub struct ExecRequest {
     pub image: Option<image::ImageRoot>,
     pub workdir: Option<PathBuf>,
     pub extra_mounts: Vec<ExtraMount>,
-    /// The working directory gets a fresh writable overlay (a tmpfs upper that ends with the
-    /// run) instead of a read-write bind: the run cannot change the host directory.
-    pub workdir_overlay: bool,
+    /// How the working directory is mounted: read-write, read-only, or under a fresh
+    /// writable overlay whose changes end with the run.
+    pub workdir_mode: WorkdirMode,
     pub net: NetMode,
     /// With `NetMode::Allow`: the allowlist and resolver overrides of the egress proxy.
     pub egress: crate::net::Egress,
@@ -142,7 +154,7 @@ impl ExecRequest {
             image: None,
             workdir: None,
             extra_mounts: Vec::new(),
-            workdir_overlay: false,
+            workdir_mode: WorkdirMode::Rw,
             net: NetMode::None,
             egress: crate::net::Egress::default(),
             net_log: None,

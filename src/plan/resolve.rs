@@ -245,17 +245,16 @@ fn caller_mounts(
     roots: &Roots,
 ) -> Result<Vec<MountOp>, PlanError> {
     let workdir = &roots.workdir;
-    let mut mounts = vec![if req.workdir_overlay {
-        MountOp::Overlay {
+    let mut mounts = vec![match req.workdir_mode {
+        super::WorkdirMode::Overlay => MountOp::Overlay {
             lower: workdir.clone(),
             dest: WORKDIR.into(),
-        }
-    } else {
-        MountOp::Bind {
+        },
+        mode => MountOp::Bind {
             src: workdir.clone(),
             dest: WORKDIR.into(),
-            readonly: false,
-        }
+            readonly: mode == super::WorkdirMode::Ro,
+        },
     }];
     // Host paths the caller gives the sandbox on purpose (bind sources).
     let mut given = Vec::new();

@@ -159,7 +159,7 @@ pub fn request(
 ) -> Result<ExecRequest, SetupError> {
     let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
     req.workdir = Some(tree.to_path_buf());
-    req.workdir_overlay = true;
+    req.workdir_mode = crate::plan::WorkdirMode::Overlay;
     req.isolation = Isolation::Full;
     req.timeout = Some(cond.timeout);
     req.resources.memory = cond.memory;

@@ -1,0 +1,387 @@
+//! `reprorun audit run`: scripted agents in fresh sandboxes over a corpus the test writes
+//! (the format of `spec/audit.md`), blind and offline; kill and resume; bad input.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A tar of `files` (path, contents, mode), as the snapshot stage writes them.
+fn tree_tar(files: &[(&str, &str, u32)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, contents, mode) in files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(contents.len() as u64);
+        h.set_mode(*mode);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+/// A corpus of one pair and two snapshot groups, written by hand in the documented format.
+struct Corpus {
+    work: Work,
+}
+
+/// A valid findings document with one finding.
+const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"},
+ "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high",
+   "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2",
+   "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py",
+   "root_cause": "opencv-python is not in any requirements file",
+   "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}],
+   "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true,
+   "confidence": "high", "agent_extra": 1}],
+ "missing_or_ambiguous_artifacts": []}"#;
+
+impl Corpus {
+    fn new() -> Corpus {
+        let work = Work::new();
+        let dir = work.path().join("corpus");
+        std::fs::create_dir_all(dir.join("trees")).unwrap();
+        std::fs::create_dir_all(dir.join("papers")).unwrap();
+        let mut groups = Vec::new();
+        for (i, files) in [
+            vec![
+                ("main.py", "import cv2\nprint(cv2.__version__)\n", 0o644),
+                ("README.md", "# Demo\nRun `python main.py`.\n", 0o644),
+            ],
+            vec![
+                ("main.py", "print('fixed')\n", 0o644),
+                ("requirements.txt", "numpy==1.26.4\n", 0o644),
+                ("run.sh", "#!/bin/sh\npython main.py\n", 0o755),
+            ],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let tar = tree_tar(&files);
+            let digest = hex(&tar);
+            std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+            groups.push(serde_json::json!({
+                "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
+                "commit": format!("{i:040}"), "tree": digest, "issues": [i + 1],
+            }));
+        }
+        let paper = "# A paper\nWe train for 100 epochs with a learning rate of 0.001.\n";
+        let paper_digest = hex(paper.as_bytes());
+        std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
+        let manifest = serde_json::json!({
+            "version": 1,
+            "pairs": [{"paper_id": "p1", "repo": "o/demo", "paper": format!("{paper_digest}.md"),
+                       "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
+            "groups": groups,
+            "issues": [{"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN-ISSUE-TITLE"},
+                        "grounding": {"target": "open", "group_id": "p1@000000000000", "rule": "default_branch_at_collected_at"}}],
+            "warnings": [],
+        });
+        std::fs::write(
+            dir.join("corpus.json"),
+            serde_json::to_vec_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
+        Corpus { work }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.work.path().join("corpus")
+    }
+
+    fn run(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec!["audit", "run", "--corpus", "corpus", "--db", "audit.db"];
+        args.extend_from_slice(extra);
+        self.work.run(&args)
+    }
+
+    fn summary(&self, extra: &[&str]) -> serde_json::Value {
+        let mut args = extra.to_vec();
+        args.push("--json");
+        let o = self.run(&args);
+        serde_json::from_str(&expect_code(&o, 0)).unwrap()
+    }
+
+    fn log(&self, digest: &str) -> String {
+        let path = self.work.path().join("audit.db.logs").join(digest);
+        String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn scripted_agents_are_recorded_with_what_they_wrote() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    std::fs::write(c.work.path().join("findings.json"), FINDINGS).unwrap();
+    let agent = format!(
+        "cat {dir}/../findings.json > \"$REPRORUN_AUDIT_OUT\" 2>/dev/null || printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"; \
+         ls /work; test -f /work/repo/main.py && echo has-repo; head -c 7 \"$REPRORUN_AUDIT_PAPER\"; echo; \
+         grep -c findings.json \"$REPRORUN_AUDIT_PROMPT\" >/dev/null && echo has-prompt; \
+         echo '{{\"input_tokens\": 100, \"cached_input_tokens\": 40, \"output_tokens\": 7}}' > /out/usage.json",
+        dir = c.dir().display(),
+        doc = FINDINGS.replace('\'', ""),
+    );
+    let s = c.summary(&["--agent-cmd", &agent, "--repeats", "2"]);
+    assert_eq!(s["runs"], 4, "{s}");
+    assert_eq!(s["by_status"]["ok"], 4, "{s}");
+    assert_eq!(s["findings"], 4, "{s}");
+    assert_eq!(s["input_tokens"], 4 * 60, "{s}");
+    assert_eq!(s["cached_input_tokens"], 4 * 40, "{s}");
+    let row = &s["rows"][0];
+    let out = c.log(row["stdout_sha256"].as_str().unwrap());
+    for line in [
+        "PROMPT.md",
+        "paper.md",
+        "repo",
+        "has-repo",
+        "# A pap",
+        "has-prompt",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line:?} missing: {out}");
+    }
+    // The findings are stored as validated, unknown fields kept.
+    let stored = c.log(row["findings_sha256"].as_str().unwrap());
+    assert!(stored.contains("agent_extra"), "{stored}");
+    // Run again: everything is recorded, nothing runs twice.
+    let again = c.summary(&["--agent-cmd", &agent, "--repeats", "2"]);
+    assert_eq!(again["rows"], s["rows"]);
+}
+
+#[test]
+fn malformed_missing_and_failing_agents_are_recorded_as_such() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    for (agent, status) in [
+        (
+            "printf '{not json' > \"$REPRORUN_AUDIT_OUT\"",
+            "invalid_output",
+        ),
+        (
+            "printf '{\"findings\": 3}' > \"$REPRORUN_AUDIT_OUT\"",
+            "invalid_output",
+        ),
+        ("echo nothing written", "no_output"),
+        ("sleep 30", "timeout"),
+    ] {
+        let c = Corpus::new();
+        let s = c.summary(&["--agent-cmd", agent, "--timeout", "3s"]);
+        assert_eq!(s["by_status"][status], 2, "{agent}: {s}");
+        if status == "invalid_output" {
+            assert!(
+                s["rows"][0]["reason"]
+                    .as_str()
+                    .is_some_and(|r| !r.is_empty()),
+                "{s}"
+            );
+            assert!(s["rows"][0]["raw_sha256"].is_string(), "{s}");
+        }
+    }
+    let c = Corpus::new();
+    let s = c.summary(&["--agent", "codex", "--timeout", "10s"]);
+    let status = s["rows"][0]["status"].as_str().unwrap();
+    // Without a codex installation the command is missing; with one, it cannot reach any
+    // model (no network): either way no findings.
+    assert!(["agent_missing", "no_output"].contains(&status), "{s}");
+}
+
+#[test]
+fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    // A loopback "model API" the agent may reach, and a host service it may not.
+    let api = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api_port = api.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in api.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nmodel");
+        }
+    });
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    other.set_nonblocking(true).unwrap();
+    let c = Corpus::new();
+    let corpus = c.dir();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let probes = [
+        ("git", "ls -a /work/repo | grep -qx .git".to_string()),
+        ("issues", format!("cat {}/corpus.json", corpus.display())),
+        (
+            "issues-via-proc",
+            format!("cat /proc/1/root{}/corpus.json", corpus.display()),
+        ),
+        ("db", format!("ls {}/audit.db", c.work.path().display())),
+        ("home", format!("ls -A {home} | grep -q .")),
+        ("write-work", "touch /work/x".into()),
+        ("write-repo", "touch /work/repo/x".into()),
+        ("write-usr", "touch /usr/x".into()),
+        ("shadow", "grep -q root /etc/shadow".into()),
+        (
+            "other-host",
+            format!("curl -sf -m 5 http://other.test:{other_port}/"),
+        ),
+        (
+            "host-loopback",
+            format!("curl -sf -m 5 --noproxy '*' http://127.0.0.1:{other_port}/"),
+        ),
+    ];
+    let mut script = String::new();
+    for (name, cmd) in &probes {
+        script.push_str(&format!(
+            "if {cmd} >/dev/null 2>&1; then echo LEAK-{name}; else echo blocked-{name}; fi; "
+        ));
+    }
+    script.push_str(&format!(
+        "curl -sf -m 5 http://api.test:{api_port}/v1 && echo; printf '%s' '{}' > \"$REPRORUN_AUDIT_OUT\"",
+        FINDINGS.replace('\'', "")
+    ));
+    let s = c.summary(&[
+        "--agent-cmd",
+        &script,
+        "--allow-host",
+        &format!("api.test:{api_port}"),
+        "--allow-host",
+        &format!("127.0.0.1:{api_port}"),
+        "--add-host",
+        "api.test:127.0.0.1",
+    ]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    let out = c.log(s["rows"][0]["stdout_sha256"].as_str().unwrap());
+    for (name, _) in &probes {
+        assert!(
+            out.lines().any(|l| l == format!("blocked-{name}")),
+            "{name}: {out}"
+        );
+    }
+    assert!(out.lines().any(|l| l == "model"), "the allowed API: {out}");
+    assert!(other.accept().is_err(), "the host service was reached");
+}
+
+#[test]
+fn the_builtin_auditor_runs_offline_in_the_sandbox() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    let s = c.summary(&[]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    // The snapshot with `import cv2` and no requirements file gets findings.
+    let row = s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["group_id"] == "p1@000000000000")
+        .unwrap();
+    let findings = c.log(row["findings_sha256"].as_str().unwrap());
+    assert!(findings.contains("main.py"), "{findings}");
+}
+
+#[test]
+fn a_killed_study_resumes_and_a_changed_one_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    let agent = format!(
+        "sleep 1; printf '%s' '{}' > \"$REPRORUN_AUDIT_OUT\"",
+        FINDINGS.replace('\'', "")
+    );
+    let mut child = c
+        .work
+        .cmd(&[
+            "audit",
+            "run",
+            "--corpus",
+            "corpus",
+            "--db",
+            "audit.db",
+            "--agent-cmd",
+            &agent,
+            "--repeats",
+            "3",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once at least one run is recorded and others are in flight.
+    let db = c.work.path().join("audit.db");
+    let recorded = || {
+        rusqlite::Connection::open(&db)
+            .and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, u32>(0)))
+            .unwrap_or(0)
+    };
+    assert!(wait_until(Duration::from_secs(60), || recorded() >= 1));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+    let s = c.summary(&["--agent-cmd", &agent, "--repeats", "3"]);
+    assert_eq!(s["runs"], 6, "{s}");
+    let mut keys: Vec<String> = s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}#{}", r["group_id"], r["repeat"]))
+        .collect();
+    keys.dedup();
+    assert_eq!(keys.len(), 6, "every run exactly once: {keys:?}");
+    // Another agent on the same database is refused.
+    let o = c.run(&["--agent-cmd", "true"]);
+    expect_error(&o, "other options");
+}
+
+#[test]
+fn bad_input_is_one_line_before_anything_runs() {
+    let c = Corpus::new();
+    for (args, needle) in [
+        (vec!["--repeats", "0"], "--repeats"),
+        (vec!["--agent", "cmd"], "--agent-cmd"),
+        (vec!["--agent", "codex", "--agent-cmd", "x"], "--agent-cmd"),
+        (
+            vec!["--pass-env", "REPRORUN_TEST_SURELY_UNSET"],
+            "REPRORUN_TEST_SURELY_UNSET",
+        ),
+        (vec!["--allow-host", "*"], "\"*\""),
+    ] {
+        let o = c.run(&args);
+        expect_error(&o, needle);
+    }
+    let o = c
+        .work
+        .run(&["audit", "run", "--corpus", "missing", "--db", "a.db"]);
+    expect_error(&o, "missing");
+    // A database under /usr would be visible to agents.
+    let o = c.work.run(&[
+        "audit",
+        "run",
+        "--corpus",
+        "corpus",
+        "--db",
+        "/usr/local/audit.db",
+    ]);
+    expect_error(&o, "/usr");
+    assert!(!Path::new("/usr/local/audit.db").exists());
+}
