@@ -8,6 +8,9 @@
 //! workload opens to the proxy port is served by a thread in the caller's network
 //! namespace, which decides by name, resolves, connects and relays.
 
+// Wired in by the CLI next (until then most items are unused by the rest of the crate).
+#![allow(dead_code)]
+
 pub(crate) mod addr;
 pub(crate) mod allow;
 pub(crate) mod log;
@@ -16,7 +19,9 @@ pub(crate) mod proxy;
 use std::net::IpAddr;
 
 #[allow(unused_imports)]
-pub(crate) use allow::{AllowError, Rule};
+pub(crate) use allow::{AllowError, HostPattern, Rule};
+#[allow(unused_imports)]
+pub(crate) use log::{ConnRecord, Decision};
 
 /// The port the proxy listens on inside the sandbox (on 127.0.0.1).
 pub(crate) const PROXY_PORT: u16 = 3128;
