@@ -21,7 +21,8 @@ pub struct ConnRecord {
     pub port: u16,
     /// The upstream address connected to (or refused); `None` before resolution.
     pub address: Option<String>,
-    /// `connect`, `http` (absolute-form) or `socks5`.
+    /// `connect`, `http` (absolute-form) or `socks5` (`http` for a request the proxy could not
+    /// parse, `unknown` when the client sent nothing).
     pub protocol: &'static str,
     pub decision: Decision,
     /// The rule that allowed it (`pypi.org:443`), or the reason it was refused or failed.

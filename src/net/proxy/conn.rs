@@ -164,7 +164,6 @@ impl Conn<'_> {
                 format!("request head over {} bytes", cfg.head_cap),
             ),
             HeadError::Closed(why) => self.record.rule = format!("no complete request: {why}"),
-            HeadError::Bad(why) => self.http_error("400 Bad Request", why),
         }
     }
 
@@ -386,9 +385,15 @@ impl Conn<'_> {
             return;
         }
         self.record.bytes_up += first.len() as u64;
-        if let Ok(moved) = relay::relay(self.client, upstream, self.shared.config.idle_timeout) {
-            self.record.bytes_up += moved.up;
-            self.record.bytes_down += moved.down;
+        match relay::relay(self.client, upstream, self.shared.config.idle_timeout) {
+            Ok(moved) => {
+                self.record.bytes_up += moved.up;
+                self.record.bytes_down += moved.down;
+            }
+            Err(e) => {
+                self.record.decision = Decision::Failed;
+                self.record.rule = format!("relay failed: {e}");
+            }
         }
     }
 

@@ -18,8 +18,6 @@ pub(super) enum HeadError {
     TooLarge,
     /// The client closed or reset the connection.
     Closed(String),
-    /// Not a request the proxy serves (400), with the reason.
-    Bad(String),
 }
 
 /// Reads from `stream` into `buf` (appending at most `max` bytes) before `deadline`.

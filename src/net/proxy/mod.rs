@@ -235,10 +235,18 @@ fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
                     std::thread::sleep(Duration::from_millis(50));
                     break;
                 }
-                Err(_) => break,
+                Err(_) => {
+                    // Not a listening socket any more, or worse: do not spin on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
             }
         }
-        threads.retain(|t| !t.is_finished());
+        let (done, running) = threads.into_iter().partition(JoinHandle::is_finished);
+        threads = running;
+        for t in done {
+            let _ = t.join();
+        }
     }
     for t in threads {
         let _ = t.join();

@@ -387,6 +387,46 @@ fn sni_must_match_the_connect_host() {
     assert!(!up.received().windows(9).any(|w| w == b"evil.test"));
 }
 
+#[test]
+fn ip_literal_connect_checks_sni_only_when_sent() {
+    let _l = shared_lock();
+    let up = Server::start(Mode::Echo);
+    let (proxy, addr) = proxy_with(up_egress(up.port()), config(), None);
+    let connect = format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\n", up.port());
+    let no_sni = client_hello_bytes(None, 1 << 14);
+    let mut c = client(addr, connect.as_bytes());
+    assert_eq!(read_head(&mut c), ESTABLISHED);
+    c.write_all(&no_sni).unwrap();
+    c.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(read_to_end(&mut c), no_sni);
+    let mut c = client(addr, connect.as_bytes());
+    assert_eq!(read_head(&mut c), ESTABLISHED);
+    c.write_all(&client_hello_bytes(Some("up.test"), 1 << 14))
+        .unwrap();
+    assert_eq!(read_to_end(&mut c), ACCESS_DENIED);
+    let records = proxy.stop();
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        (records[0].decision, records[0].host.as_str()),
+        (Decision::Allowed, "127.0.0.1")
+    );
+    assert_eq!(records[0].rule, format!("127.0.0.1:{}", up.port()));
+    assert_eq!(records[1].decision, Decision::Refused);
+    assert_eq!(
+        records[1].rule,
+        "SNI up.test does not match CONNECT host 127.0.0.1"
+    );
+}
+
+#[test]
+fn default_limits() {
+    let c = Config::default();
+    assert_eq!(c.head_timeout, Duration::from_secs(10));
+    assert_eq!(c.connect_timeout, Duration::from_secs(10));
+    assert_eq!(c.idle_timeout, Duration::from_secs(300));
+    assert_eq!((c.max_conns, c.head_cap), (256, 64 * 1024));
+}
+
 /// Sends `request`, returns the status line of the answer and the record.
 fn answer_to(config: Config, request: &[u8]) -> (String, ConnRecord) {
     let (proxy, addr) = proxy_with(egress(&[], &[]), config, None);
