@@ -15,7 +15,6 @@ pub(crate) mod proxy;
 
 use std::net::IpAddr;
 
-#[allow(unused_imports)]
 pub(crate) use allow::{AllowError, Rule};
 
 /// The port the proxy listens on inside the sandbox (on 127.0.0.1).

@@ -1,0 +1,477 @@
+//! One client connection: read the request, decide, resolve, connect, check the SNI of a
+//! tunnel, relay; and the one record of it all.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{self, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage};
+
+use super::http::{self, read_some, HeadError};
+use super::sni::{self, Hello};
+use super::socks::{self, SocksError};
+use super::{blank_record, millis, relay, Shared, Tier};
+use crate::net::addr;
+use crate::net::allow::{normalize_name, Target};
+use crate::net::log::{ConnRecord, Decision};
+
+/// How long an error answer waits for the client to finish sending before closing (so the
+/// close does not reset the connection under the answer).
+const LINGER: Duration = Duration::from_millis(500);
+
+/// How the client asked, which decides how answers are written.
+enum Kind {
+    Connect,
+    Http(Vec<u8>),
+    Socks,
+}
+
+/// A connection being served.
+struct Conn<'a> {
+    shared: &'a Shared,
+    id: u64,
+    client: &'a TcpStream,
+    record: ConnRecord,
+}
+
+/// Serves connection `id` to its end and keeps its record.
+pub(super) fn serve(
+    shared: &Shared,
+    id: u64,
+    client: Arc<TcpStream>,
+    tier: Tier,
+    started: SystemTime,
+    since: Instant,
+) {
+    let mut conn = Conn {
+        shared,
+        id,
+        client: &client,
+        record: blank_record(started),
+    };
+    conn.run(tier, since);
+    let mut record = conn.record;
+    shared.unregister(id);
+    drop(client);
+    record.duration_ms = millis(since);
+    shared.finish(id, record);
+}
+
+/// Over every budget: answers from the accept thread without waiting for the request
+/// (a SOCKS client gets the method choice and a general failure at once), and closes.
+pub(super) fn refuse_busy_now(
+    shared: &Shared,
+    id: u64,
+    client: &TcpStream,
+    started: SystemTime,
+    since: Instant,
+) {
+    let mut record = blank_record(started);
+    let line = busy_line(shared);
+    let fd = client.as_raw_fd();
+    let mut first = [0u8; 1];
+    let peeked = socket::recv(fd, &mut first, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT);
+    let answer = if peeked == Ok(1) && first[0] == 0x05 {
+        record.protocol = "socks5";
+        let mut a = vec![0x05, 0x00];
+        a.extend(socks::reply(socks::GENERAL_FAILURE, None));
+        a
+    } else {
+        record.protocol = "http";
+        http::response("503 Service Unavailable", &format!("reprorun: {line}"))
+    };
+    let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+    let _ = socket::send(fd, &answer, flags);
+    let mut sink = [0u8; 4096];
+    while let Ok(1..) = socket::recv(fd, &mut sink, MsgFlags::MSG_DONTWAIT) {}
+    let _ = client.shutdown(Shutdown::Write);
+    record.decision = Decision::Refused;
+    record.rule = line;
+    record.duration_ms = millis(since);
+    shared.finish(id, record);
+}
+
+fn busy_line(shared: &Shared) -> String {
+    format!(
+        "proxy busy: {} connections open (max_conns)",
+        shared.config.max_conns
+    )
+}
+
+impl Conn<'_> {
+    fn run(&mut self, tier: Tier, since: Instant) {
+        let cfg = &self.shared.config;
+        let _ = self.client.set_write_timeout(Some(cfg.head_timeout));
+        let deadline = since + cfg.head_timeout;
+        let mut buf = Vec::with_capacity(4096);
+        if let Err(e) = read_some(self.client, &mut buf, 4096, deadline) {
+            return self.head_failed(e, false);
+        }
+        if buf.first() == Some(&0x05) {
+            self.record.protocol = "socks5";
+            match socks::handshake(self.client, &mut buf, deadline) {
+                Ok(r) => self.proceed(tier, Kind::Socks, &r.target, r.port, buf),
+                Err(SocksError::Head(e)) => self.head_failed(e, true),
+                Err(SocksError::Bad(why, code)) => {
+                    if let Some(code) = code {
+                        self.say(&socks::reply(code, None));
+                    }
+                    self.record.rule = why;
+                }
+            }
+            return;
+        }
+        self.record.protocol = "http";
+        let end = match http::read_head(self.client, &mut buf, cfg.head_cap, deadline) {
+            Ok(end) => end,
+            Err(e) => return self.head_failed(e, false),
+        };
+        let rest = buf.split_off(end);
+        match http::parse(&buf) {
+            Ok(r) => {
+                let kind = match r.upstream_head {
+                    Some(head) => Kind::Http(head),
+                    None => {
+                        self.record.protocol = "connect";
+                        Kind::Connect
+                    }
+                };
+                self.proceed(tier, kind, &r.target, r.port, rest);
+            }
+            Err(why) => self.http_error("400 Bad Request", why),
+        }
+    }
+
+    /// The head did not arrive whole: answer what fits and record why.
+    fn head_failed(&mut self, e: HeadError, socks: bool) {
+        let cfg = &self.shared.config;
+        match e {
+            HeadError::Timeout if socks => {
+                self.say(&socks::reply(socks::GENERAL_FAILURE, None));
+                self.record.rule =
+                    format!("SOCKS5 request not complete within {:?}", cfg.head_timeout);
+            }
+            HeadError::Timeout => self.http_error(
+                "408 Request Timeout",
+                format!("request head not complete within {:?}", cfg.head_timeout),
+            ),
+            HeadError::TooLarge => self.http_error(
+                "431 Request Header Fields Too Large",
+                format!("request head over {} bytes", cfg.head_cap),
+            ),
+            HeadError::Closed(why) => self.record.rule = format!("no complete request: {why}"),
+        }
+    }
+
+    /// Answers with an HTTP error, records it as failed, and closes gently.
+    fn http_error(&mut self, status: &str, why: String) {
+        self.say(&http::response(status, &format!("reprorun: {why}")));
+        self.linger();
+        self.record.decision = Decision::Failed;
+        self.record.rule = why;
+    }
+
+    /// Writes to the client; a client gone away is not an error of the proxy.
+    fn say(&self, bytes: &[u8]) {
+        let _ = (&*self.client).write_all(bytes);
+    }
+
+    /// Half-closes and reads what the client still sends for a moment, so that closing
+    /// does not reset the connection before the client has read the answer.
+    fn linger(&self) {
+        let _ = self.client.shutdown(Shutdown::Write);
+        let until = Instant::now() + LINGER;
+        let mut sink = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 1 << 20 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.client.set_read_timeout(Some(left)).is_err() {
+                break;
+            }
+            match (&*self.client).read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    }
+
+    /// Answers a refusal or failure in the client's protocol and records it.
+    fn answer(&mut self, kind: &Kind, decision: Decision, status: &str, code: u8, why: String) {
+        match kind {
+            Kind::Socks => self.say(&socks::reply(code, None)),
+            Kind::Connect | Kind::Http(_) => {
+                self.say(&http::response(status, &format!("reprorun: {why}")));
+                self.linger();
+            }
+        }
+        self.record.decision = decision;
+        self.record.rule = why;
+    }
+
+    fn refuse(&mut self, kind: &Kind, why: String) {
+        self.answer(
+            kind,
+            Decision::Refused,
+            "403 Forbidden",
+            socks::NOT_ALLOWED,
+            why,
+        );
+    }
+
+    /// From a parsed request to a relayed (or refused) connection.
+    fn proceed(&mut self, tier: Tier, kind: Kind, target: &Target, port: u16, rest: Vec<u8>) {
+        self.record.host = match target {
+            Target::Name(n) => n.clone(),
+            Target::Ip(ip) => ip.to_string(),
+        };
+        self.record.port = port;
+        if tier == Tier::Busy {
+            let line = busy_line(self.shared);
+            let code = socks::GENERAL_FAILURE;
+            return self.answer(
+                &kind,
+                Decision::Refused,
+                "503 Service Unavailable",
+                code,
+                line,
+            );
+        }
+        let rule = match self.shared.egress.decide(target, port) {
+            Ok(rule) => rule.to_string(),
+            Err(refusal) => return self.refuse(&kind, refusal.to_string()),
+        };
+        let addrs = match self.resolve(target, port) {
+            Ok(a) => a,
+            Err(why) => {
+                let code = socks::HOST_UNREACHABLE;
+                return self.answer(&kind, Decision::Failed, "502 Bad Gateway", code, why);
+            }
+        };
+        let egress = &self.shared.egress;
+        let (allowed, barred): (Vec<IpAddr>, Vec<IpAddr>) = addrs
+            .into_iter()
+            .partition(|ip| addr::forbidden(*ip).is_none() || egress.allows_ip(*ip, port));
+        if allowed.is_empty() {
+            let ip = barred[0];
+            self.record.address = Some(ip.to_string());
+            let class = addr::forbidden(ip).unwrap_or("forbidden");
+            let why = format!("egress to {target}:{port} resolves to {ip} ({class})");
+            return self.refuse(&kind, why);
+        }
+        let upstream = match self.connect_any(&allowed, target, port) {
+            Ok(s) => s,
+            Err((why, code)) => {
+                return self.answer(&kind, Decision::Failed, "502 Bad Gateway", code, why)
+            }
+        };
+        self.record.decision = Decision::Allowed;
+        self.record.rule = rule;
+        self.tunnel(kind, target, &upstream, rest);
+    }
+
+    /// The addresses of `target`: `--add-host` first, then the host's resolver.
+    fn resolve(&self, target: &Target, port: u16) -> Result<Vec<IpAddr>, String> {
+        let name = match target {
+            Target::Ip(ip) => return Ok(vec![*ip]),
+            Target::Name(n) => n,
+        };
+        let mine = self.shared.egress.host_override(name);
+        if !mine.is_empty() {
+            return Ok(mine);
+        }
+        let found = (name.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+        let mut ips: Vec<IpAddr> = Vec::new();
+        for a in found {
+            if !ips.contains(&a.ip()) {
+                ips.push(a.ip());
+            }
+        }
+        if ips.is_empty() {
+            return Err(format!("cannot resolve {name}: no addresses"));
+        }
+        Ok(ips)
+    }
+
+    /// Connects to the first address that answers; the reason and SOCKS code if none does.
+    fn connect_any(
+        &mut self,
+        ips: &[IpAddr],
+        target: &Target,
+        port: u16,
+    ) -> Result<Arc<TcpStream>, (String, u8)> {
+        let mut last = io::Error::other("no address");
+        for ip in ips {
+            self.record.address = Some(ip.to_string());
+            match self.connect(SocketAddr::new(*ip, port)) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = e,
+            }
+        }
+        let code = match last.kind() {
+            io::ErrorKind::ConnectionRefused => socks::CONNECTION_REFUSED,
+            _ => socks::HOST_UNREACHABLE,
+        };
+        let ip = self.record.address.clone().unwrap_or_default();
+        Err((
+            format!("cannot connect to {target}:{port} ({ip}): {last}"),
+            code,
+        ))
+    }
+
+    /// Connects within the connect timeout; the socket is registered first, so that `stop`
+    /// can break off the attempt.
+    fn connect(&self, to: SocketAddr) -> io::Result<Arc<TcpStream>> {
+        let family = match to {
+            SocketAddr::V4(_) => AddressFamily::Inet,
+            SocketAddr::V6(_) => AddressFamily::Inet6,
+        };
+        let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
+        let fd = socket::socket(family, SockType::Stream, flags, None)?;
+        let stream = Arc::new(TcpStream::from(fd));
+        if !self.shared.register(self.id, &stream) {
+            return Err(io::Error::other("proxy stopped"));
+        }
+        match socket::connect(stream.as_raw_fd(), &SockaddrStorage::from(to)) {
+            Ok(()) | Err(Errno::EINPROGRESS) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let timeout = self.shared.config.connect_timeout;
+        let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLOUT)];
+        let poll_timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        if poll(&mut fds, poll_timeout)? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no answer within {timeout:?}"),
+            ));
+        }
+        if let Some(e) = stream.take_error()? {
+            return Err(e);
+        }
+        stream.peer_addr()?;
+        stream.set_nonblocking(false)?;
+        Ok(stream)
+    }
+
+    /// Tells the client the connection is up, checks a tunnel's SNI, and relays.
+    fn tunnel(&mut self, kind: Kind, target: &Target, upstream: &TcpStream, rest: Vec<u8>) {
+        let first = match kind {
+            Kind::Http(head) => {
+                let mut first = head;
+                first.extend_from_slice(&rest);
+                first
+            }
+            Kind::Connect | Kind::Socks => {
+                let proto = if matches!(kind, Kind::Socks) {
+                    self.say(&socks::reply(0x00, upstream.local_addr().ok()));
+                    "SOCKS5"
+                } else {
+                    self.say(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    "CONNECT"
+                };
+                match self.check_sni(target, upstream, rest, proto) {
+                    Some(first) => first,
+                    None => return,
+                }
+            }
+        };
+        let _ = upstream.set_write_timeout(Some(self.shared.config.head_timeout));
+        if (&*upstream).write_all(&first).is_err() {
+            return;
+        }
+        self.record.bytes_up += first.len() as u64;
+        match relay::relay(self.client, upstream, self.shared.config.idle_timeout) {
+            Ok(moved) => {
+                self.record.bytes_up += moved.up;
+                self.record.bytes_down += moved.down;
+            }
+            Err(e) => {
+                self.record.decision = Decision::Failed;
+                self.record.rule = format!("relay failed: {e}");
+            }
+        }
+    }
+
+    /// Reads the client's first bytes; refuses a TLS ClientHello naming another server.
+    /// Returns the bytes to forward, or `None` when the connection ends here.
+    fn check_sni(
+        &mut self,
+        target: &Target,
+        upstream: &TcpStream,
+        mut buf: Vec<u8>,
+        proto: &str,
+    ) -> Option<Vec<u8>> {
+        let deadline = Instant::now() + self.shared.config.head_timeout;
+        let hello = loop {
+            match sni::parse(&buf) {
+                Hello::Incomplete if buf.len() >= sni::CAP => {
+                    break Hello::Malformed("ClientHello longer than 16 KiB")
+                }
+                Hello::Incomplete => {}
+                done => break done,
+            }
+            match self.wait_client(upstream, buf.is_empty(), deadline) {
+                Wait::Client => {}
+                // The server speaks first, or the client is silent: not a TLS client.
+                Wait::Upstream | Wait::Timeout if buf.is_empty() => break Hello::NotTls,
+                Wait::Upstream | Wait::Timeout => {
+                    break Hello::Malformed("ClientHello not complete within the head timeout")
+                }
+            }
+            let room = sni::CAP - buf.len();
+            match read_some(self.client, &mut buf, room, deadline) {
+                Ok(_) => {}
+                Err(_) if buf.is_empty() => break Hello::NotTls,
+                Err(_) => break Hello::Malformed("client closed within the ClientHello"),
+            }
+        };
+        let (decision, why) = match hello {
+            Hello::NotTls | Hello::NoSni | Hello::Incomplete => return Some(buf),
+            Hello::Sni(name) => match (normalize_name(&name), target) {
+                (Ok(n), Target::Name(t)) if n == *t => return Some(buf),
+                _ => (
+                    Decision::Refused,
+                    format!("SNI {name} does not match {proto} host {target}"),
+                ),
+            },
+            Hello::Malformed(why) => (Decision::Failed, format!("TLS: {why}")),
+        };
+        self.say(&sni::ACCESS_DENIED);
+        let _ = self.client.shutdown(Shutdown::Write);
+        self.record.decision = decision;
+        self.record.rule = why;
+        None
+    }
+
+    /// Waits for bytes from the client (or, while none came yet, from the upstream).
+    fn wait_client(&self, upstream: &TcpStream, also_upstream: bool, deadline: Instant) -> Wait {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Wait::Timeout;
+        }
+        let mut fds = vec![PollFd::new(self.client.as_fd(), PollFlags::POLLIN)];
+        if also_upstream {
+            fds.push(PollFd::new(upstream.as_fd(), PollFlags::POLLIN));
+        }
+        let timeout =
+            PollTimeout::try_from(left.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, timeout) {
+            Ok(0) => Wait::Timeout,
+            Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => Wait::Client,
+            Ok(_) => Wait::Upstream,
+            Err(_) => Wait::Client,
+        }
+    }
+}
+
+/// What `wait_client` saw first.
+enum Wait {
+    Client,
+    Upstream,
+    Timeout,
+}

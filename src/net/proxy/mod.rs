@@ -1,0 +1,319 @@
+//! The proxy: HTTP CONNECT, absolute-form HTTP and SOCKS5 on one listening socket.
+//!
+//! One accept thread polls the listener and a wake-up pipe; every accepted connection gets
+//! a thread (`conn`) that reads the request (`http`, `socks`), decides by name, resolves,
+//! connects, checks the TLS SNI of tunnels (`sni`) and relays with `splice(2)` (`relay`).
+//! Every socket a connection opens is registered in [`Shared::live`], so that `stop` can
+//! shut them all down and join every thread.
+
+mod conn;
+mod http;
+mod relay;
+mod sni;
+mod socks;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{accept4, SockFlag};
+
+use super::log::{ConnRecord, Decision, LogFile};
+use super::Egress;
+
+/// Stack of a connection thread (its buffers live on the heap).
+const CONN_STACK: usize = 256 * 1024;
+
+/// Limits of the proxy.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) head_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_conns: usize,
+    pub(crate) head_cap: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            head_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            max_conns: 256,
+            head_cap: 64 * 1024,
+        }
+    }
+}
+
+/// A running proxy.
+pub(crate) struct Proxy {
+    shared: Arc<Shared>,
+    /// Write end of the pipe that wakes the accept thread.
+    wake: Option<OwnedFd>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// What the accept thread and every connection thread share.
+struct Shared {
+    egress: Egress,
+    config: Config,
+    log: Option<LogFile>,
+    /// Finished records with their accept index.
+    records: Mutex<Vec<(u64, ConnRecord)>>,
+    live: Mutex<Live>,
+    /// Connection threads serving normally, and over the cap (answering 503).
+    active: AtomicUsize,
+    overflow: AtomicUsize,
+}
+
+/// The sockets of the connections in progress, so that `stop` can shut them down.
+#[derive(Default)]
+struct Live {
+    stopping: bool,
+    sockets: HashMap<u64, Vec<Arc<TcpStream>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    /// Registers a socket of connection `id`; false once the proxy is stopping (the caller
+    /// gives up on the connection).
+    fn register(&self, id: u64, socket: &Arc<TcpStream>) -> bool {
+        let mut live = lock(&self.live);
+        if live.stopping {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+            return false;
+        }
+        live.sockets.entry(id).or_default().push(Arc::clone(socket));
+        true
+    }
+
+    fn unregister(&self, id: u64) {
+        lock(&self.live).sockets.remove(&id);
+    }
+
+    /// Keeps the record of connection `id` and appends it to the log.
+    fn finish(&self, id: u64, record: ConnRecord) {
+        if let Some(log) = &self.log {
+            log.write(&record);
+        }
+        lock(&self.records).push((id, record));
+    }
+}
+
+/// A record of connection `id` before anything is known of its request.
+fn blank_record(started: SystemTime) -> ConnRecord {
+    ConnRecord {
+        host: String::new(),
+        port: 0,
+        address: None,
+        protocol: "unknown",
+        decision: Decision::Failed,
+        rule: String::new(),
+        bytes_up: 0,
+        bytes_down: 0,
+        start: crate::determinism::date::timestamp(started),
+        duration_ms: 0,
+    }
+}
+
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Starts serving `listener` (a listening stream socket).
+pub(crate) fn start(
+    listener: OwnedFd,
+    egress: Egress,
+    config: Config,
+    log: Option<std::fs::File>,
+) -> std::io::Result<Proxy> {
+    // Accept without blocking once poll has said so (another holder of the socket may have
+    // taken the connection in between).
+    let flags = OFlag::from_bits_truncate(fcntl(listener.as_raw_fd(), FcntlArg::F_GETFL)?);
+    fcntl(
+        listener.as_raw_fd(),
+        FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
+    )?;
+    let (wake_r, wake_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let shared = Arc::new(Shared {
+        egress,
+        config,
+        log: log.map(LogFile::new),
+        records: Mutex::new(Vec::new()),
+        live: Mutex::new(Live::default()),
+        active: AtomicUsize::new(0),
+        overflow: AtomicUsize::new(0),
+    });
+    let for_thread = Arc::clone(&shared);
+    let accept = std::thread::Builder::new()
+        .name("rrnet-accept".into())
+        .spawn(move || accept_loop(&for_thread, &listener, &wake_r))?;
+    Ok(Proxy {
+        shared,
+        wake: Some(wake_w),
+        accept: Some(accept),
+    })
+}
+
+impl Proxy {
+    /// Stops accepting, ends every live connection, joins every thread and returns the
+    /// records in the order the connections were accepted.
+    pub(crate) fn stop(mut self) -> Vec<ConnRecord> {
+        self.halt();
+        let mut records = std::mem::take(&mut *lock(&self.shared.records));
+        records.sort_by_key(|(id, _)| *id);
+        records.into_iter().map(|(_, r)| r).collect()
+    }
+
+    fn halt(&mut self) {
+        {
+            let mut live = lock(&self.shared.live);
+            live.stopping = true;
+            for socket in live.sockets.values().flatten() {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        if let Some(wake) = self.wake.take() {
+            let _ = nix::unistd::write(&wake, &[1]);
+        }
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Accepts until woken, then joins every connection thread (the listener and the wake-up
+/// pipe are closed when the caller's thread returns).
+fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut next_id = 0u64;
+    loop {
+        let mut fds = [
+            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+            PollFd::new(wake.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+        let woken = fds[1].revents().is_some_and(|r| !r.is_empty());
+        if woken || lock(&shared.live).stopping {
+            break;
+        }
+        loop {
+            match accept4(listener.as_raw_fd(), SockFlag::SOCK_CLOEXEC) {
+                Ok(fd) => {
+                    // SAFETY: accept4 just returned this descriptor; nothing else owns it.
+                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                    if let Some(t) = admit(shared, next_id, TcpStream::from(owned)) {
+                        threads.push(t);
+                    }
+                    next_id += 1;
+                }
+                Err(Errno::EINTR | Errno::ECONNABORTED | Errno::EPROTO) => {}
+                Err(Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM) => {
+                    // Out of descriptors or memory: let connections end before trying again.
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
+                Err(_) => {
+                    // Not a listening socket any more, or worse: do not spin on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
+            }
+        }
+        let (done, running) = threads.into_iter().partition(JoinHandle::is_finished);
+        threads = running;
+        for t in done {
+            let _ = t.join();
+        }
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// Which budget a connection is served from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Under `max_conns`: served.
+    Normal,
+    /// Over the cap: a thread reads the request and answers 503 (SOCKS: 0x01).
+    Busy,
+}
+
+/// Starts serving a freshly accepted connection; returns its thread.
+fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<()>> {
+    let started = SystemTime::now();
+    let since = Instant::now();
+    let client = Arc::new(client);
+    if !shared.register(id, &client) {
+        let mut record = blank_record(started);
+        record.rule = "proxy stopping".into();
+        shared.finish(id, record);
+        return None;
+    }
+    let max = shared.config.max_conns;
+    let tier = if shared.active.fetch_add(1, Ordering::SeqCst) < max {
+        Tier::Normal
+    } else {
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+        if shared.overflow.fetch_add(1, Ordering::SeqCst) < max {
+            Tier::Busy
+        } else {
+            shared.overflow.fetch_sub(1, Ordering::SeqCst);
+            conn::refuse_busy_now(shared, id, &client, started, since);
+            shared.unregister(id);
+            return None;
+        }
+    };
+    let for_thread = Arc::clone(shared);
+    let thread_client = Arc::clone(&client);
+    let spawned = std::thread::Builder::new()
+        .name("rrnet-conn".into())
+        .stack_size(CONN_STACK)
+        .spawn(move || {
+            conn::serve(&for_thread, id, thread_client, tier, started, since);
+            let counter = match tier {
+                Tier::Normal => &for_thread.active,
+                Tier::Busy => &for_thread.overflow,
+            };
+            counter.fetch_sub(1, Ordering::SeqCst);
+        });
+    match spawned {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let counter = match tier {
+                Tier::Normal => &shared.active,
+                Tier::Busy => &shared.overflow,
+            };
+            counter.fetch_sub(1, Ordering::SeqCst);
+            let mut record = blank_record(started);
+            record.rule = format!("cannot start a connection thread: {e}");
+            record.duration_ms = millis(since);
+            shared.unregister(id);
+            shared.finish(id, record);
+            None
+        }
+    }
+}

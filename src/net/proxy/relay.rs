@@ -1,0 +1,158 @@
+//! Relays a connection both ways with `splice(2)` through a pipe per direction (the bytes
+//! never enter user space), in one thread: `poll` on both sockets, half-close on EOF, and
+//! an idle timeout that only fires when neither direction has moved for that long.
+
+use std::io;
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{splice, OFlag, SpliceFFlags};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+/// Bytes moved per `splice` call at most.
+const CHUNK: usize = 64 * 1024;
+
+/// What a relay moved, and how it ended.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Moved {
+    /// Client to upstream.
+    pub(super) up: u64,
+    /// Upstream to client.
+    pub(super) down: u64,
+    /// Ended by the idle timeout.
+    pub(super) idle: bool,
+}
+
+/// One direction: `src` → pipe → `dst`.
+struct Half<'a> {
+    src: &'a TcpStream,
+    dst: &'a TcpStream,
+    pipe_r: OwnedFd,
+    pipe_w: OwnedFd,
+    /// Bytes in the pipe not yet written to `dst`.
+    pending: usize,
+    eof: bool,
+    done: bool,
+    bytes: u64,
+}
+
+impl<'a> Half<'a> {
+    fn new(src: &'a TcpStream, dst: &'a TcpStream) -> io::Result<Half<'a>> {
+        let (pipe_r, pipe_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        Ok(Half {
+            src,
+            dst,
+            pipe_r,
+            pipe_w,
+            pending: 0,
+            eof: false,
+            done: false,
+            bytes: 0,
+        })
+    }
+
+    /// What to wait for: room in `dst` while the pipe holds bytes, else bytes from `src`.
+    fn interest(&self) -> Option<PollFd<'_>> {
+        if self.done {
+            None
+        } else if self.pending > 0 {
+            Some(PollFd::new(self.dst.as_fd(), PollFlags::POLLOUT))
+        } else {
+            Some(PollFd::new(self.src.as_fd(), PollFlags::POLLIN))
+        }
+    }
+
+    /// Moves what it can without blocking; whether anything moved.
+    fn pump(&mut self) -> io::Result<bool> {
+        let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
+        let mut moved = false;
+        if self.pending == 0 && !self.eof {
+            match splice(self.src, None, &self.pipe_w, None, CHUNK, flags) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.pending = n;
+                    moved = true;
+                }
+                Err(Errno::EAGAIN | Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if self.pending > 0 {
+            match splice(&self.pipe_r, None, self.dst, None, self.pending, flags) {
+                Ok(n) => {
+                    self.pending -= n;
+                    self.bytes += n as u64;
+                    moved = true;
+                }
+                Err(Errno::EAGAIN | Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if self.eof && self.pending == 0 {
+            // Pass the end of the stream on, keep the other direction going.
+            let _ = self.dst.shutdown(Shutdown::Write);
+            self.done = true;
+        }
+        Ok(moved)
+    }
+}
+
+/// Relays until both directions have ended, either side fails, or nothing has moved
+/// either way for `idle`.
+pub(super) fn relay(client: &TcpStream, upstream: &TcpStream, idle: Duration) -> io::Result<Moved> {
+    client.set_nonblocking(true)?;
+    upstream.set_nonblocking(true)?;
+    let mut halves = [Half::new(client, upstream)?, Half::new(upstream, client)?];
+    let mut last = Instant::now();
+    let mut moved = Moved::default();
+    loop {
+        if halves.iter().all(|h| h.done) {
+            break;
+        }
+        let left = idle.saturating_sub(last.elapsed());
+        if left.is_zero() {
+            moved.idle = true;
+            break;
+        }
+        let ready: Vec<bool> = {
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
+            let mut owners = Vec::with_capacity(2);
+            for (i, h) in halves.iter().enumerate() {
+                if let Some(fd) = h.interest() {
+                    fds.push(fd);
+                    owners.push(i);
+                }
+            }
+            let timeout = PollTimeout::try_from(left.max(Duration::from_millis(1)))
+                .unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let mut ready = vec![false; 2];
+            for (fd, i) in fds.iter().zip(owners) {
+                ready[i] = fd.revents().is_some_and(|r| !r.is_empty());
+            }
+            ready
+        };
+        let mut failed = false;
+        for (h, r) in halves.iter_mut().zip(ready) {
+            if !r {
+                continue;
+            }
+            match h.pump() {
+                Ok(true) => last = Instant::now(),
+                Ok(false) => {}
+                Err(_) => failed = true,
+            }
+        }
+        if failed {
+            break;
+        }
+    }
+    moved.up = halves[0].bytes;
+    moved.down = halves[1].bytes;
+    Ok(moved)
+}
