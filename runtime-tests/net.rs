@@ -199,7 +199,7 @@ fn every_refusal_class_is_refused_and_recorded() {
         "python3 -c '\nimport socket, ssl\ns = socket.create_connection((\"127.0.0.1\", 3128))\ns.sendall(b\"CONNECT api.test:{p} HTTP/1.1\\r\\nHost: api.test:{p}\\r\\n\\r\\n\")\nprint(\"sni\", s.recv(100).split(b\" \")[1].decode())\nc = ssl.create_default_context()\ntry:\n    c.wrap_socket(s, server_hostname=\"evil.test\")\nexcept Exception as e:\n    print(\"sni-refused\", type(e).__name__)\n'; "
     );
     let direct = format!(
-        "python3 -c '\nimport socket\nfor what, fn in [(\"direct\", lambda: socket.create_connection((\"127.0.0.1\", {p}), timeout=2)), (\"udp\", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"8.8.8.8\", 53))), (\"abstract\", lambda: socket.socket(socket.AF_UNIX).connect(\"\\0{name}\"))]:\n    try:\n        fn(); print(what, \"reached\")\n    except OSError as e:\n        print(what, \"refused\", e.errno)\n'"
+        "python3 -c '\nimport socket\nfor what, fn in [(\"direct\", lambda: socket.create_connection((\"127.0.0.1\", {p}), timeout=2)), (\"metadata\", lambda: socket.create_connection((\"169.254.169.254\", 80), timeout=2)), (\"udp\", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"8.8.8.8\", 53))), (\"abstract\", lambda: socket.socket(socket.AF_UNIX).connect(\"\\0{name}\"))]:\n    try:\n        fn(); print(what, \"reached\")\n    except OSError as e:\n        print(what, \"refused\", e.errno)\n'"
     );
     let script = [
         code(&format!("http://other.test:{p}/"), ""),
@@ -241,6 +241,7 @@ fn every_refusal_class_is_refused_and_recorded() {
         format!("http://meta.test:{p}/ 403"),
         format!("http://v6.test:{p}/ 403"),
         "direct refused 111".to_string(),
+        "metadata refused 101".to_string(),
         "udp refused 101".to_string(),
         "abstract refused 111".to_string(),
     ];
@@ -266,7 +267,9 @@ fn every_refusal_class_is_refused_and_recorded() {
             r["rule"].as_str().unwrap().to_string()
         })
         .collect();
-    assert_eq!(rules.len(), 7, "exactly the proxy's attempts: {rules:#?}");
+    // The proxy's seven, then the two direct attempts outside the sandbox (the sandbox's
+    // own loopback and unix sockets are not egress).
+    assert_eq!(rules.len(), 9, "exactly the attempts: {rules:#?}");
     let expect_in = |i: usize, needle: &str| {
         assert!(
             rules[i].contains(needle),
@@ -278,9 +281,13 @@ fn every_refusal_class_is_refused_and_recorded() {
     expect_in(1, "port 81");
     expect_in(2, "127.0.0.2");
     expect_in(3, "loopback");
-    expect_in(4, "link-local");
+    expect_in(4, "cloud metadata");
     expect_in(5, "loopback");
     expect_in(6, "loopback");
+    expect_in(7, "connect to 169.254.169.254:80 outside the proxy");
+    expect_in(8, "sendto to 8.8.8.8:53 outside the proxy");
+    assert_eq!(net[7]["protocol"], "connect");
+    assert_eq!(net[8]["protocol"], "sendto");
 }
 
 #[test]

@@ -58,3 +58,70 @@ impl LogFile {
         let _ = file.write_all(&line).and_then(|()| file.flush());
     }
 }
+
+/// Attempts that never reached the proxy — a direct connection or datagram to an address
+/// outside the sandbox, which its network namespace refuses — noted by the supervisor's
+/// notification server as the workload makes them (`spec/network.md`).
+#[derive(Default)]
+pub(crate) struct Journal {
+    records: std::sync::Mutex<Vec<ConnRecord>>,
+    log: Option<LogFile>,
+}
+
+impl Journal {
+    /// A journal that also appends each record to `log` (the `--net-log` file).
+    pub(crate) fn new(log: Option<std::fs::File>) -> Journal {
+        Journal {
+            records: Default::default(),
+            log: log.map(LogFile::new),
+        }
+    }
+
+    /// Notes a refused direct attempt to `ip:port` (`what`: `connect` or `sendto`).
+    pub(crate) fn direct(&self, what: &'static str, ip: std::net::IpAddr, port: u16) {
+        let record = ConnRecord {
+            host: ip.to_string(),
+            port,
+            address: Some(ip.to_string()),
+            protocol: what,
+            decision: Decision::Refused,
+            rule: format!(
+                "{what} to {} outside the proxy: the sandbox has no route out (clients reach the allowlist through HTTP_PROXY, HTTPS_PROXY or ALL_PROXY)",
+                std::net::SocketAddr::new(ip, port)
+            ),
+            bytes_up: 0,
+            bytes_down: 0,
+            start: crate::determinism::date::timestamp(std::time::SystemTime::now()),
+            duration_ms: 0,
+        };
+        if let Some(log) = &self.log {
+            log.write(&record);
+        }
+        match self.records.lock() {
+            Ok(mut r) => r.push(record),
+            Err(poisoned) => poisoned.into_inner().push(record),
+        }
+    }
+
+    /// The records so far, in order.
+    pub(crate) fn take(&self) -> Vec<ConnRecord> {
+        match self.records.lock() {
+            Ok(mut r) => std::mem::take(&mut *r),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
+    }
+}
+
+/// The proxy's records and the direct attempts as one list, in the order they started.
+pub(crate) fn merge(mut proxied: Vec<ConnRecord>, direct: Vec<ConnRecord>) -> Vec<ConnRecord> {
+    proxied.extend(direct);
+    // RFC 3339 UTC timestamps of one format sort as text; the sort is stable.
+    proxied.sort_by(|a, b| a.start.cmp(&b.start));
+    proxied
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").finish_non_exhaustive()
+    }
+}

@@ -242,13 +242,7 @@ impl Created {
 /// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise).
 fn serve_egress(plan: &Plan, listener: OwnedFd) -> Option<crate::net::proxy::Proxy> {
     let egress = plan.egress.clone()?;
-    let log = plan.net_log.as_ref().and_then(|p| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .ok()
-    });
+    let log = super::supervisor::open_net_log(plan);
     crate::net::proxy::start(listener, egress, crate::net::proxy::Config::default(), log).ok()
 }
 
@@ -262,7 +256,13 @@ fn monitor(
     exec_listener: Option<&OwnedFd>,
 ) -> i32 {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let config = notify::Config::from_plan(plan);
+    let mut config = notify::Config::from_plan(plan);
+    // Direct attempts at addresses outside the container go to the net log as they happen.
+    config.journal = plan.egress.as_ref().map(|_| {
+        std::sync::Arc::new(crate::net::log::Journal::new(
+            super::supervisor::open_net_log(plan),
+        ))
+    });
     let mut servers = Vec::new();
     let mut serve = |fd: OwnedFd| {
         // One server per `exec`: those whose processes are all gone are let go.

@@ -57,6 +57,20 @@ pub(super) struct Watch<'a> {
     pub(crate) proxy: Option<&'a mut Egress>,
 }
 
+/// Opens `path` for appending (created if need be).
+pub(super) fn open_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// The `--net-log` file of `plan`, for appending (`None` without one, or when it cannot be
+/// opened: the caller checked it before the run).
+pub(super) fn open_net_log(plan: &Plan) -> Option<std::fs::File> {
+    plan.net_log.as_deref().and_then(|p| open_append(p).ok())
+}
+
 /// The egress proxy of a `--net allow` run: started when init's listener arrives, stopped
 /// when the run ends (its record of connection attempts goes into the outcome).
 pub(super) struct Egress {
@@ -78,12 +92,7 @@ impl Egress {
     /// out, which is what the allowlist asks for anyway; the failure is reported.
     pub(super) fn start(&mut self, listener: OwnedFd) -> Result<(), std::io::Error> {
         let log = match &self.log {
-            Some(path) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            ),
+            Some(path) => Some(open_append(path)?),
             None => None,
         };
         let config = crate::net::proxy::Config::default();
@@ -344,8 +353,14 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
     }
+    // Direct attempts at addresses outside the sandbox, noted by the notification server.
+    let journal = plan
+        .egress
+        .as_ref()
+        .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
     let server = if vdso::SUPPORTED && plan.intercept {
-        let config = notify::Config::from_plan(plan);
+        let mut config = notify::Config::from_plan(plan);
+        config.journal = journal.clone();
         Some(
             notify::start(config, notify::PageAt::sandbox(child))
                 .map_err(step("notification thread"))?,
@@ -371,7 +386,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         },
         &mut msgs,
     );
-    let network = egress.map(Egress::stop).unwrap_or_default();
+    let network = crate::net::log::merge(
+        egress.map(Egress::stop).unwrap_or_default(),
+        journal.map(|j| j.take()).unwrap_or_default(),
+    );
     let watched = watched?;
     msgs.extend(drain(&ours));
     if let Some(msg) = msgs.into_iter().next() {

@@ -61,6 +61,7 @@ impl Caller {
 
 pub(super) fn open_mem(tid: Pid) -> Option<std::fs::File> {
     std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .open(format!("/proc/{tid}/mem"))
         .ok()

@@ -7,11 +7,14 @@ use super::*;
 /// `getdents64`, `getdents`; with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
 /// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
 /// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
-/// once. Other architectures' calls are allowed untouched.
+/// once. With `egress` (`--net allow`), `connect` and a `sendto` that names an address (not
+/// a `send` on a connected socket: its address argument is null). Other architectures' calls
+/// are allowed untouched.
 pub(crate) fn filter(
     clock: Option<ClockMode>,
     seeded: bool,
     sorted: bool,
+    egress: bool,
 ) -> Vec<libc::sock_filter> {
     let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
     let clock = clock.is_some();
@@ -58,6 +61,11 @@ pub(crate) fn filter(
     if clock {
         notified.extend([libc::SYS_gettimeofday, libc::SYS_time]);
     }
+    if egress {
+        notified.push(libc::SYS_connect);
+    }
+    // sendto: notified only when args[4] (the address) is not null — 5 instructions.
+    let sendto_checks = if egress { 5 } else { 0 };
     // Layout: arch check, syscall number, one jump per notified call, then the clock_gettime
     // clock-id check, then ALLOW and NOTIFY at the end.
     let mut prog = vec![ld(4)];
@@ -67,13 +75,23 @@ pub(crate) fn filter(
         (true, false) => 5,
         (true, true) => 7,
     };
-    // Instructions after the arch jump: ld nr, n jumps, clock checks, ALLOW, NOTIFY.
-    let total_after = 1 + n + clock_checks + 2;
+    // Instructions after the arch jump: ld nr, n jumps, sendto checks, clock checks,
+    // ALLOW, NOTIFY.
+    let total_after = 1 + n + sendto_checks + clock_checks + 2;
     prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
     prog.push(ld(0));
     for (i, nr) in notified.iter().enumerate() {
-        let to_notify = (n - i - 1) + clock_checks + 1;
+        let to_notify = (n - i - 1) + sendto_checks + clock_checks + 1;
         prog.push(jeq(*nr as u32, to_notify as u8, 0));
+    }
+    if egress {
+        let c = clock_checks as u8;
+        // Not sendto: on to the clock checks (the accumulator still holds the number).
+        prog.push(jeq(libc::SYS_sendto as u32, 0, 4));
+        prog.push(ld(16 + 8 * 4)); // args[4], low half
+        prog.push(jeq(0, 0, c + 3)); // non-zero: NOTIFY
+        prog.push(ld(16 + 8 * 4 + 4)); // high half
+        prog.push(jeq(0, c, c + 1)); // null: ALLOW, else NOTIFY
     }
     if clock {
         let mut ids = vec![

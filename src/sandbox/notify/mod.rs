@@ -56,6 +56,10 @@ pub(crate) struct Config {
     /// The sandbox's CPU quota in thousandths of a CPU (`--cpus-quota`), which the server's
     /// own CPU time is held to (see `throttle`); `None`: its CPU count (`--cpus`).
     pub(crate) cpu_milli: Option<u64>,
+    /// `--net allow`: `connect` and `sendto` with an address are routed here, and an
+    /// attempt at an address outside the sandbox is refused and noted in `journal`.
+    pub(crate) egress: bool,
+    pub(crate) journal: Option<std::sync::Arc<crate::net::log::Journal>>,
 }
 
 impl Config {
@@ -67,6 +71,8 @@ impl Config {
             uptime_start_secs: plan.uptime_start_secs,
             sorted_dirs: plan.sorted_dirs,
             cpu_milli: plan.resources.cpu_milli,
+            egress: plan.egress.is_some(),
+            journal: None,
         }
     }
 
@@ -83,6 +89,7 @@ impl Config {
             self.clock.map(|c| c.mode),
             self.seed.is_some(),
             self.sorted_dirs,
+            self.egress,
         )
     }
 }

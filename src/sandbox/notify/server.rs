@@ -145,6 +145,31 @@ impl Server {
             }
             return Ok(());
         };
+        if nr == libc::SYS_connect || nr == libc::SYS_sendto {
+            let (addr, len) = match nr {
+                libc::SYS_connect => (args[1], args[2]),
+                _ => (args[4], args[5]),
+            };
+            let dest = read_sockaddr(&caller, addr, len);
+            self.keep(caller);
+            return match dest.filter(|d| !d.ip().is_loopback() && !d.ip().is_unspecified()) {
+                // Outside the sandbox: its namespace has no route there. Say so and note it.
+                Some(d) => {
+                    if let Some(j) = &self.config.journal {
+                        let what = if nr == libc::SYS_connect {
+                            "connect"
+                        } else {
+                            "sendto"
+                        };
+                        j.direct(what, d.ip(), d.port());
+                    }
+                    reply(listener, id, Err(Errno::ENETUNREACH))
+                }
+                // The sandbox's own loopback (the proxy among it), unix sockets, AF_UNSPEC,
+                // memory we cannot read: the kernel's own answer.
+                None => seccomp::respond_continue(listener, id).or(Ok(())),
+            };
+        }
         if nr == libc::SYS_getdents64 || is_legacy_getdents(nr) {
             let legacy = nr != libc::SYS_getdents64;
             let result = self.getdents(&mut caller, &args, legacy, || {
@@ -182,6 +207,33 @@ impl Server {
         };
         self.keep(caller);
         reply(listener, id, result)
+    }
+}
+
+/// The IPv4 or IPv6 address a caller passes at `addr` (`len` bytes); `None` for any other
+/// family or memory that cannot be read. An IPv4-mapped IPv6 address is its IPv4 address.
+fn read_sockaddr(caller: &Caller, addr: u64, len: u64) -> Option<std::net::SocketAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    if addr == 0 || len < 2 {
+        return None;
+    }
+    let mut buf = [0u8; 28];
+    let n = (len as usize).min(buf.len());
+    caller.mem.read_exact_at(&mut buf[..n], addr).ok()?;
+    let family = u16::from_ne_bytes([buf[0], buf[1]]) as i32;
+    let port = u16::from_be_bytes([buf[2], buf[3]]);
+    match family {
+        libc::AF_INET if n >= 8 => Some(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7])),
+            port,
+        )),
+        libc::AF_INET6 if n >= 24 => {
+            let octets: [u8; 16] = buf[8..24].try_into().ok()?;
+            let ip = Ipv6Addr::from(octets);
+            let ip = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
+            Some(SocketAddr::new(ip, port))
+        }
+        _ => None,
     }
 }
 

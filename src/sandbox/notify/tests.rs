@@ -1,12 +1,17 @@
 use super::*;
 
 /// Runs a classic-BPF seccomp program (the three instructions `filter` uses) over
-/// `seccomp_data` for (arch, nr, args[0]).
+/// `seccomp_data` for (arch, nr, args[0], args[4]).
 fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
+    verdict4(prog, arch, nr, arg0, 0)
+}
+
+fn verdict4(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64, arg4: u64) -> u32 {
     let mut data = [0u8; 64];
     data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
     data[4..8].copy_from_slice(&arch.to_ne_bytes());
     data[16..24].copy_from_slice(&arg0.to_ne_bytes());
+    data[48..56].copy_from_slice(&arg4.to_ne_bytes());
     let (mut pc, mut acc) = (0usize, 0u32);
     loop {
         let ins = prog[pc];
@@ -45,9 +50,17 @@ fn filter_routes_exactly_the_documented_calls() {
         (Some(ClockMode::Frozen), true, false),
         (Some(ClockMode::Tick { step_ns: 1 }), false, true),
     ];
-    for (clock, seeded, sorted) in cases {
-        let prog = filter(clock, seeded, sorted);
+    for ((clock, seeded, sorted), egress) in cases.into_iter().flat_map(|c| [(c, false), (c, true)])
+    {
+        let prog = filter(clock, seeded, sorted, egress);
         let v = |nr: i64, arg0: u64| verdict(&prog, X86_64, nr, arg0);
+        // --net allow: connect, and sendto with an address (low or high half set).
+        let sendto = |addr: u64| verdict4(&prog, X86_64, libc::SYS_sendto, 3, addr);
+        assert_eq!(v(libc::SYS_connect, 3) == NOTIFY, egress);
+        assert_eq!(sendto(0x7ffd_0000_1000) == NOTIFY, egress);
+        assert_eq!(sendto(0x1000) == NOTIFY, egress);
+        assert_eq!(sendto(0x7ffd_0000_0000) == NOTIFY, egress);
+        assert_eq!(sendto(0), ALLOW, "send() on a connected socket");
         for nr in always {
             assert_eq!(v(nr, 0), NOTIFY, "{nr} with {clock:?}");
         }
