@@ -230,6 +230,8 @@ fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
                     next_id += 1;
                 }
                 Err(Errno::EINTR | Errno::ECONNABORTED | Errno::EPROTO) => {}
+                // Every pending connection taken: back to waiting.
+                Err(Errno::EAGAIN) => break,
                 Err(Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM) => {
                     // Out of descriptors or memory: let connections end before trying again.
                     std::thread::sleep(Duration::from_millis(50));
