@@ -47,6 +47,9 @@ const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_
    "confidence": "high", "agent_extra": 1}],
  "missing_or_ambiguous_artifacts": []}"#;
 
+/// The same document on one line (a model's final message).
+const FINDINGS_LINE: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}], "missing_or_ambiguous_artifacts": []}"#;
+
 impl Corpus {
     fn new() -> Corpus {
         let work = Work::new();
@@ -384,4 +387,158 @@ fn bad_input_is_one_line_before_anything_runs() {
     ]);
     expect_error(&o, "/usr");
     assert!(!Path::new("/usr/local/audit.db").exists());
+}
+
+/// A scripted Responses-API server on loopback: every `POST .../responses` is answered with
+/// one assistant message holding `text`, and a usage of 1000 input tokens (200 cached) and
+/// 50 output tokens. Returns the port and the request heads and bodies it saw.
+fn scripted_model(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut req = Vec::new();
+            let mut buf = [0u8; 65536];
+            // The head, then Content-Length bytes of body.
+            let body_len = loop {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break None,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+                if let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break Some(end + 4 + len);
+                }
+            };
+            let Some(total) = body_len else { continue };
+            while req.len() < total {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            s.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&req).into_owned());
+            let event = |t: &str, mut d: serde_json::Value| {
+                d["type"] = t.into();
+                format!("event: {t}\ndata: {d}\n\n")
+            };
+            let body = [
+                event("response.created", serde_json::json!({"response": {"id": "resp_1"}})),
+                event("response.output_item.done", serde_json::json!({"output_index": 0,
+                    "item": {"type": "message", "role": "assistant", "id": "msg_1",
+                             "content": [{"type": "output_text", "text": text, "annotations": []}]}})),
+                event("response.completed", serde_json::json!({"response": {"id": "resp_1",
+                    "usage": {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 200},
+                              "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 0},
+                              "total_tokens": 1050}}})),
+            ]
+            .concat();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// The real Codex CLI, pointed at a scripted model through the allowlist: its final message
+/// becomes the run's findings, its token counts the run's; the key passed by name reaches
+/// the model and nothing of it is stored.
+#[test]
+fn codex_audits_through_the_allowlist_with_a_scripted_model() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    if std::process::Command::new("codex")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: the codex CLI is not installed (npm install -g @openai/codex)");
+        return;
+    }
+    let (port, seen) = scripted_model(FINDINGS_LINE);
+    let c = Corpus::new();
+    let mut cmd = c.work.cmd(&[
+        "audit",
+        "run",
+        "--corpus",
+        "corpus",
+        "--db",
+        "audit.db",
+        "--json",
+        "--agent",
+        "codex",
+        "--model",
+        "gpt-test",
+        "--timeout",
+        "120s",
+        "--model-base-url",
+        &format!("http://api.test:{port}/v1"),
+        "--allow-host",
+        &format!("api.test:{port}"),
+        "--allow-host",
+        &format!("127.0.0.1:{port}"),
+        "--add-host",
+        "api.test:127.0.0.1",
+        "--pass-env",
+        "OPENAI_API_KEY",
+    ]);
+    cmd.env("OPENAI_API_KEY", "sk-reprorun-test-secret")
+        .stdin(Stdio::null());
+    let o = cmd.output().unwrap();
+    let s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    assert_eq!(s["findings"], 2, "{s}");
+    assert_eq!(s["input_tokens"], 2 * 800, "{s}");
+    assert_eq!(s["cached_input_tokens"], 2 * 200, "{s}");
+    assert_eq!(s["output_tokens"], 2 * 50, "{s}");
+    let seen = seen.lock().unwrap().clone();
+    let request = seen
+        .iter()
+        .find(|r| r.contains("/responses"))
+        .unwrap_or_else(|| panic!("no Responses request: {seen:?}"));
+    assert!(
+        request.contains("sk-reprorun-test-secret"),
+        "the key reached the model"
+    );
+    assert!(
+        request.contains("/work/repo"),
+        "the prompt names the snapshot"
+    );
+    // The key is in no file of the study.
+    for entry in walk(c.work.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sk-reprorun-test-secret"),
+            "{} holds the key",
+            entry.display()
+        );
+    }
+}
+
+/// Every regular file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let ft = e.file_type().unwrap();
+        if ft.is_dir() {
+            out.extend(walk(&e.path()));
+        } else if ft.is_file() {
+            out.push(e.path());
+        }
+    }
+    out
 }
