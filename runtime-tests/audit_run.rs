@@ -195,12 +195,6 @@ fn malformed_missing_and_failing_agents_are_recorded_as_such() {
             assert!(s["rows"][0]["raw_sha256"].is_string(), "{s}");
         }
     }
-    let c = Corpus::new();
-    let s = c.summary(&["--agent", "codex", "--timeout", "10s"]);
-    let status = s["rows"][0]["status"].as_str().unwrap();
-    // Without a codex installation the command is missing; with one, it cannot reach any
-    // model (no network): either way no findings.
-    assert!(["agent_missing", "no_output"].contains(&status), "{s}");
 }
 
 #[test]
