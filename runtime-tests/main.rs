@@ -3,6 +3,7 @@
 
 mod common;
 
+mod audit_snapshot;
 mod bad_input;
 mod escape;
 mod escape_host;

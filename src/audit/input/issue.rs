@@ -21,13 +21,29 @@ fn str_of<'a>(obj: &'a Obj, keys: &[&str]) -> Option<&'a str> {
     field(obj, keys).and_then(Value::as_str)
 }
 
+/// Why a record is no issue; `id` (`owner/name#N`) when the record got that far.
+#[derive(Debug)]
+pub(crate) struct RecordError {
+    pub(crate) id: Option<String>,
+    pub(crate) reason: String,
+}
+
+impl From<&str> for RecordError {
+    fn from(reason: &str) -> Self {
+        RecordError {
+            id: None,
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// The issue a record holds; `None` for a pull request (a REST object with `pull_request`).
 /// `repo` is the repository the file belongs to (a directory's `owner__name.json`).
 pub(crate) fn issue_from_record(
     obj: &Obj,
     repo: Option<&str>,
     timelines: &BTreeMap<String, Vec<Value>>,
-) -> Result<Option<Issue>, String> {
+) -> Result<Option<Issue>, RecordError> {
     if field(obj, &["pull_request"]).is_some()
         || obj.get("isPullRequest") == Some(&Value::Bool(true))
     {
@@ -46,34 +62,51 @@ pub(crate) fn issue_from_record(
         )?,
     };
     if !is_repo_name(&repo) {
-        return Err(format!("repo {repo:?} is not owner/name"));
+        return Err(RecordError {
+            id: None,
+            reason: format!("repo {repo:?} is not owner/name"),
+        });
     }
+    let name = format!("{repo}#{number}");
+    issue_fields(obj, repo, number, html, timelines).map_err(|reason| RecordError {
+        id: Some(name),
+        reason,
+    })
+}
+
+fn issue_fields(
+    obj: &Obj,
+    repo: String,
+    number: u64,
+    html: Option<(String, String)>,
+    timelines: &BTreeMap<String, Vec<Value>>,
+) -> Result<Option<Issue>, String> {
     let name = format!("{repo}#{number}");
     let state = str_of(obj, &["state"])
         .map(str::to_ascii_lowercase)
         .filter(|s| s == "open" || s == "closed")
-        .ok_or_else(|| format!("{name}: \"state\" is not open/closed"))?;
+        .ok_or("\"state\" is not open/closed")?;
     let time = |keys: &[&str], what: &str| -> Result<Option<String>, String> {
         match str_of(obj, keys) {
             None => Ok(None),
             Some(t) if t.starts_with("0001-01-01") => Ok(None), // gh's zero time: unset
             Some(t) if strict_time(t).is_some() => Ok(Some(t.to_string())),
-            Some(t) => Err(format!("{name}: {what} {t:?} is not an RFC 3339 time")),
+            Some(t) => Err(format!("{what} {t:?} is not an RFC 3339 time")),
         }
     };
-    let created_at = time(&["created_at", "createdAt"], "created_at")?
-        .ok_or_else(|| format!("{name}: no created_at/createdAt"))?;
+    let created_at =
+        time(&["created_at", "createdAt"], "created_at")?.ok_or("no created_at/createdAt")?;
     let closed_at = time(&["closed_at", "closedAt"], "closed_at")?.filter(|_| state == "closed");
     let category = match str_of(obj, &["category"]) {
         None => None,
         Some(c) => Some(Category::parse(c).ok_or_else(|| {
-            format!("{name}: category {c:?} is not crash_immediate, crash_late, silent_wrong_setup or silent_wrong_number")
+            format!("category {c:?} is not crash_immediate, crash_late, silent_wrong_setup or silent_wrong_number")
         })?),
     };
     let reproducibility = match field(obj, &["reproducibility"]) {
         None => None,
         Some(Value::Bool(b)) => Some(*b),
-        Some(_) => return Err(format!("{name}: reproducibility is not true/false")),
+        Some(_) => return Err("reproducibility is not true/false".into()),
     };
     let mut closing_prs = closing_prs(obj, &repo);
     let mut timeline_commits = own_event_commits(obj);
@@ -103,7 +136,7 @@ pub(crate) fn issue_from_record(
         created_at,
         closed_at,
         labels: labels(obj),
-        comments: comments(obj, &name)?,
+        comments: comments(obj)?,
         closing_prs,
         timeline_commits,
         reproducibility,
@@ -165,7 +198,7 @@ fn labels(obj: &Obj) -> Vec<String> {
 }
 
 /// gh's comment objects; REST's `comments` is a count and gives none.
-fn comments(obj: &Obj, name: &str) -> Result<Vec<Comment>, String> {
+fn comments(obj: &Obj) -> Result<Vec<Comment>, String> {
     let Some(Value::Array(items)) = field(obj, &["comments"]) else {
         return Ok(Vec::new());
     };
@@ -179,7 +212,7 @@ fn comments(obj: &Obj, name: &str) -> Result<Vec<Comment>, String> {
         let created_at = str_of(c, &["created_at", "createdAt"]).map(str::to_string);
         if let Some(t) = &created_at {
             if strict_time(t).is_none() {
-                return Err(format!("{name}: a comment's time {t:?} is not RFC 3339"));
+                return Err(format!("a comment's time {t:?} is not RFC 3339"));
             }
         }
         out.push(Comment {

@@ -400,13 +400,10 @@ fn read_issue_file(
         match issue_from_record(&obj, repo, &timelines) {
             Ok(Some(issue)) => out.items.push(issue),
             Ok(None) => {}
-            Err(reason) => {
-                let id = match (obj.get("number").and_then(Value::as_u64), repo) {
-                    (Some(n), Some(r)) => format!("{r}#{n}"),
-                    _ => format!("{}:{line}", path.display()),
-                };
-                out.bad.push(InputError::Issue { id, reason });
-            }
+            Err(e) => out.bad.push(InputError::Issue {
+                id: e.id.unwrap_or_else(|| format!("{}:{line}", path.display())),
+                reason: e.reason,
+            }),
         }
     }
     Ok(())

@@ -144,13 +144,20 @@ pub(crate) fn build(args: &SnapshotArgs) -> Result<Corpus, AuditError> {
         issues: Vec::new(),
         warnings: Vec::new(),
     };
+    // Every pair and issue is checked (and grounded) before any tree is written, so bad
+    // input stops the command before it has done, or printed, anything else.
+    let mut plans = Vec::new();
     for pair in &pairs.items {
         let issues = by_repo.remove(&pair.repo).unwrap_or_default();
-        if let Some(built) = build_pair(pair, &issues, &writer, &mut bad)? {
-            manifest.pairs.push(built.entry);
-            manifest.groups.extend(built.groups);
-            manifest.issues.extend(built.issues);
+        if let Some(plan) = plan_pair(pair, issues, &mut bad)? {
+            plans.push(plan);
         }
+    }
+    for plan in &plans {
+        let built = write_pair(plan, &writer, bad.warnings)?;
+        manifest.pairs.push(built.entry);
+        manifest.groups.extend(built.groups);
+        manifest.issues.extend(built.issues);
     }
     manifest.groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     manifest.warnings = warnings;
@@ -171,12 +178,19 @@ struct Acc {
     post_fix_for: Vec<u64>,
 }
 
-fn build_pair(
-    pair: &Pair,
-    issues: &[Issue],
-    writer: &Writer,
+/// A pair whose clone opened, with its issues grounded.
+struct Plan<'a> {
+    pair: &'a Pair,
+    repo: Repo,
+    branch: String,
+    grounded: Vec<(Issue, Target)>,
+}
+
+fn plan_pair<'a>(
+    pair: &'a Pair,
+    issues: Vec<Issue>,
     bad: &mut Bad,
-) -> Result<Option<Built>, AuditError> {
+) -> Result<Option<Plan<'a>>, AuditError> {
     let name = |reason: String| format!("pair {}: {reason}", pair.paper_id);
     if !pair.paper.is_file() {
         bad.report(name(format!(
@@ -211,28 +225,42 @@ fn build_pair(
         all: &all,
         resolve: &resolve,
     };
-
-    let mut grounded: Vec<(&Issue, Target)> = Vec::new();
+    let mut grounded = Vec::new();
     for issue in issues {
         let target = issue
             .created_secs()
             .map_err(|e| e.to_string())
-            .and_then(|created| select::ground(issue, created, pair.collected, &history));
+            .and_then(|created| select::ground(&issue, created, pair.collected, &history));
         match target {
             Ok(t) => grounded.push((issue, t)),
             Err(reason) => bad.report(format!("issue {}: {reason}", issue.id()))?,
         }
     }
-    let mut commits: BTreeMap<String, Acc> = BTreeMap::new();
-    for (issue, t) in &grounded {
+    Ok(Some(Plan {
+        pair,
+        repo,
+        branch,
+        grounded,
+    }))
+}
+
+/// Writes a pair's trees and paper; returns what it adds to the manifest.
+fn write_pair(
+    plan: &Plan,
+    writer: &Writer,
+    warnings: &mut Vec<String>,
+) -> Result<Built, AuditError> {
+    let pair = plan.pair;
+    let mut commits: BTreeMap<&str, Acc> = BTreeMap::new();
+    for (issue, t) in &plan.grounded {
         commits
-            .entry(t.commit.clone())
+            .entry(&t.commit)
             .or_default()
             .issues
             .push(issue.number);
         if let Some(fix) = &t.fix {
             commits
-                .entry(fix.clone())
+                .entry(fix)
                 .or_default()
                 .post_fix_for
                 .push(issue.number);
@@ -241,24 +269,26 @@ fn build_pair(
     let group_id = |commit: &str| format!("{}@{}", pair.paper_id, &commit[..commit.len().min(12)]);
     let mut groups = Vec::new();
     for (commit, acc) in commits {
-        let id = group_id(&commit);
-        let hidden: Vec<&Issue> = grounded
+        let id = group_id(commit);
+        let hidden: Vec<&Issue> = plan
+            .grounded
             .iter()
-            .map(|(i, _)| *i)
+            .map(|(i, _)| i)
             .filter(|i| acc.issues.contains(&i.number))
             .collect();
-        let tree = write_tree(&repo, &commit, &id, &hidden, writer, bad.warnings)?;
+        let tree = write_tree(&plan.repo, commit, &id, &hidden, writer, warnings)?;
         groups.push(Group {
             group_id: id,
             paper_id: pair.paper_id.clone(),
             repo: pair.repo.clone(),
-            commit,
+            commit: commit.to_string(),
             tree,
             issues: acc.issues,
             post_fix_for: acc.post_fix_for,
         });
     }
-    let issues = grounded
+    let issues = plan
+        .grounded
         .iter()
         .map(|(issue, t)| {
             let grounding = Grounding {
@@ -273,7 +303,7 @@ fn build_pair(
         })
         .collect();
     let paper = writer.add_paper(&pair.paper, &pair.paper_kind)?;
-    Ok(Some(Built {
+    Ok(Built {
         entry: PairEntry {
             paper_id: pair.paper_id.clone(),
             title: pair.title.clone(),
@@ -283,11 +313,11 @@ fn build_pair(
             collected_at: pair.collected_at.clone(),
             venue: pair.venue.clone(),
             year: pair.year.clone(),
-            default_branch: branch,
+            default_branch: plan.branch.clone(),
         },
         groups,
         issues,
-    }))
+    })
 }
 
 /// Writes a commit's tree into the corpus and scans it for leaks of `hidden`; returns the
