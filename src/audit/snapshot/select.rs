@@ -34,14 +34,16 @@ pub(crate) struct Target {
     pub(crate) fix: Option<String>,
 }
 
+/// A commit id (possibly abbreviated) to its full id and first parent, when it exists.
+pub(crate) type Resolve<'a> = &'a dyn Fn(&str) -> Option<(String, Option<String>)>;
+
 /// What the selection reads of a repository.
 pub(crate) struct History<'a> {
     /// The default branch's first-parent chain, newest first.
     pub(crate) first_parent: &'a [Commit],
     /// Every commit reachable from the default branch.
     pub(crate) all: &'a [Commit],
-    /// A commit id (possibly abbreviated) to its full id and first parent, when it exists.
-    pub(crate) resolve: &'a dyn Fn(&str) -> Option<(String, Option<String>)>,
+    pub(crate) resolve: Resolve<'a>,
 }
 
 /// The last first-parent commit at or before `t`.

@@ -216,7 +216,16 @@ fn entry(path: &str, kind: Kind, oid: &str) -> Entry {
 
 #[test]
 fn ls_tree_records_are_read_and_dot_git_left_out() {
-    let raw = b"100644 blob aa\tREADME.md\0100755 blob bb\tscripts/run.sh\0120000 blob cc\tlatest\0160000 commit dd\tthird_party/lib\0100644 blob ee\tsub/.git\0";
+    let raw = [
+        "100644 blob aa\tREADME.md",
+        "100755 blob bb\tscripts/run.sh",
+        "120000 blob cc\tlatest",
+        "160000 commit dd\tthird_party/lib",
+        "100644 blob ee\tsub/.git",
+    ]
+    .map(|r| format!("{r}\0"))
+    .concat();
+    let raw = raw.as_bytes();
     let got = parse_ls_tree(raw).unwrap();
     assert_eq!(
         got,
