@@ -202,7 +202,7 @@ impl Fixture {
     }
 }
 
-fn grounding<'a>(manifest: &'a Value, number: u64) -> &'a Value {
+fn grounding(manifest: &Value, number: u64) -> &Value {
     manifest["issues"]
         .as_array()
         .unwrap()
@@ -428,17 +428,17 @@ fn bad_input_is_one_line_naming_the_pair_or_issue_and_skip_bad_goes_on() {
     f.pairs("model", &[]);
     let bad_date = json!({"number": 20, "title": "t", "state": "open", "created_at": "last week",
                           "html_url": "https://github.com/lab/model/issues/20"});
-    f.issues(&[bad_date.clone()]);
+    f.issues(std::slice::from_ref(&bad_date));
     expect_error(&f.snapshot("out", &[]), "issue lab/model#20");
 
     let orphan = json!({"number": 1, "title": "t", "state": "open", "created_at": "2023-01-01T00:00:00Z",
                         "html_url": "https://github.com/other/repo/issues/1"});
-    f.issues(&[orphan.clone()]);
+    f.issues(std::slice::from_ref(&orphan));
     expect_error(&f.snapshot("out", &[]), "issue other/repo#1: no pair");
 
     let bad_fix = json!({"number": 21, "title": "t", "state": "closed", "created_at": "2023-05-01T00:00:00Z",
                          "html_url": "https://github.com/lab/model/issues/21", "fix_commit": "abcdef12"});
-    f.issues(&[bad_fix.clone()]);
+    f.issues(std::slice::from_ref(&bad_fix));
     expect_error(
         &f.snapshot("out", &[]),
         "issue lab/model#21: fix_commit abcdef12",
