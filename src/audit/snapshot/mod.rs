@@ -330,9 +330,9 @@ fn write_tree(
     writer: &Writer,
     warnings: &mut Vec<String>,
 ) -> Result<String, AuditError> {
-    let git_err = |reason: String| SnapshotError::Git {
-        paper_id: group.to_string(),
-        reason,
+    let git_err = |reason: String| SnapshotError::Tree {
+        group: group.to_string(),
+        source: std::io::Error::other(reason),
     };
     let tree_err = |source: std::io::Error| SnapshotError::Tree {
         group: group.to_string(),
