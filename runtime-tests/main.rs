@@ -4,6 +4,7 @@
 mod common;
 
 mod audit_run;
+mod audit_snapshot;
 mod bad_input;
 mod escape;
 mod escape_host;
