@@ -82,7 +82,9 @@ pub(super) fn number(s: &str) -> Option<(f64, usize)> {
     if let Some(e) = rest.strip_prefix('e').or_else(|| rest.strip_prefix('E')) {
         let end = e.find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+')).unwrap_or(e.len());
         if let Ok(exp) = e[..end].parse::<i32>() {
-            return Some((value * 10f64.powi(exp), i + 1 + end));
+            // Parsed as one literal: `3e-4` is exactly the f64 nearest 0.0003.
+            let v = format!("{digits}e{exp}").parse().ok()?;
+            return Some((v, i + 1 + end));
         }
     }
     // `10^-4`, `10^{-4}`, and `3 × 10^-4` / `3x10^-4` / `3·10^-4`.
@@ -103,7 +105,8 @@ pub(super) fn number(s: &str) -> Option<(f64, usize)> {
         let end = e.find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+')).unwrap_or(e.len());
         if let Ok(exp) = e[..end].parse::<i32>() {
             let consumed = s.len() - e.len() + end;
-            return Some((mantissa.unwrap_or(1.0) * 10f64.powi(exp), consumed + usize::from(s[consumed..].starts_with('}'))));
+            let v = format!("{}e{exp}", mantissa.unwrap_or(1.0)).parse().ok()?;
+            return Some((v, consumed + usize::from(s[consumed..].starts_with('}'))));
         }
     }
     Some((value, i))

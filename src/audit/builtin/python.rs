@@ -46,6 +46,8 @@ pub(super) fn declared(ctx: &Ctx) -> Declared {
                 text.lines().filter_map(requirement_name).collect()
             } else if name == "setup.py" {
                 setup_py(text)
+            } else if name == "setup.cfg" {
+                setup_cfg(text)
             } else if matches!(ext.as_str(), "yml" | "yaml") {
                 conda_env(text)
             } else {
@@ -124,6 +126,29 @@ fn setup_py(text: &str) -> Vec<String> {
     out
 }
 
+/// The requirement lines of `install_requires =` (and `extras_require` entries) in a
+/// setup.cfg: the indented lines that follow.
+fn setup_cfg(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let indented = line.starts_with([' ', '\t']);
+        if inside && indented {
+            out.extend(requirement_name(line.trim()));
+            continue;
+        }
+        inside = false;
+        if let Some((key, value)) = line.split_once('=') {
+            let key = key.trim();
+            if key == "install_requires" || key == "tests_require" {
+                inside = true;
+                out.extend(requirement_name(value.trim()));
+            }
+        }
+    }
+    out
+}
+
 /// Package names of a conda environment file: `- name=1.0`, `- channel::name`, and the
 /// `- pip:` list's requirement lines.
 fn conda_env(text: &str) -> Vec<String> {
@@ -141,29 +166,38 @@ fn conda_env(text: &str) -> Vec<String> {
     out
 }
 
-/// Quoted requirement strings (pyproject `dependencies`, Pipfile.lock) and `name = ...` keys
-/// (Pipfile, Poetry) of a TOML-like file.
+/// Requirement names of a TOML-like or lock file: quoted strings in `dependencies = [...]`
+/// / `requires = [...]` lists (pyproject, setup.cfg-like), `name = ...` keys of dependency
+/// sections (Pipfile, Poetry), `name = "x"` of `[[package]]` (poetry.lock) and
+/// `"name": {` keys (Pipfile.lock).
 fn quoted_or_keys(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut section = String::new();
+    let mut in_list = false;
     for line in text.lines() {
         let t = line.trim();
-        if t.starts_with('[') && t.ends_with(']') {
+        if t.starts_with('[') && t.ends_with(']') && !in_list {
             section = t.to_ascii_lowercase();
             continue;
         }
-        let dep_section = section.contains("dependencies") || section.contains("packages") || section == "[options]";
-        for part in t.split('"').skip(1).step_by(2) {
-            if dep_section || t.contains("dependencies") || t.contains("requires") || !t.contains('=') {
-                out.extend(requirement_name(part));
-            }
+        let quoted: Vec<&str> = t.split('"').skip(1).step_by(2).collect();
+        let bare: String = t.split('"').step_by(2).collect();
+        let starts_list = (bare.contains("dependencies") || bare.contains("requires")) && bare.contains('[');
+        if starts_list || in_list {
+            out.extend(quoted.iter().filter_map(|q| requirement_name(q)));
+            in_list = !bare.contains(']');
+            continue;
         }
-        if dep_section {
+        if section == "[[package]]" {
+            if let Some(name) = t.strip_prefix("name = ") {
+                out.extend(requirement_name(name.trim_matches('"')));
+            }
+        } else if section.contains("dependencies") || section.contains("packages") {
             if let Some((key, _)) = t.split_once('=') {
                 out.extend(requirement_name(key.trim().trim_matches('"')));
-            } else if !t.starts_with('[') {
-                out.extend(requirement_name(t));
             }
+        } else if t.starts_with('"') && t.ends_with('{') {
+            out.extend(quoted.first().and_then(|q| requirement_name(q)));
         }
     }
     out

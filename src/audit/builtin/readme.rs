@@ -342,7 +342,8 @@ pub(super) fn entry_points(ctx: &Ctx) -> Vec<Candidate> {
     let code_text = |needles: &[&str]| ctx.py.keys().any(|p| ctx.tree.text(p).is_some_and(|t| needles.iter().any(|n| t.contains(n))));
     let stem_has = |words: &[&str]| code_files.iter().any(|p| words.iter().any(|w| file_name(p).to_ascii_lowercase().contains(w)));
     let mut out = Vec::new();
-    let train_said = ["we train", "training", "trained", "fine-tun", "finetun"].iter().any(|w| paper.contains(w) || docs.contains(w));
+    let said = |words: &[&str]| words.iter().any(|w| has_word(&paper, w) || has_word(&docs, w));
+    let train_said = said(&["we train", "training", "trained", "fine-tun", "finetun"]);
     let train_code = stem_has(&["train", "finetune", "fine_tune", "pretrain"])
         || code_text(&[".backward(", "optimizer.step", ".fit(", "Trainer(", "def train", "train_step", "apply_gradients"]);
     if train_said && !train_code {
@@ -357,7 +358,7 @@ pub(super) fn entry_points(ctx: &Ctx) -> Vec<Candidate> {
         c.claims.push("training results".into());
         out.push(c);
     }
-    let eval_said = ["evaluat", "test set", "benchmark", "inference"].iter().any(|w| paper.contains(w) || docs.contains(w));
+    let eval_said = said(&["evaluat", "test set", "benchmark", "inference"]);
     let eval_code = stem_has(&["eval", "test", "infer", "predict", "demo", "bench", "valid", "score", "metric", "sample", "generate", "run", "main"])
         || code_text(&["def evaluate", "def eval", "def test", ".eval()", "evaluate(", "def validate"]);
     if eval_said && !eval_code {
@@ -373,6 +374,11 @@ pub(super) fn entry_points(ctx: &Ctx) -> Vec<Candidate> {
         out.push(c);
     }
     out
+}
+
+/// Whether `text` has `word` at the start of a word (`trained` but not `pretrained`).
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(p, _)| !text[..p].chars().next_back().is_some_and(char::is_alphanumeric))
 }
 
 /// Adds the first documentation (else paper) line mentioning one of `words`.

@@ -58,7 +58,6 @@ pub(super) const DISTRIBUTIONS: &[(&str, &[&str])] = &[
     ("jwt", &["pyjwt"]),
     ("magic", &["python-magic"]),
     ("mmcv", &["mmcv", "mmcv-full", "mmcv-lite"]),
-    ("pkg_resources", &["setuptools"]),
     ("pptx", &["python-pptx"]),
     ("pytorch_lightning", &["pytorch-lightning", "lightning"]),
     ("ruamel", &["ruamel-yaml"]),
@@ -80,18 +79,20 @@ pub(super) const DISTRIBUTIONS: &[(&str, &[&str])] = &[
 pub(super) const BUNDLED: &[(&str, &str)] = &[
     ("mpl_toolkits", "matplotlib"),
     ("pylab", "matplotlib"),
-    ("setuptools", "pip"),
     ("torchgen", "torch"),
     ("triton", "torch"),
     ("google", "tensorflow"),
     ("tensorboard", "tensorflow"),
     ("keras", "tensorflow"),
-    ("pkg_resources", "pip"),
 ];
 
-/// Whether `module` is in the standard library.
+/// Modules every Python environment has without an entry of its own (pip's and venv's
+/// own packages).
+const ALWAYS: &[&str] = &["pip", "pkg_resources", "setuptools", "wheel"];
+
+/// Whether `module` is in the standard library or in every environment.
 pub(super) fn is_stdlib(module: &str) -> bool {
-    STDLIB.binary_search(&module).is_ok()
+    STDLIB.binary_search(&module).is_ok() || ALWAYS.contains(&module)
 }
 
 /// The distributions that provide `module`, the one to suggest first.
