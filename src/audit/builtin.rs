@@ -33,6 +33,7 @@
 //! are listed but not read, symlinks are never followed, depth and entry counts are capped.
 //! At most [`MAX_FINDINGS`] findings are written, one per distinct cause.
 
+mod commands;
 mod paper;
 mod paths;
 mod pylex;
@@ -47,8 +48,8 @@ use std::path::Path;
 use serde_json::Map;
 
 use super::findings::{
-    Artifact, ArtifactItem, Assessment, Category, Confidence, Evidence, EvidenceType, Finding, Findings, LineRange,
-    Overall, Severity, Stage,
+    Artifact, ArtifactItem, Assessment, Category, Confidence, Evidence, EvidenceType, Finding,
+    Findings, LineRange, Overall, Severity, Stage,
 };
 use pylex::Token;
 use tree::Tree;
@@ -79,41 +80,67 @@ enum Rule {
     HyperparameterUnset,
 }
 
+/// A rule's prior and the defaults of its findings.
+struct RuleRow {
+    rule: Rule,
+    /// The finding id prefix.
+    code: &'static str,
+    prior: u32,
+    category: Category,
+    stage: Stage,
+    severity: Severity,
+    blocker: bool,
+    confidence: Confidence,
+    /// Why a reproducer hits and reports it (the finding's `rank_reason`).
+    why: &'static str,
+}
+
+/// One row per [`Rule`], in its order (a unit test checks).
+#[rustfmt::skip]
+const RULES: &[RuleRow] = {
+    use Category as C;
+    use Confidence as F;
+    use Severity as S;
+    use Stage as T;
+    macro_rules! row {
+        ($rule:ident, $code:literal, $prior:literal, $cat:ident, $stage:ident, $sev:ident, $blocker:literal, $conf:ident, $why:literal) => {
+            RuleRow { rule: Rule::$rule, code: $code, prior: $prior, category: C::$cat, stage: T::$stage, severity: S::$sev, blocker: $blocker, confidence: F::$conf, why: $why }
+        };
+    }
+    &[
+        row!(LfsPointer, "lfs_pointer", 92, IncompleteRelease, Inference, Critical, true, High, "a pointer file fails the moment it is loaded"),
+        row!(MissingScript, "missing_script", 88, BrokenCommand, Documentation, High, true, High, "the documented command fails on its first run"),
+        row!(MissingCheckpoint, "missing_checkpoint", 86, MissingCheckpoint, Inference, High, true, Medium, "evaluating released models is the first thing most users try"),
+        row!(UndeclaredImport, "undeclared_import", 84, MissingDependency, EnvironmentSetup, High, true, High, "the import fails right after installing the declared dependencies"),
+        row!(NoDependencySpec, "no_dependency_spec", 82, MissingDependency, EnvironmentSetup, High, true, High, "every user must guess the environment before anything runs"),
+        row!(MissingConfig, "missing_config", 80, MissingFile, Training, High, true, High, "the referenced config is needed to start the run"),
+        row!(MissingTrainEntry, "missing_train_entry", 78, MissingEntryPoint, Training, High, true, Medium, "users who want to retrain find no training code"),
+        row!(ComingSoon, "coming_soon", 76, IncompleteRelease, Documentation, High, true, High, "announced-but-missing artifacts draw 'when will it be released?' issues"),
+        row!(MissingEvalEntry, "missing_eval_entry", 72, MissingEntryPoint, Evaluation, High, true, Medium, "users who want the paper's numbers find no evaluation code"),
+        row!(UnknownFlag, "unknown_flag", 70, BrokenCommand, Documentation, Medium, true, Medium, "the documented command stops at argument parsing"),
+        row!(EmptySubmodule, "empty_submodule", 68, IncompleteRelease, EnvironmentSetup, High, true, Medium, "a plain clone leaves the submodule empty"),
+        row!(MissingData, "missing_data", 64, MissingData, DataPreparation, High, true, Medium, "the data step has no documented source"),
+        row!(HardcodedPath, "hardcoded_path", 60, HardcodedPath, Training, Medium, true, High, "the path exists only on the authors' machine"),
+        row!(HyperparameterMismatch, "hyperparameter_mismatch", 50, PaperCodeMismatch, Training, Medium, false, Medium, "users comparing paper and code ask which value is right"),
+        row!(PaperDataset, "paper_dataset", 42, MissingData, DataPreparation, Medium, true, Low, "users who want the paper's other experiments find no code for them"),
+        row!(CudaOnly, "cuda_only", 38, HardwareAssumption, Inference, Medium, true, Medium, "users without a CUDA GPU hit it; many have one"),
+        row!(PaperMetric, "paper_metric", 34, PaperCodeMismatch, Evaluation, Medium, false, Low, "the reported metric cannot be recomputed with the release"),
+        row!(HyperparameterUnset, "hyperparameter_unset", 26, PaperCodeMismatch, Training, Low, false, Low, "the setting may be a framework default; users may ask"),
+    ]
+};
+
 impl Rule {
-    /// (id prefix, prior, category, stage, severity, blocker, confidence, what the prior means)
-    fn table(self) -> (&'static str, u32, Category, Stage, Severity, bool, Confidence) {
-        use Category as C;
-        use Confidence as F;
-        use Severity as S;
-        use Stage as T;
-        match self {
-            Rule::LfsPointer => ("lfs_pointer", 92, C::IncompleteRelease, T::Inference, S::Critical, true, F::High),
-            Rule::MissingScript => ("missing_script", 88, C::BrokenCommand, T::Documentation, S::High, true, F::High),
-            Rule::MissingCheckpoint => ("missing_checkpoint", 86, C::MissingCheckpoint, T::Inference, S::High, true, F::Medium),
-            Rule::UndeclaredImport => ("undeclared_import", 84, C::MissingDependency, T::EnvironmentSetup, S::High, true, F::High),
-            Rule::NoDependencySpec => ("no_dependency_spec", 82, C::MissingDependency, T::EnvironmentSetup, S::High, true, F::High),
-            Rule::MissingConfig => ("missing_config", 80, C::MissingFile, T::Training, S::High, true, F::High),
-            Rule::MissingTrainEntry => ("missing_train_entry", 78, C::MissingEntryPoint, T::Training, S::High, true, F::Medium),
-            Rule::ComingSoon => ("coming_soon", 76, C::IncompleteRelease, T::Documentation, S::High, true, F::High),
-            Rule::MissingEvalEntry => ("missing_eval_entry", 72, C::MissingEntryPoint, T::Evaluation, S::High, true, F::Medium),
-            Rule::UnknownFlag => ("unknown_flag", 70, C::BrokenCommand, T::Documentation, S::Medium, true, F::Medium),
-            Rule::EmptySubmodule => ("empty_submodule", 68, C::IncompleteRelease, T::EnvironmentSetup, S::High, true, F::Medium),
-            Rule::MissingData => ("missing_data", 64, C::MissingData, T::DataPreparation, S::High, true, F::Medium),
-            Rule::HardcodedPath => ("hardcoded_path", 60, C::HardcodedPath, T::Training, S::Medium, true, F::High),
-            Rule::HyperparameterMismatch => ("hyperparameter_mismatch", 50, C::PaperCodeMismatch, T::Training, S::Medium, false, F::Medium),
-            Rule::PaperDataset => ("paper_dataset", 42, C::MissingData, T::DataPreparation, S::Medium, true, F::Low),
-            Rule::CudaOnly => ("cuda_only", 38, C::HardwareAssumption, T::Inference, S::Medium, true, F::Medium),
-            Rule::PaperMetric => ("paper_metric", 34, C::PaperCodeMismatch, T::Evaluation, S::Medium, false, F::Low),
-            Rule::HyperparameterUnset => ("hyperparameter_unset", 26, C::PaperCodeMismatch, T::Training, S::Low, false, F::Low),
-        }
+    fn row(self) -> &'static RuleRow {
+        // `RULES` has one row per variant in declaration order (`tests::rule_table_order`).
+        &RULES[self as usize]
     }
 
     fn code(self) -> &'static str {
-        self.table().0
+        self.row().code
     }
 
     fn prior(self) -> u32 {
-        self.table().1
+        self.row().prior
     }
 }
 
@@ -142,14 +169,14 @@ struct Candidate {
 impl Candidate {
     /// A candidate with its rule's defaults; the rule fills in the text.
     fn new(rule: Rule, key: impl Into<String>) -> Candidate {
-        let (_, _, category, stage, severity, blocker, confidence) = rule.table();
+        let row = rule.row();
         Candidate {
             rule,
             key: key.into(),
             weight: 1,
-            severity,
-            stage,
-            category,
+            severity: row.severity,
+            stage: row.stage,
+            category: row.category,
             title: String::new(),
             symptom: String::new(),
             trigger: String::new(),
@@ -157,8 +184,8 @@ impl Candidate {
             evidence: Vec::new(),
             impact: String::new(),
             claims: Vec::new(),
-            blocker,
-            confidence,
+            blocker: row.blocker,
+            confidence: row.confidence,
         }
     }
 }
@@ -183,8 +210,10 @@ fn kind_of(path: &str) -> EvidenceType {
     let name = tree::file_name(path).to_ascii_lowercase();
     if name.starts_with("readme") || matches!(ext.as_str(), "md" | "rst" | "markdown") {
         EvidenceType::Documentation
-    } else if matches!(ext.as_str(), "yaml" | "yml" | "json" | "toml" | "cfg" | "ini" | "txt" | "lock")
-        || name == "pipfile"
+    } else if matches!(
+        ext.as_str(),
+        "yaml" | "yml" | "json" | "toml" | "cfg" | "ini" | "txt" | "lock"
+    ) || name == "pipfile"
         || name == "dockerfile"
     {
         EvidenceType::Config
@@ -206,12 +235,16 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// Every documentation file with its text.
     fn doc_texts(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.docs.iter().filter_map(|p| self.tree.text(p).map(|t| (p.as_str(), t)))
+        self.docs
+            .iter()
+            .filter_map(|p| self.tree.text(p).map(|t| (p.as_str(), t)))
     }
 
     /// Whether any code file (Python, shell, notebook) is in the tree.
     fn has_code(&self) -> bool {
-        self.tree.files().any(|p| matches!(tree::ext(p).as_str(), "py" | "ipynb" | "sh"))
+        self.tree
+            .files()
+            .any(|p| matches!(tree::ext(p).as_str(), "py" | "ipynb" | "sh"))
     }
 }
 
@@ -223,7 +256,9 @@ fn is_doc(path: &str) -> bool {
     let name = tree::file_name(path).to_ascii_lowercase();
     let depth = path.matches('/').count();
     (name.starts_with("readme") && depth <= 3)
-        || (ext != "txt" && !ext.is_empty() && (depth == 0 || (depth == 1 && path.starts_with("docs/"))))
+        || (ext != "txt"
+            && !ext.is_empty()
+            && (depth == 0 || (depth == 1 && path.starts_with("docs/"))))
 }
 
 /// Audits the repository at `repo` (and the paper's text, if given).
@@ -233,11 +268,21 @@ pub(crate) fn audit(repo: &Path, paper: Option<&str>) -> Findings {
         .texts_with(&["py"])
         .map(|(p, t)| (p.to_string(), pylex::lex(t)))
         .collect();
-    let docs = tree.texts().map(|(p, _)| p).filter(|p| is_doc(p)).map(str::to_string).collect();
-    let ctx = Ctx { tree, py, docs, paper };
+    let docs = tree
+        .texts()
+        .map(|(p, _)| p)
+        .filter(|p| is_doc(p))
+        .map(str::to_string)
+        .collect();
+    let ctx = Ctx {
+        tree,
+        py,
+        docs,
+        paper,
+    };
     let mut candidates = Vec::new();
     candidates.extend(paths::lfs_pointers(&ctx));
-    candidates.extend(readme::commands(&ctx));
+    candidates.extend(commands::commands(&ctx));
     candidates.extend(python::dependencies(&ctx));
     candidates.extend(paths::missing_references(&ctx));
     candidates.extend(readme::entry_points(&ctx));
@@ -263,21 +308,31 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
     let findings: Vec<Finding> = candidates
         .into_iter()
         .map(|c| {
-            if matches!(c.rule, Rule::MissingCheckpoint | Rule::MissingData | Rule::MissingConfig | Rule::LfsPointer | Rule::EmptySubmodule) {
+            if matches!(
+                c.rule,
+                Rule::MissingCheckpoint
+                    | Rule::MissingData
+                    | Rule::MissingConfig
+                    | Rule::LfsPointer
+                    | Rule::EmptySubmodule
+            ) {
                 artifacts.push(Artifact::Item(ArtifactItem {
                     artifact: c.key.clone(),
                     why: c.cause.clone(),
                     extra: Map::new(),
                 }));
             }
-            let id: String = format!("{}:{}", c.rule.code(), c.key).chars().take(100).collect();
+            let id: String = format!("{}:{}", c.rule.code(), c.key)
+                .chars()
+                .take(100)
+                .collect();
             Finding {
                 finding_id: id,
                 rank_reason: format!(
                     "built-in rule {} (prior {}): {}",
                     c.rule.code(),
                     c.rule.prior(),
-                    rank_words(c.rule)
+                    c.rule.row().why
                 ),
                 severity: c.severity,
                 stage: c.stage,
@@ -295,7 +350,10 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
             }
         })
         .collect();
-    let blockers = findings.iter().filter(|f| f.reproducibility_blocker).count();
+    let blockers = findings
+        .iter()
+        .filter(|f| f.reproducibility_blocker)
+        .count();
     let overall = if ctx.tree.entries.is_empty() {
         Overall::Unknown
     } else if findings.iter().any(|f| f.severity == Severity::Critical) || !ctx.has_code() {
@@ -314,33 +372,14 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
         if ctx.paper.is_some() { "; paper text compared" } else { "; no paper text" }
     );
     Findings {
-        reproducibility_assessment: Assessment { overall, summary, extra: Map::new() },
+        reproducibility_assessment: Assessment {
+            overall,
+            summary,
+            extra: Map::new(),
+        },
         findings,
         missing_or_ambiguous_artifacts: artifacts,
         extra: Map::new(),
-    }
-}
-
-fn rank_words(rule: Rule) -> &'static str {
-    match rule {
-        Rule::LfsPointer => "a pointer file fails the moment it is loaded",
-        Rule::MissingScript => "the documented command fails on its first run",
-        Rule::MissingCheckpoint => "evaluating released models is the first thing most users try",
-        Rule::UndeclaredImport => "the import fails right after installing the declared dependencies",
-        Rule::NoDependencySpec => "every user must guess the environment before anything runs",
-        Rule::MissingConfig => "the referenced config is needed to start the run",
-        Rule::MissingTrainEntry => "users who want to retrain find no training code",
-        Rule::ComingSoon => "announced-but-missing artifacts draw 'when will it be released?' issues",
-        Rule::MissingEvalEntry => "users who want the paper's numbers find no evaluation code",
-        Rule::UnknownFlag => "the documented command stops at argument parsing",
-        Rule::EmptySubmodule => "a plain clone leaves the submodule empty",
-        Rule::MissingData => "the data step has no documented source",
-        Rule::HardcodedPath => "the path exists only on the authors' machine",
-        Rule::HyperparameterMismatch => "users comparing paper and code ask which value is right",
-        Rule::PaperDataset => "users who want the paper's other experiments find no code for them",
-        Rule::CudaOnly => "users without a CUDA GPU hit it; many have one",
-        Rule::PaperMetric => "the reported metric cannot be recomputed with the release",
-        Rule::HyperparameterUnset => "the setting may be a framework default; users may ask",
     }
 }
 

@@ -29,6 +29,12 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+mod extract;
+mod schema;
+
+pub(crate) use extract::extract_json;
+pub(crate) use schema::{Category, Confidence, EvidenceType, Overall, Severity, Stage};
+
 /// The largest `findings.json` read (4 MiB): a ranked list of at most a few hundred
 /// findings is far smaller; more is an agent gone wrong.
 pub(crate) const MAX_BYTES: usize = 4 << 20;
@@ -67,117 +73,6 @@ pub(crate) enum FindingsError {
         second: usize,
     },
 }
-
-/// A closed set of snake_case strings: the enum, its names in order (`NAMES`, what the
-/// prompt and the validator both print) and a one-line definition of each value.
-macro_rules! str_enum {
-    ($(#[$meta:meta])* $name:ident { $($var:ident => $s:literal : $doc:literal,)+ }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub(crate) enum $name { $(#[doc = $doc] $var,)+ }
-
-        impl $name {
-            /// Every value, in the documented order.
-            pub(crate) const ALL: &'static [$name] = &[$($name::$var,)+];
-            /// Every value's string, in the documented order.
-            pub(crate) const NAMES: &'static [&'static str] = &[$($s,)+];
-
-            /// The value as written in `findings.json`.
-            pub(crate) fn as_str(self) -> &'static str {
-                match self { $($name::$var => $s,)+ }
-            }
-
-            /// The value's one-line definition.
-            pub(crate) fn describe(self) -> &'static str {
-                match self { $($name::$var => $doc,)+ }
-            }
-
-            /// The value named `s` exactly.
-            pub(crate) fn parse(s: &str) -> Option<$name> {
-                match s { $($s => Some($name::$var),)+ _ => None }
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
-}
-
-str_enum!(
-    /// The auditor's verdict on the whole release.
-    Overall {
-        LikelyReproducible => "likely_reproducible": "a careful user can reproduce the main results from the release as it is",
-        PartiallyReproducible => "partially_reproducible": "some results can be reproduced; others are blocked by the findings",
-        UnlikelyReproducible => "unlikely_reproducible": "the main results cannot be reproduced from the release without the authors' help",
-        Unknown => "unknown": "the auditor cannot tell (e.g. the release is too large or too unclear to judge)",
-    }
-);
-
-str_enum!(
-    /// How badly a finding stops a reproducer.
-    Severity {
-        Critical => "critical": "no result of the paper can be reproduced until this is fixed",
-        High => "high": "a main result (training or evaluation of a reported number) is blocked",
-        Medium => "medium": "a workaround exists but costs the user real effort, or a secondary result is blocked",
-        Low => "low": "an annoyance: a wrong default, a misleading doc, a warning",
-    }
-);
-
-str_enum!(
-    /// Where in the reproduction a user meets a finding.
-    Stage {
-        EnvironmentSetup => "environment_setup": "installing the dependencies and preparing the machine",
-        DataPreparation => "data_preparation": "obtaining and preprocessing datasets",
-        Training => "training": "training or fine-tuning models",
-        Evaluation => "evaluation": "computing the paper's metrics and tables",
-        Inference => "inference": "running released models or demos, loading checkpoints",
-        Documentation => "documentation": "reading the README and the paper to decide what to run",
-    }
-);
-
-str_enum!(
-    /// What kind of blocker a finding is.
-    Category {
-        MissingDependency => "missing_dependency": "the code imports or calls a package that no requirements file or install step declares",
-        DependencyVersion => "dependency_version": "a dependency is unpinned or pinned to a version that conflicts or no longer installs",
-        MissingFile => "missing_file": "a script, module or config file the code or README refers to is not in the release",
-        MissingData => "missing_data": "a dataset or preprocessed file is needed but neither included nor obtainable as documented",
-        MissingCheckpoint => "missing_checkpoint": "pretrained weights or checkpoints needed to reproduce results are not released or linked",
-        HardcodedPath => "hardcoded_path": "an absolute path from the authors' machine is hard-coded in code or configs",
-        HardwareAssumption => "hardware_assumption": "the code assumes hardware (CUDA GPU, several GPUs, large memory) without a fallback or a stated requirement",
-        BrokenCommand => "broken_command": "a documented command fails as written (wrong script name, unknown flag, wrong arguments)",
-        MissingEntryPoint => "missing_entry_point": "there is no script to train or to evaluate as the paper describes",
-        ConfigMismatch => "config_mismatch": "configs or defaults disagree with each other or with the documented usage",
-        PaperCodeMismatch => "paper_code_mismatch": "hyper-parameters, datasets, metrics or methods differ between the paper and the code",
-        IncompleteRelease => "incomplete_release": "parts of the release are announced as coming later, stubbed, or stored as placeholders (Git LFS pointers, empty submodules)",
-        Nondeterminism => "nondeterminism": "results vary between runs (unseeded randomness, nondeterministic kernels) beyond the paper's reported variance",
-        CodeBug => "code_bug": "the code fails or computes a wrong result on its own documented path",
-        Other => "other": "a reproducibility blocker that fits none of the categories above",
-    }
-);
-
-str_enum!(
-    /// What a piece of evidence is.
-    EvidenceType {
-        Code => "code": "a source file of the repository",
-        Config => "config": "a configuration, requirements or environment file",
-        Documentation => "documentation": "the README or other documentation",
-        Paper => "paper": "the paper (path: the paper's file name)",
-        Absence => "absence": "a file or step that should exist but does not (path: where it was expected)",
-    }
-);
-
-str_enum!(
-    /// How sure the auditor is that a real reproducer would hit a finding.
-    Confidence {
-        High => "high": "the blocker is certain from the evidence",
-        Medium => "medium": "the blocker is likely but depends on the user's setup or an unread file",
-        Low => "low": "the blocker is plausible; the evidence is indirect",
-    }
-);
 
 /// A validated `findings.json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -374,16 +269,34 @@ fn finding(i: usize, v: Value) -> Result<Finding, FindingsError> {
             for (j, item) in items.into_iter().enumerate() {
                 match item {
                     Value::String(s) => out.push(s),
-                    other => return Err(type_err(format!("{at}.affected_claims_or_metrics[{j}]"), "a string", &other)),
+                    other => {
+                        return Err(type_err(
+                            format!("{at}.affected_claims_or_metrics[{j}]"),
+                            "a string",
+                            &other,
+                        ))
+                    }
                 }
             }
             out
         }
-        other => return Err(type_err(format!("{at}.affected_claims_or_metrics"), "an array of strings", &other)),
+        other => {
+            return Err(type_err(
+                format!("{at}.affected_claims_or_metrics"),
+                "an array of strings",
+                &other,
+            ))
+        }
     };
     let reproducibility_blocker = match o.take("reproducibility_blocker")? {
         Value::Bool(b) => b,
-        other => return Err(type_err(format!("{at}.reproducibility_blocker"), "true or false", &other)),
+        other => {
+            return Err(type_err(
+                format!("{at}.reproducibility_blocker"),
+                "true or false",
+                &other,
+            ))
+        }
     };
     let confidence = o.enumerated("confidence", Confidence::parse, Confidence::NAMES)?;
     Ok(Finding {
@@ -441,9 +354,14 @@ fn line_refs(at: &str, v: Value) -> Result<Vec<LineRange>, FindingsError> {
             }
             Value::String(s) => parse_range(s).ok_or_else(|| FindingsError::Invalid {
                 at: at.clone(),
-                why: format!("{} is not a line (\"12\") or a range (\"12-30\")", show(&item)),
+                why: format!(
+                    "{} is not a line (\"12\") or a range (\"12-30\")",
+                    show(&item)
+                ),
             })?,
-            Value::Array(pair) if pair.len() == 2 => (line_number(&at, &pair[0])?, line_number(&at, &pair[1])?),
+            Value::Array(pair) if pair.len() == 2 => {
+                (line_number(&at, &pair[0])?, line_number(&at, &pair[1])?)
+            }
             other => return Err(type_err(at, "a line number, \"12-30\" or [12, 30]", other)),
         };
         if start == 0 || end < start {
@@ -488,7 +406,11 @@ fn artifact(i: usize, v: Value) -> Result<Artifact, FindingsError> {
                 extra: o.finish(),
             }))
         }
-        other => Err(type_err(at, "a string or an object {artifact, why}", &other)),
+        other => Err(type_err(
+            at,
+            "a string or an object {artifact, why}",
+            &other,
+        )),
     }
 }
 
@@ -519,10 +441,12 @@ impl Obj {
     }
 
     fn take(&mut self, field: &'static str) -> Result<Value, FindingsError> {
-        self.map.remove(field).ok_or_else(|| FindingsError::Missing {
-            at: self.at.clone(),
-            field,
-        })
+        self.map
+            .remove(field)
+            .ok_or_else(|| FindingsError::Missing {
+                at: self.at.clone(),
+                field,
+            })
     }
 
     fn string(&mut self, field: &'static str) -> Result<String, FindingsError> {
@@ -556,13 +480,24 @@ impl Obj {
     }
 
     /// An enum value, read after folding case and `-`/blanks to `_`.
-    fn enumerated<E>(&mut self, field: &'static str, parse: fn(&str) -> Option<E>, names: &[&str]) -> Result<E, FindingsError> {
+    fn enumerated<E>(
+        &mut self,
+        field: &'static str,
+        parse: fn(&str) -> Option<E>,
+        names: &[&str],
+    ) -> Result<E, FindingsError> {
         let at = self.field_at(field);
         let raw = self.string(field)?;
         let folded: String = raw
             .trim()
             .chars()
-            .map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() })
+            .map(|c| {
+                if c == '-' || c == ' ' {
+                    '_'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
             .collect();
         parse(&folded).ok_or_else(|| FindingsError::Value {
             at,
@@ -632,78 +567,6 @@ fn strip_fence(bytes: &[u8]) -> &[u8] {
         Some(body) if !body.windows(3).any(|w| w == b"```") => body,
         _ => bytes,
     }
-}
-
-/// The `findings.json` document inside an agent's text reply: the last fenced block
-/// (```` ```json ```` or a bare fence) whose body is an object mentioning `"findings"`,
-/// else the first balanced `{...}` in the text that mentions `"findings"`. `None` when
-/// there is neither. The result is not validated.
-pub(crate) fn extract_json(text: &str) -> Option<&str> {
-    let mut found = None;
-    let mut open: Option<usize> = None;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim();
-        if let Some(info) = trimmed.strip_prefix("```") {
-            match open {
-                None if info.is_empty() || info.eq_ignore_ascii_case("json") => open = Some(offset + line.len()),
-                None => open = Some(usize::MAX),
-                Some(start) => {
-                    if start != usize::MAX && info.is_empty() {
-                        let body = text[start..offset].trim();
-                        if body.starts_with('{') && body.contains("\"findings\"") {
-                            found = Some(body);
-                        }
-                    }
-                    open = None;
-                }
-            }
-        }
-        offset += line.len();
-    }
-    found.or_else(|| balanced_object(text))
-}
-
-/// The first balanced `{...}` of `text` (braces inside JSON strings ignored) that
-/// mentions `"findings"`.
-fn balanced_object(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
-    let mut from = 0;
-    while let Some(rel) = text[from..].find('{') {
-        let start = from + rel;
-        let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-        let mut end = None;
-        for (i, &b) in bytes.iter().enumerate().skip(start) {
-            if in_str {
-                match b {
-                    _ if escaped => escaped = false,
-                    b'\\' => escaped = true,
-                    b'"' => in_str = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_str = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let end = end?;
-        let candidate = &text[start..=end];
-        if candidate.contains("\"findings\"") {
-            return Some(candidate);
-        }
-        from = end + 1;
-    }
-    None
 }
 
 #[cfg(test)]

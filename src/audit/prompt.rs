@@ -210,7 +210,11 @@ mod tests {
     /// The value list the prompt gives for `field`.
     fn listed<'a>(p: &'a str, field: &str) -> Vec<&'a str> {
         let prefix = format!("- {field}: ");
-        let line = p.lines().map(str::trim_start).find(|l| l.starts_with(&prefix)).unwrap();
+        let line = p
+            .lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(&prefix))
+            .unwrap();
         line[prefix.len()..].split('|').collect()
     }
 
@@ -224,7 +228,10 @@ mod tests {
         assert_eq!(listed(&p, "evidence_type"), EvidenceType::NAMES);
         assert_eq!(listed(&p, "confidence"), Confidence::NAMES);
         for c in Category::ALL {
-            assert!(p.contains(&format!("- {}: {}\n", c.as_str(), c.describe())), "{c:?}");
+            assert!(
+                p.contains(&format!("- {}: {}\n", c.as_str(), c.describe())),
+                "{c:?}"
+            );
         }
     }
 
@@ -233,14 +240,19 @@ mod tests {
         let p = prompt(&opts());
         let start = p.find("```json\n").unwrap() + "```json\n".len();
         let end = start + p[start..].find("\n```").unwrap();
-        let f = validate(p[start..end].as_bytes()).unwrap();
+        let f = validate(&p.as_bytes()[start..end]).unwrap();
         assert_eq!(f.findings.len(), 1);
     }
 
     #[test]
     fn paths_and_cap_are_in_the_prompt() {
         let p = prompt(&opts());
-        for s in ["/work/paper.md", "/work/repo", "/out/findings.json", "at most 25 findings"] {
+        for s in [
+            "/work/paper.md",
+            "/work/repo",
+            "/out/findings.json",
+            "at most 25 findings",
+        ] {
             assert!(p.contains(s), "{s}");
         }
         assert!(p.contains("Do not execute"));
@@ -250,14 +262,26 @@ mod tests {
     #[test]
     fn no_order_ablation_drops_exactly_the_order_sentences() {
         let with = prompt(&opts());
-        let without = prompt(&PromptOptions { order_instruction: false, ..opts() });
+        let without = prompt(&PromptOptions {
+            order_instruction: false,
+            ..opts()
+        });
         let with_lines: Vec<&str> = with.lines().collect();
         let without_lines: Vec<&str> = without.lines().collect();
-        let dropped: Vec<&&str> = with_lines.iter().filter(|l| !without_lines.contains(l)).collect();
-        let added: Vec<&&str> = without_lines.iter().filter(|l| !with_lines.contains(l)).collect();
+        let dropped: Vec<&&str> = with_lines
+            .iter()
+            .filter(|l| !without_lines.contains(l))
+            .collect();
+        let added: Vec<&&str> = without_lines
+            .iter()
+            .filter(|l| !with_lines.contains(l))
+            .collect();
         assert_eq!(dropped.len(), 2, "{dropped:?}");
         assert!(dropped.iter().all(|l| l.contains("likely")));
-        assert_eq!(added, vec![&"- findings: array of finding objects; each has"]);
+        assert_eq!(
+            added,
+            vec![&"- findings: array of finding objects; each has"]
+        );
         assert!(!without.contains("ranking"));
         assert!(!without.contains("Order the findings"));
         assert!(without.contains("rank_reason"));
@@ -265,7 +289,10 @@ mod tests {
 
     #[test]
     fn no_paper_ablation_never_mentions_a_paper_file() {
-        let without = prompt(&PromptOptions { paper_file: None, ..opts() });
+        let without = prompt(&PromptOptions {
+            paper_file: None,
+            ..opts()
+        });
         assert!(!without.contains("/work/paper.md"));
         assert!(!without.contains("following the README and the paper"));
         assert!(!without.contains("paper's file name"));

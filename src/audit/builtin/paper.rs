@@ -9,14 +9,15 @@
 
 use std::collections::BTreeMap;
 
+use super::commands::{doc_commands, target};
 use super::pylex::{self, Tok};
-use super::readme::{doc_commands, target};
 use super::tree::{ext, line_no};
 use super::{ev, kind_of, Candidate, Ctx, Rule};
 use crate::audit::findings::{Confidence, EvidenceType};
 
 /// A hyper-parameter: its name, the repository keys that set it (lowercase, `_` for `-`),
 /// and whether it is an integer.
+#[rustfmt::skip]
 const PARAMS: &[(&str, &[&str], bool)] = &[
     ("learning rate", &["lr", "learning_rate", "base_lr", "init_lr", "initial_lr", "lr0"], false),
     ("batch size", &["batch_size", "batchsize", "bs", "train_batch_size", "per_device_train_batch_size"], true),
@@ -24,6 +25,7 @@ const PARAMS: &[(&str, &[&str], bool)] = &[
 ];
 
 /// Datasets: (name, forms in the paper; a leading `=` means case-sensitive).
+#[rustfmt::skip]
 const DATASETS: &[(&str, &[&str])] = &[
     ("CIFAR-10", &["cifar-10", "cifar10"]), ("CIFAR-100", &["cifar-100", "cifar100"]), ("ImageNet", &["imagenet"]),
     ("MNIST", &["=MNIST"]), ("Fashion-MNIST", &["fashion-mnist"]), ("SVHN", &["svhn"]), ("STL-10", &["stl-10", "stl10"]),
@@ -44,6 +46,7 @@ const DATASETS: &[(&str, &[&str])] = &[
 ];
 
 /// Metrics: (name, forms in the paper).
+#[rustfmt::skip]
 const METRICS: &[(&str, &[&str])] = &[
     ("BLEU", &["=BLEU"]), ("ROUGE", &["=ROUGE"]), ("METEOR", &["=METEOR"]), ("CIDEr", &["=CIDEr"]),
     ("FID", &["=FID", "fréchet inception distance", "frechet inception distance"]), ("Inception Score", &["inception score"]),
@@ -54,7 +57,9 @@ const METRICS: &[(&str, &[&str])] = &[
 
 /// Every rule of this module; nothing without paper text.
 pub(super) fn paper_rules(ctx: &Ctx) -> Vec<Candidate> {
-    let Some(paper) = ctx.paper else { return Vec::new() };
+    let Some(paper) = ctx.paper else {
+        return Vec::new();
+    };
     if !ctx.has_code() {
         return Vec::new();
     }
@@ -70,7 +75,11 @@ pub(super) fn paper_rules(ctx: &Ctx) -> Vec<Candidate> {
 pub(super) fn number(s: &str) -> Option<(f64, usize)> {
     let b = s.as_bytes();
     let mut i = 0;
-    while i < b.len() && (b[i].is_ascii_digit() || (b[i] == b'.' && i > 0) || (b[i] == b',' && i > 0 && b.get(i + 1).is_some_and(u8::is_ascii_digit))) {
+    while i < b.len()
+        && (b[i].is_ascii_digit()
+            || (b[i] == b'.' && i > 0)
+            || (b[i] == b',' && i > 0 && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
+    {
         i += 1;
     }
     if i == 0 {
@@ -80,7 +89,9 @@ pub(super) fn number(s: &str) -> Option<(f64, usize)> {
     let mut value: f64 = digits.parse().ok()?;
     let rest = &s[i..];
     if let Some(e) = rest.strip_prefix('e').or_else(|| rest.strip_prefix('E')) {
-        let end = e.find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+')).unwrap_or(e.len());
+        let end = e
+            .find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+'))
+            .unwrap_or(e.len());
         if let Ok(exp) = e[..end].parse::<i32>() {
             // Parsed as one literal: `3e-4` is exactly the f64 nearest 0.0003.
             let v = format!("{digits}e{exp}").parse().ok()?;
@@ -102,7 +113,9 @@ pub(super) fn number(s: &str) -> Option<(f64, usize)> {
     }
     if value == 10.0 && s[j..].starts_with('^') {
         let e = s[j + 1..].trim_start_matches('{');
-        let end = e.find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+')).unwrap_or(e.len());
+        let end = e
+            .find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '+'))
+            .unwrap_or(e.len());
         if let Ok(exp) = e[..end].parse::<i32>() {
             let consumed = s.len() - e.len() + end;
             let v = format!("{}e{exp}", mantissa.unwrap_or(1.0)).parse().ok()?;
@@ -115,7 +128,10 @@ pub(super) fn number(s: &str) -> Option<(f64, usize)> {
 /// The values the paper gives for each hyper-parameter, with their lines.
 pub(super) fn paper_values(paper: &str) -> BTreeMap<&'static str, Vec<(f64, u32)>> {
     let mut out: BTreeMap<&'static str, Vec<(f64, u32)>> = BTreeMap::new();
-    const BLOCK: &[&str] = &["decay", "warmup", "warm-up", "schedul", "multipl", "factor", "divided", "reduc", "drop", "%", "gpu"];
+    const BLOCK: &[&str] = &[
+        "decay", "warmup", "warm-up", "schedul", "multipl", "factor", "divided", "reduc", "drop",
+        "%", "gpu",
+    ];
     for (i, raw) in paper.lines().enumerate() {
         let line = raw.to_lowercase().replace('\u{2212}', "-");
         let mut push = |name: &'static str, v: f64| {
@@ -124,13 +140,26 @@ pub(super) fn paper_values(paper: &str) -> BTreeMap<&'static str, Vec<(f64, u32)
                 vals.push((v, line_no(i)));
             }
         };
-        for (name, keys) in [("learning rate", &["learning rate", "lr =", "lr of", "lr:"][..]), ("batch size", &["batch size", "batch-size", "batch_size"][..])] {
+        for (name, keys) in [
+            (
+                "learning rate",
+                &["learning rate", "lr =", "lr of", "lr:"][..],
+            ),
+            (
+                "batch size",
+                &["batch size", "batch-size", "batch_size"][..],
+            ),
+        ] {
             for key in keys {
                 for (pos, _) in line.match_indices(key) {
                     let after = &line[pos + key.len()..];
                     let window: String = after.chars().take(40).collect();
-                    let Some(d) = window.find(|c: char| c.is_ascii_digit()) else { continue };
-                    if BLOCK.iter().any(|w| window[..d].contains(w)) || window[..d].contains(['(', ';']) {
+                    let Some(d) = window.find(|c: char| c.is_ascii_digit()) else {
+                        continue;
+                    };
+                    if BLOCK.iter().any(|w| window[..d].contains(w))
+                        || window[..d].contains(['(', ';'])
+                    {
                         continue;
                     }
                     if let Some((v, len)) = number(&window[d..]) {
@@ -143,8 +172,14 @@ pub(super) fn paper_values(paper: &str) -> BTreeMap<&'static str, Vec<(f64, u32)
         }
         for (pos, _) in line.match_indices("epoch") {
             let before = line[..pos].trim_end();
-            let before = before.strip_suffix("training").or_else(|| before.strip_suffix("total")).unwrap_or(before).trim_end();
-            let start = before.rfind(|c: char| !(c.is_ascii_digit() || c == ',')).map_or(0, |k| k + 1);
+            let before = before
+                .strip_suffix("training")
+                .or_else(|| before.strip_suffix("total"))
+                .unwrap_or(before)
+                .trim_end();
+            let start = before
+                .rfind(|c: char| !(c.is_ascii_digit() || c == ','))
+                .map_or(0, |k| k + 1);
             if start < before.len() {
                 if let Some((v, _)) = number(&before[start..]) {
                     push("epochs", v);
@@ -163,8 +198,14 @@ fn close(a: f64, b: f64) -> bool {
 fn repo_values(ctx: &Ctx) -> BTreeMap<&'static str, Vec<(f64, String, u32)>> {
     let mut out: BTreeMap<&'static str, Vec<(f64, String, u32)>> = BTreeMap::new();
     let param_of = |key: &str| -> Option<&'static str> {
-        let k = key.trim_start_matches('-').to_ascii_lowercase().replace('-', "_");
-        PARAMS.iter().find(|(_, keys, _)| keys.contains(&k.as_str())).map(|(n, _, _)| *n)
+        let k = key
+            .trim_start_matches('-')
+            .to_ascii_lowercase()
+            .replace('-', "_");
+        PARAMS
+            .iter()
+            .find(|(_, keys, _)| keys.contains(&k.as_str()))
+            .map(|(n, _, _)| *n)
     };
     let mut add = |key: &str, value: &str, file: &str, line: u32| {
         if let (Some(p), Some((v, len))) = (param_of(key), number(value.trim())) {
@@ -176,7 +217,9 @@ fn repo_values(ctx: &Ctx) -> BTreeMap<&'static str, Vec<(f64, String, u32)>> {
     for (file, toks) in &ctx.py {
         for (k, t) in toks.iter().enumerate() {
             if let Tok::Name(n) = &t.tok {
-                if toks.get(k + 1).is_some_and(|x| x.is_op('=')) && !toks.get(k + 2).is_some_and(|x| x.is_op('=')) {
+                if toks.get(k + 1).is_some_and(|x| x.is_op('='))
+                    && !toks.get(k + 2).is_some_and(|x| x.is_op('='))
+                {
                     if let Some(v) = pylex::literal_at(toks, k + 2) {
                         add(n, &v, file, t.line);
                     }
@@ -191,15 +234,25 @@ fn repo_values(ctx: &Ctx) -> BTreeMap<&'static str, Vec<(f64, String, u32)>> {
             }
         }
     }
-    for (file, text) in ctx.tree.texts_with(&["yaml", "yml", "json", "cfg", "ini", "toml"]) {
+    for (file, text) in ctx
+        .tree
+        .texts_with(&["yaml", "yml", "json", "cfg", "ini", "toml"])
+    {
         for (i, line) in text.lines().enumerate() {
             if let Some((k, v)) = line.split_once(':').or_else(|| line.split_once('=')) {
-                add(k.trim().trim_matches(['"', '\'']), v.trim().trim_end_matches(',').trim_matches(['"', '\'']), file, line_no(i));
+                add(
+                    k.trim().trim_matches(['"', '\'']),
+                    v.trim().trim_end_matches(',').trim_matches(['"', '\'']),
+                    file,
+                    line_no(i),
+                );
             }
         }
     }
     for cmd in doc_commands(ctx) {
-        let Some((_, args)) = target(&cmd.words) else { continue };
+        let Some((_, args)) = target(&cmd.words) else {
+            continue;
+        };
         for (k, a) in args.iter().enumerate() {
             match a.split_once('=') {
                 Some((f, v)) if f.starts_with("--") => add(f, v, &cmd.doc, cmd.line),
@@ -233,38 +286,74 @@ fn hyperparameters(ctx: &Ctx, paper: &str) -> Vec<Candidate> {
         let paper_lines: Vec<u32> = vals.iter().map(|(_, l)| *l).collect();
         if repo.is_empty() {
             let mut c = Candidate::new(Rule::HyperparameterUnset, name);
-            c.title = format!("Where is the {name} of the paper ({}) set in the code?", paper_list.join(", "));
-            c.symptom = format!("Cannot find the paper's {name} ({}) in any script, default or config", paper_list.join(", "));
+            c.title = format!(
+                "Where is the {name} of the paper ({}) set in the code?",
+                paper_list.join(", ")
+            );
+            c.symptom = format!(
+                "Cannot find the paper's {name} ({}) in any script, default or config",
+                paper_list.join(", ")
+            );
             c.trigger = "checking the code's settings against the paper's before training".into();
             c.cause = format!("The paper gives {name} {}, but the repository sets no {name} anywhere the built-in auditor can see.", paper_list.join(", "));
-            c.evidence.push(ev("paper", &paper_lines, EvidenceType::Paper, format!("{name} {}", paper_list.join(", "))));
+            c.evidence.push(ev(
+                "paper",
+                &paper_lines,
+                EvidenceType::Paper,
+                format!("{name} {}", paper_list.join(", ")),
+            ));
             c.impact = "Users may train with another value and get other numbers.".into();
             out.push(c);
             continue;
         }
-        if repo.iter().any(|(r, _, _)| vals.iter().any(|(p, _)| close(*p, *r))) {
+        if repo
+            .iter()
+            .any(|(r, _, _)| vals.iter().any(|(p, _)| close(*p, *r)))
+        {
             continue;
         }
         let mut c = Candidate::new(Rule::HyperparameterMismatch, name);
         let (r0, f0, _) = &repo[0];
         c.weight = repo.len();
-        c.title = format!("The paper's {name} is {} but {f0} uses {}", paper_list.join("/"), show(*r0));
+        c.title = format!(
+            "The paper's {name} is {} but {f0} uses {}",
+            paper_list.join("/"),
+            show(*r0)
+        );
         c.symptom = format!("Training with the released defaults does not match the paper's setup ({name} {} vs {})", show(*r0), paper_list.join("/"));
-        c.trigger = "training with the repository's defaults to reproduce the paper's numbers".into();
-        c.cause = format!("The paper gives {name} {}; the repository sets {}.", paper_list.join(", "), {
-            let mut r: Vec<String> = repo.iter().map(|(v, f, l)| format!("{} ({f}:{l})", show(*v))).collect();
-            r.truncate(4);
-            r.join(", ")
-        });
-        c.evidence.push(ev("paper", &paper_lines, EvidenceType::Paper, format!("{name} {}", paper_list.join(", "))));
+        c.trigger =
+            "training with the repository's defaults to reproduce the paper's numbers".into();
+        c.cause = format!(
+            "The paper gives {name} {}; the repository sets {}.",
+            paper_list.join(", "),
+            {
+                let mut r: Vec<String> = repo
+                    .iter()
+                    .map(|(v, f, l)| format!("{} ({f}:{l})", show(*v)))
+                    .collect();
+                r.truncate(4);
+                r.join(", ")
+            }
+        );
+        c.evidence.push(ev(
+            "paper",
+            &paper_lines,
+            EvidenceType::Paper,
+            format!("{name} {}", paper_list.join(", ")),
+        ));
         for (v, f, l) in repo.iter().take(4) {
-            c.evidence.push(ev(f, &[*l], kind_of(f), format!("{name} = {}", show(*v))));
+            c.evidence
+                .push(ev(f, &[*l], kind_of(f), format!("{name} = {}", show(*v))));
         }
         if repo.len() > 1 {
             c.confidence = Confidence::Low;
         }
-        c.impact = "Results obtained with the released settings may differ from the paper's.".into();
-        c.claims.push(format!("results trained with {name} {}", paper_list.join("/")));
+        c.impact =
+            "Results obtained with the released settings may differ from the paper's.".into();
+        c.claims.push(format!(
+            "results trained with {name} {}",
+            paper_list.join("/")
+        ));
         out.push(c);
     }
     out
@@ -274,21 +363,32 @@ fn hyperparameters(ctx: &Ctx, paper: &str) -> Vec<Candidate> {
 fn repo_corpus(ctx: &Ctx) -> String {
     let mut s = String::new();
     for path in ctx.tree.entries.keys() {
-        s.extend(path.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()));
+        s.extend(
+            path.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase()),
+        );
         s.push(' ');
     }
     for (path, text) in ctx.tree.texts() {
         if matches!(ext(path).as_str(), "png" | "svg" | "csv" | "tsv" | "lock") {
             continue;
         }
-        s.extend(text.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()));
+        s.extend(
+            text.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase()),
+        );
         s.push(' ');
     }
     s
 }
 
 fn squash(s: &str) -> String {
-    s.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 /// The paper lines (1-based) mentioning one of `forms` as a whole word.
@@ -304,7 +404,8 @@ fn mentions(paper: &str, forms: &[&str]) -> Vec<u32> {
             hay.match_indices(&needle).any(|(p, _)| {
                 let before = hay[..p].chars().next_back();
                 let after = hay[p + needle.len()..].chars().next();
-                !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+                !before.is_some_and(char::is_alphanumeric)
+                    && !after.is_some_and(char::is_alphanumeric)
             })
         });
         if hit {
@@ -316,14 +417,25 @@ fn mentions(paper: &str, forms: &[&str]) -> Vec<u32> {
 
 /// `paper_dataset` / `paper_metric`: names the paper mentions at least twice and the
 /// repository (text and paths) never mentions; at most `cap`, most-mentioned first.
-fn absent(ctx: &Ctx, paper: &str, corpus: &str, table: &[(&str, &[&str])], rule: Rule, cap: usize) -> Vec<Candidate> {
+fn absent(
+    ctx: &Ctx,
+    paper: &str,
+    corpus: &str,
+    table: &[(&str, &[&str])],
+    rule: Rule,
+    cap: usize,
+) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (name, forms) in table {
         let lines = mentions(paper, forms);
         if lines.len() < 2 {
             continue;
         }
-        let in_repo = forms.iter().map(|f| squash(f.trim_start_matches('='))).chain([squash(name)]).any(|f| corpus.contains(&f));
+        let in_repo = forms
+            .iter()
+            .map(|f| squash(f.trim_start_matches('=')))
+            .chain([squash(name)])
+            .any(|f| corpus.contains(&f));
         if in_repo {
             continue;
         }
@@ -331,20 +443,37 @@ fn absent(ctx: &Ctx, paper: &str, corpus: &str, table: &[(&str, &[&str])], rule:
         c.weight = lines.len();
         let shown: Vec<u32> = lines.iter().copied().take(5).collect();
         if rule == Rule::PaperDataset {
-            c.title = format!("How to run the {name} experiments? No code or data loader for {name}");
+            c.title =
+                format!("How to run the {name} experiments? No code or data loader for {name}");
             c.symptom = format!("The paper reports results on {name}, but no script, config or loader in the repository handles {name}");
             c.trigger = format!("trying to reproduce the paper's {name} results");
             c.cause = format!("The paper uses {name} ({} mentions); no file or path of the repository mentions it.", lines.len());
             c.impact = format!("The {name} results cannot be reproduced with the release.");
         } else {
-            c.title = format!("How is {name} computed? No evaluation code for the {name} numbers in the paper");
-            c.symptom = format!("No script in the repository computes {name}, which the paper reports");
+            c.title = format!(
+                "How is {name} computed? No evaluation code for the {name} numbers in the paper"
+            );
+            c.symptom =
+                format!("No script in the repository computes {name}, which the paper reports");
             c.trigger = format!("trying to recompute the paper's {name} numbers");
-            c.cause = format!("The paper reports {name} ({} mentions); no file of the repository mentions it.", lines.len());
+            c.cause = format!(
+                "The paper reports {name} ({} mentions); no file of the repository mentions it.",
+                lines.len()
+            );
             c.impact = format!("The reported {name} values cannot be checked.");
         }
-        c.evidence.push(ev("paper", &shown, EvidenceType::Paper, format!("mentions {name}")));
-        c.evidence.push(ev(".", &[], EvidenceType::Absence, format!("no file of the repository mentions {name}")));
+        c.evidence.push(ev(
+            "paper",
+            &shown,
+            EvidenceType::Paper,
+            format!("mentions {name}"),
+        ));
+        c.evidence.push(ev(
+            ".",
+            &[],
+            EvidenceType::Absence,
+            format!("no file of the repository mentions {name}"),
+        ));
         c.claims.push(format!("{name} results"));
         out.push(c);
     }

@@ -102,11 +102,14 @@ pub(super) fn lex(src: &str) -> Vec<Token> {
             }
             col += (i - start) as u32;
             Tok::Name(chars[start..i].iter().collect())
-        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
             let start = i;
             while i < chars.len() {
                 let d = chars[i];
-                let exp_sign = (d == '-' || d == '+') && i > start && matches!(chars[i - 1], 'e' | 'E');
+                let exp_sign =
+                    (d == '-' || d == '+') && i > start && matches!(chars[i - 1], 'e' | 'E');
                 if d.is_ascii_alphanumeric() || d == '.' || d == '_' || exp_sign {
                     i += 1;
                 } else {
@@ -125,7 +128,12 @@ pub(super) fn lex(src: &str) -> Vec<Token> {
             col += 1;
             Tok::Op(c)
         };
-        out.push(Token { tok, line: start_line, col: start_col, stmt_start });
+        out.push(Token {
+            tok,
+            line: start_line,
+            col: start_col,
+            stmt_start,
+        });
     }
     out
 }
@@ -137,7 +145,9 @@ fn string_start(chars: &[char], i: usize) -> Option<usize> {
         let q = i + n;
         match chars.get(q) {
             Some('"' | '\'') => {
-                let prefix_ok = chars[i..q].iter().all(|p| matches!(p.to_ascii_lowercase(), 'r' | 'b' | 'f' | 'u'));
+                let prefix_ok = chars[i..q]
+                    .iter()
+                    .all(|p| matches!(p.to_ascii_lowercase(), 'r' | 'b' | 'f' | 'u'));
                 let boundary = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
                 return (prefix_ok && (n == 0 || boundary)).then_some(q);
             }
@@ -169,7 +179,9 @@ fn read_string(chars: &[char], q: usize, raw: bool) -> (String, usize, u32) {
             i += 2;
             continue;
         }
-        if c == quote && (!triple || (chars.get(i + 1) == Some(&quote) && chars.get(i + 2) == Some(&quote))) {
+        if c == quote
+            && (!triple || (chars.get(i + 1) == Some(&quote) && chars.get(i + 2) == Some(&quote)))
+        {
             return (value, if triple { i + 3 } else { i + 1 }, lines);
         }
         if c == '\n' {
@@ -221,7 +233,10 @@ pub(super) fn imports(toks: &[Token]) -> Vec<(String, u32, bool)> {
             }
         } else if t.is_name("from") {
             if let Some(Tok::Name(m)) = toks.get(k + 1).map(|n| &n.tok) {
-                if toks.get(k + 2).is_some_and(|n| n.is_name("import") || n.is_op('.')) {
+                if toks
+                    .get(k + 2)
+                    .is_some_and(|n| n.is_name("import") || n.is_op('.'))
+                {
                     out.push((m.clone(), t.line, guarded));
                 }
             }
@@ -252,7 +267,11 @@ pub(super) fn flag_defs(toks: &[Token]) -> Vec<FlagDef> {
         if !toks.get(k + 1).is_some_and(|n| n.is_op('(')) {
             continue;
         }
-        let mut def = FlagDef { flags: Vec::new(), default: None, line: t.line };
+        let mut def = FlagDef {
+            flags: Vec::new(),
+            default: None,
+            line: t.line,
+        };
         let (mut depth, mut positional, mut j) = (0u32, 0usize, k + 1);
         while let Some(n) = toks.get(j) {
             match &n.tok {
@@ -264,9 +283,17 @@ pub(super) fn flag_defs(toks: &[Token]) -> Vec<FlagDef> {
                     }
                 }
                 Tok::Op(',') if depth == 1 => positional += 1,
-                Tok::Str(s) if depth == 1 && s.starts_with('-') && !absl => def.flags.push(s.clone()),
-                Tok::Str(s) if depth == 1 && absl && positional == 0 => def.flags.push(format!("--{s}")),
-                Tok::Name(kw) if depth == 1 && kw == "default" && toks.get(j + 1).is_some_and(|x| x.is_op('=')) => {
+                Tok::Str(s) if depth == 1 && s.starts_with('-') && !absl => {
+                    def.flags.push(s.clone())
+                }
+                Tok::Str(s) if depth == 1 && absl && positional == 0 => {
+                    def.flags.push(format!("--{s}"))
+                }
+                Tok::Name(kw)
+                    if depth == 1
+                        && kw == "default"
+                        && toks.get(j + 1).is_some_and(|x| x.is_op('=')) =>
+                {
                     def.default = literal_at(toks, j + 2);
                 }
                 _ if depth == 1 && absl && positional == 1 && def.default.is_none() => {

@@ -24,10 +24,23 @@ pub(super) struct Declared {
 fn is_spec_name(path: &str) -> bool {
     let name = file_name(path).to_ascii_lowercase();
     let ext = tree::ext(path);
-    (name.starts_with("requirements") || name.ends_with("requirements.txt") || path.starts_with("requirements/"))
+    (name.starts_with("requirements")
+        || name.ends_with("requirements.txt")
+        || path.starts_with("requirements/"))
         && ext == "txt"
-        || matches!(name.as_str(), "setup.py" | "setup.cfg" | "pyproject.toml" | "pipfile" | "pipfile.lock" | "poetry.lock")
-        || ((name.starts_with("environment") || name.starts_with("conda") || name.starts_with("env")) && matches!(ext.as_str(), "yml" | "yaml"))
+        || matches!(
+            name.as_str(),
+            "setup.py"
+                | "setup.cfg"
+                | "pyproject.toml"
+                | "pipfile"
+                | "pipfile.lock"
+                | "poetry.lock"
+        )
+        || ((name.starts_with("environment")
+            || name.starts_with("conda")
+            || name.starts_with("env"))
+            && matches!(ext.as_str(), "yml" | "yaml"))
 }
 
 /// Reads every dependency declaration in the tree.
@@ -39,7 +52,8 @@ pub(super) fn declared(ctx: &Ctx) -> Declared {
         }
         let name = file_name(path).to_ascii_lowercase();
         let ext = tree::ext(path);
-        let yaml_env = matches!(ext.as_str(), "yml" | "yaml") && text.lines().any(|l| l.starts_with("dependencies:"));
+        let yaml_env = matches!(ext.as_str(), "yml" | "yaml")
+            && text.lines().any(|l| l.starts_with("dependencies:"));
         if is_spec_name(path) || yaml_env {
             d.spec_files.push(path.to_string());
             let names: Vec<String> = if ext == "txt" {
@@ -55,7 +69,8 @@ pub(super) fn declared(ctx: &Ctx) -> Declared {
             };
             d.names.extend(names.iter().map(|n| normalize(n)));
         }
-        let install_file = name == "dockerfile" || ext == "sh" || ctx.docs.iter().any(|p| p == path);
+        let install_file =
+            name == "dockerfile" || ext == "sh" || ctx.docs.iter().any(|p| p == path);
         if install_file {
             for (i, line) in text.lines().enumerate() {
                 let pkgs = install_line(line);
@@ -85,7 +100,11 @@ pub(super) fn requirement_name(line: &str) -> Option<String> {
     if let Some(egg) = line.split("#egg=").nth(1) {
         return Some(egg.split(['&', ' ', '[']).next().unwrap_or(egg).to_string());
     }
-    let line = line.strip_prefix("-e ").or_else(|| line.strip_prefix("--editable ")).unwrap_or(line).trim();
+    let line = line
+        .strip_prefix("-e ")
+        .or_else(|| line.strip_prefix("--editable "))
+        .unwrap_or(line)
+        .trim();
     if line.starts_with('-') || line.starts_with('.') || line.starts_with('/') {
         return None;
     }
@@ -94,7 +113,9 @@ pub(super) fn requirement_name(line: &str) -> Option<String> {
         let last = last.split('@').next().unwrap_or(last);
         return Some(last.trim_end_matches(".git").to_string()).filter(|s| !s.is_empty());
     }
-    let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))).unwrap_or(line.len());
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(line.len());
     Some(line[..end].to_string()).filter(|s| !s.is_empty())
 }
 
@@ -103,7 +124,10 @@ fn setup_py(text: &str) -> Vec<String> {
     let toks = pylex::lex(text);
     let mut out = Vec::new();
     for (k, t) in toks.iter().enumerate() {
-        if !(t.is_name("install_requires") || t.is_name("extras_require") || t.is_name("requirements")) {
+        if !(t.is_name("install_requires")
+            || t.is_name("extras_require")
+            || t.is_name("requirements"))
+        {
             continue;
         }
         let mut depth = 0i32;
@@ -154,7 +178,9 @@ fn setup_cfg(text: &str) -> Vec<String> {
 fn conda_env(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some(item) = line.trim_start().strip_prefix("- ") else { continue };
+        let Some(item) = line.trim_start().strip_prefix("- ") else {
+            continue;
+        };
         let item = item.trim().trim_matches(['"', '\'']);
         if item == "pip:" || item.ends_with(':') {
             continue;
@@ -182,7 +208,8 @@ fn quoted_or_keys(text: &str) -> Vec<String> {
         }
         let quoted: Vec<&str> = t.split('"').skip(1).step_by(2).collect();
         let bare: String = t.split('"').step_by(2).collect();
-        let starts_list = (bare.contains("dependencies") || bare.contains("requires")) && bare.contains('[');
+        let starts_list =
+            (bare.contains("dependencies") || bare.contains("requires")) && bare.contains('[');
         if starts_list || in_list {
             out.extend(quoted.iter().filter_map(|q| requirement_name(q)));
             in_list = !bare.contains(']');
@@ -208,8 +235,17 @@ pub(super) fn install_line(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in line.split("&&").flat_map(|c| c.split(';')) {
         let words: Vec<&str> = cmd.split_whitespace().collect();
-        let Some(pos) = words.windows(2).position(|w| matches!(w[0], "pip" | "pip3" | "conda" | "mamba" | "uv") && w[1] == "install")
-            .or_else(|| words.windows(3).position(|w| w[0] == "uv" && w[1] == "pip" && w[2] == "install").map(|p| p + 1))
+        let Some(pos) = words
+            .windows(2)
+            .position(|w| {
+                matches!(w[0], "pip" | "pip3" | "conda" | "mamba" | "uv") && w[1] == "install"
+            })
+            .or_else(|| {
+                words
+                    .windows(3)
+                    .position(|w| w[0] == "uv" && w[1] == "pip" && w[2] == "install")
+                    .map(|p| p + 1)
+            })
         else {
             continue;
         };
@@ -220,7 +256,20 @@ pub(super) fn install_line(line: &str) -> Vec<String> {
                 skip_next = false;
                 continue;
             }
-            if matches!(w, "-r" | "--requirement" | "-c" | "-f" | "--find-links" | "-i" | "--index-url" | "--extra-index-url" | "-n" | "--name" | "-p" | "--prefix") {
+            if matches!(
+                w,
+                "-r" | "--requirement"
+                    | "-c"
+                    | "-f"
+                    | "--find-links"
+                    | "-i"
+                    | "--index-url"
+                    | "--extra-index-url"
+                    | "-n"
+                    | "--name"
+                    | "-p"
+                    | "--prefix"
+            ) {
                 skip_next = true;
                 continue;
             }
@@ -251,13 +300,16 @@ pub(super) fn local_modules(ctx: &Ctx) -> BTreeSet<String> {
     out
 }
 
+/// Third-party imports: distribution → (module, [(path, line)]).
+type Imports = BTreeMap<String, (String, Vec<(String, u32)>)>;
+
 /// `no_dependency_spec` and `undeclared_import`.
 pub(super) fn dependencies(ctx: &Ctx) -> Vec<Candidate> {
     let decl = declared(ctx);
     let local = local_modules(ctx);
     let doc_words = doc_words(ctx);
     // Third-party imports: distribution → (module, [(path, line)]).
-    let mut third: BTreeMap<String, (String, Vec<(String, u32)>)> = BTreeMap::new();
+    let mut third: Imports = BTreeMap::new();
     for (path, toks) in &ctx.py {
         for (module, line, guarded) in pylex::imports(toks) {
             if guarded || is_stdlib(&module) || local.contains(&module) || module.starts_with('_') {
@@ -265,13 +317,17 @@ pub(super) fn dependencies(ctx: &Ctx) -> Vec<Candidate> {
             }
             let dists = distributions(&module);
             let provided = dists.iter().any(|d| decl.names.contains(d))
-                || BUNDLED.iter().any(|(m, p)| *m == module && decl.names.contains(*p))
+                || BUNDLED
+                    .iter()
+                    .any(|(m, p)| *m == module && decl.names.contains(*p))
                 || doc_words.contains(&module.to_ascii_lowercase())
                 || dists.iter().any(|d| doc_words.contains(d));
             if provided {
                 continue;
             }
-            let entry = third.entry(dists[0].clone()).or_insert_with(|| (module.clone(), Vec::new()));
+            let entry = third
+                .entry(dists[0].clone())
+                .or_insert_with(|| (module.clone(), Vec::new()));
             entry.1.push((path.clone(), line));
         }
     }
@@ -287,20 +343,40 @@ pub(super) fn dependencies(ctx: &Ctx) -> Vec<Candidate> {
         let mut c = Candidate::new(Rule::UndeclaredImport, dist.clone());
         let files: BTreeSet<&str> = places.iter().map(|(p, _)| p.as_str()).collect();
         c.weight = files.len();
-        c.title = format!("ModuleNotFoundError: No module named '{module}' ({dist} is not in the requirements)");
+        c.title = format!(
+            "ModuleNotFoundError: No module named '{module}' ({dist} is not in the requirements)"
+        );
         c.symptom = format!("ModuleNotFoundError: No module named '{module}'");
         let first = files.iter().next().copied().unwrap_or_default();
-        c.trigger = format!("installing the declared dependencies ({}), then running {first}", spec_list(&decl));
+        c.trigger = format!(
+            "installing the declared dependencies ({}), then running {first}",
+            spec_list(&decl)
+        );
         c.cause = format!(
             "{} import(s) {module} but no dependency specification declares {dist}.",
             files.iter().take(3).copied().collect::<Vec<_>>().join(", ")
         );
         for file in files.iter().take(5) {
-            let lines: Vec<u32> = places.iter().filter(|(p, _)| p == file).map(|(_, l)| *l).take(5).collect();
-            c.evidence.push(ev(file, &lines, EvidenceType::Code, format!("imports {module}")));
+            let lines: Vec<u32> = places
+                .iter()
+                .filter(|(p, _)| p == file)
+                .map(|(_, l)| *l)
+                .take(5)
+                .collect();
+            c.evidence.push(ev(
+                file,
+                &lines,
+                EvidenceType::Code,
+                format!("imports {module}"),
+            ));
         }
         if let Some(spec) = decl.spec_files.first() {
-            c.evidence.push(ev(spec, &[], EvidenceType::Config, format!("declares no {dist}")));
+            c.evidence.push(ev(
+                spec,
+                &[],
+                EvidenceType::Config,
+                format!("declares no {dist}"),
+            ));
         }
         if files.iter().all(|f| is_test_or_example(f)) {
             c.severity = Severity::Medium;
@@ -314,14 +390,18 @@ pub(super) fn dependencies(ctx: &Ctx) -> Vec<Candidate> {
 
 fn spec_list(decl: &Declared) -> String {
     match decl.spec_files.first() {
-        Some(f) => format!("pip install -r {f}").replace("-r setup.py", "-e .").replace("-r pyproject.toml", "-e ."),
+        Some(f) => format!("pip install -r {f}")
+            .replace("-r setup.py", "-e .")
+            .replace("-r pyproject.toml", "-e ."),
         None => "the README's pip install line".into(),
     }
 }
 
 fn is_test_or_example(path: &str) -> bool {
     let p = path.to_ascii_lowercase();
-    ["test", "example", "demo", "notebook", "docs/", "scripts/"].iter().any(|w| p.contains(w))
+    ["test", "example", "demo", "notebook", "docs/", "scripts/"]
+        .iter()
+        .any(|w| p.contains(w))
 }
 
 /// Lowercase words of the documentation (a README that names a package tells the user).
@@ -337,12 +417,18 @@ fn doc_words(ctx: &Ctx) -> BTreeSet<String> {
     out
 }
 
-fn no_spec(ctx: &Ctx, third: &BTreeMap<String, (String, Vec<(String, u32)>)>) -> Candidate {
+fn no_spec(ctx: &Ctx, third: &Imports) -> Candidate {
     let mut c = Candidate::new(Rule::NoDependencySpec, "requirements.txt");
     c.weight = third.len();
-    c.title = "No requirements.txt or environment file: which packages and versions are needed?".into();
-    let first = third.values().next().map_or("torch".to_string(), |(m, _)| m.clone());
-    c.symptom = format!("ModuleNotFoundError: No module named '{first}', with no requirements file to install from");
+    c.title =
+        "No requirements.txt or environment file: which packages and versions are needed?".into();
+    let first = third
+        .values()
+        .next()
+        .map_or("torch".to_string(), |(m, _)| m.clone());
+    c.symptom = format!(
+        "ModuleNotFoundError: No module named '{first}', with no requirements file to install from"
+    );
     c.trigger = "setting up an environment to run the code after cloning".into();
     let names: Vec<&str> = third.keys().map(String::as_str).take(12).collect();
     c.cause = if names.is_empty() {
@@ -353,13 +439,28 @@ fn no_spec(ctx: &Ctx, third: &BTreeMap<String, (String, Vec<(String, u32)>)>) ->
             names.join(", ")
         )
     };
-    c.evidence.push(ev("requirements.txt", &[], EvidenceType::Absence, "no dependency specification in the repository"));
+    c.evidence.push(ev(
+        "requirements.txt",
+        &[],
+        EvidenceType::Absence,
+        "no dependency specification in the repository",
+    ));
     if let Some((readme, _)) = ctx.doc_texts().next() {
-        c.evidence.push(ev(readme, &[], EvidenceType::Documentation, "no pip/conda install instructions"));
+        c.evidence.push(ev(
+            readme,
+            &[],
+            EvidenceType::Documentation,
+            "no pip/conda install instructions",
+        ));
     }
     for (dist, (module, places)) in third.iter().take(6) {
         if let Some((path, line)) = places.first() {
-            c.evidence.push(ev(path, &[*line], kind_of(path), format!("imports {module} ({dist})")));
+            c.evidence.push(ev(
+                path,
+                &[*line],
+                kind_of(path),
+                format!("imports {module} ({dist})"),
+            ));
         }
     }
     c.impact = "Users must reconstruct the environment and versions by trial and error; results may differ with other versions.".into();
@@ -375,13 +476,32 @@ pub(super) fn cuda_only(ctx: &Ctx) -> Vec<Candidate> {
         let mut guarded = false;
         for (k, t) in toks.iter().enumerate() {
             match &t.tok {
-                Tok::Name(n) if n == "is_available" || n == "no_cuda" || n == "use_cuda" || n == "use_gpu" => guarded = true,
-                Tok::Str(s) if s == "cpu" || s.starts_with("--device") || s.starts_with("--gpu") || s.starts_with("--cpu") || s.contains("cuda\" if") => guarded = true,
-                Tok::Name(n) if n == "cuda" && k > 0 && toks[k - 1].is_op('.') && toks.get(k + 1).is_some_and(|x| x.is_op('(')) => {
-                    // `.cuda()`, not `torch.cuda.xxx(`.
-                    if !toks.get(k.wrapping_sub(2)).is_some_and(|x| x.is_name("torch")) {
-                        hits.push(t.line);
-                    }
+                Tok::Name(n)
+                    if n == "is_available"
+                        || n == "no_cuda"
+                        || n == "use_cuda"
+                        || n == "use_gpu" =>
+                {
+                    guarded = true
+                }
+                Tok::Str(s)
+                    if s == "cpu"
+                        || s.starts_with("--device")
+                        || s.starts_with("--gpu")
+                        || s.starts_with("--cpu")
+                        || s.contains("cuda\" if") =>
+                {
+                    guarded = true
+                }
+                Tok::Name(n)
+                    if n == "cuda"
+                        && k > 0
+                        && toks[k - 1].is_op('.')
+                        && toks.get(k + 1).is_some_and(|x| x.is_op('('))
+                        // `.cuda()`, not `torch.cuda(`.
+                        && !toks.get(k.wrapping_sub(2)).is_some_and(|x| x.is_name("torch")) =>
+                {
+                    hits.push(t.line);
                 }
                 Tok::Str(s) if s == "cuda" || s.starts_with("cuda:") => hits.push(t.line),
                 _ => {}
@@ -398,7 +518,10 @@ pub(super) fn cuda_only(ctx: &Ctx) -> Vec<Candidate> {
     let mut c = Candidate::new(Rule::CudaOnly, "cuda");
     c.weight = files.len();
     let names: Vec<&str> = files.iter().map(|(p, _)| *p).collect();
-    c.title = format!("Cannot run on a machine without a CUDA GPU: {} calls .cuda() unconditionally", names[0]);
+    c.title = format!(
+        "Cannot run on a machine without a CUDA GPU: {} calls .cuda() unconditionally",
+        names[0]
+    );
     c.symptom = "AssertionError: Torch not compiled with CUDA enabled (or RuntimeError: No CUDA GPUs are available)".into();
     c.trigger = format!("running {} on a CPU-only machine or a laptop", names[0]);
     c.cause = format!(
@@ -407,9 +530,20 @@ pub(super) fn cuda_only(ctx: &Ctx) -> Vec<Candidate> {
     );
     for (path, lines) in files.iter().take(6) {
         let lines: Vec<u32> = lines.iter().copied().take(5).collect();
-        c.evidence.push(ev(path, &lines, EvidenceType::Code, "CUDA device used unconditionally"));
+        c.evidence.push(ev(
+            path,
+            &lines,
+            EvidenceType::Code,
+            "CUDA device used unconditionally",
+        ));
     }
-    c.confidence = if files.len() > 2 { Confidence::High } else { Confidence::Medium };
-    c.impact = "Users without an NVIDIA GPU cannot run the code at all, not even a small evaluation.".into();
+    c.confidence = if files.len() > 2 {
+        Confidence::High
+    } else {
+        Confidence::Medium
+    };
+    c.impact =
+        "Users without an NVIDIA GPU cannot run the code at all, not even a small evaluation."
+            .into();
     vec![c]
 }

@@ -1,373 +1,108 @@
-//! Rules on the documentation: commands that name missing scripts or unknown flags
-//! (`missing_script`, `unknown_flag`), training or evaluation described but not released
-//! (`missing_train_entry`, `missing_eval_entry`), artifacts announced as coming later
-//! (`coming_soon`).
+//! Rules on what the documentation and the paper promise: training or evaluation described
+//! but not released (`missing_train_entry`, `missing_eval_entry`), artifacts announced as
+//! coming later (`coming_soon`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::pylex::{self, Tok};
-use super::tree::{self, file_name, join, line_no, parent};
+use super::tree::{self, file_name, line_no};
 use super::{ev, Candidate, Ctx, Rule};
 use crate::audit::findings::{Category, EvidenceType, Severity, Stage};
 
-/// One shell command from the documentation.
-#[derive(Debug, Clone)]
-pub(super) struct Command {
-    pub(super) doc: String,
-    pub(super) line: u32,
-    /// The directory it runs in, relative to the root (after `cd`).
-    pub(super) cwd: String,
-    pub(super) words: Vec<String>,
-}
-
-/// What a command runs.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Target {
-    /// `python X.py`, `bash X.sh`, `./X.sh`.
-    Script(String),
-    /// `python -m pkg.mod`.
-    Module(String),
-}
-
-/// The commands of every documentation file: lines of fenced code blocks (a `cd` holds
-/// for the rest of its block), inline code spans, `$ `-prompted lines. Continuation
-/// backslashes are joined; `&&`, `;` and `|` split commands.
-pub(super) fn doc_commands(ctx: &Ctx) -> Vec<Command> {
-    let mut out = Vec::new();
-    for (doc, text) in ctx.doc_texts() {
-        let base = parent(doc).to_string();
-        let mut in_fence = false;
-        let mut cwd = base.clone();
-        let mut pending = String::new();
-        let mut pending_line = 0;
-        for (i, raw) in text.lines().enumerate() {
-            let t = raw.trim();
-            if t.starts_with("```") || t.starts_with("~~~") {
-                in_fence = !in_fence;
-                cwd = base.clone();
-                pending.clear();
-                continue;
-            }
-            let spans: Vec<String> = if in_fence {
-                if pending.is_empty() {
-                    pending_line = line_no(i);
-                }
-                pending.push_str(t.trim_end_matches('\\'));
-                pending.push(' ');
-                if t.ends_with('\\') {
-                    continue;
-                }
-                vec![std::mem::take(&mut pending)]
-            } else if let Some(rest) = t.strip_prefix("$ ") {
-                pending_line = line_no(i);
-                vec![rest.to_string()]
-            } else {
-                pending_line = line_no(i);
-                t.split('`').skip(1).step_by(2).map(str::to_string).collect()
-            };
-            for span in spans {
-                let mut span_cwd = if in_fence { cwd.clone() } else { base.clone() };
-                for part in span.split("&&").flat_map(|p| p.split(';')).flat_map(|p| p.split('|')) {
-                    let words = shell_words(part);
-                    if words.first().is_some_and(|w| w == "cd") {
-                        if let Some(dir) = words.get(1).and_then(|d| join(&span_cwd, d.trim_end_matches('/'))) {
-                            span_cwd = dir;
-                        }
-                        continue;
-                    }
-                    if !words.is_empty() {
-                        out.push(Command { doc: doc.to_string(), line: pending_line, cwd: span_cwd.clone(), words });
-                    }
-                }
-                if in_fence {
-                    cwd = span_cwd;
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A command's words without quotes, prompts, `VAR=value` prefixes and wrappers
-/// (`nohup`, `time`, `sudo`, `srun`, `!`).
-fn shell_words(part: &str) -> Vec<String> {
-    let mut words: Vec<String> = part
-        .split_whitespace()
-        .map(|w| w.trim_matches(['"', '\'']).to_string())
-        .collect();
-    while let Some(first) = words.first() {
-        let f = first.trim_start_matches('!').trim_start_matches('%');
-        let is_env = f.contains('=') && !f.starts_with('-') && f.split('=').next().is_some_and(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-        if matches!(f, "$" | ">" | "nohup" | "time" | "sudo" | "srun" | "exec" | "env") || is_env {
-            words.remove(0);
-        } else {
-            if f != first {
-                words[0] = f.to_string();
-            }
-            break;
-        }
-    }
-    words
-}
-
-/// What `words` runs and the words after it (its arguments).
-pub(super) fn target(words: &[String]) -> Option<(Target, &[String])> {
-    let first = words.first()?.as_str();
-    let is_python = first == "python" || first == "python3" || first == "python2" || (first.starts_with("python3.") && first[8..].chars().all(|c| c.is_ascii_digit()));
-    let launcher = matches!(first, "torchrun" | "deepspeed") || (first == "accelerate" && words.get(1).is_some_and(|w| w == "launch"));
-    if is_python || launcher {
-        let mut i = if first == "accelerate" { 2 } else { 1 };
-        while i < words.len() {
-            let w = words[i].as_str();
-            if w == "-m" {
-                let module = words.get(i + 1)?;
-                if module.starts_with("torch.distributed") {
-                    i += 2;
-                    continue;
-                }
-                return Some((Target::Module(module.clone()), &words[(i + 2).min(words.len())..]));
-            }
-            if w.starts_with('-') {
-                // A launcher's `--opt value`: skip the value too unless it is the script.
-                let takes_value = launcher && !w.contains('=') && words.get(i + 1).is_some_and(|n| !n.starts_with('-') && !n.ends_with(".py"));
-                i += if takes_value { 2 } else { 1 };
-                continue;
-            }
-            return w.ends_with(".py").then(|| (Target::Script(w.to_string()), &words[i + 1..]));
-        }
-        return None;
-    }
-    if matches!(first, "bash" | "sh" | "zsh" | "source" | ".") {
-        let script = words.get(1).filter(|w| w.ends_with(".sh"))?;
-        return Some((Target::Script(script.clone()), &words[2..]));
-    }
-    if let Some(rest) = first.strip_prefix("./") {
-        if rest.ends_with(".sh") || rest.ends_with(".py") {
-            return Some((Target::Script(first.to_string()), &words[1..]));
-        }
-    }
-    None
-}
-
-/// Whether a path written in documentation is a placeholder, not a real path.
-pub(super) fn placeholder(p: &str) -> bool {
-    p.starts_with('/') || p.starts_with('~') || p.contains("path/to") || p.contains("your_") || p.contains("xxx") || p.contains("...")
-        || p.chars().any(|c| matches!(c, '<' | '>' | '{' | '}' | '$' | '*' | '[' | ']' | '%'))
-}
-
-/// Where a script named in a command is: relative to the command's directory, else the
-/// documentation file's, else the root.
-pub(super) fn resolve(ctx: &Ctx, cmd: &Command, rel: &str) -> Option<String> {
-    [cmd.cwd.as_str(), parent(&cmd.doc), ""]
-        .iter()
-        .filter_map(|base| join(base, rel))
-        .find(|p| ctx.tree.exists(p))
-}
-
-/// `missing_script` and `unknown_flag`.
-pub(super) fn commands(ctx: &Ctx) -> Vec<Candidate> {
-    let mut missing: BTreeMap<String, (String, Vec<&Command>)> = BTreeMap::new();
-    let mut unknown: BTreeMap<String, (BTreeSet<String>, Vec<&Command>)> = BTreeMap::new();
-    let cmds = doc_commands(ctx);
-    for cmd in &cmds {
-        let Some((target, args)) = target(&cmd.words) else { continue };
-        match target {
-            Target::Script(s) if !placeholder(&s) => match resolve(ctx, cmd, &s) {
-                None => {
-                    let key = join(&cmd.cwd, &s).unwrap_or(s.clone());
-                    missing.entry(key).or_insert_with(|| (s.clone(), Vec::new())).1.push(cmd);
-                }
-                Some(path) if path.ends_with(".py") => {
-                    let bad = unknown_flags(ctx, &path, args);
-                    if !bad.is_empty() {
-                        let e = unknown.entry(path).or_default();
-                        e.0.extend(bad);
-                        e.1.push(cmd);
-                    }
-                }
-                Some(_) => {}
-            },
-            Target::Module(m) if !placeholder(&m) => {
-                let rel = m.replace('.', "/");
-                let top = m.split('.').next().unwrap_or(&m);
-                let top_local = [cmd.cwd.as_str(), ""].iter().any(|b| join(b, top).is_some_and(|p| ctx.tree.exists(&p)));
-                let found = [format!("{rel}.py"), format!("{rel}/__main__.py")].iter().any(|p| resolve(ctx, cmd, p).is_some());
-                if top_local && !found {
-                    missing.entry(rel.clone()).or_insert_with(|| (format!("-m {m}"), Vec::new())).1.push(cmd);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    for (key, (written, uses)) in missing {
-        let mut c = Candidate::new(Rule::MissingScript, key.clone());
-        c.weight = uses.len();
-        let module = written.starts_with("-m ");
-        c.title = if module {
-            format!("No module named {}: the README's python {written} fails", &written[3..])
-        } else {
-            format!("{} not found: the README command fails", file_name(&key))
-        };
-        c.symptom = if module {
-            format!("/usr/bin/python: No module named {}", &written[3..])
-        } else if written.ends_with(".py") {
-            format!("python: can't open file '{written}': [Errno 2] No such file or directory")
-        } else {
-            format!("bash: {written}: No such file or directory")
-        };
-        let first = uses[0];
-        c.trigger = format!("running `{}` as {} line {} says", first.words.join(" "), first.doc, first.line);
-        let stem = file_name(&key);
-        let elsewhere: Vec<&str> = ctx.tree.files().filter(|p| file_name(p) == stem && *p != key).take(2).collect();
-        c.cause = if elsewhere.is_empty() {
-            format!("The documentation runs {written}, which is not in the repository.")
-        } else {
-            format!("The documentation runs {written}, which is not in the repository (a file of that name is at {}).", elsewhere.join(", "))
-        };
-        for u in uses.iter().take(4) {
-            c.evidence.push(ev(&u.doc, &[u.line], EvidenceType::Documentation, format!("runs {}", u.words.join(" "))));
-        }
-        c.evidence.push(ev(&key, &[], EvidenceType::Absence, "no such file in the repository"));
-        c.stage = stage_of(&key);
-        c.impact = "The documented step cannot be run as written.".into();
-        out.push(c);
-    }
-    for (script, (flags, uses)) in unknown {
-        let mut c = Candidate::new(Rule::UnknownFlag, script.clone());
-        let flags: Vec<String> = flags.into_iter().collect();
-        c.weight = flags.len();
-        c.title = format!("{script}: error: unrecognized arguments: {} (README command)", flags.join(" "));
-        c.symptom = format!("{}: error: unrecognized arguments: {}", file_name(&script), flags.join(" "));
-        let first = uses[0];
-        c.trigger = format!("running `{}` as {} line {} says", first.words.join(" "), first.doc, first.line);
-        c.cause = format!("{script} defines no option {}; the documentation and the argument parser disagree.", flags.join(", "));
-        for u in uses.iter().take(4) {
-            c.evidence.push(ev(&u.doc, &[u.line], EvidenceType::Documentation, format!("passes {}", flags.join(" "))));
-        }
-        let lines: Vec<u32> = script_flags(ctx, &script).0.iter().map(|d| d.line).take(6).collect();
-        c.evidence.push(ev(&script, &lines, EvidenceType::Code, "the options the parser defines"));
-        c.stage = stage_of(&script);
-        c.impact = "The documented command stops at argument parsing.".into();
-        out.push(c);
-    }
-    out
-}
-
-fn stage_of(path: &str) -> Stage {
-    let p = path.to_ascii_lowercase();
-    if p.contains("train") {
-        Stage::Training
-    } else if ["eval", "test", "bench"].iter().any(|w| p.contains(w)) {
-        Stage::Evaluation
-    } else if ["data", "prep", "download"].iter().any(|w| p.contains(w)) {
-        Stage::DataPreparation
-    } else if ["demo", "infer", "predict"].iter().any(|w| p.contains(w)) {
-        Stage::Inference
-    } else {
-        Stage::Documentation
-    }
-}
-
-/// The flags `script` and the local modules it imports define, and whether its options
-/// can be checked at all (no `parse_known_args`, Hydra, Fire, HfArgumentParser...).
-pub(super) fn script_flags(ctx: &Ctx, script: &str) -> (Vec<pylex::FlagDef>, bool) {
-    let Some(toks) = ctx.py.get(script) else { return (Vec::new(), false) };
-    let mut files = vec![script.to_string()];
-    for (module, _, _) in pylex::imports(toks) {
-        let rel = module.replace('.', "/");
-        for base in [parent(script), ""] {
-            for cand in [format!("{rel}.py"), format!("{rel}/__init__.py")] {
-                if let Some(p) = join(base, &cand) {
-                    if ctx.py.contains_key(&p) && !files.contains(&p) {
-                        files.push(p);
-                    }
-                }
-            }
-        }
-    }
-    let mut defs = Vec::new();
-    let mut checkable = true;
-    for f in &files {
-        let Some(t) = ctx.py.get(f) else { continue };
-        if f == script {
-            defs.extend(pylex::flag_defs(t));
-        } else {
-            defs.extend(pylex::flag_defs(t).into_iter().map(|mut d| {
-                d.line = 0;
-                d
-            }));
-        }
-        checkable &= !t.iter().any(|x| {
-            matches!(&x.tok, Tok::Name(n) if matches!(n.as_str(),
-                "parse_known_args" | "HfArgumentParser" | "Fire" | "hydra" | "from_cli" | "jsonargparse" | "LightningCLI" | "tyro" | "simple_parsing"))
-        });
-    }
-    (defs, checkable)
-}
-
-/// The `--flags` of `args` that `script` does not define (argparse's unambiguous prefixes
-/// accepted); empty when the script defines no flags or cannot be checked.
-fn unknown_flags(ctx: &Ctx, script: &str, args: &[String]) -> Vec<String> {
-    let (defs, checkable) = script_flags(ctx, script);
-    if defs.is_empty() || !checkable {
-        return Vec::new();
-    }
-    let defined: BTreeSet<&str> = defs.iter().flat_map(|d| d.flags.iter().map(String::as_str)).collect();
-    let mut bad = Vec::new();
-    for a in args {
-        let Some(flag) = a.strip_prefix("--") else { continue };
-        let flag = flag.split('=').next().unwrap_or(flag);
-        if flag.is_empty() || flag == "help" || placeholder(flag) {
-            continue;
-        }
-        let full = format!("--{flag}");
-        if !defined.iter().any(|d| d.starts_with(&full)) {
-            bad.push(full);
-        }
-    }
-    bad
-}
-
 /// Lowercased words of the paper and the documentation.
 fn described(ctx: &Ctx) -> (String, String) {
-    let docs: String = ctx.doc_texts().map(|(_, t)| t.to_ascii_lowercase()).collect::<Vec<_>>().join("\n");
-    (ctx.paper.map(str::to_ascii_lowercase).unwrap_or_default(), docs)
+    let docs: String = ctx
+        .doc_texts()
+        .map(|(_, t)| t.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (
+        ctx.paper.map(str::to_ascii_lowercase).unwrap_or_default(),
+        docs,
+    )
 }
 
 /// `missing_train_entry` and `missing_eval_entry`.
 pub(super) fn entry_points(ctx: &Ctx) -> Vec<Candidate> {
     let (paper, docs) = described(ctx);
-    let code_files: Vec<&str> = ctx.tree.files().filter(|p| matches!(tree::ext(p).as_str(), "py" | "sh" | "ipynb")).collect();
-    let code_text = |needles: &[&str]| ctx.py.keys().any(|p| ctx.tree.text(p).is_some_and(|t| needles.iter().any(|n| t.contains(n))));
-    let stem_has = |words: &[&str]| code_files.iter().any(|p| words.iter().any(|w| file_name(p).to_ascii_lowercase().contains(w)));
+    let code_files: Vec<&str> = ctx
+        .tree
+        .files()
+        .filter(|p| matches!(tree::ext(p).as_str(), "py" | "sh" | "ipynb"))
+        .collect();
+    let code_text = |needles: &[&str]| {
+        ctx.py.keys().any(|p| {
+            ctx.tree
+                .text(p)
+                .is_some_and(|t| needles.iter().any(|n| t.contains(n)))
+        })
+    };
+    let stem_has = |words: &[&str]| {
+        code_files.iter().any(|p| {
+            words
+                .iter()
+                .any(|w| file_name(p).to_ascii_lowercase().contains(w))
+        })
+    };
     let mut out = Vec::new();
-    let said = |words: &[&str]| words.iter().any(|w| has_word(&paper, w) || has_word(&docs, w));
+    let said = |words: &[&str]| {
+        words
+            .iter()
+            .any(|w| has_word(&paper, w) || has_word(&docs, w))
+    };
     let train_said = said(&["we train", "training", "trained", "fine-tun", "finetun"]);
     let train_code = stem_has(&["train", "finetune", "fine_tune", "pretrain"])
-        || code_text(&[".backward(", "optimizer.step", ".fit(", "Trainer(", "def train", "train_step", "apply_gradients"]);
+        || code_text(&[
+            ".backward(",
+            "optimizer.step",
+            ".fit(",
+            "Trainer(",
+            "def train",
+            "train_step",
+            "apply_gradients",
+        ]);
     if train_said && !train_code {
         let mut c = Candidate::new(Rule::MissingTrainEntry, "train");
         c.title = "Training code not released? No training script in the repository".into();
         c.symptom = "There is no train.py (or any training loop) to run; only inference/evaluation code is provided".into();
         c.trigger = "trying to retrain the model as the paper describes".into();
         c.cause = "The paper/README describe training, but no file is named for training and no Python file has a backward pass, optimizer step or fit call.".into();
-        c.evidence.push(ev("train.py", &[], EvidenceType::Absence, "no training entry point"));
+        c.evidence.push(ev(
+            "train.py",
+            &[],
+            EvidenceType::Absence,
+            "no training entry point",
+        ));
         push_mention(ctx, &mut c, &["training", "train"]);
-        c.impact = "Training results (and any result needing retraining) cannot be reproduced.".into();
+        c.impact =
+            "Training results (and any result needing retraining) cannot be reproduced.".into();
         c.claims.push("training results".into());
         out.push(c);
     }
     let eval_said = said(&["evaluat", "test set", "benchmark", "inference"]);
-    let eval_code = stem_has(&["eval", "test", "infer", "predict", "demo", "bench", "valid", "score", "metric", "sample", "generate", "run", "main"])
-        || code_text(&["def evaluate", "def eval", "def test", ".eval()", "evaluate(", "def validate"]);
+    let eval_code = stem_has(&[
+        "eval", "test", "infer", "predict", "demo", "bench", "valid", "score", "metric", "sample",
+        "generate", "run", "main",
+    ]) || code_text(&[
+        "def evaluate",
+        "def eval",
+        "def test",
+        ".eval()",
+        "evaluate(",
+        "def validate",
+    ]);
     if eval_said && !eval_code {
         let mut c = Candidate::new(Rule::MissingEvalEntry, "eval");
         c.title = "How to evaluate? No evaluation script to reproduce the paper's numbers".into();
-        c.symptom = "No eval.py/test.py or evaluation function to compute the reported metrics".into();
+        c.symptom =
+            "No eval.py/test.py or evaluation function to compute the reported metrics".into();
         c.trigger = "trying to reproduce the paper's result tables".into();
         c.cause = "The paper/README describe evaluation, but no file is named for evaluation, testing or inference and no evaluation function exists.".into();
-        c.evidence.push(ev("eval.py", &[], EvidenceType::Absence, "no evaluation entry point"));
+        c.evidence.push(ev(
+            "eval.py",
+            &[],
+            EvidenceType::Absence,
+            "no evaluation entry point",
+        ));
         push_mention(ctx, &mut c, &["evaluat", "test"]);
         c.impact = "The reported numbers cannot be recomputed.".into();
         c.claims.push("reported evaluation metrics".into());
@@ -378,29 +113,69 @@ pub(super) fn entry_points(ctx: &Ctx) -> Vec<Candidate> {
 
 /// Whether `text` has `word` at the start of a word (`trained` but not `pretrained`).
 fn has_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(p, _)| !text[..p].chars().next_back().is_some_and(char::is_alphanumeric))
+    text.match_indices(word).any(|(p, _)| {
+        !text[..p]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    })
 }
 
 /// Adds the first documentation (else paper) line mentioning one of `words`.
 fn push_mention(ctx: &Ctx, c: &mut Candidate, words: &[&str]) {
     for (doc, text) in ctx.doc_texts() {
-        if let Some(i) = text.lines().position(|l| words.iter().any(|w| l.to_ascii_lowercase().contains(w))) {
-            c.evidence.push(ev(doc, &[line_no(i)], EvidenceType::Documentation, "describes it"));
+        if let Some(i) = text
+            .lines()
+            .position(|l| words.iter().any(|w| l.to_ascii_lowercase().contains(w)))
+        {
+            c.evidence.push(ev(
+                doc,
+                &[line_no(i)],
+                EvidenceType::Documentation,
+                "describes it",
+            ));
             return;
         }
     }
     if let Some(paper) = ctx.paper {
-        if let Some(i) = paper.lines().position(|l| words.iter().any(|w| l.to_ascii_lowercase().contains(w))) {
-            c.evidence.push(ev("paper", &[line_no(i)], EvidenceType::Paper, "describes it"));
+        if let Some(i) = paper
+            .lines()
+            .position(|l| words.iter().any(|w| l.to_ascii_lowercase().contains(w)))
+        {
+            c.evidence.push(ev(
+                "paper",
+                &[line_no(i)],
+                EvidenceType::Paper,
+                "describes it",
+            ));
         }
     }
 }
 
 const SOON: &[&str] = &[
-    "coming soon", "will be released", "to be released", "will release", "will be made available", "will be available",
-    "will be uploaded", "will be open-sourced", "will be open sourced", "will be public", "release soon", "released soon",
-    "stay tuned", "under construction", "todo:", "to do:", "work in progress", "not yet released", "yet to be released",
-    "will be updated", "will upload", "will be added", "upload soon",
+    "coming soon",
+    "will be released",
+    "to be released",
+    "will release",
+    "will be made available",
+    "will be available",
+    "will be uploaded",
+    "will be open-sourced",
+    "will be open sourced",
+    "will be public",
+    "release soon",
+    "released soon",
+    "stay tuned",
+    "under construction",
+    "todo:",
+    "to do:",
+    "work in progress",
+    "not yet released",
+    "yet to be released",
+    "will be updated",
+    "will upload",
+    "will be added",
+    "upload soon",
 ];
 
 /// `coming_soon`: README lines announcing artifacts for later (unchecked `- [ ]` items
@@ -410,22 +185,45 @@ pub(super) fn coming_soon(ctx: &Ctx) -> Vec<Candidate> {
     for (doc, text) in ctx.doc_texts() {
         for (i, line) in text.lines().enumerate() {
             let l = line.to_ascii_lowercase();
-            let t = l.trim_start().trim_start_matches(['-', '*', '+']).trim_start();
+            let t = l
+                .trim_start()
+                .trim_start_matches(['-', '*', '+'])
+                .trim_start();
             if !(SOON.iter().any(|s| l.contains(s)) || t.starts_with("[ ]")) {
                 continue;
             }
-            let kind = if ["checkpoint", "weight", "pretrained", "pre-trained", "model zoo", "models"].iter().any(|w| l.contains(w)) {
+            let kind = if [
+                "checkpoint",
+                "weight",
+                "pretrained",
+                "pre-trained",
+                "model zoo",
+                "models",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+            {
                 "checkpoints"
-            } else if ["dataset", "data ", "data.", "annotation", "benchmark"].iter().any(|w| l.contains(w)) {
+            } else if ["dataset", "data ", "data.", "annotation", "benchmark"]
+                .iter()
+                .any(|w| l.contains(w))
+            {
                 "data"
             } else if l.contains("train") {
                 "training code"
-            } else if ["eval", "test", "inference", "demo"].iter().any(|w| l.contains(w)) {
+            } else if ["eval", "test", "inference", "demo"]
+                .iter()
+                .any(|w| l.contains(w))
+            {
                 "evaluation code"
             } else {
                 "code"
             };
-            by_kind.entry(kind).or_default().push((doc.to_string(), line_no(i), line.trim().chars().take(120).collect()));
+            by_kind.entry(kind).or_default().push((
+                doc.to_string(),
+                line_no(i),
+                line.trim().chars().take(120).collect(),
+            ));
         }
     }
     let mut out = Vec::new();
@@ -433,11 +231,13 @@ pub(super) fn coming_soon(ctx: &Ctx) -> Vec<Candidate> {
         let mut c = Candidate::new(Rule::ComingSoon, kind);
         c.weight = lines.len();
         c.title = format!("When will the {kind} be released?");
-        c.symptom = format!("The README says the {kind} will come later; they are not in the repository");
+        c.symptom =
+            format!("The README says the {kind} will come later; they are not in the repository");
         c.trigger = "following the README to reproduce the paper".into();
         c.cause = format!("The release is incomplete: {}", lines[0].2);
         for (doc, line, text) in lines.iter().take(5) {
-            c.evidence.push(ev(doc, &[*line], EvidenceType::Documentation, text.clone()));
+            c.evidence
+                .push(ev(doc, &[*line], EvidenceType::Documentation, text.clone()));
         }
         (c.category, c.stage) = match kind {
             "checkpoints" => (Category::MissingCheckpoint, Stage::Inference),
@@ -449,7 +249,9 @@ pub(super) fn coming_soon(ctx: &Ctx) -> Vec<Candidate> {
         if kind == "code" {
             c.severity = Severity::Medium;
         }
-        c.impact = format!("Results that need the {kind} cannot be reproduced until the authors release them.");
+        c.impact = format!(
+            "Results that need the {kind} cannot be reproduced until the authors release them."
+        );
         out.push(c);
     }
     out

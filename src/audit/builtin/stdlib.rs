@@ -3,6 +3,7 @@
 //! importing them), and the import names whose distribution has another name.
 
 /// Python 3 standard-library top-level modules, sorted.
+#[rustfmt::skip]
 pub(super) const STDLIB: &[&str] = &[
     "__future__", "_thread", "abc", "aifc", "argparse", "array", "ast", "asynchat", "asyncio",
     "asyncore", "atexit", "audioop", "base64", "bdb", "binascii", "binhex", "bisect", "builtins",
@@ -35,6 +36,7 @@ pub(super) const STDLIB: &[&str] = &[
 /// Import names whose distribution is named otherwise: `(import, [distributions])`, the
 /// first distribution the one to suggest, any of them satisfying the import (PEP 503
 /// names; conda package names included where they differ).
+#[rustfmt::skip]
 pub(super) const DISTRIBUTIONS: &[(&str, &[&str])] = &[
     ("Crypto", &["pycryptodome", "pycrypto", "pycryptodomex"]),
     ("Levenshtein", &["python-levenshtein", "levenshtein"]),

@@ -38,7 +38,8 @@ impl Tree {
     pub(super) fn scan(root: &Path) -> Tree {
         let mut tree = Tree::default();
         let mut text_budget = MAX_TEXT_BYTES;
-        let mut stack: Vec<(std::path::PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
+        let mut stack: Vec<(std::path::PathBuf, String, usize)> =
+            vec![(root.to_path_buf(), String::new(), 0)];
         while let Some((dir, rel, depth)) = stack.pop() {
             let Ok(read) = fs::read_dir(&dir) else {
                 tree.skipped += 1;
@@ -63,7 +64,11 @@ impl Tree {
                     tree.skipped += 1;
                     continue;
                 }
-                let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
                 let Ok(meta) = fs::symlink_metadata(entry.path()) else {
                     tree.skipped += 1;
                     continue;
@@ -79,13 +84,23 @@ impl Tree {
                     } else {
                         tree.skipped += 1;
                     }
-                } else if meta.file_type().is_file() && meta.len() <= MAX_FILE_BYTES && meta.len() <= text_budget {
+                } else if meta.file_type().is_file()
+                    && meta.len() <= MAX_FILE_BYTES
+                    && meta.len() <= text_budget
+                {
                     text = read_text(&entry.path());
                     if let Some(t) = &text {
                         text_budget -= t.len() as u64;
                     }
                 }
-                tree.entries.insert(path, Entry { text, is_dir, empty_dir: false });
+                tree.entries.insert(
+                    path,
+                    Entry {
+                        text,
+                        is_dir,
+                        empty_dir: false,
+                    },
+                );
             }
             // Pushed in reverse so the stack pops them in name order.
             stack.extend(subdirs.into_iter().rev());
@@ -105,17 +120,26 @@ impl Tree {
 
     /// Every read file, in path order.
     pub(super) fn texts(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().filter_map(|(p, e)| e.text.as_deref().map(|t| (p.as_str(), t)))
+        self.entries
+            .iter()
+            .filter_map(|(p, e)| e.text.as_deref().map(|t| (p.as_str(), t)))
     }
 
     /// Every read file whose extension (lowercase, without the dot) is one of `exts`.
-    pub(super) fn texts_with<'a>(&'a self, exts: &'a [&str]) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
-        self.texts().filter(move |(p, _)| exts.contains(&ext(p).as_str()))
+    pub(super) fn texts_with<'a>(
+        &'a self,
+        exts: &'a [&str],
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.texts()
+            .filter(move |(p, _)| exts.contains(&ext(p).as_str()))
     }
 
     /// Every listed non-directory path.
     pub(super) fn files(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().filter(|(_, e)| !e.is_dir).map(|(p, _)| p.as_str())
+        self.entries
+            .iter()
+            .filter(|(_, e)| !e.is_dir)
+            .map(|(p, _)| p.as_str())
     }
 }
 
@@ -154,7 +178,10 @@ pub(super) fn join(base: &str, rel: &str) -> Option<String> {
     if rel.starts_with('/') || rel.starts_with('~') {
         return None;
     }
-    let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let mut parts: Vec<&str> = base
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     for part in rel.split('/') {
         match part {
             "" | "." => {}

@@ -38,7 +38,10 @@ fn check(v: &Value) -> Result<Findings, FindingsError> {
 
 #[test]
 fn minimal_document_with_no_findings_is_valid() {
-    let f = validate(br#"{"reproducibility_assessment":{"overall":"unknown","summary":""},"findings":[]}"#).unwrap();
+    let f = validate(
+        br#"{"reproducibility_assessment":{"overall":"unknown","summary":""},"findings":[]}"#,
+    )
+    .unwrap();
     assert!(f.findings.is_empty());
     assert!(f.missing_or_ambiguous_artifacts.is_empty());
     assert_eq!(f.reproducibility_assessment.overall, Overall::Unknown);
@@ -52,14 +55,26 @@ fn full_document_is_read_with_normalized_line_refs() {
     assert_eq!(x.category, Category::MissingDependency);
     assert_eq!(
         x.evidence[0].line_refs,
-        vec![LineRange { start: 3, end: 3 }, LineRange { start: 10, end: 12 }, LineRange { start: 20, end: 25 }]
+        vec![
+            LineRange { start: 3, end: 3 },
+            LineRange { start: 10, end: 12 },
+            LineRange { start: 20, end: 25 }
+        ]
     );
     assert!(x.evidence[1].line_refs.is_empty());
     assert_eq!(x.evidence[1].evidence_type, EvidenceType::Absence);
-    assert_eq!(f.missing_or_ambiguous_artifacts[0], Artifact::Text("pretrained weights".into()));
-    assert!(matches!(&f.missing_or_ambiguous_artifacts[1], Artifact::Item(i) if i.why == "no link"));
+    assert_eq!(
+        f.missing_or_ambiguous_artifacts[0],
+        Artifact::Text("pretrained weights".into())
+    );
+    assert!(
+        matches!(&f.missing_or_ambiguous_artifacts[1], Artifact::Item(i) if i.why == "no link")
+    );
     let out: Value = serde_json::from_str(&f.to_json()).unwrap();
-    assert_eq!(out["findings"][0]["evidence"][0]["line_refs"], json!([[3, 3], [10, 12], [20, 25]]));
+    assert_eq!(
+        out["findings"][0]["evidence"][0]["line_refs"],
+        json!([[3, 3], [10, 12], [20, 25]])
+    );
 }
 
 #[test]
@@ -98,7 +113,13 @@ fn to_json_is_deterministic() {
 #[test]
 fn too_large_is_refused_before_parsing() {
     let big = vec![b' '; MAX_BYTES + 1];
-    assert_eq!(validate(&big), Err(FindingsError::TooLarge { size: MAX_BYTES + 1, limit: MAX_BYTES }));
+    assert_eq!(
+        validate(&big),
+        Err(FindingsError::TooLarge {
+            size: MAX_BYTES + 1,
+            limit: MAX_BYTES
+        })
+    );
 }
 
 #[test]
@@ -118,7 +139,16 @@ fn syntax_errors_carry_line_and_column() {
 #[test]
 fn top_level_array_is_refused() {
     let e = validate(json!([finding_json("F1")]).to_string().as_bytes()).unwrap_err();
-    assert!(matches!(e, FindingsError::Type { found: "an array", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            FindingsError::Type {
+                found: "an array",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -126,12 +156,33 @@ fn missing_fields_name_the_finding_and_field() {
     let mut f = finding_json("F1");
     f.as_object_mut().unwrap().remove("root_cause");
     let e = check(&doc(vec![finding_json("F0"), f])).unwrap_err();
-    assert_eq!(e, FindingsError::Missing { at: "findings[1]".into(), field: "root_cause" });
+    assert_eq!(
+        e,
+        FindingsError::Missing {
+            at: "findings[1]".into(),
+            field: "root_cause"
+        }
+    );
     let e = validate(br#"{"findings":[]}"#).unwrap_err();
-    assert_eq!(e, FindingsError::Missing { at: "top level".into(), field: "reproducibility_assessment" });
+    assert_eq!(
+        e,
+        FindingsError::Missing {
+            at: "top level".into(),
+            field: "reproducibility_assessment"
+        }
+    );
     let mut d = doc(vec![]);
-    d["reproducibility_assessment"].as_object_mut().unwrap().remove("summary");
-    assert!(matches!(check(&d), Err(FindingsError::Missing { field: "summary", .. })));
+    d["reproducibility_assessment"]
+        .as_object_mut()
+        .unwrap()
+        .remove("summary");
+    assert!(matches!(
+        check(&d),
+        Err(FindingsError::Missing {
+            field: "summary",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -141,11 +192,17 @@ fn wrong_types_are_refused() {
     let e = check(&doc(vec![f])).unwrap_err();
     assert_eq!(
         e,
-        FindingsError::Type { at: "findings[0].reproducibility_blocker".into(), expected: "true or false", found: "a string" }
+        FindingsError::Type {
+            at: "findings[0].reproducibility_blocker".into(),
+            expected: "true or false",
+            found: "a string"
+        }
     );
     let mut f = finding_json("F1");
     f["evidence"] = json!("train.py");
-    assert!(matches!(check(&doc(vec![f])), Err(FindingsError::Type { at, .. }) if at == "findings[0].evidence"));
+    assert!(
+        matches!(check(&doc(vec![f])), Err(FindingsError::Type { at, .. }) if at == "findings[0].evidence")
+    );
     let mut d = doc(vec![]);
     d["findings"] = json!({});
     assert!(matches!(check(&d), Err(FindingsError::Type { at, .. }) if at == "findings"));
@@ -167,8 +224,16 @@ fn bad_enum_values_list_the_allowed_ones() {
     let mut f = finding_json("F1");
     f["evidence"][0]["evidence_type"] = json!("log");
     let e = check(&doc(vec![f])).unwrap_err();
-    assert!(e.to_string().contains("findings[0].evidence[0].evidence_type"), "{e}");
-    assert!(e.to_string().contains("code|config|documentation|paper|absence"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("findings[0].evidence[0].evidence_type"),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("code|config|documentation|paper|absence"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -185,25 +250,52 @@ fn enum_case_and_separators_are_folded() {
 
 #[test]
 fn duplicate_ids_are_refused() {
-    let e = check(&doc(vec![finding_json("A"), finding_json("B"), finding_json("A")])).unwrap_err();
-    assert_eq!(e, FindingsError::DuplicateId { id: "\"A\"".into(), first: 0, second: 2 });
+    let e = check(&doc(vec![
+        finding_json("A"),
+        finding_json("B"),
+        finding_json("A"),
+    ]))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        FindingsError::DuplicateId {
+            id: "\"A\"".into(),
+            first: 0,
+            second: 2
+        }
+    );
 }
 
 #[test]
 fn empty_title_or_id_is_refused() {
     let mut f = finding_json("F1");
     f["issue_title"] = json!("  ");
-    assert!(matches!(check(&doc(vec![f])), Err(FindingsError::Invalid { at, .. }) if at == "findings[0].issue_title"));
-    assert!(matches!(check(&doc(vec![finding_json("")])), Err(FindingsError::Invalid { .. })));
+    assert!(
+        matches!(check(&doc(vec![f])), Err(FindingsError::Invalid { at, .. }) if at == "findings[0].issue_title")
+    );
+    assert!(matches!(
+        check(&doc(vec![finding_json("")])),
+        Err(FindingsError::Invalid { .. })
+    ));
 }
 
 #[test]
 fn bad_line_refs_are_refused() {
-    for bad in [json!(["ten"]), json!([0]), json!(["30-12"]), json!([[1, 2, 3]]), json!([-4]), json!({"a": 1})] {
+    for bad in [
+        json!(["ten"]),
+        json!([0]),
+        json!(["30-12"]),
+        json!([[1, 2, 3]]),
+        json!([-4]),
+        json!({"a": 1}),
+    ] {
         let mut f = finding_json("F1");
         f["evidence"][0]["line_refs"] = bad.clone();
         let e = check(&doc(vec![f])).unwrap_err();
-        assert!(e.to_string().contains("findings[0].evidence[0].line_refs"), "{bad}: {e}");
+        assert!(
+            e.to_string().contains("findings[0].evidence[0].line_refs"),
+            "{bad}: {e}"
+        );
     }
 }
 
@@ -214,11 +306,19 @@ fn tolerated_shapes_are_read() {
     f["affected_claims_or_metrics"] = json!("Table 2 BLEU");
     f["evidence"][0]["line_refs"] = json!("L5-L9");
     let mut d = doc(vec![f]);
-    d.as_object_mut().unwrap().remove("missing_or_ambiguous_artifacts");
+    d.as_object_mut()
+        .unwrap()
+        .remove("missing_or_ambiguous_artifacts");
     let x = check(&d).unwrap();
     assert_eq!(x.findings[0].finding_id, "7");
-    assert_eq!(x.findings[0].affected_claims_or_metrics, vec!["Table 2 BLEU".to_string()]);
-    assert_eq!(x.findings[0].evidence[0].line_refs, vec![LineRange { start: 5, end: 9 }]);
+    assert_eq!(
+        x.findings[0].affected_claims_or_metrics,
+        vec!["Table 2 BLEU".to_string()]
+    );
+    assert_eq!(
+        x.findings[0].evidence[0].line_refs,
+        vec![LineRange { start: 5, end: 9 }]
+    );
 }
 
 #[test]
@@ -228,18 +328,25 @@ fn bom_and_whole_document_fence_are_tolerated() {
     assert_eq!(validate(fenced.as_bytes()).unwrap().findings.len(), 1);
     // Text around the fence is not a document: the caller extracts first.
     let chatty = format!("Here you go:\n```json\n{body}\n```\n");
-    assert!(matches!(validate(chatty.as_bytes()), Err(FindingsError::Syntax { .. })));
+    assert!(matches!(
+        validate(chatty.as_bytes()),
+        Err(FindingsError::Syntax { .. })
+    ));
 }
 
 #[test]
 fn extract_json_finds_the_document_in_a_reply() {
     let body = doc(vec![finding_json("F1")]).to_string();
-    let reply = format!("I audited it.\n```bash\necho {{}}\n```\nResult:\n```json\n{body}\n```\nDone.");
+    let reply =
+        format!("I audited it.\n```bash\necho {{}}\n```\nResult:\n```json\n{body}\n```\nDone.");
     assert_eq!(extract_json(&reply), Some(body.as_str()));
     let bare = format!("Result: {body} -- bye {{not json}}");
     assert_eq!(extract_json(&bare), Some(body.as_str()));
     let with_brace_in_string = r#"x {"findings": [], "s": "a } b"} y"#;
-    assert_eq!(extract_json(with_brace_in_string), Some(r#"{"findings": [], "s": "a } b"}"#));
+    assert_eq!(
+        extract_json(with_brace_in_string),
+        Some(r#"{"findings": [], "s": "a } b"}"#)
+    );
     assert_eq!(extract_json("no json here {a} {b"), None);
 }
 
