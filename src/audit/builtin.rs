@@ -23,6 +23,7 @@
 //! |    68 | `empty_submodule`         | a `.gitmodules` path is empty, README never says `--recursive` |
 //! |    64 | `missing_data`            | a referenced data path is absent, nowhere to download it  |
 //! |    60 | `hardcoded_path`          | absolute paths of the authors' machines in code/configs   |
+//! |    58 | `moved_script`            | a README command's script exists, but at another path     |
 //! |    50 | `hyperparameter_mismatch` | the paper's lr/batch size/epochs differ from the code's   |
 //! |    42 | `paper_dataset`           | a dataset the paper uses is never mentioned in the code   |
 //! |    38 | `cuda_only`               | CUDA used with no `is_available()`/CPU fallback in a file |
@@ -73,6 +74,7 @@ enum Rule {
     EmptySubmodule,
     MissingData,
     HardcodedPath,
+    MovedScript,
     HyperparameterMismatch,
     PaperDataset,
     CudaOnly,
@@ -121,6 +123,7 @@ const RULES: &[RuleRow] = {
         row!(EmptySubmodule, "empty_submodule", 68, IncompleteRelease, EnvironmentSetup, High, true, Medium, "a plain clone leaves the submodule empty"),
         row!(MissingData, "missing_data", 64, MissingData, DataPreparation, High, true, Medium, "the data step has no documented source"),
         row!(HardcodedPath, "hardcoded_path", 60, HardcodedPath, Training, Medium, true, High, "the path exists only on the authors' machine"),
+        row!(MovedScript, "moved_script", 58, BrokenCommand, Documentation, Low, false, Medium, "the script exists at another path; the README's command needs a cd"),
         row!(HyperparameterMismatch, "hyperparameter_mismatch", 50, PaperCodeMismatch, Training, Medium, false, Medium, "users comparing paper and code ask which value is right"),
         row!(PaperDataset, "paper_dataset", 42, MissingData, DataPreparation, Medium, true, Low, "users who want the paper's other experiments find no code for them"),
         row!(CudaOnly, "cuda_only", 38, HardwareAssumption, Inference, Medium, true, Medium, "users without a CUDA GPU hit it; many have one"),

@@ -217,25 +217,28 @@ pub(super) fn commands(ctx: &Ctx) -> Vec<Candidate> {
             continue;
         };
         match target {
-            Target::Script(s) if !placeholder(&s) => match resolve(ctx, cmd, &s) {
-                None => {
-                    let key = join(&cmd.cwd, &s).unwrap_or(s.clone());
-                    missing
-                        .entry(key)
-                        .or_insert_with(|| (s.clone(), Vec::new()))
-                        .1
-                        .push(cmd);
-                }
-                Some(path) if path.ends_with(".py") => {
-                    let bad = unknown_flags(ctx, &path, args);
-                    if !bad.is_empty() {
-                        let e = unknown.entry(path).or_default();
-                        e.0.extend(bad);
-                        e.1.push(cmd);
+            // A path out of the repository (`../other-repo/x.py`) is another project's.
+            Target::Script(s) if !placeholder(&s) && join(&cmd.cwd, &s).is_some() => {
+                match resolve(ctx, cmd, &s) {
+                    None => {
+                        let key = join(&cmd.cwd, &s).unwrap_or(s.clone());
+                        missing
+                            .entry(key)
+                            .or_insert_with(|| (s.clone(), Vec::new()))
+                            .1
+                            .push(cmd);
                     }
+                    Some(path) if path.ends_with(".py") => {
+                        let bad = unknown_flags(ctx, &path, args);
+                        if !bad.is_empty() {
+                            let e = unknown.entry(path).or_default();
+                            e.0.extend(bad);
+                            e.1.push(cmd);
+                        }
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
-            },
+            }
             Target::Module(m) if !placeholder(&m) => {
                 let rel = m.replace('.', "/");
                 let top = m.split('.').next().unwrap_or(&m);
@@ -271,7 +274,20 @@ pub(super) fn commands(ctx: &Ctx) -> Vec<Candidate> {
 /// The `missing_script` finding for `key` (the path as resolved), `written` as the
 /// commands in `uses` wrote it.
 fn missing_script(ctx: &Ctx, key: String, written: &str, uses: &[&Command]) -> Candidate {
-    let mut c = Candidate::new(Rule::MissingScript, key.clone());
+    let stem = file_name(&key);
+    let elsewhere: Vec<&str> = ctx
+        .tree
+        .files()
+        .filter(|p| file_name(p) == stem && *p != key)
+        .take(2)
+        .collect();
+    // A file of that name elsewhere: the command most likely lacks a `cd`; users find it.
+    let rule = if elsewhere.is_empty() {
+        Rule::MissingScript
+    } else {
+        Rule::MovedScript
+    };
+    let mut c = Candidate::new(rule, key.clone());
     c.weight = uses.len();
     let module = written.starts_with("-m ");
     c.title = if module {
@@ -296,13 +312,6 @@ fn missing_script(ctx: &Ctx, key: String, written: &str, uses: &[&Command]) -> C
         first.doc,
         first.line
     );
-    let stem = file_name(&key);
-    let elsewhere: Vec<&str> = ctx
-        .tree
-        .files()
-        .filter(|p| file_name(p) == stem && *p != key)
-        .take(2)
-        .collect();
     c.cause = if elsewhere.is_empty() {
         format!("The documentation runs {written}, which is not in the repository.")
     } else {
@@ -337,15 +346,20 @@ fn unknown_flag(
     let mut c = Candidate::new(Rule::UnknownFlag, script.clone());
     let flags: Vec<String> = flags.into_iter().collect();
     c.weight = flags.len();
-    c.title = format!(
-        "{script}: error: unrecognized arguments: {} (README command)",
-        flags.join(" ")
-    );
-    c.symptom = format!(
-        "{}: error: unrecognized arguments: {}",
-        file_name(&script),
-        flags.join(" ")
-    );
+    let click = ctx
+        .py
+        .get(&script)
+        .is_some_and(|t| t.iter().any(|x| x.is_name("click")));
+    c.symptom = if click {
+        format!("Error: No such option: {}", flags[0])
+    } else {
+        format!(
+            "{}: error: unrecognized arguments: {}",
+            file_name(&script),
+            flags.join(" ")
+        )
+    };
+    c.title = format!("{} when running {script} as the README says", c.symptom);
     let first = uses[0];
     c.trigger = format!(
         "running `{}` as {} line {} says",

@@ -83,6 +83,9 @@ pub(super) fn declared(ctx: &Ctx) -> Declared {
             }
         }
     }
+    // The top-most specification first: the one evidence points at.
+    d.spec_files
+        .sort_by_key(|p| (p.matches('/').count(), p.clone()));
     // Conda's PyTorch is `pytorch`; the import is `torch`.
     if d.names.contains("pytorch") {
         d.names.insert("torch".into());
@@ -234,7 +237,10 @@ fn quoted_or_keys(text: &str) -> Vec<String> {
 pub(super) fn install_line(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in line.split("&&").flat_map(|c| c.split(';')) {
-        let words: Vec<&str> = cmd.split_whitespace().collect();
+        let words: Vec<&str> = cmd
+            .split_whitespace()
+            .map(|w| w.trim_matches(['"', '\'', '`']))
+            .collect();
         let Some(pos) = words
             .windows(2)
             .position(|w| {

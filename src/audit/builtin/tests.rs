@@ -186,7 +186,14 @@ fn no_dependency_spec() {
         "{}",
         hits[0].root_cause
     );
-    // The README's pip line alone is a specification.
+    // The README's pip line alone is a specification, also in prose.
+    let prose = edit(
+        &without(&base(), "requirements.txt"),
+        "README.md",
+        "```bash\npip install -r requirements.txt\n```",
+        "* Libraries: `pip install torch numpy opencv-python`.",
+    );
+    assert!(fired(&run(&prose), "no_dependency_spec").is_empty());
     let readme_only = edit(
         &without(&base(), "requirements.txt"),
         "README.md",
@@ -293,11 +300,20 @@ fn missing_script_and_cd() {
         "missing_script"
     )
     .is_empty());
-    // A root-level run.py does not satisfy `cd tools && python run.py`... but is mentioned.
+    // A run.py elsewhere: the command lacks a `cd`; reported, ranked low, pointing at it.
     let moved = run(&with(&cd, "scripts/run.py", "print(1)\n"));
-    assert!(fired(&moved, "missing_script")[0]
+    assert!(fired(&moved, "missing_script").is_empty());
+    assert!(fired(&moved, "moved_script")[0]
         .root_cause
         .contains("scripts/run.py"));
+    // Another project's script (`../other/x.py`) is not this repository's.
+    let other = edit(
+        &base(),
+        "README.md",
+        "python eval.py",
+        "python ../other-repo/eval.py",
+    );
+    assert!(fired(&run(&other), "missing_script").is_empty());
 }
 
 #[test]
@@ -334,6 +350,24 @@ fn unknown_flag() {
     // Prefixes argparse accepts, and scripts that do not use argparse, are not flagged.
     assert!(fired(
         &run(&edit(&base(), "README.md", "--lr 0.001", "--batch 3")),
+        "unknown_flag"
+    )
+    .is_empty());
+    // Click spells its error differently; `--max_images` is not `--max-images`.
+    let click = "import click\n\n@click.command()\n@click.option('--max-images', type=int)\ndef main(max_images):\n    pass\n";
+    let click = edit(
+        &with(&base(), "tool.py", click),
+        "README.md",
+        "## Training",
+        "```\npython tool.py --max_images=10\n```\n## Training",
+    );
+    let f = run(&click);
+    assert_eq!(
+        fired(&f, "unknown_flag")[0].user_symptom,
+        "Error: No such option: --max_images"
+    );
+    assert!(fired(
+        &run(&edit(&click, "README.md", "--max_images", "--max-images")),
         "unknown_flag"
     )
     .is_empty());
@@ -806,5 +840,8 @@ fn rule_table_is_in_order_and_documented() {
         let line = format!("|    {} | `{}`", row.prior, row.code);
         assert!(doc.contains(&line), "the module docs' table lacks {line:?}");
     }
-    assert!(RULES.windows(2).all(|w| w[0].prior > w[1].prior), "priors strictly decrease");
+    assert!(
+        RULES.windows(2).all(|w| w[0].prior > w[1].prior),
+        "priors strictly decrease"
+    );
 }
