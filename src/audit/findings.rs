@@ -32,7 +32,6 @@ use thiserror::Error;
 mod extract;
 mod schema;
 
-pub(crate) use extract::extract_json;
 pub(crate) use schema::{Category, Confidence, EvidenceType, Overall, Severity, Stage};
 
 /// The largest `findings.json` read (4 MiB): a ranked list of at most a few hundred
@@ -178,6 +177,14 @@ impl Findings {
         s.push('\n');
         s
     }
+}
+
+/// The `findings.json` document inside an agent's text reply: the last fenced block
+/// (```` ```json ```` or a bare fence) whose body is an object mentioning `"findings"`,
+/// else the first balanced `{...}` in the text that mentions `"findings"`. `None` when
+/// there is neither. The result is not validated.
+pub(crate) fn extract_json(text: &str) -> Option<&str> {
+    extract::find(text)
 }
 
 /// Reads and checks a `findings.json` (module docs: what is tolerated, what is refused).

@@ -1,10 +1,7 @@
 //! Cutting the `findings.json` document out of an agent's text reply.
 
-/// The `findings.json` document inside an agent's text reply: the last fenced block
-/// (```` ```json ```` or a bare fence) whose body is an object mentioning `"findings"`,
-/// else the first balanced `{...}` in the text that mentions `"findings"`. `None` when
-/// there is neither. The result is not validated.
-pub(crate) fn extract_json(text: &str) -> Option<&str> {
+/// See [`super::extract_json`].
+pub(super) fn find(text: &str) -> Option<&str> {
     let mut found = None;
     let mut open: Option<usize> = None;
     let mut offset = 0;
