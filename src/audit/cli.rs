@@ -54,9 +54,7 @@ fn agent_builtin(args: AgentBuiltinArgs) -> Result<(), AuditError> {
         None => None,
     };
     let findings = super::builtin::audit(&args.repo, paper.as_deref());
-    let json = serde_json::to_vec_pretty(&findings)
-        .map_err(|e| AuditError::Usage(format!("findings: {e}")))?;
-    std::fs::write(&args.out, json).map_err(io(&args.out))
+    std::fs::write(&args.out, findings.to_json()).map_err(io(&args.out))
 }
 
 /// Runs one `reprorun audit` command.

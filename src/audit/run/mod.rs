@@ -490,9 +490,8 @@ fn judge_output(
     row.raw_sha256 = Some(store.db.put_log(doc)?);
     match crate::audit::findings::validate(doc) {
         Ok(findings) => {
-            let canonical = serde_json::to_vec_pretty(&findings).unwrap_or_default();
             row.n_findings = Some(findings.findings.len() as u64);
-            row.findings_sha256 = Some(store.db.put_log(&canonical)?);
+            row.findings_sha256 = Some(store.db.put_log(findings.to_json().as_bytes())?);
             Ok((Status::Ok, None))
         }
         Err(e) => Ok((Status::InvalidOutput, Some(e.to_string()))),
