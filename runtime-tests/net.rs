@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
+/// What the test server answers for a path: the body and its content type.
+type Route = Arc<dyn Fn(&str) -> (Vec<u8>, &'static str) + Send + Sync>;
+
 /// An HTTP server on the host's loopback that answers every request with `hello PATH` and
 /// keeps the request heads it saw.
 struct Upstream {
@@ -27,7 +30,7 @@ impl Upstream {
     }
 
     /// A server whose answer for a path is `route(path)` (body, content type).
-    fn serving(route: Arc<dyn Fn(&str) -> (Vec<u8>, &'static str) + Send + Sync>) -> Upstream {
+    fn serving(route: Route) -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let conns = Arc::new(AtomicUsize::new(0));
