@@ -21,6 +21,17 @@ pub enum AuditCommand {
     /// Run an audit agent on every snapshot group of a corpus, in fresh sandboxes, and
     /// record each run's findings.
     Run(Box<super::run::RunArgs>),
+    /// Judge each run's ranked findings against the hidden issues of its snapshot, in a
+    /// sandbox whose only input is the task file; every (issue, finding) pair labelled.
+    Judge(Box<super::judge::JudgeArgs>),
+    /// Draw (finding, issue) pairs per judge label, the label hidden, for hand labelling.
+    Sample(super::judge::SampleArgs),
+    /// The judge's agreement with hand labels: agreement, precision, recall, confusion.
+    Agreement(super::judge::AgreementArgs),
+    /// Issue and paper EM@k/SM@k, FPR on post-fix snapshots, recall by category, cost.
+    Metrics(super::metrics::MetricsArgs),
+    /// Write report.md and report.html (self-contained, with SVG charts) from studies.
+    Report(super::report::ReportArgs),
     /// The built-in auditor as a sandbox's workload (what `audit run --agent builtin`
     /// starts inside each sandbox).
     #[command(hide = true)]
@@ -63,6 +74,11 @@ pub(crate) fn run(args: AuditArgs) -> Result<(), AuditError> {
         AuditCommand::Filter(a) => super::filter::command(a),
         AuditCommand::Snapshot(a) => super::snapshot::command(a),
         AuditCommand::Run(a) => super::run::command(*a),
+        AuditCommand::Judge(a) => super::judge::command(*a),
+        AuditCommand::Sample(a) => super::judge::sample(a),
+        AuditCommand::Agreement(a) => super::judge::agreement(a),
+        AuditCommand::Metrics(a) => super::metrics::command(a),
+        AuditCommand::Report(a) => super::report::command(a),
         AuditCommand::AgentBuiltin(a) => agent_builtin(a),
     }
 }

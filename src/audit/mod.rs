@@ -7,7 +7,9 @@
 //! (relevance and category labels) → `snapshot` (the commit each issue's reporter saw,
 //! history-free trees in a content-addressed `corpus`) → `run` (one sandbox per snapshot
 //! group and repeat, on the shared `pipeline` layer; agents: `builtin`, Codex, Claude Code,
-//! any command) → `findings` (the validated `findings.json` of each run).
+//! any command) → `findings` (the validated `findings.json` of each run) → `judge` (each
+//! run's findings against the hidden issues, every pair labelled, into `judgment`) →
+//! `metrics` (EM@k/SM@k, FPR, recall by category, cost; the paper's definitions) → `report`.
 
 pub(crate) mod builtin;
 pub(crate) mod cli;
@@ -15,7 +17,11 @@ pub(crate) mod corpus;
 pub(crate) mod filter;
 pub(crate) mod findings;
 pub(crate) mod input;
+pub(crate) mod judge;
+pub(crate) mod judgment;
+pub(crate) mod metrics;
 pub(crate) mod prompt;
+pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod snapshot;
 
@@ -36,6 +42,12 @@ pub(crate) enum AuditError {
     Corpus(#[from] corpus::CorpusError),
     #[error("{0}")]
     Run(#[from] run::RunError),
+    #[error("{0}")]
+    Judge(#[from] judge::JudgeError),
+    #[error("{0}")]
+    Metrics(#[from] metrics::MetricsError),
+    #[error("{0}")]
+    Report(#[from] report::ReportError),
     #[error("print: {0}")]
     Print(std::io::Error),
 }

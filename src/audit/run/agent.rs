@@ -48,6 +48,28 @@ pub(crate) struct AgentConfig {
     pub(crate) max_findings: usize,
 }
 
+impl AgentConfig {
+    /// How tables name this configuration: the agent, its model, and the ablations
+    /// (`codex gpt-5`, `builtin`, `cmd no-paper`).
+    pub(crate) fn label(&self) -> String {
+        let mut parts = vec![match self.kind {
+            AgentKind::Builtin => "builtin",
+            AgentKind::Codex => "codex",
+            AgentKind::ClaudeCode => "claude-code",
+            AgentKind::Cmd => "cmd",
+        }
+        .to_string()];
+        parts.extend(self.model.clone());
+        if self.no_paper {
+            parts.push("no-paper".into());
+        }
+        if self.no_order_instruction {
+            parts.push("no-order".into());
+        }
+        parts.join(" ")
+    }
+}
+
 /// What one run starts: the command, its extra environment, and files written into the
 /// run's directories before it starts (paths relative to the scratch directory).
 #[derive(Debug, Clone, PartialEq)]

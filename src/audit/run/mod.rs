@@ -5,7 +5,7 @@
 //! still missing.
 
 pub(crate) mod agent;
-mod request;
+pub(crate) mod request;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
@@ -162,6 +162,16 @@ pub(crate) fn command(args: RunArgs) -> Result<(), super::AuditError> {
         store
             .db
             .check_options(&fingerprint(&study, &args))
+            .map_err(RunError::from)?;
+        // Where the corpus is, for the judge, the metrics and the report.
+        let corpus_dir = std::path::absolute(&args.corpus).unwrap_or_else(|_| args.corpus.clone());
+        store
+            .db
+            .set_meta("corpus", &corpus_dir.to_string_lossy())
+            .map_err(RunError::from)?;
+        store
+            .db
+            .set_meta("agent", &study.agent.label())
             .map_err(RunError::from)?;
         let _ = std::fs::remove_dir_all(store.db.work_dir().join("runs"));
         if let Some(root) = &study.sandbox.root {

@@ -27,6 +27,34 @@ CREATE TABLE IF NOT EXISTS runs (
     cost_usd REAL,
     cost_source TEXT NOT NULL,
     PRIMARY KEY (group_id, repeat)
+);
+
+-- The judge's tables (audit::judgment).
+CREATE TABLE IF NOT EXISTS judgments (
+    group_id TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    judge TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    attempts INTEGER NOT NULL,
+    task_sha256 TEXT NOT NULL,
+    result_sha256 TEXT,
+    stdout_sha256 TEXT,
+    stderr_sha256 TEXT,
+    input_tokens INTEGER NOT NULL,
+    cached_input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd REAL,
+    PRIMARY KEY (group_id, repeat, judge)
+);
+CREATE TABLE IF NOT EXISTS pair_labels (
+    group_id TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    judge TEXT NOT NULL,
+    hidden_issue_id TEXT NOT NULL,
+    finding_index INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    PRIMARY KEY (group_id, repeat, judge, hidden_issue_id, finding_index)
 );";
 
 static SCHEMA: Schema = Schema {
