@@ -7,6 +7,7 @@
 pub mod doc;
 pub mod pool;
 pub mod progress;
+pub(crate) mod records;
 pub mod stats;
 pub mod store;
 pub mod svg;

@@ -59,6 +59,21 @@ pub(crate) fn sandboxed(
     Ok(crate::sandbox::run_with(&plan, Some(stdio), &mut |_| {}))
 }
 
+/// An id (an instance's, a snapshot group's) as a file-name part: ASCII letters, digits, `-`
+/// and `.` kept, anything else `_`, at most 80 characters.
+pub(crate) fn file_name_part(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect()
+}
+
 /// A unit's own files under one scratch directory: `out/` (bound at [`OUT_DIR`] by the
 /// caller's request), `stdout` and `stderr`. The directory is removed when dropped.
 pub(crate) struct Scratch {

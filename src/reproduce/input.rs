@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::pipeline::records::{string_field, Records};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -39,6 +41,8 @@ pub enum InputError {
     #[error("{0}: no instance has a prediction; nothing to run")]
     NothingToRun(PathBuf),
 }
+
+crate::pipeline::records::records_error_into!(InputError);
 
 /// One instance, resolved: paths absolute, dates parsed, its prediction attached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -408,50 +412,9 @@ fn read_report(path: &Path) -> Result<BTreeMap<String, bool>, InputError> {
     Ok(out)
 }
 
-type Records = Vec<(usize, serde_json::Map<String, Value>)>;
-
-/// A JSON array of objects, or JSON Lines (blank lines skipped), each with its line number.
+/// The records of `path`, at least one.
 fn read_records(path: &Path, what: &'static str) -> Result<Records, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse_records(path, &text)
-}
-
-fn parse_records(path: &Path, text: &str) -> Result<Records, InputError> {
-    let line_err = |line: usize, reason: String| InputError::Line {
-        path: path.to_path_buf(),
-        line,
-        reason,
-    };
-    if text.trim_start().starts_with('[') {
-        let v: Vec<Value> = serde_json::from_str(text)
-            .map_err(|e| line_err(e.line(), format!("not a JSON array of objects: {e}")))?;
-        return v
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| match v {
-                Value::Object(o) => Ok((i + 1, o)),
-                _ => Err(InputError::File {
-                    path: path.to_path_buf(),
-                    reason: format!("element {} of the array is not an object", i + 1),
-                }),
-            })
-            .collect();
-    }
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(o)) => out.push((i + 1, o)),
-            Ok(_) => return Err(line_err(i + 1, "not a JSON object".into())),
-            Err(e) => return Err(line_err(i + 1, format!("malformed JSON: {e}"))),
-        }
-    }
+    let out = crate::pipeline::records::read_records(path, what)?;
     if out.is_empty() {
         return Err(InputError::File {
             path: path.to_path_buf(),
@@ -459,13 +422,6 @@ fn parse_records(path: &Path, text: &str) -> Result<Records, InputError> {
         });
     }
     Ok(out)
-}
-
-fn string_field(obj: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// Every test the SWE-bench rule looks at.

@@ -325,7 +325,7 @@ pub fn run(
 
     let mut scratch = Scratch::create(work.join("runs").join(format!(
         "{}-{}-{}-{}",
-        sanitize(&inst.instance_id),
+        crate::pipeline::unit::file_name_part(&inst.instance_id),
         arm.name(),
         idx,
         std::process::id()
@@ -404,20 +404,6 @@ pub fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
         )));
     }
     Ok(())
-}
-
-/// An instance id as a file-name part.
-fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect()
 }
 
 #[cfg(test)]

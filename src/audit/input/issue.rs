@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::records::string_field;
 use super::{is_repo_name, strict_time, Category, ClosingPr, Comment, EventCommit, Issue};
+use crate::pipeline::records::string_field;
 
 type Obj = Map<String, Value>;
 

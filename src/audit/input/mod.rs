@@ -7,7 +7,6 @@
 //! problems of a whole file stop at once.
 
 mod issue;
-mod records;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::pipeline::records::{read_records, string_field, Records};
 pub(crate) use issue::issue_from_record;
-use records::{read_records, string_field, Records};
 
 #[derive(Debug, Error)]
 pub(crate) enum InputError {
@@ -40,6 +39,8 @@ pub(crate) enum InputError {
     #[error("issue {id}: {reason}")]
     Issue { id: String, reason: String },
 }
+
+crate::pipeline::records::records_error_into!(InputError);
 
 /// Where an issue's labels came from.
 pub(crate) const LABEL_SOURCES: [&str; 3] = ["input", "rules", "judge"];

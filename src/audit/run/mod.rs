@@ -331,20 +331,6 @@ fn worker(study: &Study, group: &Group, repeat: u32) -> Result<(), RunError> {
     Ok(())
 }
 
-/// A file name part for a group id.
-fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect()
-}
-
 /// Lays out the run's /work: the snapshot extracted at `repo`, the paper, the prompt.
 /// Returns the paper's path inside, if any.
 fn lay_out(
@@ -397,7 +383,7 @@ fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<R
     let started_at = crate::pipeline::unix_now_ms() / 1000;
     let dir = store.db.work_dir().join("runs").join(format!(
         "{}-{repeat}-{}",
-        sanitize(&group.group_id),
+        crate::pipeline::unit::file_name_part(&group.group_id),
         std::process::id()
     ));
     let mut scratch = Scratch::create(dir.clone()).map_err(|e| setup("scratch")(e.to_string()))?;
