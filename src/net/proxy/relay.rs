@@ -43,10 +43,10 @@ struct Half<'a> {
 impl<'a> Half<'a> {
     fn new(src: &'a TcpStream, dst: &'a TcpStream) -> io::Result<Half<'a>> {
         let (pipe_r, pipe_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
-        // A larger pipe moves more per call (fewer wake-ups on a fast stream).
+        // The default pipe: a short exchange costs no more (it grows on a bulk stream).
         let capacity = nix::fcntl::fcntl(
             std::os::fd::AsRawFd::as_raw_fd(&pipe_w),
-            nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as libc::c_int),
+            nix::fcntl::FcntlArg::F_GETPIPE_SZ,
         )
         .map_or(64 * 1024, |n| n as usize);
         Ok(Half {
@@ -73,6 +73,20 @@ impl<'a> Half<'a> {
         }
     }
 
+    /// A stream that filled the pipe is a bulk one: a larger pipe moves more per call
+    /// (fewer wake-ups). Kept as it is when the kernel refuses.
+    fn grow(&mut self) {
+        if self.capacity >= PIPE_SIZE {
+            return;
+        }
+        if let Ok(n) = nix::fcntl::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&self.pipe_w),
+            nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as libc::c_int),
+        ) {
+            self.capacity = n as usize;
+        }
+    }
+
     /// Moves what it can without blocking — reading while the pipe has room, writing
     /// while it holds bytes, until neither moves; whether anything moved.
     fn pump(&mut self) -> io::Result<bool> {
@@ -87,6 +101,9 @@ impl<'a> Half<'a> {
                     Ok(n) => {
                         self.pending += n;
                         progress = true;
+                        if self.pending == self.capacity {
+                            self.grow();
+                        }
                     }
                     Err(Errno::EAGAIN | Errno::EINTR) => {}
                     Err(e) => return Err(e.into()),
