@@ -393,35 +393,10 @@ fn scripted_model(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<V
     let s = seen.clone();
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut req = Vec::new();
-            let mut buf = [0u8; 65536];
-            // The head, then Content-Length bytes of body.
-            let body_len = loop {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break None,
-                    Ok(n) => req.extend_from_slice(&buf[..n]),
-                }
-                if let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") {
-                    let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
-                    let len = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    break Some(end + 4 + len);
-                }
+            let Some(req) = read_request(&mut stream) else {
+                continue;
             };
-            let Some(total) = body_len else { continue };
-            while req.len() < total {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => req.extend_from_slice(&buf[..n]),
-                }
-            }
-            s.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&req).into_owned());
+            s.lock().unwrap().push(req);
             let event = |t: &str, mut d: serde_json::Value| {
                 d["type"] = t.into();
                 format!("event: {t}\ndata: {d}\n\n")
@@ -535,4 +510,133 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A scripted Anthropic Messages API on loopback: every streamed `POST /v1/messages` is
+/// answered with one text block holding `text` and a usage of 900 input tokens, 100 read from
+/// the cache, 40 output tokens.
+fn scripted_claude(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let Some(req) = read_request(&mut stream) else {
+                continue;
+            };
+            s.lock().unwrap().push(req.clone());
+            let event = |t: &str, mut d: serde_json::Value| {
+                d["type"] = t.into();
+                format!("event: {t}\ndata: {d}\n\n")
+            };
+            let body = [
+                event("message_start", serde_json::json!({"message": {"id": "msg_1", "type": "message",
+                    "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": {"input_tokens": 900, "cache_read_input_tokens": 100,
+                    "cache_creation_input_tokens": 0, "output_tokens": 1}}})),
+                event("content_block_start", serde_json::json!({"index": 0, "content_block": {"type": "text", "text": ""}})),
+                event("content_block_delta", serde_json::json!({"index": 0, "delta": {"type": "text_delta", "text": text}})),
+                event("content_block_stop", serde_json::json!({"index": 0})),
+                event("message_delta", serde_json::json!({"delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 40}})),
+                event("message_stop", serde_json::json!({})),
+            ]
+            .concat();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// One HTTP request (head and Content-Length body) as text.
+fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut req = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        req.extend_from_slice(&buf[..n]);
+        if let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            while req.len() < end + 4 + len {
+                let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+                req.extend_from_slice(&buf[..n]);
+            }
+            return Some(String::from_utf8_lossy(&req).into_owned());
+        }
+    }
+}
+
+/// The real Claude Code CLI against a scripted Messages API through the allowlist: read-only
+/// tools, its result text becomes the findings, its usage and cost the run's.
+#[test]
+fn claude_code_audits_through_the_allowlist_with_a_scripted_model() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    if std::process::Command::new("claude")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "skipped: Claude Code is not installed (npm install -g @anthropic-ai/claude-code)"
+        );
+        return;
+    }
+    let (port, seen) = scripted_claude(FINDINGS_LINE);
+    let c = Corpus::new();
+    let mut cmd = c.work.cmd(&[
+        "audit",
+        "run",
+        "--corpus",
+        "corpus",
+        "--db",
+        "audit.db",
+        "--json",
+        "--agent",
+        "claude-code",
+        "--model",
+        "claude-test",
+        "--timeout",
+        "120s",
+        "--model-base-url",
+        &format!("http://api.test:{port}"),
+        "--allow-host",
+        &format!("api.test:{port}"),
+        "--allow-host",
+        &format!("127.0.0.1:{port}"),
+        "--add-host",
+        "api.test:127.0.0.1",
+        "--pass-env",
+        "ANTHROPIC_API_KEY",
+    ]);
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-reprorun-test")
+        .stdin(Stdio::null());
+    let o = cmd.output().unwrap();
+    let s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    assert_eq!(s["findings"], 2, "{s}");
+    assert_eq!(s["cached_input_tokens"], 2 * 100, "{s}");
+    assert_eq!(s["output_tokens"], 2 * 40, "{s}");
+    assert_eq!(s["rows"][0]["cost_source"], "agent", "{s}");
+    let seen = seen.lock().unwrap().clone();
+    let request = seen
+        .iter()
+        .find(|r| r.contains("/v1/messages"))
+        .unwrap_or_else(|| panic!("no Messages request: {seen:?}"));
+    assert!(
+        request.contains("sk-ant-reprorun-test"),
+        "the key reached the model"
+    );
+    assert!(!request.contains("\"Bash\""), "Bash offered to the model");
 }

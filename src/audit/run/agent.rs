@@ -142,6 +142,11 @@ pub(crate) fn invocation(cfg: &AgentConfig, paper: Option<&str>) -> Invocation {
             if let Some(url) = &cfg.base_url {
                 env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
             }
+            // No telemetry, update checks or error reports: the model API is the one host.
+            env.push((
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ));
             let mut argv: Vec<String> = ["claude", "-p", &text, "--output-format", "json"]
                 .map(String::from)
                 .to_vec();
