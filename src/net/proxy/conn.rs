@@ -355,6 +355,8 @@ impl Conn<'_> {
         }
         stream.peer_addr()?;
         stream.set_nonblocking(false)?;
+        // A relay forwards what it has at once: no small write waits for an ACK.
+        let _ = stream.set_nodelay(true);
         Ok(stream)
     }
 

@@ -268,6 +268,7 @@ enum Tier {
 fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<()>> {
     let started = SystemTime::now();
     let since = Instant::now();
+    let _ = client.set_nodelay(true);
     let client = Arc::new(client);
     if !shared.register(id, &client) {
         let mut record = blank_record(started);
