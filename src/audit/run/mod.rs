@@ -332,7 +332,7 @@ fn worker(study: &Study, group: &Group, repeat: u32) -> Result<(), RunError> {
 }
 
 /// A file name part for a group id.
-fn sanitize(id: &str) -> String {
+pub(crate) fn sanitize(id: &str) -> String {
     id.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
