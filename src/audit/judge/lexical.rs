@@ -29,7 +29,7 @@ use super::task::Task;
 use crate::audit::judgment::Label;
 
 /// Similarity an anchored pair needs to be `exact`.
-pub(crate) const EXACT_SIM: f64 = 0.30;
+pub(crate) const EXACT_SIM: f64 = 0.45;
 /// Similarity an anchored (strong) pair needs to be `semantic`.
 pub(crate) const SEMANTIC_SIM_ANCHORED: f64 = 0.10;
 /// Similarity a pair sharing only a weak anchor needs to be `semantic`.
@@ -218,7 +218,8 @@ fn cosine(a: &Vector, b: &Vector) -> f64 {
     if d == 0.0 {
         0.0
     } else {
-        dot / d
+        // An empty sum is -0.0: printed as such in rationales.
+        (dot / d).max(0.0)
     }
 }
 
