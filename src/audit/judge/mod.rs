@@ -201,17 +201,6 @@ fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
         (None, JudgeKind::Cmd) => return Err(usage("--judge cmd needs --judge-cmd 'CMD'".into())),
         (None, k) => k,
     };
-    let db = std::path::absolute(&args.db).unwrap_or_else(|_| args.db.clone());
-    let store = Store::open(&db, false)?;
-    let corpus_dir = store.db.meta("corpus")?.ok_or_else(|| {
-        usage(format!(
-            "--db {}: the study records no corpus (run `reprorun audit run` on it first)",
-            db.display()
-        ))
-    })?;
-    let corpus = Corpus::open(std::path::Path::new(&corpus_dir))?;
-    let hidden = task::hidden_issues(&corpus.manifest)
-        .map_err(|why| usage(format!("corpus {corpus_dir}: {why}")))?;
     let mut pass_env = Vec::new();
     for name in &args.pass_env {
         match std::env::var(name) {
@@ -223,6 +212,17 @@ fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
             }
         }
     }
+    let db = std::path::absolute(&args.db).unwrap_or_else(|_| args.db.clone());
+    let store = Store::open(&db, false)?;
+    let corpus_dir = store.db.meta("corpus")?.ok_or_else(|| {
+        usage(format!(
+            "--db {}: the study records no corpus (run `reprorun audit run` on it first)",
+            db.display()
+        ))
+    })?;
+    let corpus = Corpus::open(std::path::Path::new(&corpus_dir))?;
+    let hidden = task::hidden_issues(&corpus.manifest)
+        .map_err(|why| usage(format!("corpus {corpus_dir}: {why}")))?;
     let sandbox = if kind == JudgeKind::Builtin {
         None
     } else {
