@@ -249,6 +249,9 @@ fn a_valid_result_gives_every_pairs_label() {
     assert!(check(&serde_json::from_str(doc).unwrap()).is_ok());
 }
 
+/// An edit of a valid answer.
+type Edit = fn(&mut serde_json::Value);
+
 #[test]
 fn each_kind_of_bad_result_is_refused_with_its_reason() {
     let t = task_for("p@pre", vec![cv2_finding(), unrelated_finding()]);
@@ -260,7 +263,7 @@ fn each_kind_of_bad_result_is_refused_with_its_reason() {
         validate(b"{\"pair_labels\": 3}", &t),
         Err(ResultError::Shape(_))
     ));
-    let cases: Vec<(fn(&mut serde_json::Value), &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (
             |v| v["pair_labels"][0]["label"] = "maybe".into(),
             "label \"maybe\"",
