@@ -4,6 +4,7 @@
 mod common;
 
 mod audit_demo;
+mod audit_judge;
 mod audit_run;
 mod audit_snapshot;
 mod bad_input;

@@ -200,7 +200,7 @@ fn toml_string(s: &str) -> String {
 
 /// Codex's configuration: the model, and with `--model-base-url` a provider of reprorun's
 /// that speaks the Responses API there with the key from `OPENAI_API_KEY`.
-fn codex_config_toml(cfg: &AgentConfig) -> String {
+pub(crate) fn codex_config_toml(cfg: &AgentConfig) -> String {
     let mut t = String::new();
     if let Some(m) = &cfg.model {
         t.push_str(&format!("model = {}\n", toml_string(m)));

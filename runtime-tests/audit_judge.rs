@@ -1,0 +1,504 @@
+//! `reprorun audit judge`, `sample` and `agreement`: a corpus written by hand (the format of
+//! `spec/audit.md`), scripted agents' findings, the built-in judge's pair labels in the
+//! database, scripted judges that answer badly or try to look around, kill and resume.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn tree_tar(files: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, contents) in files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(contents.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+/// Two findings: the missing cv2 dependency, then an unrelated schedule mismatch.
+const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two"},
+ "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high",
+   "stage": "environment_setup", "category": "missing_dependency",
+   "issue_title": "ModuleNotFoundError: No module named cv2 when running main.py",
+   "user_symptom": "python main.py fails at startup with ModuleNotFoundError: No module named cv2",
+   "trigger_context": "python main.py",
+   "root_cause": "main.py does import cv2 but opencv-python is in no requirements file",
+   "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}],
+   "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true,
+   "confidence": "high"},
+  {"finding_id": "F2", "rank_reason": "numbers", "severity": "medium",
+   "stage": "evaluation", "category": "config_mismatch",
+   "issue_title": "Learning rate schedule differs from the paper",
+   "user_symptom": "Reported accuracy is lower than Table 2",
+   "trigger_context": "bash scripts/eval.sh",
+   "root_cause": "configs/base.yaml sets cosine decay while the paper describes step decay",
+   "evidence": [{"path": "configs/base.yaml", "line_refs": [3], "evidence_type": "config", "summary": "scheduler cosine"}],
+   "impact": "accuracy differs", "affected_claims_or_metrics": [], "reproducibility_blocker": false,
+   "confidence": "medium"}],
+ "missing_or_ambiguous_artifacts": []}"#;
+
+/// A corpus of one pair: `p1@000000000000` (pre-fix: gold issue #1, fixed in
+/// `p1@000000000001`, and open issue #2) and `p1@000000000001` (the fix).
+struct Corpus {
+    work: Work,
+}
+
+const PRE: &str = "p1@000000000000";
+const FIX: &str = "p1@000000000001";
+
+impl Corpus {
+    fn new() -> Corpus {
+        let work = Work::new();
+        let dir = work.path().join("corpus");
+        std::fs::create_dir_all(dir.join("trees")).unwrap();
+        std::fs::create_dir_all(dir.join("papers")).unwrap();
+        let mut groups = Vec::new();
+        for (i, main) in ["import cv2\nprint(cv2.__version__)\n", "print('fixed')\n"]
+            .into_iter()
+            .enumerate()
+        {
+            let tar = tree_tar(&[("main.py", main), ("README.md", "Run `python main.py`.\n")]);
+            let digest = hex(&tar);
+            std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+            groups.push(serde_json::json!({
+                "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
+                "commit": format!("{i:040}"), "tree": digest,
+                "issues": if i == 0 { vec![1, 2] } else { vec![] },
+                "post_fix_for": if i == 1 { vec![1] } else { vec![] },
+            }));
+        }
+        let paper = "# A paper\nWe train for 100 epochs.\n";
+        let paper_digest = hex(paper.as_bytes());
+        std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
+        let manifest = serde_json::json!({
+            "version": 1,
+            "pairs": [{"paper_id": "p1", "title": "A paper", "repo": "o/demo", "paper": format!("{paper_digest}.md"),
+                       "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
+            "groups": groups,
+            "issues": [
+                {"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN: No module named 'cv2'",
+                           "body": "Running `python main.py` gives\nModuleNotFoundError: No module named 'cv2'",
+                           "state": "closed", "created_at": "2024-01-02T00:00:00Z", "closed_at": "2024-02-01T00:00:00Z",
+                           "comments": [{"body": "same here", "created_at": "2024-01-03T00:00:00Z"},
+                                        {"body": "FIX-DISCUSSION added opencv-python", "created_at": "2024-02-02T00:00:00Z"}]},
+                 "grounding": {"target": "closed_gold", "group_id": PRE, "post_fix_group_id": FIX,
+                               "rule": "merged_pr", "fix_commit": format!("{:040}", 1)}},
+                {"issue": {"repo": "o/demo", "number": 2, "title": "Where is the pretrained checkpoint?",
+                           "body": "The README links model_best.pth but the link is dead.", "state": "open",
+                           "created_at": "2024-01-05T00:00:00Z"},
+                 "grounding": {"target": "open", "group_id": PRE, "rule": "default_branch_at_collected_at"}},
+            ],
+            "warnings": [],
+        });
+        std::fs::write(
+            dir.join("corpus.json"),
+            serde_json::to_vec_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
+        Corpus { work }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.work.path().join("corpus")
+    }
+
+    /// `audit run` with a scripted agent writing [`FINDINGS`] (only on snapshots whose
+    /// main.py imports cv2, with `only_cv2`).
+    fn audit(&self, repeats: u32, only_cv2: bool) {
+        let doc = FINDINGS.replace('\'', "");
+        let agent = if only_cv2 {
+            format!("grep -q cv2 /work/repo/main.py && printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"; true")
+        } else {
+            format!("printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"")
+        };
+        let o = self.work.run(&[
+            "audit",
+            "run",
+            "--corpus",
+            "corpus",
+            "--db",
+            "audit.db",
+            "--agent-cmd",
+            &agent,
+            "--repeats",
+            &repeats.to_string(),
+        ]);
+        expect_code(&o, 0);
+    }
+
+    fn judge(&self, extra: &[&str]) -> serde_json::Value {
+        let mut args = vec!["audit", "judge", "--db", "audit.db", "--json"];
+        args.extend_from_slice(extra);
+        let o = self.work.run(&args);
+        serde_json::from_str(&expect_code(&o, 0)).unwrap()
+    }
+
+    fn log(&self, digest: &str) -> String {
+        let path = self.work.path().join("audit.db.logs").join(digest);
+        String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
+    }
+
+    fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.work.path().join("audit.db")).unwrap()
+    }
+
+    /// `(group, repeat, issue, finding_index, label)` of `judge`, in order.
+    fn labels(&self, judge: &str) -> Vec<(String, u32, String, u32, String)> {
+        let db = self.db();
+        let mut st = db
+            .prepare("SELECT group_id, repeat, hidden_issue_id, finding_index, label FROM pair_labels WHERE judge = ?1 ORDER BY 1, 2, 3, 4")
+            .unwrap();
+        let rows = st
+            .query_map([judge], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+}
+
+fn row<'a>(s: &'a serde_json::Value, group: &str) -> &'a serde_json::Value {
+    s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["group_id"] == group)
+        .unwrap_or_else(|| panic!("no judgment of {group}: {s}"))
+}
+
+#[test]
+fn the_builtin_judge_labels_every_pair_once() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    c.audit(1, false);
+    let s = c.judge(&[]);
+    assert_eq!(s["judgments"], 2, "{s}");
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    let pre = "o/demo#1".to_string();
+    let open = "o/demo#2".to_string();
+    let l = |g: &str, i: &str, f: u32, label: &str| {
+        (g.to_string(), 0, i.to_string(), f, label.to_string())
+    };
+    assert_eq!(
+        c.labels("builtin"),
+        vec![
+            l(PRE, &pre, 0, "exact"),
+            l(PRE, &pre, 1, "none"),
+            l(PRE, &open, 0, "none"),
+            l(PRE, &open, 1, "none"),
+            // The fix snapshot: only the fixed issue; the stale finding matches (a false positive).
+            l(FIX, &pre, 0, "exact"),
+            l(FIX, &pre, 1, "none"),
+        ]
+    );
+    assert_eq!(s["labels"]["exact"], 2, "{s}");
+    // The task as stored: the issue without the fix's discussion; the findings in order.
+    let task: serde_json::Value =
+        serde_json::from_str(&c.log(row(&s, PRE)["task_sha256"].as_str().unwrap())).unwrap();
+    assert_eq!(task["post_fix"], false);
+    assert_eq!(
+        task["hidden_issues"][0]["comments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "{task}"
+    );
+    assert!(!task.to_string().contains("FIX-DISCUSSION"));
+    assert_eq!(task["findings"][1]["finding_index"], 1);
+    let fix: serde_json::Value =
+        serde_json::from_str(&c.log(row(&s, FIX)["task_sha256"].as_str().unwrap())).unwrap();
+    assert_eq!(fix["post_fix"], true);
+    assert_eq!(fix["hidden_issues"].as_array().unwrap().len(), 1);
+    // Again: nothing is judged twice.
+    let again = c.judge(&[]);
+    assert_eq!(again["rows"], s["rows"]);
+    assert_eq!(c.labels("builtin").len(), 6);
+}
+
+#[test]
+fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    c.audit(1, true);
+    let s = c.judge(&[
+        "--judge-cmd",
+        "echo asked; printf '{not json' > \"$REPRORUN_JUDGE_OUT\"",
+    ]);
+    assert_eq!(s["judge"], "cmd", "{s}");
+    let pre = row(&s, PRE);
+    assert_eq!(pre["status"], "invalid_output", "{s}");
+    assert_eq!(pre["attempts"], 2, "{s}");
+    let reason = pre["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not JSON") && !reason.contains('\n'),
+        "{reason}"
+    );
+    let fix = row(&s, FIX);
+    assert_eq!(fix["status"], "skipped", "{s}");
+    assert!(fix["reason"].as_str().unwrap().contains("no_output"), "{s}");
+    assert!(c.labels("cmd").is_empty());
+    // Another command under the same judge name is refused; the built-in judge is another.
+    let o = c
+        .work
+        .run(&["audit", "judge", "--db", "audit.db", "--judge-cmd", "true"]);
+    expect_error(&o, "other options");
+    let b = c.judge(&[]);
+    assert_eq!(b["by_status"]["ok"], 1, "{b}");
+    assert_eq!(b["by_status"]["skipped"], 1, "{b}");
+}
+
+#[test]
+fn a_judge_sees_only_its_task_and_reaches_no_network() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port();
+    other.set_nonblocking(true).unwrap();
+    let c = Corpus::new();
+    c.audit(1, false);
+    let probes = [
+        ("corpus", format!("cat {}/corpus.json", c.dir().display())),
+        ("db", format!("ls {}/audit.db", c.work.path().display())),
+        ("repo", "ls /work/repo".to_string()),
+        ("write-task", "touch /work/task.json".to_string()),
+        (
+            "network",
+            format!("curl -sf -m 5 --noproxy '*' http://127.0.0.1:{port}/"),
+        ),
+    ];
+    let mut script = String::from("test -f /work/task.json && grep -q HIDDEN /work/task.json && echo has-task; grep -q pair_labels \"$REPRORUN_JUDGE_PROMPT\" && echo has-prompt; ");
+    for (name, cmd) in &probes {
+        script.push_str(&format!(
+            "if {cmd} >/dev/null 2>&1; then echo LEAK-{name}; else echo blocked-{name}; fi; "
+        ));
+    }
+    let s = c.judge(&["--judge-cmd", &script]);
+    let pre = row(&s, PRE);
+    assert_eq!(pre["status"], "no_output", "{s}");
+    assert_eq!(pre["attempts"], 1, "{s}");
+    let out = c.log(pre["stdout_sha256"].as_str().unwrap());
+    for line in ["has-task", "has-prompt"] {
+        assert!(out.lines().any(|l| l == line), "{line}: {out}");
+    }
+    for (name, _) in &probes {
+        assert!(
+            out.lines().any(|l| l == format!("blocked-{name}")),
+            "{name}: {out}"
+        );
+    }
+    assert!(other.accept().is_err(), "the host service was reached");
+}
+
+#[test]
+fn a_killed_judging_resumes_and_judges_each_run_once() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    c.audit(3, false);
+    let judge = "sleep 1; echo no answer";
+    let mut child = c
+        .work
+        .cmd(&["audit", "judge", "--db", "audit.db", "--judge-cmd", judge])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let recorded = || {
+        c.db()
+            .query_row("SELECT count(*) FROM judgments", [], |r| r.get::<_, u32>(0))
+            .unwrap_or(0)
+    };
+    assert!(wait_until(Duration::from_secs(60), || recorded() >= 1));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+    let s = c.judge(&["--judge-cmd", judge]);
+    assert_eq!(s["judgments"], 6, "{s}");
+    assert_eq!(s["by_status"]["no_output"], 6, "{s}");
+}
+
+#[test]
+fn sample_and_agreement_end_to_end() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    c.audit(2, false);
+    c.judge(&[]);
+    let sample = |seed: &str| {
+        let o = c.work.run(&[
+            "audit",
+            "sample",
+            "--db",
+            "audit.db",
+            "--judge",
+            "builtin",
+            "--per-label",
+            "3",
+            "--out",
+            "pairs.jsonl",
+            "--seed",
+            seed,
+        ]);
+        expect_code(&o, 0);
+        std::fs::read_to_string(c.work.path().join("pairs.jsonl")).unwrap()
+    };
+    let pairs = sample("7");
+    assert_eq!(pairs, sample("7"), "the same seed draws the same pairs");
+    let rows: Vec<serde_json::Value> = pairs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // 12 pairs in the study: 4 exact, 8 none; at most 3 of each.
+    assert_eq!(rows.len(), 6, "{pairs}");
+    assert!(
+        !pairs.contains("\"label\""),
+        "the judge's label is hidden: {pairs}"
+    );
+    assert!(rows
+        .iter()
+        .all(|r| r["finding"]["finding_id"].is_string() && r["issue_title"].is_string()));
+    let key = std::fs::read_to_string(c.work.path().join("pairs.jsonl.key")).unwrap();
+    // Hand labels: the judge's, but one flipped to "semantic".
+    let mut human = String::new();
+    for (i, line) in key.lines().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if i == 0 {
+            v["label"] = "semantic".into();
+        }
+        human.push_str(&format!("{v}\n"));
+    }
+    // A pair named by its coordinates counts as well.
+    let first = &rows[0];
+    let judge_first: serde_json::Value = serde_json::from_str(key.lines().next().unwrap()).unwrap();
+    human.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"group_id": first["group_id"], "repeat": first["repeat"],
+            "hidden_issue_id": first["hidden_issue_id"], "finding_index": first["finding_index"],
+            "label": "none"})
+    ));
+    std::fs::write(c.work.path().join("human.jsonl"), &human).unwrap();
+    let o = c.work.run(&[
+        "audit",
+        "agreement",
+        "--db",
+        "audit.db",
+        "--judge",
+        "builtin",
+        "--labels",
+        "human.jsonl",
+        "--json",
+    ]);
+    // The coordinates repeat the first pair: refused as labelled twice.
+    expect_error(&o, "line 1 already");
+    let human: String = human.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(c.work.path().join("human.jsonl"), &human).unwrap();
+    let o = c.work.run(&[
+        "audit",
+        "agreement",
+        "--db",
+        "audit.db",
+        "--judge",
+        "builtin",
+        "--labels",
+        "human.jsonl",
+        "--json",
+    ]);
+    let a: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    let a = &a["agreement"];
+    assert_eq!(a["pairs"], 6, "{a}");
+    assert_eq!(a["agree"], 5, "{a}");
+    let judged = judge_first["label"].as_str().unwrap();
+    let col = ["exact", "semantic", "none"]
+        .iter()
+        .position(|l| *l == judged)
+        .unwrap();
+    assert_eq!(a["confusion"][1][col], 1, "the flipped pair: {a}");
+    // Text form, and an unknown pair.
+    let o = c.work.run(&[
+        "audit",
+        "agreement",
+        "--db",
+        "audit.db",
+        "--judge",
+        "builtin",
+        "--labels",
+        "human.jsonl",
+    ]);
+    assert!(expect_code(&o, 0).contains("raw agreement"));
+    std::fs::write(
+        c.work.path().join("bad.jsonl"),
+        "{\"pair_id\": \"0000\", \"label\": \"none\"}\n",
+    )
+    .unwrap();
+    let o = c.work.run(&[
+        "audit",
+        "agreement",
+        "--db",
+        "audit.db",
+        "--judge",
+        "builtin",
+        "--labels",
+        "bad.jsonl",
+    ]);
+    expect_error(&o, "pair 0000");
+}
+
+#[test]
+fn bad_judge_input_is_one_line() {
+    let c = Corpus::new();
+    let o = c.work.run(&["audit", "judge", "--db", "missing.db"]);
+    expect_error(&o, "missing.db");
+    for (args, needle) in [
+        (vec!["--judge", "cmd"], "--judge-cmd"),
+        (vec!["--judge", "codex", "--judge-cmd", "x"], "--judge-cmd"),
+        (
+            vec!["--pass-env", "REPRORUN_TEST_SURELY_UNSET"],
+            "REPRORUN_TEST_SURELY_UNSET",
+        ),
+    ] {
+        let mut a = vec!["audit", "judge", "--db", "missing.db"];
+        a.extend(args);
+        expect_error(&c.work.run(&a), needle);
+    }
+    let o = c.work.run(&[
+        "audit",
+        "sample",
+        "--db",
+        "missing.db",
+        "--judge",
+        "builtin",
+        "--out",
+        "x",
+    ]);
+    expect_error(&o, "missing.db");
+}
