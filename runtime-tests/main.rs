@@ -3,6 +3,7 @@
 
 mod common;
 
+mod audit_report;
 mod audit_run;
 mod audit_snapshot;
 mod bad_input;
