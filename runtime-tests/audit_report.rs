@@ -115,8 +115,17 @@ impl Study {
              echo '{{\"input_tokens\": 100, \"cached_input_tokens\": 40, \"output_tokens\": 7}}' > /out/usage.json"
         );
         let o = self.work.run(&[
-            "audit", "run", "--corpus", "corpus", "--db", "audit.db", "--repeats", "2",
-            "--agent-cmd", &agent, "--json",
+            "audit",
+            "run",
+            "--corpus",
+            "corpus",
+            "--db",
+            "audit.db",
+            "--repeats",
+            "2",
+            "--agent-cmd",
+            &agent,
+            "--json",
         ]);
         let s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
         assert_eq!(s["by_status"]["ok"], 6, "{s}");
@@ -150,7 +159,9 @@ impl Study {
 }
 
 fn close(v: &serde_json::Value, want: f64, what: &str) {
-    let got = v.as_f64().unwrap_or_else(|| panic!("{what}: {v} is no number"));
+    let got = v
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: {v} is no number"));
     assert!((got - want).abs() < 1e-9, "{what}: {got} != {want}");
 }
 
@@ -188,17 +199,31 @@ fn metrics_match_hand_computed_values_and_the_report_is_safe() {
         return;
     }
     let s = judged_study();
-    let o = s.work.run(&["audit", "metrics", "--db", "audit.db", "--json", "--seed", "3"]);
+    let o = s.work.run(&[
+        "audit", "metrics", "--db", "audit.db", "--json", "--seed", "3",
+    ]);
     let m: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
-    assert_eq!((m["papers"].as_u64(), m["issues"].as_u64()), (Some(2), Some(3)), "{m}");
+    assert_eq!(
+        (m["papers"].as_u64(), m["issues"].as_u64()),
+        (Some(2), Some(3)),
+        "{m}"
+    );
     let c = &m["configs"][0];
     assert_eq!(c["judge"], "builtin");
     assert_eq!(c["repeats"], 2);
     // Repeat 0: #1 exact@0, #2 semantic@1, two#1 unjudged. Repeat 1: #1 semantic@1,
     // two#1 exact@1.
-    close(&c["issue"]["em"]["1"], (1.0 / 3.0 + 0.0) / 2.0, "issue EM@1");
+    close(
+        &c["issue"]["em"]["1"],
+        (1.0 / 3.0 + 0.0) / 2.0,
+        "issue EM@1",
+    );
     close(&c["issue"]["sm"]["1"], 1.0 / 6.0, "issue SM@1");
-    close(&c["std"]["issue"]["sm"]["1"], (1.0f64 / 18.0).sqrt(), "std SM@1");
+    close(
+        &c["std"]["issue"]["sm"]["1"],
+        (1.0f64 / 18.0).sqrt(),
+        "std SM@1",
+    );
     close(&c["issue"]["em"]["10"], 1.0 / 3.0, "issue EM@10");
     close(&c["issue"]["sm"]["10"], 2.0 / 3.0, "issue SM@10");
     close(&c["std"]["issue"]["sm"]["10"], 0.0, "std SM@10");
@@ -209,22 +234,44 @@ fn metrics_match_hand_computed_values_and_the_report_is_safe() {
     close(&c["fpr"]["exact"], 0.5, "FPR exact");
     close(&c["fpr"]["exact_or_semantic"], 0.5, "FPR SM");
     assert_eq!(c["fpr"]["papers"], 1);
-    close(&c["by_category"]["crash_immediate"]["em"], 0.5, "crash_immediate EM");
-    close(&c["by_category"]["crash_immediate"]["sm"], 1.0, "crash_immediate SM");
-    close(&c["by_category"]["silent_wrong_number"]["sm"], 0.5, "swn SM");
+    close(
+        &c["by_category"]["crash_immediate"]["em"],
+        0.5,
+        "crash_immediate EM",
+    );
+    close(
+        &c["by_category"]["crash_immediate"]["sm"],
+        1.0,
+        "crash_immediate SM",
+    );
+    close(
+        &c["by_category"]["silent_wrong_number"]["sm"],
+        0.5,
+        "swn SM",
+    );
     assert_eq!(c["by_venue"]["NeurIPS 2024"]["issues"], 2, "{c}");
     assert_eq!(c["finding_categories"]["missing_dependency"]["n"], 6, "{c}");
-    close(&c["finding_categories"]["paper_code_mismatch"]["share"], 0.5, "share");
+    close(
+        &c["finding_categories"]["paper_code_mismatch"]["share"],
+        0.5,
+        "share",
+    );
     assert_eq!(c["cost"]["runs"], 6);
     close(&c["cost"]["mean_input_tokens"], 60.0, "input tokens");
-    close(&c["cost"]["mean_cached_input_tokens"], 40.0, "cached tokens");
+    close(
+        &c["cost"]["mean_cached_input_tokens"],
+        40.0,
+        "cached tokens",
+    );
     close(&c["cost"]["mean_output_tokens"], 7.0, "output tokens");
     assert_eq!(c["status"]["ok"], 6);
-    let [lo, hi] = [&c["ci95"]["issue_sm_10"][0], &c["ci95"]["issue_sm_10"][1]]
-        .map(|v| v.as_f64().unwrap());
+    let [lo, hi] =
+        [&c["ci95"]["issue_sm_10"][0], &c["ci95"]["issue_sm_10"][1]].map(|v| v.as_f64().unwrap());
     assert!(lo <= 2.0 / 3.0 && 2.0 / 3.0 <= hi, "{lo} {hi}");
     // Seeded: the same command prints the same bytes.
-    let again = s.work.run(&["audit", "metrics", "--db", "audit.db", "--json", "--seed", "3"]);
+    let again = s.work.run(&[
+        "audit", "metrics", "--db", "audit.db", "--json", "--seed", "3",
+    ]);
     assert_eq!(stdout(&again), stdout(&o));
 
     // The Table-3 rows.
@@ -234,14 +281,22 @@ fn metrics_match_hand_computed_values_and_the_report_is_safe() {
 
     let out = s.path().join("report");
     expect_code(
-        &s.work.run(&["audit", "report", "--db", "audit.db", "--out", "report", "--seed", "3"]),
+        &s.work.run(&[
+            "audit", "report", "--db", "audit.db", "--out", "report", "--seed", "3",
+        ]),
         0,
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let lower = html.to_ascii_lowercase();
-    assert!(!lower.contains("<script") && !lower.contains("<img"), "markup got through");
+    assert!(
+        !lower.contains("<script") && !lower.contains("<img"),
+        "markup got through"
+    );
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert!(html.contains("RATIONALE &lt;b&gt;cv2&lt;/b&gt;"), "the rationale is shown");
+    assert!(
+        html.contains("RATIONALE &lt;b&gt;cv2&lt;/b&gt;"),
+        "the rationale is shown"
+    );
     assert!(html.contains("<svg class=\"curves\""));
     assert!(html.contains(G1) && html.contains("merged_pr"));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -295,7 +350,10 @@ fn bad_input_is_refused_with_one_line() {
     expect_error(&o, "missing.db");
     let o = w.run(&["audit", "report", "--db", "missing.db", "--out", "r"]);
     expect_error(&o, "missing.db");
-    assert!(!w.path().join("r").exists(), "no report for a missing study");
+    assert!(
+        !w.path().join("r").exists(),
+        "no report for a missing study"
+    );
     let o = w.run(&["audit", "metrics", "--db", "x.db", "--k", "0"]);
     expect_code(&o, 125);
     assert!(stderr(&o).contains("--k"), "{}", stderr(&o));

@@ -13,6 +13,9 @@ use crate::audit::corpus::{Corpus, Grounding};
 use crate::audit::input::Category;
 use crate::audit::run::store::Store;
 
+/// Each run's (hidden issue, finding index, label), by (group, repeat).
+type LabelsByRun = BTreeMap<(String, u32), Vec<(String, u32, crate::audit::judgment::Label)>>;
+
 /// One opened configuration.
 pub(crate) struct Config {
     pub(crate) db: PathBuf,
@@ -131,8 +134,7 @@ pub(crate) fn open(db: &Path, judge: Option<&str>) -> Result<Config, MetricsErro
             }
         }
     };
-    let mut labels: BTreeMap<(String, u32), Vec<(String, u32, crate::audit::judgment::Label)>> =
-        BTreeMap::new();
+    let mut labels: LabelsByRun = BTreeMap::new();
     for l in store.pair_labels(&judge)? {
         labels.entry((l.group_id, l.repeat)).or_default().push((
             l.hidden_issue_id,
