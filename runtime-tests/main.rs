@@ -5,6 +5,7 @@ mod common;
 
 mod audit_demo;
 mod audit_judge;
+mod audit_report;
 mod audit_run;
 mod audit_snapshot;
 mod bad_input;
