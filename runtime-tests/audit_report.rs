@@ -135,7 +135,7 @@ impl Study {
     /// for every run listed, judged or not.
     fn judge(&self, judged: &[(&str, u32)], labels: &[(&str, u32, &str, u32, &str)]) {
         let conn = rusqlite::Connection::open(self.path().join("audit.db")).unwrap();
-        let result = r#"{"labels": [{"hidden_issue_id": "o/demo#1", "finding_index": 0, "label": "exact", "rationale": "RATIONALE <b>cv2</b>"}]}"#;
+        let result = r#"{"issue_alignments": [{"hidden_issue_id": "o/demo#1", "best_label": "exact", "best_finding_index": 0, "rationale": "RATIONALE <b>cv2</b>"}], "finding_alignments": [], "pair_labels": []}"#;
         let digest = hex(result.as_bytes());
         let logs = self.path().join("audit.db.logs");
         std::fs::create_dir_all(&logs).unwrap();

@@ -65,8 +65,8 @@ file `{TASK}`. It holds:
   `finding_id`: `issue_title`, `user_symptom`, `trigger_context`, `root_cause`, `evidence`,
   `impact`, ...
 
-When `post_fix` is true, the release already contains the fix of these issues: label what
-the findings say all the same; a match there counts as a false positive.
+A hidden issue marked `post_fix: true` is already fixed in this release: label what the
+findings say about it all the same; a match there counts as a false positive.
 
 Label every (hidden issue, finding) pair with one of:
 

@@ -17,7 +17,8 @@ pub(crate) struct Task {
     pub(crate) snapshot_group_id: String,
     pub(crate) paper_id: String,
     pub(crate) paper_title: Option<String>,
-    /// The snapshot is the fix commit of its hidden issues: any match is a false positive.
+    /// The snapshot is the fix commit of some of its hidden issues (those marked
+    /// `post_fix`): a match of those is a false positive.
     pub(crate) post_fix: bool,
     pub(crate) hidden_issues: Vec<HiddenIssue>,
     /// The agent's validated findings, in its order, each with `finding_index` (0-based).
@@ -40,6 +41,9 @@ pub(crate) struct HiddenIssue {
     /// For `closed_gold`: how the fix was found, and the fix commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fix_evidence: Option<FixEvidence>,
+    /// This snapshot already holds the issue's fix (FPR); otherwise the reporter saw it.
+    #[serde(default)]
+    pub(crate) post_fix: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,8 +157,9 @@ fn early_comments(h: &Hidden) -> Vec<TaskComment> {
         .collect()
 }
 
-/// The task of run (`group`, `repeat`): its hidden issues (on a post-fix snapshot, only the
-/// issues it fixes) and `findings` (`None`: the run has no valid findings).
+/// The task of run (`group`, `repeat`): its hidden issues — those grounded on this snapshot
+/// and those it is the fix of (`post_fix`; a snapshot can be both: the fix of one issue and
+/// what the reporter of a later one saw) — and `findings` (`None`: no valid findings).
 pub(crate) fn build(
     manifest: &Manifest,
     hidden: &[Hidden],
@@ -163,16 +168,13 @@ pub(crate) fn build(
     findings: Option<&Findings>,
 ) -> Task {
     let post_fix = is_post_fix(hidden, &group.group_id);
+    let fixed_here =
+        |h: &Hidden| h.grounding.post_fix_group_id.as_deref() == Some(group.group_id.as_str());
     let issues = hidden
         .iter()
-        .filter(|h| {
-            if post_fix {
-                h.grounding.post_fix_group_id.as_deref() == Some(group.group_id.as_str())
-            } else {
-                h.grounding.group_id == group.group_id
-            }
-        })
+        .filter(|h| h.grounding.group_id == group.group_id || fixed_here(h))
         .map(|h| HiddenIssue {
+            post_fix: fixed_here(h),
             hidden_issue_id: h.id.clone(),
             target: h.grounding.target.clone(),
             issue_number: h.number,

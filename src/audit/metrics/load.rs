@@ -192,31 +192,43 @@ pub(crate) fn open(db: &Path, judge: Option<&str>) -> Result<Config, MetricsErro
     })
 }
 
-/// The rationales of a judge's result, wherever it keeps them: every object with a
-/// `rationale` string, a finding index (`finding_index`, or `finding` / `rank` as a number)
-/// and an issue id (`hidden_issue_id`, `issue_id` or `issue`).
+/// The rationales of a judge's `result.json` (`spec/audit.md`), by (hidden issue, finding
+/// index): an issue alignment's rationale for its best finding, and a finding alignment's
+/// for each issue it matched (where the issue's own did not already say).
 pub(crate) fn rationales(v: &Value) -> BTreeMap<(String, u32), String> {
     let mut out = BTreeMap::new();
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Array(a) => stack.extend(a.iter()),
-            Value::Object(o) => {
-                let text = o.get("rationale").and_then(Value::as_str);
-                let idx = ["finding_index", "finding", "rank"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(Value::as_u64));
-                let issue = ["hidden_issue_id", "issue_id", "issue"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(Value::as_str));
-                if let (Some(t), Some(i), Some(id)) = (text, idx, issue) {
-                    if let Ok(i) = u32::try_from(i) {
-                        out.insert((id.to_string(), i), t.to_string());
-                    }
-                }
-                stack.extend(o.values());
-            }
-            _ => {}
+    let list = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let index = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok())
+    };
+    for a in list("issue_alignments") {
+        let (Some(id), Some(idx), Some(text)) = (
+            a.get("hidden_issue_id").and_then(Value::as_str),
+            index(&a, "best_finding_index"),
+            a.get("rationale").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        out.insert((id.to_string(), idx), text.to_string());
+    }
+    for f in list("finding_alignments") {
+        let (Some(idx), Some(text)) = (
+            index(&f, "finding_index"),
+            f.get("rationale").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let ids = f.get("matched_hidden_issue_ids").and_then(Value::as_array);
+        for id in ids.into_iter().flatten().filter_map(Value::as_str) {
+            out.entry((id.to_string(), idx))
+                .or_insert_with(|| text.to_string());
         }
     }
     out
