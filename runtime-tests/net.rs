@@ -289,8 +289,8 @@ fn every_refusal_class_is_refused_and_recorded() {
     expect_in(6, "loopback");
     expect_in(7, "connect to 169.254.169.254:80 outside the proxy");
     expect_in(8, "sendto to 8.8.8.8:53 outside the proxy");
-    assert_eq!(net[7]["protocol"], "connect");
-    assert_eq!(net[8]["protocol"], "sendto");
+    assert_eq!(net[7]["protocol"], "direct-connect");
+    assert_eq!(net[8]["protocol"], "direct-sendto");
 }
 
 #[test]

@@ -77,7 +77,8 @@ impl Journal {
         }
     }
 
-    /// Notes a refused direct attempt to `ip:port` (`what`: `connect` or `sendto`).
+    /// Notes a refused direct attempt to `ip:port` (`what`: `direct-connect` or
+    /// `direct-sendto`).
     pub(crate) fn direct(&self, what: &'static str, ip: std::net::IpAddr, port: u16) {
         let record = ConnRecord {
             host: ip.to_string(),
@@ -86,7 +87,8 @@ impl Journal {
             protocol: what,
             decision: Decision::Refused,
             rule: format!(
-                "{what} to {} outside the proxy: the sandbox has no route out (clients reach the allowlist through HTTP_PROXY, HTTPS_PROXY or ALL_PROXY)",
+                "{} to {} outside the proxy: the sandbox has no route out (clients reach the allowlist through HTTP_PROXY, HTTPS_PROXY or ALL_PROXY)",
+                what.trim_start_matches("direct-"),
                 std::net::SocketAddr::new(ip, port)
             ),
             bytes_up: 0,

@@ -157,9 +157,9 @@ impl Server {
                 Some(d) => {
                     if let Some(j) = &self.config.journal {
                         let what = if nr == libc::SYS_connect {
-                            "connect"
+                            "direct-connect"
                         } else {
-                            "sendto"
+                            "direct-sendto"
                         };
                         j.direct(what, d.ip(), d.port());
                     }
