@@ -292,6 +292,12 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     one_line(&b.run(&["start", "nope"]), "does not exist");
     one_line(&b.run(&["state", "nope"]), "does not exist");
     one_line(&b.run(&["delete", "nope"]), "does not exist");
+    // An engine's final `delete --force` of a container already gone: quiet success, as
+    // runc's; an id that is no valid name is still an error.
+    let o = b.run(&["delete", "--force", "nope"]);
+    expect_code(&o, 0);
+    assert_eq!(stderr(&o), "", "{o:?}");
+    one_line(&b.run(&["delete", "--force", "../escape"]), "does not exist");
     one_line(&b.run(&["create", "../escape"]), "invalid");
     one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
     one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");
