@@ -297,7 +297,10 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     let o = b.run(&["delete", "--force", "nope"]);
     expect_code(&o, 0);
     assert_eq!(stderr(&o), "", "{o:?}");
-    one_line(&b.run(&["delete", "--force", "../escape"]), "does not exist");
+    one_line(
+        &b.run(&["delete", "--force", "../escape"]),
+        "does not exist",
+    );
     one_line(&b.run(&["create", "../escape"]), "invalid");
     one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
     one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");

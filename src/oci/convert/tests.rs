@@ -509,5 +509,8 @@ fn cpu_shares_are_clamped_to_the_kernels_range_and_zero_is_unset() {
     // Not a number the spec allows (a u64): refused by the parser, naming the field.
     config["linux"]["resources"]["cpu"] = serde_json::json!({"shares": -1});
     let err = resolve_json(&dir.path(), &config).unwrap_err();
-    assert!(err.contains("shares") || err.contains("invalid value"), "{err}");
+    assert!(
+        err.contains("shares") || err.contains("invalid value"),
+        "{err}"
+    );
 }
