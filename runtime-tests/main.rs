@@ -18,6 +18,7 @@ mod lifecycle;
 mod mirror;
 mod net;
 mod oci;
+mod oci_containerd;
 mod reproduce;
 mod time;
 mod variation;

@@ -292,6 +292,15 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     one_line(&b.run(&["start", "nope"]), "does not exist");
     one_line(&b.run(&["state", "nope"]), "does not exist");
     one_line(&b.run(&["delete", "nope"]), "does not exist");
+    // An engine's final `delete --force` of a container already gone: quiet success, as
+    // runc's; an id that is no valid name is still an error.
+    let o = b.run(&["delete", "--force", "nope"]);
+    expect_code(&o, 0);
+    assert_eq!(stderr(&o), "", "{o:?}");
+    one_line(
+        &b.run(&["delete", "--force", "../escape"]),
+        "does not exist",
+    );
     one_line(&b.run(&["create", "../escape"]), "invalid");
     one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
     one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");
@@ -299,8 +308,8 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     for (edit, needle, code) in [
         (serde_json::json!({"process": {"bogus": 1}}), "bogus", 125),
         (
-            serde_json::json!({"linux": {"resources": {"cpu": {"shares": 2}}}}),
-            "linux.resources.cpu.shares",
+            serde_json::json!({"linux": {"resources": {"cpu": {"cpus": "0"}}}}),
+            "linux.resources.cpu.cpus",
             125,
         ),
         (
@@ -373,6 +382,39 @@ fn a_create_killed_midway_leaves_nothing_behind() {
 }
 
 /// Merges `patch` into `target` (objects recursively; anything else replaces).
+/// Kubernetes' CPU request arrives as `cpu.shares`: written to the container's cgroup
+/// (`cpu.shares` on v1, `cpu.weight` by runc's map on v2), gone with the container.
+#[test]
+fn cpu_shares_reach_the_containers_cgroup() {
+    if !is_root() {
+        return;
+    }
+    let path = format!("/reprorun-test-shares-{}", std::process::id());
+    let b = Bundle::new(&["sleep", "1000"], |c| {
+        c["linux"]["cgroupsPath"] = path.clone().into();
+        c["linux"]["resources"]["cpu"] = serde_json::json!({"shares": 512});
+    });
+    expect_code(&b.run(&["create", "s1"]), 0);
+    let rel = path.trim_start_matches('/');
+    let dirs: Vec<PathBuf> = ["cpu", "cpu,cpuacct", "", "unified"]
+        .iter()
+        .map(|h| PathBuf::from("/sys/fs/cgroup").join(h).join(rel))
+        .filter(|d| d.is_dir())
+        .collect();
+    let read = |f: &str| {
+        dirs.iter()
+            .find_map(|d| std::fs::read_to_string(d.join(f)).ok())
+            .map(|t| t.trim().to_string())
+    };
+    match (read("cpu.shares"), read("cpu.weight")) {
+        (Some(shares), _) => assert_eq!(shares, "512"),
+        (None, Some(weight)) => assert_eq!(weight, "20"),
+        (None, None) => panic!("no cpu.shares or cpu.weight in {dirs:?}"),
+    }
+    expect_code(&b.run(&["delete", "--force", "s1"]), 0);
+    assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
+}
+
 fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
     match (target, patch) {
         (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {

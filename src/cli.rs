@@ -408,6 +408,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
             memory: args.memory,
             pids: args.pids,
             cpu_milli: args.cpus_quota,
+            cpu_shares: None,
         },
         tmpfs_size: args.tmpfs_size,
         share_tty: args.share_tty,

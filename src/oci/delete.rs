@@ -6,13 +6,18 @@ use nix::unistd::Pid;
 
 use super::kill::signal_init;
 use super::ps::pids;
-use super::state::{self, Dir, Root, Saved, Status};
+use super::state::{self, Dir, Root, Saved, StateError, Status};
 use super::transitions::{decide, Command, Decision};
 use super::{hooks, state_bytes, OciError};
 
 /// `delete`: refuses a running container unless `force` (then kills it); removes it.
+/// With `force`, a container that is already gone is no error (runc's contract: an engine's
+/// shim deletes once more after the container went); an id that is not a valid name still is.
 pub fn delete(root: &Root, id: &str, force: bool) -> Result<i32, OciError> {
-    let dir = root.get(id)?;
+    let dir = match root.get(id) {
+        Err(StateError::NotFound(_)) if force && state::check_id(id).is_ok() => return Ok(0),
+        other => other?,
+    };
     let saved = dir.load()?;
     let status = dir.status(&saved);
     let decision = decide(Command::Delete { force }, status);

@@ -107,10 +107,17 @@ fn needed(res: &Resources) -> Vec<&'static str> {
     if res.pids.is_some() {
         c.push("pids");
     }
-    if res.cpu_milli.is_some() {
+    if res.cpu_milli.is_some() || res.cpu_shares.is_some() {
         c.push("cpu");
     }
     c
+}
+
+/// cgroup v2 `cpu.weight` (1 ..= 10000) for v1 `cpu.shares` (2 ..= 262144, clamped), by
+/// runc's linear map: 2 → 1, 1024 (the default) → 39, 262144 → 10000.
+pub(crate) fn cpu_weight(shares: u64) -> u64 {
+    let shares = shares.clamp(2, 262_144);
+    1 + ((shares - 2) * 9999) / 262_142
 }
 
 /// The v2 mount (pure v2 at /sys/fs/cgroup, or hybrid at /sys/fs/cgroup/unified) whose
@@ -307,6 +314,12 @@ impl Cgroup {
                 }
             }
         }
+        if let Some(shares) = res.cpu_shares {
+            match self.version {
+                Version::V2 => set("cpu.weight", cpu_weight(shares).to_string())?,
+                Version::V1 => set("cpu.shares", shares.to_string())?,
+            }
+        }
         Ok(())
     }
 
@@ -375,8 +388,39 @@ mod tests {
             memory: Some(1),
             pids: Some(2),
             cpu_milli: Some(500),
+            cpu_shares: Some(1024),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
+        let shares = Resources {
+            cpu_shares: Some(2),
+            ..Resources::default()
+        };
+        assert_eq!(needed(&shares), ["cpu"]);
+    }
+
+    #[test]
+    fn cpu_shares_map_to_weight_as_runc_does() {
+        // The ends of both ranges, the default and kubelet's figures for 0.1 and 1 CPU.
+        for (shares, weight) in [
+            (2, 1),
+            (262_144, 10_000),
+            (1024, 39),
+            (102, 4),
+            (512, 20),
+            (4096, 157),
+        ] {
+            assert_eq!(cpu_weight(shares), weight, "shares {shares}");
+        }
+        // Out of range: clamped first.
+        assert_eq!(cpu_weight(0), 1);
+        assert_eq!(cpu_weight(1_000_000), 10_000);
+        // Monotonic over the whole range.
+        let mut last = 0;
+        for shares in (2..=262_144).step_by(97) {
+            let w = cpu_weight(shares);
+            assert!(w >= last && (1..=10_000).contains(&w), "shares {shares}");
+            last = w;
+        }
     }
 
     /// A directory standing in for /sys/fs/cgroup, this process at `/user/me` in it.
@@ -436,6 +480,7 @@ mod tests {
             memory: Some(64 << 20),
             pids: Some(64),
             cpu_milli: Some(500),
+            cpu_shares: Some(1024),
         }
     }
 
@@ -446,6 +491,7 @@ mod tests {
         assert_eq!(fake.read("user/me/sbx/memory.max"), "67108864");
         assert_eq!(fake.read("user/me/sbx/pids.max"), "64");
         assert_eq!(fake.read("user/me/sbx/cpu.max"), "50000 100000");
+        assert_eq!(fake.read("user/me/sbx/cpu.weight"), "39");
         let dirs = cg.keep();
         assert_eq!(dirs, vec![fake.dir.path().join("user/me/sbx")]);
     }
@@ -468,6 +514,7 @@ mod tests {
         assert_eq!(fake.read("pids/user/me/sbx/pids.max"), "64");
         assert_eq!(fake.read("cpu/user/me/sbx/cpu.cfs_quota_us"), "50000");
         assert_eq!(fake.read("cpu/user/me/sbx/cpu.cfs_period_us"), "100000");
+        assert_eq!(fake.read("cpu/user/me/sbx/cpu.shares"), "1024");
         // No memsw file (swap not accounted): nothing written for it, no failure.
         assert!(!fake
             .dir

@@ -196,11 +196,18 @@ pub struct Resources {
     /// CPU time per wall time, in thousandths of a CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_milli: Option<u64>,
+    /// Relative CPU weight as cgroup v1 `cpu.shares` (2 ..= 262144; OCI
+    /// `linux.resources.cpu.shares`): written as is on v1, as `cpu.weight` on v2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_shares: Option<u64>,
 }
 
 impl Resources {
     pub fn any(&self) -> bool {
-        self.memory.is_some() || self.pids.is_some() || self.cpu_milli.is_some()
+        self.memory.is_some()
+            || self.pids.is_some()
+            || self.cpu_milli.is_some()
+            || self.cpu_shares.is_some()
     }
 }
 

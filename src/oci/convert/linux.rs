@@ -149,6 +149,10 @@ pub(super) fn seccomp(
     Ok(profile)
 }
 
+/// The range of cgroup v1 `cpu.shares`.
+const CPU_SHARES_MIN: u64 = 2;
+const CPU_SHARES_MAX: u64 = 262_144;
+
 /// `linux.resources` as cgroup limits; what cannot be enforced is refused.
 pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, ConvertError> {
     let mut out = Resources::default();
@@ -173,8 +177,12 @@ pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, Conver
             let period = c.period.filter(|p| *p > 0).unwrap_or(100_000);
             out.cpu_milli = Some(((quota as u64) * 1000 / period).max(10));
         }
+        // 0 is unset (as runc reads it); else clamped to the kernel's range, as v1 does.
+        out.cpu_shares = c
+            .shares
+            .filter(|s| *s > 0)
+            .map(|s| s.clamp(CPU_SHARES_MIN, CPU_SHARES_MAX));
         for (set, field) in [
-            (c.shares.is_some_and(|v| v > 0), "shares"),
             (c.burst.is_some_and(|v| v > 0), "burst"),
             (
                 c.realtime_runtime.is_some_and(|v| v != 0),

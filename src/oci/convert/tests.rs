@@ -184,8 +184,14 @@ fn unknown_and_unsupported_fields_are_named() {
     let cases: Vec<(&str, Edit)> = vec![
         ("bogus", Box::new(|c| c["process"]["bogus"] = 1.into())),
         (
-            "linux.resources.cpu.shares",
-            Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"shares": 512})),
+            "linux.resources.cpu.cpus",
+            Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"cpus": "0-1"})),
+        ),
+        (
+            "linux.resources.memory.reservation",
+            Box::new(|c| {
+                c["linux"]["resources"]["memory"] = serde_json::json!({"reservation": 1 << 20})
+            }),
         ),
         (
             "linux.resources.blockIO",
@@ -459,5 +465,52 @@ fn validation_refuses_with_one_line_each() {
     assert_eq!(
         validate(&spec, &dir.path(), 2).unwrap_err().to_string(),
         format!("root.path: {}/hosts: not a directory", dir.path().display())
+    );
+}
+
+/// What containerd's CRI plugin writes for a pod container with requests and limits (cpu:
+/// 250m request, 500m limit; 64Mi memory limit): shares, quota/period, memory limit with an
+/// equal swap, empty cpuset strings, the device deny-all rule.
+#[test]
+fn cri_resources_resolve_to_cgroup_limits() {
+    let (dir, mut config) = bundle();
+    config["linux"]["resources"] = serde_json::json!({
+        "devices": [{"allow": false, "access": "rwm"}],
+        "memory": {"limit": 67108864, "swap": 67108864},
+        "cpu": {"shares": 256, "quota": 50000, "period": 100000, "cpus": "", "mems": ""},
+        "pids": {"limit": 0},
+        "unified": {}
+    });
+    let p = resolve_json(&dir.path(), &config).unwrap().plan;
+    assert_eq!(p.resources.cpu_shares, Some(256));
+    assert_eq!(p.resources.cpu_milli, Some(500));
+    assert_eq!(p.resources.memory, Some(64 << 20));
+    assert_eq!(p.resources.pids, None);
+    // The plan saved by `create` carries the shares for the cgroup code.
+    let saved = serde_json::to_value(p.resources).unwrap();
+    assert_eq!(saved["cpu_shares"], 256);
+}
+
+#[test]
+fn cpu_shares_are_clamped_to_the_kernels_range_and_zero_is_unset() {
+    let (dir, mut config) = bundle();
+    for (shares, want) in [
+        (0u64, None),
+        (1, Some(2)),
+        (2, Some(2)),
+        (1024, Some(1024)),
+        (262_144, Some(262_144)),
+        (1_000_000, Some(262_144)),
+    ] {
+        config["linux"]["resources"]["cpu"] = serde_json::json!({"shares": shares});
+        let p = resolve_json(&dir.path(), &config).unwrap().plan;
+        assert_eq!(p.resources.cpu_shares, want, "shares {shares}");
+    }
+    // Not a number the spec allows (a u64): refused by the parser, naming the field.
+    config["linux"]["resources"]["cpu"] = serde_json::json!({"shares": -1});
+    let err = resolve_json(&dir.path(), &config).unwrap_err();
+    assert!(
+        err.contains("shares") || err.contains("invalid value"),
+        "{err}"
     );
 }
