@@ -57,8 +57,18 @@ impl Cell {
 
 /// A table: its header, one alignment per column, and rows. Cells of left-aligned
 /// columns are text (escaped for Markdown); right-aligned ones are numbers we formatted.
+/// A column's header: most are fixed text, some name a parameter (`Issue SM@10`).
+pub(crate) type Header = std::borrow::Cow<'static, str>;
+
+/// Headers of fixed text.
+pub(crate) fn head(cols: &[(&'static str, Align)]) -> Vec<(Header, Align)> {
+    cols.iter()
+        .map(|(h, a)| (Header::Borrowed(h), *a))
+        .collect()
+}
+
 pub(crate) struct Table {
-    pub(crate) head: Vec<(&'static str, Align)>,
+    pub(crate) head: Vec<(Header, Align)>,
     pub(crate) rows: Vec<Vec<Cell>>,
     /// Scrolls sideways in HTML when wider than the page.
     pub(crate) wide: bool,
@@ -123,7 +133,7 @@ impl Doc {
 
 fn markdown_table(t: &Table) -> String {
     let mut o = String::new();
-    let head: Vec<&str> = t.head.iter().map(|(h, _)| *h).collect();
+    let head: Vec<&str> = t.head.iter().map(|(h, _)| h.as_ref()).collect();
     o.push_str(&format!("| {} |\n", head.join(" | ")));
     let align: Vec<&str> = t
         .head
@@ -161,7 +171,7 @@ fn html_block(block: &Block) -> Markup {
 fn html_table(t: &Table) -> Markup {
     html! {
         table {
-            tr { @for (h, _) in &t.head { th { (Text(h)) } } }
+            tr { @for (h, _) in &t.head { th { (Text(h.as_ref())) } } }
             @for row in &t.rows {
                 tr {
                     @for (cell, (_, align)) in row.iter().zip(&t.head) {
@@ -236,7 +246,7 @@ mod tests {
                 Block::Heading("Part".into()),
                 Block::Para("a * b & <i>".into()),
                 Block::Table(Table {
-                    head: vec![("Name", Align::Left), ("Runs (n)", Align::Right)],
+                    head: head(&[("Name", Align::Left), ("Runs (n)", Align::Right)]),
                     rows: vec![vec![
                         Cell::classed("<b>|x\u{7}", "x"),
                         Cell::new("3 (50.0%)"),

@@ -133,10 +133,9 @@ pub(crate) fn pct_std(x: Option<f64>, std: Option<f64>) -> String {
     }
 }
 
-/// A header that names the headline k; the few headers of a report live as long as the
-/// process (the document's tables take `&'static str`).
-pub(crate) fn header(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
+/// A header that names the headline k.
+pub(crate) fn header(text: String) -> crate::pipeline::doc::Header {
+    crate::pipeline::doc::Header::Owned(text)
 }
 
 /// Table 3: one row per configuration.

@@ -9,12 +9,17 @@ use crate::audit::judgment::Label;
 use crate::audit::metrics::compute::{Dataset, RunData};
 use crate::audit::metrics::load::Config;
 use crate::audit::metrics::{self, pct, pct_std, Metrics};
-use crate::pipeline::doc::{Align, Block, Cell, Doc, Table};
+use crate::pipeline::doc::{Align, Block, Cell, Doc, Header, Table};
+
+/// A header of fixed text.
+fn h(text: &'static str) -> Header {
+    Header::Borrowed(text)
+}
 
 /// CSS of the report's own classes.
 const CSS: &str = ".exact{color:#2e7d32;font-weight:600}.semantic{color:#b26a00}";
 
-fn table(head: Vec<(&'static str, Align)>, rows: Vec<Vec<Cell>>) -> Block {
+fn table(head: Vec<(Header, Align)>, rows: Vec<Vec<Cell>>) -> Block {
     Block::Table(Table {
         head,
         rows,
@@ -77,9 +82,9 @@ fn curves(b: &mut Vec<Block>, m: &Metrics) {
         &series,
     )));
     let k = m.configs.first().map_or(10, |c| c.k);
-    let mut head = vec![("config", L), ("match", L)];
+    let mut head = vec![(h("config"), L), (h("match"), L)];
     head.extend((1..=k).map(|i| (metrics::header(format!("@{i}")), R)));
-    head.push(("all", R));
+    head.push((h("all"), R));
     b.push(table(head, rows));
 }
 
@@ -108,10 +113,10 @@ fn by_venue(b: &mut Vec<Block>, m: &Metrics) {
     let k = m.configs.first().map_or(10, |c| c.k);
     b.push(table(
         vec![
-            ("config", L),
-            ("venue", L),
-            ("papers", R),
-            ("issues", R),
+            (h("config"), L),
+            (h("venue"), L),
+            (h("papers"), R),
+            (h("issues"), R),
             (metrics::header(format!("Issue EM@{k}")), R),
             (metrics::header(format!("Issue SM@{k}")), R),
             (metrics::header(format!("Paper-any SM@{k}")), R),
@@ -140,9 +145,9 @@ fn by_category(b: &mut Vec<Block>, m: &Metrics) {
         .collect();
     b.push(table(
         vec![
-            ("config", L),
-            ("category", L),
-            ("issues", R),
+            (h("config"), L),
+            (h("category"), L),
+            (h("issues"), R),
             (metrics::header(format!("EM@{k}")), R),
             (metrics::header(format!("SM@{k}")), R),
         ],
@@ -165,10 +170,10 @@ fn by_category(b: &mut Vec<Block>, m: &Metrics) {
         .collect();
     b.push(table(
         vec![
-            ("config", L),
-            ("category", L),
-            ("findings", R),
-            ("share", R),
+            (h("config"), L),
+            (h("category"), L),
+            (h("findings"), R),
+            (h("share"), R),
         ],
         rows,
     ));
@@ -201,10 +206,10 @@ fn fpr_cost(b: &mut Vec<Block>, m: &Metrics) {
         .collect();
     b.push(table(
         vec![
-            ("config", L),
-            ("papers", R),
-            ("FPR exact", R),
-            ("FPR exact or semantic", R),
+            (h("config"), L),
+            (h("papers"), R),
+            (h("FPR exact"), R),
+            (h("FPR exact or semantic"), R),
         ],
         rows,
     ));
@@ -225,7 +230,7 @@ fn fpr_cost(b: &mut Vec<Block>, m: &Metrics) {
         })
         .collect();
     b.push(table(
-        vec![("config", L), ("statistic", L), ("95% CI", R)],
+        vec![(h("config"), L), (h("statistic"), L), (h("95% CI"), R)],
         rows,
     ));
     b.push(Block::Heading("Cost and run status".into()));
@@ -248,13 +253,13 @@ fn fpr_cost(b: &mut Vec<Block>, m: &Metrics) {
         .collect();
     b.push(table(
         vec![
-            ("config", L),
-            ("runs", R),
-            ("$/run", R),
-            ("input tokens", R),
-            ("cached input tokens", R),
-            ("output tokens", R),
-            ("status", L),
+            (h("config"), L),
+            (h("runs"), R),
+            (h("$/run"), R),
+            (h("input tokens"), R),
+            (h("cached input tokens"), R),
+            (h("output tokens"), R),
+            (h("status"), L),
         ],
         rows,
     ));
@@ -298,14 +303,14 @@ fn papers(b: &mut Vec<Block>, configs: &[Config], corpus: &Dataset, k: u32) {
             .collect();
         b.push(table(
             vec![
-                ("hidden issue", L),
-                ("title", L),
-                ("target", L),
-                ("category", L),
-                ("snapshot", L),
-                ("commit", L),
-                ("grounding rule", L),
-                ("post-fix snapshot", L),
+                (h("hidden issue"), L),
+                (h("title"), L),
+                (h("target"), L),
+                (h("category"), L),
+                (h("snapshot"), L),
+                (h("commit"), L),
+                (h("grounding rule"), L),
+                (h("post-fix snapshot"), L),
             ],
             rows,
         ));
@@ -383,10 +388,10 @@ fn run_table(r: &RunData, k: u32) -> Option<Block> {
         .collect();
     Some(table(
         vec![
-            ("rank", R),
-            ("finding", L),
-            ("category", L),
-            ("judge's labels", L),
+            (h("rank"), R),
+            (h("finding"), L),
+            (h("category"), L),
+            (h("judge's labels"), L),
         ],
         rows,
     ))

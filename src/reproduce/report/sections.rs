@@ -2,10 +2,15 @@
 //! sentences written, the tables laid out. Rendering is the document's business.
 
 use super::{arms, charts};
-use crate::pipeline::doc::{Align, Block, Cell, Doc, Table};
+use crate::pipeline::doc::{Align, Block, Cell, Doc, Header, Table};
 use crate::reproduce::stats::Class;
 use crate::reproduce::summary::Summary;
 use crate::reproduce::{Infra, Mode};
+
+/// A header of fixed text.
+fn h(text: &'static str) -> Header {
+    Header::Borrowed(text)
+}
 
 /// CSS of the report's own classes.
 const CSS: &str = ".reproducible{color:#2e7d32}.flaky{color:#b26a00}.broken{color:#c62828}";
@@ -178,7 +183,7 @@ pub(super) fn document(s: &Summary) -> Doc {
     }
     b.push(Block::Heading("Infrastructure failures".into()));
     b.push(Block::Table(Table {
-        head: vec![("Cause", Align::Left), ("Runs", Align::Right)],
+        head: vec![(h("Cause"), Align::Left), (h("Runs"), Align::Right)],
         rows: INFRA
             .iter()
             .map(|&i| vec![Cell::new(i.name()), Cell::new(s.infra.get(i).to_string())])
@@ -208,10 +213,10 @@ fn outcomes(s: &Summary) -> Block {
     Block::Table(Table {
         head: head
             .iter()
-            .map(|&h| {
+            .map(|&name| {
                 (
-                    h,
-                    if h == "Arm" {
+                    h(name),
+                    if name == "Arm" {
                         Align::Left
                     } else {
                         Align::Right
@@ -238,9 +243,9 @@ fn outcomes(s: &Summary) -> Block {
 
 fn failure_modes(s: &Summary) -> Table {
     let no_shim = s.failure_modes.no_shim.as_ref();
-    let mut head = vec![("Mode", Align::Left), ("Shim", Align::Right)];
+    let mut head = vec![(h("Mode"), Align::Left), (h("Shim"), Align::Right)];
     if no_shim.is_some() {
-        head.push(("No shim", Align::Right));
+        head.push((h("No shim"), Align::Right));
     }
     let count = |m: &std::collections::BTreeMap<Mode, u64>, mode| {
         Cell::new(m.get(&mode).copied().unwrap_or(0).to_string())
@@ -264,7 +269,7 @@ fn failure_modes(s: &Summary) -> Table {
 
 fn instances(s: &Summary) -> Table {
     use Align::{Left, Right};
-    let head = vec![
+    let head = crate::pipeline::doc::head(&[
         ("Instance", Left),
         ("r shim", Right),
         ("Class shim", Left),
@@ -277,7 +282,7 @@ fn instances(s: &Summary) -> Table {
         ("Pins", Left),
         ("Infra", Left),
         ("Age (days)", Right),
-    ];
+    ]);
     let class = |c: Option<Class>| match c {
         Some(k) => Cell::classed(class_name(c), k.name()),
         None => Cell::new(class_name(c)),
