@@ -292,6 +292,19 @@ fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
     }
 }
 
+/// The summary with each instance's distinct hosts, where the study was merged from a
+/// cluster.
+fn with_hosts(
+    store: &Store,
+    mut s: summary::Summary,
+) -> Result<summary::Summary, ReproduceError> {
+    let hosts = cluster::merge::distinct_hosts(store)?;
+    for i in &mut s.instances {
+        i.distinct_hosts = hosts.get(&i.instance_id).copied();
+    }
+    Ok(s)
+}
+
 fn write_out(text: &str) -> Result<(), ReproduceError> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
@@ -339,7 +352,7 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
         );
     }
     let store = Store::open(&db, false)?;
-    let summary = summary::summarize(&store.instance_runs()?, k);
+    let summary = with_hosts(&store, summary::summarize(&store.instance_runs()?, k))?;
     print(&summary, json)
 }
 
@@ -351,7 +364,7 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         Some(k) => k,
         None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
     };
-    let summary = summary::summarize(&runs, k);
+    let summary = with_hosts(&store, summary::summarize(&runs, k))?;
     let files = report::write_report(&summary, &a.out)?;
     if a.json {
         print(&summary, true)
