@@ -72,7 +72,12 @@ pub struct PlanArgs {
     pub chunk: Option<u32>,
     /// Arguments for every sbatch of submit.sh, verbatim (shell words), e.g.
     /// '--partition=cpu --time=4:00:00 --cpus-per-task=2'.
-    #[arg(long, value_name = "ARGS", default_value = "", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
     pub sbatch_args: String,
     /// One run index per chunk: the k runs of a patch are separate array tasks, so Slurm
     /// can place them on different nodes (merge reports the hosts each patch ran on).
@@ -294,10 +299,7 @@ fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
 
 /// The summary with each instance's distinct hosts, where the study was merged from a
 /// cluster.
-fn with_hosts(
-    store: &Store,
-    mut s: summary::Summary,
-) -> Result<summary::Summary, ReproduceError> {
+fn with_hosts(store: &Store, mut s: summary::Summary) -> Result<summary::Summary, ReproduceError> {
     let hosts = cluster::merge::distinct_hosts(store)?;
     for i in &mut s.instances {
         i.distinct_hosts = hosts.get(&i.instance_id).copied();

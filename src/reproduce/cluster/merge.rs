@@ -73,7 +73,9 @@ struct Checked {
 }
 
 fn is_digest(d: &str) -> bool {
-    d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    d.len() == 64
+        && d.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// Why the result file `name` (with `text`) is not a result of this plan, if it is not.
@@ -84,10 +86,12 @@ pub(crate) fn check(
     name: &str,
     text: &str,
 ) -> Result<Shard, String> {
-    let shard: Shard =
-        serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
+    let shard: Shard = serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
     if shard.format != SHARD_FORMAT {
-        return Err(format!("format {:?}, expected {SHARD_FORMAT:?}", shard.format));
+        return Err(format!(
+            "format {:?}, expected {SHARD_FORMAT:?}",
+            shard.format
+        ));
     }
     if shard.manifest_sha256 != tasks.digest {
         return Err("made under another plan (its manifest digest differs)".into());
@@ -118,8 +122,8 @@ pub(crate) fn check(
         if !is_digest(d) {
             return Err(format!("log {d:?} is not a sha256 digest"));
         }
-        let bytes = std::fs::read(results.join("logs").join(d))
-            .map_err(|e| format!("log {d}: {e}"))?;
+        let bytes =
+            std::fs::read(results.join("logs").join(d)).map_err(|e| format!("log {d}: {e}"))?;
         if sha256_hex(&bytes) != d {
             return Err(format!("log {d} does not match its digest"));
         }
@@ -161,8 +165,8 @@ fn read_results(
     for name in names {
         let path = dir.join(&name);
         let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
-        let shard = check(tasks, units, results, &name, &text)
-            .map_err(|reason| ClusterError::Refused {
+        let shard =
+            check(tasks, units, results, &name, &text).map_err(|reason| ClusterError::Refused {
                 path: path.clone(),
                 reason,
             })?;
@@ -175,12 +179,18 @@ fn read_results(
     }
     // The first result of a run is the run; later ones are attempts.
     out.sort_by(|a, b| {
-        (&a.shard.key, a.shard.row.started_at, a.shard.finished_at, &a.path).cmp(&(
-            &b.shard.key,
-            b.shard.row.started_at,
-            b.shard.finished_at,
-            &b.path,
-        ))
+        (
+            &a.shard.key,
+            a.shard.row.started_at,
+            a.shard.finished_at,
+            &a.path,
+        )
+            .cmp(&(
+                &b.shard.key,
+                b.shard.row.started_at,
+                b.shard.finished_at,
+                &b.path,
+            ))
     });
     Ok(out)
 }

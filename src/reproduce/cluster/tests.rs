@@ -177,7 +177,10 @@ impl Study {
     }
     fn write_all(&self) {
         for (c, u) in &self.units {
-            write(&self.results(), &result(&self.tasks, &self.results(), u, *c, "ok"));
+            write(
+                &self.results(),
+                &result(&self.tasks, &self.results(), u, *c, "ok"),
+            );
         }
     }
 }
@@ -209,7 +212,10 @@ fn spread_and_stagger_keep_one_run_index_per_chunk() {
 #[test]
 fn keys_are_file_names_and_distinct() {
     let a = key("a/b#1", Arm::ShimWithout(crate::reproduce::Pin::Clock), 3);
-    assert!(!a.contains('/') && a.ends_with(".shim_without_clock.3"), "{a}");
+    assert!(
+        !a.contains('/') && a.ends_with(".shim_without_clock.3"),
+        "{a}"
+    );
     assert_ne!(key("a/b", Arm::Shim, 0), key("a_b", Arm::Shim, 0));
 }
 
@@ -265,7 +271,11 @@ fn a_second_result_of_a_run_is_an_attempt() {
     again.host.job = "slurm:7_1-requeued".into();
     again.row.started_at += 100;
     let path = write(&s.results(), &again);
-    assert_ne!(path, work::result_path(&s.results(), &u.key), "never over the first");
+    assert_ne!(
+        path,
+        work::result_path(&s.results(), &u.key),
+        "never over the first"
+    );
     let m = s.merge().unwrap();
     assert_eq!((m.inserted, m.attempts), (4, 1));
     let store = s.store();
@@ -291,11 +301,18 @@ fn tampered_results_are_refused_and_nothing_is_merged() {
     s.write_all();
     let (c, u) = &s.units[0];
     let r = result(&s.tasks, &s.results(), u, *c, "ok");
-    std::fs::write(s.results().join("logs").join(&r.row.stdout_sha256), "forged").unwrap();
+    std::fs::write(
+        s.results().join("logs").join(&r.row.stdout_sha256),
+        "forged",
+    )
+    .unwrap();
     let e = s.merge().unwrap_err().to_string();
     assert!(e.contains("does not match its digest"), "{e}");
     assert!(!e.contains('\n'));
-    assert!(Store::open(&s.dir.path().join("study.db"), false).is_err() || s.store().count_runs().unwrap() == 0);
+    assert!(
+        Store::open(&s.dir.path().join("study.db"), false).is_err()
+            || s.store().count_runs().unwrap() == 0
+    );
 
     // A run renamed into a key the manifest does not have.
     let s = Study::new();
@@ -429,17 +446,30 @@ fn submit_splits_arrays_at_max_array_size_and_merges_after_them() {
     let script = dir.path().join("submit.sh");
     std::fs::write(
         &script,
-        submit_script(&m, dir.path(), Path::new("/usr/bin/reprorun"), "--partition=p --qos=q"),
+        submit_script(
+            &m,
+            dir.path(),
+            Path::new("/usr/bin/reprorun"),
+            "--partition=p --qos=q",
+        ),
     )
     .unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = std::process::Command::new("sh")
         .arg(&script)
         .arg("--wait")
         .env("PATH", path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let calls = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
     // 10 chunks, 5 per run index; MaxArraySize 4 → indices 0..3: arrays of 3, 2, 3, 2.

@@ -87,7 +87,12 @@ pub(crate) fn result_path(results: &Path, key: &str) -> PathBuf {
 /// Writes a result file without ever replacing one: to `runs/KEY.json`, or, when that is
 /// there (a requeued task that ran the same unit again), beside it as
 /// `runs/KEY.JOB.MS.json`, which `merge` records as an attempt.
-pub(crate) fn write_result(results: &Path, key: &str, bytes: &[u8], job: &str) -> Result<PathBuf, ClusterError> {
+pub(crate) fn write_result(
+    results: &Path,
+    key: &str,
+    bytes: &[u8],
+    job: &str,
+) -> Result<PathBuf, ClusterError> {
     let dir = results.join("runs");
     std::fs::create_dir_all(&dir).map_err(write_err(&dir))?;
     let mut tmp = tempfile::Builder::new()
