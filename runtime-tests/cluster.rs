@@ -2,6 +2,7 @@
 //! tasks would make it (a loop here, no scheduler), merged, and compared with `run`.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::common::*;
 use crate::reproduce::{Fixture, DATED_TEST, FIX, PLAIN_TEST};
@@ -254,4 +255,167 @@ fn merge_keeps_requeued_results_apart_refuses_tampered_ones_and_lists_missing_ch
     assert!(said.contains("1 run(s) made"), "{said}");
     let out = merge(&f, "fresh.db", &["--missing"]);
     assert_eq!(expect_code(&out, 0), "\n");
+}
+
+/// A one-node Slurm (slurmctld, slurmd, munged) in a temporary directory, stopped on drop.
+struct Slurm {
+    dir: tempfile::TempDir,
+}
+
+/// `timeout 20 PROG ARGS` with the test cluster's configuration.
+fn slurm_cmd(conf: &Path, prog: &str, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new("timeout");
+    c.arg("20").arg(prog).args(args).env("SLURM_CONF", conf);
+    c
+}
+
+impl Slurm {
+    /// Starts it, or says why it cannot be started here.
+    fn start() -> Result<Slurm, String> {
+        use std::os::unix::fs::PermissionsExt;
+        if !is_root() {
+            return Err("not root".into());
+        }
+        for prog in [
+            "slurmctld",
+            "slurmd",
+            "sbatch",
+            "sinfo",
+            "munged",
+            "munge",
+            "runuser",
+        ] {
+            let found = std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {prog}")])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !found {
+                return Err(format!(
+                    "{prog} is not installed (apt-get install slurmctld slurmd slurm-client munge)"
+                ));
+            }
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let t = dir.path().to_path_buf();
+        let t = t.as_path();
+        std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        let munge = t.join("munge");
+        for d in ["munge", "ctld", "d"] {
+            std::fs::create_dir(t.join(d)).map_err(|e| e.to_string())?;
+        }
+        let sh = |cmd: String| {
+            std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .output()
+                .map_err(|e| e.to_string())
+                .and_then(|o| {
+                    if o.status.success() {
+                        Ok(stdout(&o))
+                    } else {
+                        Err(format!("{cmd}: {}{}", stdout(&o), stderr(&o)))
+                    }
+                })
+        };
+        let s = Slurm { dir };
+        // munged refuses to run as root: as the munge user, its socket in our directory.
+        sh(format!(
+            "chown munge: {m} && timeout 20 runuser -u munge -- munged -S {m}/munge.sock --pid-file={m}/munged.pid --log-file={m}/munged.log --seed-file={m}/munged.seed",
+            m = munge.display()
+        ))?;
+        sh(format!(
+            "timeout 20 sh -c 'munge -S {m}/munge.sock -n | unmunge -S {m}/munge.sock'",
+            m = munge.display()
+        ))?;
+        let port = 20000 + (std::process::id() % 20000) as u16 * 2;
+        let host = sh("hostname".into())?;
+        let cpus = sh("nproc".into())?;
+        let conf = format!(
+            "ClusterName=t\nSlurmctldHost=localhost\nSlurmctldPort={port}\nSlurmdPort={}\nAuthType=auth/munge\nAuthInfo=socket={m}/munge.sock\nSlurmUser=root\nSlurmdUser=root\nStateSaveLocation={t}/ctld\nSlurmdSpoolDir={t}/d\nSlurmctldPidFile={t}/ctld.pid\nSlurmdPidFile={t}/d.pid\nSlurmctldLogFile={t}/ctld.log\nSlurmdLogFile={t}/d.log\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\nMpiDefault=none\nReturnToService=2\nJobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\nNodeName=localhost NodeHostname={} CPUs={} State=UNKNOWN\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            port + 1,
+            host.trim(),
+            cpus.trim(),
+            m = munge.display(),
+            t = t.display(),
+        );
+        std::fs::write(s.conf(), conf).map_err(|e| e.to_string())?;
+        let c = s.conf().display().to_string();
+        sh(format!("timeout 20 slurmctld -f {c}"))?;
+        sh(format!("timeout 20 slurmd -f {c} -N localhost"))?;
+        let idle = wait_until(Duration::from_secs(20), || {
+            slurm_cmd(&s.conf(), "sinfo", &["-h", "-o", "%t"])
+                .output()
+                .is_ok_and(|o| stdout(&o).trim() == "idle")
+        });
+        if !idle {
+            return Err(format!(
+                "the node did not come up: {}",
+                std::fs::read_to_string(t.join("d.log")).unwrap_or_default()
+            ));
+        }
+        Ok(s)
+    }
+
+    fn conf(&self) -> PathBuf {
+        self.dir.path().join("slurm.conf")
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for pid in ["d.pid", "ctld.pid", "munge/munged.pid"] {
+            if let Ok(p) = std::fs::read_to_string(self.dir.path().join(pid)) {
+                let _ = std::process::Command::new("kill").arg(p.trim()).status();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_one_node_slurm_runs_the_plan_and_merges_it() {
+    let slurm = match Slurm::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("skipped: Slurm cannot be started here: {why}");
+            return;
+        }
+    };
+    let f = fixture();
+    plan(&f, "cluster.db", &["--sbatch-args", "--partition=debug"]);
+    let out = std::process::Command::new("timeout")
+        .args(["120", "tasks/submit.sh", "--wait"])
+        .current_dir(f.work.path())
+        .env("SLURM_CONF", slurm.conf())
+        .env("REPRORUN_SBATCH_TIMEOUT", "100")
+        .env_remove("REPRORUN_ISOLATION")
+        .output()
+        .unwrap();
+    let logs = || {
+        std::fs::read_dir(f.path("results/slurm"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        out.status.success(),
+        "submit.sh --wait: {}{}\n{}",
+        stdout(&out),
+        stderr(&out),
+        logs()
+    );
+    let merged = logs();
+    assert!(
+        merged.contains("merged 8 new run(s), 0 attempt(s)"),
+        "{merged}"
+    );
+    for r in results(&f) {
+        let job = read_json(&r)["host"]["job"].as_str().unwrap().to_string();
+        assert!(job.starts_with("slurm:") && job.contains('_'), "{job}");
+    }
+    let s = summary(&f, "cluster.db");
+    assert_eq!(s["shim"]["reproducible"], 2, "{s}");
+    assert_eq!(s["no_shim"]["broken"], 1, "{s}");
 }

@@ -88,7 +88,7 @@ pub(crate) fn submit_script(m: &Manifest, tasks: &Path, reprorun: &Path, sbatch:
         "#!/bin/sh\n# Written by `reprorun reproduce plan` (spec/cluster.md). Submits the study's chunks as\n# Slurm job arrays and a merge job that runs after them; arguments are passed to the merge\n# job's sbatch (e.g. --wait to return when the study is merged, with merge's status).\nset -eu\n",
     );
     s.push_str(&format!(
-        "TASKS={}\nRESULTS={}\nexport REPRORUN=\"${{REPRORUN:-{}}}\"\nSBATCH=\"${{SBATCH:-sbatch}}\"\n",
+        "TASKS={}\nRESULTS={}\nexport REPRORUN=\"${{REPRORUN:-{}}}\"\nSBATCH=\"${{SBATCH:-sbatch}}\"\n# Each sbatch is bounded (seconds); raise it for sbatch --wait.\nlimit=\"${{REPRORUN_SBATCH_TIMEOUT:-20}}\"\n",
         sh_quote(&tasks.to_string_lossy()),
         sh_quote(&m.results.to_string_lossy()),
         reprorun.to_string_lossy().replace(['"', '$', '`', '\\'], "_"),
@@ -97,7 +97,7 @@ pub(crate) fn submit_script(m: &Manifest, tasks: &Path, reprorun: &Path, sbatch:
         "max=$(timeout 20 scontrol show config 2>/dev/null | awk -F= '/^MaxArraySize/ {gsub(/ /, \"\", $2); print $2}') || max=\"\"\ncase \"$max\" in '' | *[!0-9]*) max=1000 ;; esac\n# Array indices run 0..MaxArraySize-1.\nmax=$((max - 1))\n[ \"$max\" -ge 1 ] || max=1\nmkdir -p \"$RESULTS/slurm\"\nids=\"\"\n",
     );
     s.push_str(&format!(
-        "# submit FIRST LAST BEGIN: chunks FIRST..LAST, none before BEGIN seconds from now.\nsubmit() {{\n  start=$1\n  while [ \"$start\" -le \"$2\" ]; do\n    end=$((start + max - 1))\n    [ \"$end\" -le \"$2\" ] || end=$2\n    begin=\"\"\n    [ \"$3\" -eq 0 ] || begin=\"--begin=now+$3\"\n    id=$(timeout 20 $SBATCH --parsable --job-name=reprorun-work --array=0-$((end - start)) \\\n      --requeue --signal=B:TERM@120 $begin --output=\"$RESULTS/slurm/%A_%a.out\" \\\n      --export=ALL,REPRORUN_CHUNK_OFFSET=$start {sbatch} \"$TASKS/task.sh\")\n    ids=\"$ids:${{id%%;*}}\"\n    start=$((end + 1))\n  done\n}}\n",
+        "# submit FIRST LAST BEGIN: chunks FIRST..LAST, none before BEGIN seconds from now.\nsubmit() {{\n  start=$1\n  while [ \"$start\" -le \"$2\" ]; do\n    end=$((start + max - 1))\n    [ \"$end\" -le \"$2\" ] || end=$2\n    begin=\"\"\n    [ \"$3\" -eq 0 ] || begin=\"--begin=now+$3\"\n    id=$(timeout \"$limit\" $SBATCH --parsable --job-name=reprorun-work --array=0-$((end - start)) \\\n      --requeue --signal=B:TERM@120 $begin --output=\"$RESULTS/slurm/%A_%a.out\" \\\n      --export=ALL,REPRORUN_CHUNK_OFFSET=$start {sbatch} \"$TASKS/task.sh\")\n    ids=\"$ids:${{id%%;*}}\"\n    start=$((end + 1))\n  done\n}}\n",
     ));
     // Runs of chunks with one start time.
     let mut first = 0usize;
@@ -113,7 +113,7 @@ pub(crate) fn submit_script(m: &Manifest, tasks: &Path, reprorun: &Path, sbatch:
         }
     }
     s.push_str(&format!(
-        "echo \"reprorun: submitted array job(s) ${{ids#:}}\" >&2\ntimeout 20 $SBATCH --parsable --job-name=reprorun-merge --dependency=afterany$ids \\\n  --output=\"$RESULTS/slurm/merge-%j.out\" {sbatch} \"$@\" \"$TASKS/merge.sh\" || {{\n  # sbatch --wait returns the job's status; anything else is sbatch's own failure.\n  rc=$?; echo \"reprorun: merge job: sbatch exited $rc\" >&2; exit $rc\n}}\n"
+        "echo \"reprorun: submitted array job(s) ${{ids#:}}\" >&2\ntimeout \"$limit\" $SBATCH --parsable --job-name=reprorun-merge --dependency=afterany$ids \\\n  --output=\"$RESULTS/slurm/merge-%j.out\" {sbatch} \"$@\" \"$TASKS/merge.sh\" || {{\n  # sbatch --wait returns the job's status; anything else is sbatch's own failure.\n  rc=$?; echo \"reprorun: merge job: sbatch exited $rc\" >&2; exit $rc\n}}\n"
     ));
     s
 }
