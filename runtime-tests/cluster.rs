@@ -419,3 +419,52 @@ fn a_one_node_slurm_runs_the_plan_and_merges_it() {
     assert_eq!(s["shim"]["reproducible"], 2, "{s}");
     assert_eq!(s["no_shim"]["broken"], 1, "{s}");
 }
+
+#[test]
+fn work_stops_starting_runs_on_sigterm_and_resumes() {
+    let f = fixture();
+    plan(&f, "cluster.db", &["--chunk", "8"]);
+    let child = f
+        .work
+        .cmd(&[
+            "reproduce",
+            "work",
+            "--tasks",
+            "tasks",
+            "--chunk",
+            "tasks/chunks/0000.json",
+            "--results",
+            "results",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = f.path("results/runs");
+    let started = wait_until(Duration::from_secs(60), || {
+        std::fs::read_dir(&runs).is_ok_and(|mut d| d.next().is_some())
+    });
+    assert!(started, "no result written");
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped by a signal before the rest"),
+        "{}",
+        stderr(&out)
+    );
+    let made = results(&f).len();
+    assert!((1..8).contains(&made), "{made} of 8 made after SIGTERM");
+    // The same chunk again makes the rest, and only the rest.
+    let said = work(&f, &f.path("tasks/chunks/0000.json"));
+    assert!(
+        said.contains(&format!("{} run(s) made, {made} already done", 8 - made)),
+        "{said}"
+    );
+    assert_eq!(results(&f).len(), 8);
+}

@@ -214,7 +214,18 @@ fn merge_one(store: &Store, results: &Path, c: &Checked, m: &mut Merged) -> Resu
     }
     for d in logs_of(&c.shard) {
         // Checked above; read again so what is stored is what is read now.
-        let bytes = std::fs::read(results.join("logs").join(d)).unwrap_or_default();
+        let path = results.join("logs").join(d);
+        let bytes = std::fs::read(&path).map_err(|source| {
+            StoreError::Db(crate::pipeline::store::StoreError::Log { path, source })
+        })?;
+        if sha256_hex(&bytes) != d {
+            return Err(StoreError::Db(crate::pipeline::store::StoreError::Log {
+                path: results.join("logs").join(d),
+                source: std::io::Error::other(
+                    "changed while merging: its digest no longer matches",
+                ),
+            }));
+        }
         store.put_log(&bytes)?;
     }
     let r = &c.shard.row;
