@@ -9,6 +9,7 @@ mod audit_report;
 mod audit_run;
 mod audit_snapshot;
 mod bad_input;
+mod cluster;
 mod escape;
 mod escape_host;
 mod exec;

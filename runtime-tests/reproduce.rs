@@ -10,8 +10,8 @@ use reprorun::reproduce::store::{RunRow, Store};
 use reprorun::reproduce::{Arm, Infra};
 
 /// A git repository with a `calc.py` and one passing test, and the study files around it.
-struct Fixture {
-    work: Work,
+pub(crate) struct Fixture {
+    pub(crate) work: Work,
     base: String,
     instances: Vec<serde_json::Value>,
     predictions: Vec<serde_json::Value>,
@@ -36,7 +36,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n";
 
 /// The model patch: fixes `add`.
-const FIX: &str = "diff --git a/calc.py b/calc.py
+pub(crate) const FIX: &str = "diff --git a/calc.py b/calc.py
 --- a/calc.py
 +++ b/calc.py
 @@ -1,5 +1,5 @@
@@ -63,7 +63,7 @@ fn test_patch(name: &str, body: &str) -> String {
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let work = Work::new();
         let repo = work.path().join("repo");
         std::fs::create_dir_all(repo.join("tests")).unwrap();
@@ -92,7 +92,13 @@ impl Fixture {
 
     /// An instance whose test patch adds `tests/test_new.py` with `body`, FAIL_TO_PASS
     /// being its `test_new` and PASS_TO_PASS the old test.
-    fn add(&mut self, id: &str, model_patch: &str, body: &str, extra: serde_json::Value) {
+    pub(crate) fn add(
+        &mut self,
+        id: &str,
+        model_patch: &str,
+        body: &str,
+        extra: serde_json::Value,
+    ) {
         let mut inst = serde_json::json!({
             "instance_id": id,
             "repo": "t/calc",
@@ -114,7 +120,7 @@ impl Fixture {
         }));
     }
 
-    fn write(&self) {
+    pub(crate) fn write(&self) {
         let lines = |v: &[serde_json::Value]| {
             v.iter()
                 .map(|x| format!("{x}\n"))
@@ -125,11 +131,11 @@ impl Fixture {
         std::fs::write(self.path("predictions.jsonl"), lines(&self.predictions)).unwrap();
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.work.path().join(name)
     }
 
-    fn cmd(&self, extra: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, extra: &[&str]) -> Command {
         self.write();
         let mut args = vec![
             "reproduce",
@@ -147,7 +153,7 @@ impl Fixture {
         c
     }
 
-    fn study(&self, extra: &[&str]) -> serde_json::Value {
+    pub(crate) fn study(&self, extra: &[&str]) -> serde_json::Value {
         let mut args = vec!["--json"];
         args.extend(extra);
         let out = self.cmd(&args).output().unwrap();
@@ -172,9 +178,10 @@ fn instance<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
         .unwrap_or_else(|| panic!("{id} not in {summary}"))
 }
 
-const PLAIN_TEST: &str = "import calc\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n";
+pub(crate) const PLAIN_TEST: &str =
+    "import calc\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n";
 const LISTING_TEST: &str = "import calc, os\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    os.makedirs('made', exist_ok=True)\n    for name in ['b', 'a', 'c']:\n        open(os.path.join('made', name), 'w').close()\n    assert os.listdir('made') == ['a', 'b', 'c']\n";
-const DATED_TEST: &str = "import calc, datetime\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert datetime.date.today().year == 2023\n";
+pub(crate) const DATED_TEST: &str = "import calc, datetime\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert datetime.date.today().year == 2023\n";
 
 #[test]
 fn shim_makes_a_date_dependent_patch_reproducible_and_names_the_clock() {

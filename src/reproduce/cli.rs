@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
-use super::{regrade, report, stats, study, summary, ReproduceError};
+use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
 use crate::pipeline::progress::ProgressMode;
 use crate::plan::NetChoice;
 
@@ -37,6 +37,85 @@ pub enum ReproduceCommand {
         after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
     )]
     Regrade(RegradeArgs),
+    /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
+    /// sbatch scripts (tasks/submit.sh) instead of running them.
+    #[command(
+        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (leave-one-out pins) is not planned. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
+    )]
+    Plan(Box<PlanArgs>),
+    /// Make one chunk's runs (an array task's part) and write each result to
+    /// DIR/runs/KEY.json; never opens the study database.
+    #[command(
+        after_help = "Runs with a result already there are skipped. SIGTERM or SIGINT: no new run starts; the one in flight finishes and is written; exit 0. Trees and scratch go to $TMPDIR (node-local). Exit status: 0, or 125 on bad input or a failure that stops the chunk (run it again to resume). Formats: spec/cluster.md."
+    )]
+    Work(WorkArgs),
+    /// Check the workers' results against the plan and record each run once in the
+    /// study database (the one writer).
+    #[command(
+        after_help = "A result that does not belong to the plan (another manifest, an unknown unit, a log whose digest does not match) is refused with one line and nothing is merged. A second result of a recorded run goes to the attempts table. Merging again adds nothing. Exit status: 0, or 125. Formats: spec/cluster.md."
+    )]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The tasks directory to write.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Where workers write results (default: `results` beside --out).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Runs per chunk (array task); default: as few as keep the array under 1000 tasks.
+    #[arg(long, value_name = "N")]
+    pub chunk: Option<u32>,
+    /// Arguments for every sbatch of submit.sh, verbatim (shell words), e.g.
+    /// '--partition=cpu --time=4:00:00 --cpus-per-task=2'.
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
+    pub sbatch_args: String,
+    /// One run index per chunk: the k runs of a patch are separate array tasks, so Slurm
+    /// can place them on different nodes (merge reports the hosts each patch ran on).
+    #[arg(long)]
+    pub spread_hosts: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// The tasks directory `plan` wrote.
+    #[arg(long, value_name = "DIR")]
+    pub tasks: PathBuf,
+    /// The chunk to run (DIR/chunks/NNNN.json).
+    #[arg(long, value_name = "FILE")]
+    pub chunk: PathBuf,
+    /// The results directory (shared by every task).
+    #[arg(long, value_name = "DIR")]
+    pub results: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The tasks directory `plan` wrote.
+    #[arg(long, value_name = "DIR")]
+    pub tasks: PathBuf,
+    /// The results directory the workers wrote.
+    #[arg(long, value_name = "DIR")]
+    pub results: PathBuf,
+    /// The study database (created, or added to).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Print the array indices (chunks) with a run still unrecorded, comma-separated, for
+    /// `sbatch --array=LIST` (an empty line when none).
+    #[arg(long)]
+    pub missing: bool,
+    /// Print what was merged as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -143,19 +222,108 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
+        ReproduceCommand::Plan(a) => run_plan(*a),
+        ReproduceCommand::Work(a) => run_work(a),
+        ReproduceCommand::Merge(a) => run_merge(a),
     }
 }
 
-fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
+fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
+    let results = a.results.clone().unwrap_or_else(|| {
+        let parent = a.out.parent().unwrap_or(std::path::Path::new("."));
+        parent.join("results")
+    });
+    let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
+    let p = cluster::plan::PlanOptions {
+        study: study_options(a.run),
+        out: a.out,
+        results,
+        chunk: a.chunk,
+        sbatch_args: a.sbatch_args,
+        spread_hosts: a.spread_hosts,
+        reprorun,
+    };
+    let m = cluster::plan::plan(&p)?;
+    let units: u32 = m.chunks.iter().map(|c| c.units).sum();
+    let text = format!(
+        "{units} runs in {} chunks; submit with {}\n",
+        m.chunks.len(),
+        std::path::absolute(&p.out)
+            .unwrap_or(p.out.clone())
+            .join("submit.sh")
+            .display()
+    );
+    write_out(&text)
+}
+
+fn run_work(a: WorkArgs) -> Result<(), ReproduceError> {
+    let done = cluster::work::work(&cluster::work::WorkOptions {
+        tasks: a.tasks,
+        chunk: a.chunk,
+        results: a.results,
+    })?;
+    eprintln!(
+        "reprorun: reproduce work: {} run(s) made, {} already done{}",
+        done.ran,
+        done.skipped,
+        if done.stopped {
+            "; stopped by a signal before the rest"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
+    let m = cluster::merge::merge(&cluster::merge::MergeOptions {
+        tasks: a.tasks,
+        results: a.results,
+        db: a.db,
+    })?;
+    let line = format!(
+        "merged {} new run(s), {} attempt(s), {} already merged; {} of {} planned runs recorded",
+        m.inserted, m.attempts, m.already, m.recorded, m.planned
+    );
+    let list: Vec<String> = m.missing_chunks.iter().map(u32::to_string).collect();
+    if a.json {
+        let text = serde_json::to_string(&m).map_err(|e| ReproduceError::Print(e.into()))?;
+        write_out(&format!("{text}\n"))
+    } else if a.missing {
+        eprintln!("reprorun: reproduce merge: {line}");
+        write_out(&format!("{}\n", list.join(",")))
+    } else {
+        write_out(&format!("{line}\n"))
+    }
+}
+
+/// The summary with each instance's distinct hosts, where the study was merged from a
+/// cluster.
+fn with_hosts(store: &Store, mut s: summary::Summary) -> Result<summary::Summary, ReproduceError> {
+    let hosts = cluster::merge::distinct_hosts(store)?;
+    for i in &mut s.instances {
+        i.distinct_hosts = hosts.get(&i.instance_id).copied();
+    }
+    Ok(s)
+}
+
+fn write_out(text: &str) -> Result<(), ReproduceError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
+}
+
+fn study_options(a: RunArgs) -> study::Options {
     let mut conditions = Conditions::new(a.timeout, a.seed);
     conditions.memory = a.memory;
     conditions.no_shim_mirror = a.no_shim_mirror.clone();
     conditions.no_shim_net = a.no_shim_net;
     conditions.store = a.store.clone();
-    let opts = study::Options {
+    study::Options {
         instances: a.instances,
         predictions: a.predictions,
-        db: a.db.clone(),
+        db: a.db,
         k: a.k,
         compare_shim: a.compare_shim,
         baseline: a.baseline,
@@ -171,7 +339,12 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
         },
         conditions,
         progress: ProgressMode::for_stderr(),
-    };
+    }
+}
+
+fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
+    let (db, k, json) = (a.db.clone(), a.k, a.json);
+    let opts = study_options(a);
     let skipped = study::run(&opts)?;
     if !skipped.is_empty() {
         eprintln!(
@@ -180,9 +353,9 @@ fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
             skipped.join(", ")
         );
     }
-    let store = Store::open(&a.db, false)?;
-    let summary = summary::summarize(&store.instance_runs()?, a.k);
-    print(&summary, a.json)
+    let store = Store::open(&db, false)?;
+    let summary = with_hosts(&store, summary::summarize(&store.instance_runs()?, k))?;
+    print(&summary, json)
 }
 
 fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
@@ -193,7 +366,7 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         Some(k) => k,
         None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
     };
-    let summary = summary::summarize(&runs, k);
+    let summary = with_hosts(&store, summary::summarize(&runs, k))?;
     let files = report::write_report(&summary, &a.out)?;
     if a.json {
         print(&summary, true)

@@ -12,6 +12,7 @@
 //! Markdown, HTML with SVG, JSON).
 
 pub(crate) mod cli;
+pub(crate) mod cluster;
 pub(crate) mod evidence;
 pub(crate) mod input;
 pub(crate) mod outcome;
@@ -50,6 +51,8 @@ pub(crate) enum ReproduceError {
         #[source]
         cause: Box<runner::SetupError>,
     },
+    #[error("{0}")]
+    Cluster(#[from] cluster::ClusterError),
     #[error("print summary: {0}")]
     Print(std::io::Error),
 }

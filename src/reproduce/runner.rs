@@ -269,9 +269,27 @@ fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
     }
 }
 
+/// Where a run's logs go and where its scratch lives: the study database (`run`), or a
+/// worker's result directory and node-local scratch (`work`, which never opens SQLite).
+pub trait RunSink {
+    /// Writes a log, content-addressed, and returns its digest.
+    fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError>;
+    /// The directory of trees and run scratch.
+    fn work_dir(&self) -> PathBuf;
+}
+
+impl RunSink for Store {
+    fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        Store::put_log(self, bytes)
+    }
+    fn work_dir(&self) -> PathBuf {
+        crate::pipeline::store::Db::work_dir(self)
+    }
+}
+
 /// `row` as an infrastructure failure of `kind`, with its output and error text stored.
 fn infra_row(
-    store: &Store,
+    store: &impl RunSink,
     mut row: RunRow,
     kind: Infra,
     out: &[u8],
@@ -294,7 +312,7 @@ fn infra_row(
 /// Makes one run and returns its row (logs already stored). Infra failures are rows too;
 /// only a failure to record anything is an error.
 pub fn run(
-    store: &Store,
+    store: &impl RunSink,
     inst: &Instance,
     arm: Arm,
     idx: u32,

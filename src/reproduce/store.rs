@@ -30,10 +30,12 @@ pub enum StoreError {
     },
 }
 
-/// One finished run as stored.
-#[derive(Debug, Clone, PartialEq)]
+/// One finished run as stored (and, as JSON, in a cluster worker's result file).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunRow {
     pub instance_id: String,
+    /// By name (`shim`, `shim_without_clock`, ...).
+    #[serde(with = "arm_name")]
     pub arm: Arm,
     pub idx: u32,
     pub resolved: bool,
@@ -52,6 +54,21 @@ pub struct RunRow {
     pub junit_sha256: Option<String>,
     /// The one-line runtime error, for `Infra::Runtime`.
     pub error: Option<String>,
+}
+
+/// An arm as its name ([`Arm::name`]) in JSON.
+pub(crate) mod arm_name {
+    use super::Arm;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(arm: &Arm, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&arm.name())
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arm, D::Error> {
+        let name = String::deserialize(d)?;
+        Arm::parse(&name).ok_or_else(|| D::Error::custom(format!("unknown arm {name:?}")))
+    }
 }
 
 /// An instance's recorded outcome and its graded tests (`None`: not stored).

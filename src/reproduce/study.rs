@@ -84,16 +84,7 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         // The coordinator's connection closes here: SQLite connections must not cross fork.
     };
 
-    let mut arms = vec![Arm::Shim];
-    if opts.compare_shim {
-        arms.push(Arm::NoShim);
-    }
-    if opts.baseline {
-        arms.push(Arm::BaselineShim);
-        if opts.compare_shim {
-            arms.push(Arm::BaselineNoShim);
-        }
-    }
+    let arms = arms(opts);
     let mut phase1 = Vec::new();
     for idx in 0..opts.k {
         for &arm in &arms {
@@ -116,6 +107,21 @@ pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     progress.finish();
     drop(lock);
     done.map(|()| input.without_prediction)
+}
+
+/// The arms of phase 1, in the order runs are made.
+pub(crate) fn arms(opts: &Options) -> Vec<Arm> {
+    let mut arms = vec![Arm::Shim];
+    if opts.compare_shim {
+        arms.push(Arm::NoShim);
+    }
+    if opts.baseline {
+        arms.push(Arm::BaselineShim);
+        if opts.compare_shim {
+            arms.push(Arm::BaselineNoShim);
+        }
+    }
+    arms
 }
 
 /// Phase 2: the leave-one-out runs of each patch that reproduces with the shim and not

@@ -257,6 +257,10 @@ pub struct InstanceSummary {
     /// inconsistent dates (such instances are left out of `drift`); `null` without no-shim
     /// runs.
     pub age_days: Option<f64>,
+    /// Distinct hosts (hostname and machine id) its runs were made on, for a study merged
+    /// from a cluster (`reproduce merge`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distinct_hosts: Option<u32>,
 }
 
 /// What the pass over the instances gathers for the study-wide numbers.
@@ -368,6 +372,7 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
         runs,
         infra: infra_kinds,
         age_days,
+        distinct_hosts: None,
     }
 }
 
