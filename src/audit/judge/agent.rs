@@ -6,13 +6,14 @@
 
 use std::path::Path;
 
-use crate::audit::run::agent::{AgentConfig, AgentKind, Invocation, CODEX_HOME};
+use crate::audit::run::agent::{
+    claude_argv, claude_env, codex_argv, AgentConfig, AgentKind, Invocation, CODEX_HOME,
+};
 use crate::audit::run::usage::Usage;
 
 pub(crate) const TASK: &str = "/work/task.json";
 pub(crate) const PROMPT: &str = "/work/PROMPT.md";
 pub(crate) const RESULT: &str = "/out/result.json";
-const LAST_MESSAGE: &str = "/out/last_message.txt";
 /// Claude Code's --max-turns for a judge (it reads one file).
 const MAX_TURNS: u32 = 10;
 
@@ -124,12 +125,6 @@ const ANSWER_IN_MESSAGE: &str = "\n\nYou cannot write files in this environment:
 /// The command line and environment of a model judge.
 pub(crate) fn invocation(cfg: &JudgeConfig) -> Invocation {
     let mut text = prompt(RESULT);
-    let model = |flag: &str| {
-        cfg.model
-            .iter()
-            .flat_map(|m| [flag.to_string(), m.clone()])
-            .collect::<Vec<String>>()
-    };
     let mut env = Vec::new();
     let mut codex_config = None;
     let argv = match cfg.kind {
@@ -146,42 +141,12 @@ pub(crate) fn invocation(cfg: &JudgeConfig) -> Invocation {
                 no_order_instruction: false,
                 max_findings: 0,
             }));
-            let mut argv: Vec<String> = [
-                "codex",
-                "exec",
-                "--json",
-                "-s",
-                "read-only",
-                "--skip-git-repo-check",
-                "-C",
-                "/work",
-                "--output-last-message",
-                LAST_MESSAGE,
-            ]
-            .map(String::from)
-            .to_vec();
-            argv.extend(model("-m"));
-            argv.push(text.clone());
-            argv
+            codex_argv(cfg.model.as_deref(), &text)
         }
         JudgeKind::ClaudeCode => {
             text.push_str(ANSWER_IN_MESSAGE);
-            if let Some(url) = &cfg.base_url {
-                env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
-            }
-            let mut argv: Vec<String> = ["claude", "-p", &text, "--output-format", "json"]
-                .map(String::from)
-                .to_vec();
-            argv.extend([
-                "--max-turns".into(),
-                MAX_TURNS.to_string(),
-                "--allowedTools".into(),
-                "Read,Grep,Glob,LS".into(),
-                "--disallowedTools".into(),
-                "Bash,WebFetch,WebSearch,Write,Edit,MultiEdit,NotebookEdit".into(),
-            ]);
-            argv.extend(model("--model"));
-            argv
+            env.extend(claude_env(cfg.base_url.as_deref()));
+            claude_argv(&text, MAX_TURNS, cfg.model.as_deref())
         }
         JudgeKind::Cmd | JudgeKind::Builtin => {
             env.push(("REPRORUN_JUDGE_TASK".into(), TASK.into()));

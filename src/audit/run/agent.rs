@@ -96,12 +96,6 @@ pub(crate) fn invocation(cfg: &AgentConfig, paper: Option<&str>) -> Invocation {
         order_instruction: !cfg.no_order_instruction,
         max_findings: cfg.max_findings,
     });
-    let model = |flag: &str| {
-        cfg.model
-            .iter()
-            .flat_map(|m| [flag.to_string(), m.clone()])
-            .collect::<Vec<_>>()
-    };
     let mut env = Vec::new();
     let mut codex_config = None;
     let argv = match cfg.kind {
@@ -119,47 +113,12 @@ pub(crate) fn invocation(cfg: &AgentConfig, paper: Option<&str>) -> Invocation {
             text.push_str(ANSWER_IN_MESSAGE);
             env.push(("CODEX_HOME".into(), CODEX_HOME.into()));
             codex_config = Some(codex_config_toml(cfg));
-            let mut argv: Vec<String> = [
-                "codex",
-                "exec",
-                "--json",
-                "-s",
-                "read-only",
-                "--skip-git-repo-check",
-                "-C",
-                "/work",
-                "--output-last-message",
-                LAST_MESSAGE,
-            ]
-            .map(String::from)
-            .to_vec();
-            argv.extend(model("-m"));
-            argv.push(text.clone());
-            argv
+            codex_argv(cfg.model.as_deref(), &text)
         }
         AgentKind::ClaudeCode => {
             text.push_str(ANSWER_IN_MESSAGE);
-            if let Some(url) = &cfg.base_url {
-                env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
-            }
-            // No telemetry, update checks or error reports: the model API is the one host.
-            env.push((
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-                "1".into(),
-            ));
-            let mut argv: Vec<String> = ["claude", "-p", &text, "--output-format", "json"]
-                .map(String::from)
-                .to_vec();
-            argv.extend([
-                "--max-turns".into(),
-                cfg.max_turns.to_string(),
-                "--allowedTools".into(),
-                "Read,Grep,Glob,LS".into(),
-                "--disallowedTools".into(),
-                "Bash,WebFetch,WebSearch,Write,Edit,MultiEdit,NotebookEdit".into(),
-            ]);
-            argv.extend(model("--model"));
-            argv
+            env.extend(claude_env(cfg.base_url.as_deref()));
+            claude_argv(&text, cfg.max_turns, cfg.model.as_deref())
         }
         AgentKind::Cmd => {
             env.push(("REPRORUN_AUDIT_PROMPT".into(), PROMPT.into()));
@@ -181,6 +140,61 @@ pub(crate) fn invocation(cfg: &AgentConfig, paper: Option<&str>) -> Invocation {
         prompt: text,
         codex_config,
     }
+}
+
+/// Codex, read-only, its final message into [`LAST_MESSAGE`] (for agents and judges).
+pub(crate) fn codex_argv(model: Option<&str>, prompt: &str) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        "codex",
+        "exec",
+        "--json",
+        "-s",
+        "read-only",
+        "--skip-git-repo-check",
+        "-C",
+        "/work",
+        "--output-last-message",
+        LAST_MESSAGE,
+    ]
+    .map(String::from)
+    .to_vec();
+    if let Some(m) = model {
+        argv.extend(["-m".into(), m.into()]);
+    }
+    argv.push(prompt.into());
+    argv
+}
+
+/// Claude Code, print mode, with the read-only tools only (for agents and judges).
+pub(crate) fn claude_argv(prompt: &str, max_turns: u32, model: Option<&str>) -> Vec<String> {
+    let mut argv: Vec<String> = ["claude", "-p", prompt, "--output-format", "json"]
+        .map(String::from)
+        .to_vec();
+    argv.extend([
+        "--max-turns".into(),
+        max_turns.to_string(),
+        "--allowedTools".into(),
+        "Read,Grep,Glob,LS".into(),
+        "--disallowedTools".into(),
+        "Bash,WebFetch,WebSearch,Write,Edit,MultiEdit,NotebookEdit".into(),
+    ]);
+    if let Some(m) = model {
+        argv.extend(["--model".into(), m.into()]);
+    }
+    argv
+}
+
+/// Claude Code's environment: the model API's base URL, and no telemetry, update checks or
+/// error reports (the model API is the one host it may reach).
+pub(crate) fn claude_env(base_url: Option<&str>) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
+        "1".to_string(),
+    )];
+    if let Some(url) = base_url {
+        env.push(("ANTHROPIC_BASE_URL".into(), url.into()));
+    }
+    env
 }
 
 /// A TOML string (basic string, escaped).
