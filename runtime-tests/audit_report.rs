@@ -5,29 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::common::*;
-
-fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn tree_tar(files: &[(&str, &str)]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, contents) in files {
-        let mut h = tar::Header::new_ustar();
-        h.set_size(contents.len() as u64);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
-    }
-    b.into_inner().unwrap()
-}
 
 /// Two findings, ranked: a missing dependency, then a paper/code mismatch.
 const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two blockers"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2 <script>x</script>", "user_symptom": "ModuleNotFoundError", "trigger_context": "python main.py", "root_cause": "opencv-python is not listed", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}, {"finding_id": "F2", "rank_reason": "second", "severity": "medium", "stage": "training", "category": "paper_code_mismatch", "issue_title": "Learning rate differs from the paper", "user_symptom": "lower accuracy", "trigger_context": "python main.py", "root_cause": "lr 0.01 in code, 0.001 in paper", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "lr"}], "impact": "numbers differ", "affected_claims_or_metrics": ["Table 1"], "reproducibility_blocker": false, "confidence": "medium"}], "missing_or_ambiguous_artifacts": []}"#;
@@ -49,7 +27,7 @@ impl Study {
         std::fs::create_dir_all(dir.join("trees")).unwrap();
         std::fs::create_dir_all(dir.join("papers")).unwrap();
         let paper = "# A paper\nWe train with a learning rate of 0.001.\n";
-        let paper_name = format!("{}.md", hex(paper.as_bytes()));
+        let paper_name = format!("{}.md", sha256_hex(paper.as_bytes()));
         std::fs::write(dir.join("papers").join(&paper_name), paper).unwrap();
         let mut groups = Vec::new();
         for (i, (paper_id, repo, issues, fixes)) in [
@@ -60,9 +38,10 @@ impl Study {
         .into_iter()
         .enumerate()
         {
-            let tar = tree_tar(&[("main.py", &format!("import cv2\nlr = 0.0{i}\n"))]);
-            let digest = hex(&tar);
-            std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+            let digest = store_tree(
+                &dir,
+                &[("main.py", &format!("import cv2\nlr = 0.0{i}\n"), 0o644)],
+            );
             groups.push(serde_json::json!({
                 "group_id": format!("{paper_id}@{i:012}"), "paper_id": paper_id, "repo": repo,
                 "commit": format!("{i:040}"), "tree": digest, "issues": issues,
@@ -136,7 +115,7 @@ impl Study {
     fn judge(&self, judged: &[(&str, u32)], labels: &[(&str, u32, &str, u32, &str)]) {
         let conn = rusqlite::Connection::open(self.path().join("audit.db")).unwrap();
         let result = r#"{"issue_alignments": [{"hidden_issue_id": "o/demo#1", "best_label": "exact", "best_finding_index": 0, "rationale": "RATIONALE <b>cv2</b>"}], "finding_alignments": [], "pair_labels": []}"#;
-        let digest = hex(result.as_bytes());
+        let digest = sha256_hex(result.as_bytes());
         let logs = self.path().join("audit.db.logs");
         std::fs::create_dir_all(&logs).unwrap();
         std::fs::write(logs.join(&digest), result).unwrap();

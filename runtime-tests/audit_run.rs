@@ -6,30 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 use crate::common::*;
-
-fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A tar of `files` (path, contents, mode), as the snapshot stage writes them.
-fn tree_tar(files: &[(&str, &str, u32)]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, contents, mode) in files {
-        let mut h = tar::Header::new_ustar();
-        h.set_size(contents.len() as u64);
-        h.set_mode(*mode);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
-    }
-    b.into_inner().unwrap()
-}
 
 /// A corpus of one pair and two snapshot groups, written by hand in the documented format.
 struct Corpus {
@@ -71,16 +48,14 @@ impl Corpus {
         .into_iter()
         .enumerate()
         {
-            let tar = tree_tar(&files);
-            let digest = hex(&tar);
-            std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+            let digest = store_tree(&dir, &files);
             groups.push(serde_json::json!({
                 "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
                 "commit": format!("{i:040}"), "tree": digest, "issues": [i + 1],
             }));
         }
         let paper = "# A paper\nWe train for 100 epochs with a learning rate of 0.001.\n";
-        let paper_digest = hex(paper.as_bytes());
+        let paper_digest = sha256_hex(paper.as_bytes());
         std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
         let manifest = serde_json::json!({
             "version": 1,

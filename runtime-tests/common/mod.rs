@@ -227,3 +227,52 @@ pub fn build_probe(src: &Path, out: &Path, gcc_flags: &[&str], scratch: &Path) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Lowercase hex sha256 (the names of an audit corpus's trees and papers).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A tar of `files` (path, contents, mode), as `reprorun audit snapshot` writes trees.
+pub fn tree_tar(files: &[(&str, &str, u32)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, contents, mode) in files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(contents.len() as u64);
+        h.set_mode(*mode);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+/// Stores a snapshot tree in the audit corpus `dir` (`trees/<sha256>.tar`); returns its id.
+pub fn store_tree(dir: &Path, files: &[(&str, &str, u32)]) -> String {
+    let tar = tree_tar(files);
+    let digest = sha256_hex(&tar);
+    std::fs::create_dir_all(dir.join("trees")).unwrap();
+    std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+    digest
+}
+
+/// Stores a Markdown paper in the audit corpus `dir`; returns its file name in `papers/`.
+pub fn store_paper(dir: &Path, text: &str) -> String {
+    let name = format!("{}.md", sha256_hex(text.as_bytes()));
+    std::fs::create_dir_all(dir.join("papers")).unwrap();
+    std::fs::write(dir.join("papers").join(&name), text).unwrap();
+    name
+}
+
+/// Writes the audit corpus manifest `dir/corpus.json`.
+pub fn write_manifest(dir: &Path, manifest: &serde_json::Value) {
+    std::fs::write(
+        dir.join("corpus.json"),
+        serde_json::to_vec_pretty(manifest).unwrap(),
+    )
+    .unwrap();
+}
