@@ -1,4 +1,4 @@
-//! `reprorun audit filter|snapshot|run`: arguments to options, and what is printed.
+//! `reprorun audit ...`: arguments to options, and what is printed.
 
 use clap::{Args, Subcommand};
 
@@ -21,6 +21,13 @@ pub enum AuditCommand {
     /// Run an audit agent on every snapshot group of a corpus, in fresh sandboxes, and
     /// record each run's findings.
     Run(Box<super::run::RunArgs>),
+    /// `audit run` on a batch cluster: write the runs as chunk files, a manifest and sbatch
+    /// scripts (submit.sh: an array over the chunks, then the merge job).
+    Plan(Box<super::run::cluster::PlanArgs>),
+    /// One array task: make one chunk's runs, each result into its own file (never SQLite).
+    Work(super::run::cluster::WorkArgs),
+    /// Check every result against the plan and record each run in the study exactly once.
+    Merge(super::run::cluster::MergeArgs),
     /// Judge each run's ranked findings against the hidden issues of its snapshot, in a
     /// sandbox whose only input is the task file; every (issue, finding) pair labelled.
     Judge(Box<super::judge::JudgeArgs>),
@@ -74,11 +81,68 @@ pub(crate) fn run(args: AuditArgs) -> Result<(), AuditError> {
         AuditCommand::Filter(a) => super::filter::command(a),
         AuditCommand::Snapshot(a) => super::snapshot::command(a),
         AuditCommand::Run(a) => super::run::command(*a),
+        AuditCommand::Plan(a) => plan(*a),
+        AuditCommand::Work(a) => work(a),
+        AuditCommand::Merge(a) => merge(a),
         AuditCommand::Judge(a) => super::judge::command(*a),
         AuditCommand::Sample(a) => super::judge::sample(a),
         AuditCommand::Agreement(a) => super::judge::agreement(a),
         AuditCommand::Metrics(a) => super::metrics::command(a),
         AuditCommand::Report(a) => super::report::command(a),
         AuditCommand::AgentBuiltin(a) => agent_builtin(a),
+    }
+}
+
+fn write_out(text: &str) -> Result<(), AuditError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(AuditError::Print)
+}
+
+fn plan(a: super::run::cluster::PlanArgs) -> Result<(), AuditError> {
+    let reprorun = std::env::current_exe().map_err(AuditError::Print)?;
+    let m = super::run::cluster::plan(&a, &reprorun)?;
+    let units: u32 = m.chunks.iter().map(|c| c.units).sum();
+    let out = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    write_out(&format!(
+        "{units} runs in {} chunks; submit with {}\n",
+        m.chunks.len(),
+        out.join("submit.sh").display()
+    ))
+}
+
+fn work(a: super::run::cluster::WorkArgs) -> Result<(), AuditError> {
+    let done = super::run::cluster::work(&a)?;
+    eprintln!(
+        "reprorun: audit work: {} run(s) made, {} already done{}",
+        done.ran,
+        done.skipped,
+        if done.stopped {
+            "; stopped by a signal before the rest"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+fn merge(a: super::run::cluster::MergeArgs) -> Result<(), AuditError> {
+    let m = super::run::cluster::merge(&a.tasks, &a.results, &a.db)?;
+    let c = &m.coverage;
+    let line = format!(
+        "merged {} new run(s), {} attempt(s), {} already merged; {} of {} planned runs recorded",
+        m.inserted, m.attempts, m.already, c.recorded, c.planned
+    );
+    let list: Vec<String> = c.missing_chunks.iter().map(u32::to_string).collect();
+    if a.json {
+        let text = serde_json::to_string(&m).map_err(|e| AuditError::Print(e.into()))?;
+        write_out(&format!("{text}\n"))
+    } else if a.missing {
+        eprintln!("reprorun: audit merge: {line}");
+        write_out(&format!("{}\n", list.join(",")))
+    } else {
+        write_out(&format!("{line}\n"))
     }
 }

@@ -265,6 +265,25 @@ pub(crate) fn write_plan(
     Ok(Ok(()))
 }
 
+/// Where a unit's logs go, content-addressed: the study database's log store, or a
+/// worker's [`LogDir`].
+pub(crate) trait LogSink {
+    /// Writes a log and returns its digest.
+    fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError>;
+}
+
+impl LogSink for super::store::Db {
+    fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError> {
+        super::store::Db::put_log(self, bytes)
+    }
+}
+
+impl LogSink for LogDir {
+    fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError> {
+        self.put(bytes)
+    }
+}
+
 /// Content-addressed logs in a results directory (`results/logs/DIGEST`): what a worker
 /// writes where a study run writes the database's log store.
 pub(crate) struct LogDir(pub PathBuf);
