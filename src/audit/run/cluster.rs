@@ -429,7 +429,8 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
                 |_| 0,
                 |u| format!("{} #{}", u.group_id, u.repeat),
                 |u| {
-                    let row = super::run_one(&study, &logs, &scratch.join("runs"), group, u.repeat)?;
+                    let row =
+                        super::run_one(&study, &logs, &scratch.join("runs"), group, u.repeat)?;
                     let shard = Shard {
                         format: SHARD_FORMAT.into(),
                         manifest_sha256: tasks.digest.clone(),
@@ -630,7 +631,9 @@ pub(crate) fn merge(tasks_dir: &Path, results: &Path, db: &Path) -> Result<Merge
     });
     let lock = crate::pipeline::store::lock(db)?;
     let store = Store::open(db, true)?;
-    store.db.check_options(&tasks.manifest.options_fingerprint)?;
+    store
+        .db
+        .check_options(&tasks.manifest.options_fingerprint)?;
     store
         .db
         .set_meta("corpus", &tasks.manifest.corpus.to_string_lossy())?;

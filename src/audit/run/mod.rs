@@ -336,7 +336,13 @@ fn fingerprint(study: &Study, args: &RunArgs) -> String {
 /// One run, recorded.
 fn worker(study: &Study, group: &Group, repeat: u32) -> Result<(), RunError> {
     let store = Store::open(&study.db, false)?;
-    let row = run_one(study, &store.db, &store.db.work_dir().join("runs"), group, repeat)?;
+    let row = run_one(
+        study,
+        &store.db,
+        &store.db.work_dir().join("runs"),
+        group,
+        repeat,
+    )?;
     store.insert(&row)?;
     Ok(())
 }
