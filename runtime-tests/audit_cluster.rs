@@ -249,7 +249,10 @@ fn plan_work_merge_records_the_study_audit_run_records() {
     assert_eq!(m["missing_chunks"], serde_json::json!([]));
     // The same runs, findings and all.
     assert_eq!(c.runs("cl.db"), c.runs("run.db"));
-    assert!(c.runs("cl.db").iter().any(|r| r.3.is_some()), "findings recorded");
+    assert!(
+        c.runs("cl.db").iter().any(|r| r.3.is_some()),
+        "findings recorded"
+    );
     assert_eq!(c.judged_metrics("cl.db"), c.judged_metrics("run.db"));
 
     // A requeued task's second result of a run: an attempt, never a second run.

@@ -449,3 +449,7 @@ pub(crate) fn scratch_dir(host: &Host) -> PathBuf {
         std::process::id()
     ))
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

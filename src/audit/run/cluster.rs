@@ -655,3 +655,7 @@ pub(crate) fn merge(tasks_dir: &Path, results: &Path, db: &Path) -> Result<Merge
     drop(lock);
     Ok(m)
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;
