@@ -363,3 +363,165 @@ fn merge_refuses_a_database_of_another_configuration() {
     expect_code(&o, 125);
     assert_eq!(c.runs("cl.db").len(), 2, "nothing merged");
 }
+
+/// Each chunk of `tasks` through `audit work`, then `audit merge` into `db`.
+fn work_and_merge(c: &Corpus, tasks: &str, results: &str, db: &str) -> serde_json::Value {
+    let mut chunks: Vec<PathBuf> = std::fs::read_dir(c.work.path().join(tasks).join("chunks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    chunks.sort();
+    for ch in &chunks {
+        let o = c.work.run(&[
+            "audit",
+            "work",
+            "--tasks",
+            tasks,
+            "--chunk",
+            ch.to_str().unwrap(),
+            "--results",
+            results,
+        ]);
+        expect_code(&o, 0);
+    }
+    c.json(&[
+        "audit",
+        "merge",
+        "--tasks",
+        tasks,
+        "--results",
+        results,
+        "--db",
+        db,
+        "--json",
+    ])
+}
+
+#[test]
+fn judge_plan_work_merge_judges_as_audit_judge_does() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let c = Corpus::new();
+    let agent = Corpus::agent();
+    let common = [
+        "--corpus",
+        "corpus",
+        "--agent-cmd",
+        &agent,
+        "--repeats",
+        "2",
+    ];
+    let mut run = vec!["audit", "run", "--db", "run.db"];
+    run.extend_from_slice(&common);
+    expect_code(&c.work.run(&run), 0);
+    let expected = c.judged_metrics("run.db");
+
+    let mut plan = vec!["audit", "plan", "--db", "cl.db", "--out", "tasks"];
+    plan.extend_from_slice(&common);
+    expect_code(&c.work.run(&plan), 0);
+    let m = work_and_merge(&c, "tasks", "results", "cl.db");
+    assert_eq!(m["inserted"].as_u64(), Some(4), "{m}");
+
+    let jplan = [
+        "audit",
+        "judge-plan",
+        "--db",
+        "cl.db",
+        "--out",
+        "jtasks",
+        "--results",
+        "jresults",
+        "--chunk",
+        "1",
+    ];
+    let o = c.work.run(&jplan);
+    assert!(
+        expect_code(&o, 0).contains("4 judgings in 4 chunks"),
+        "{}",
+        stdout(&o)
+    );
+    let m = work_and_merge(&c, "jtasks", "jresults", "cl.db");
+    assert_eq!(
+        (m["inserted"].as_u64(), m["recorded"].as_u64()),
+        (Some(4), Some(4)),
+        "{m}"
+    );
+    assert_eq!(m["missing_chunks"], serde_json::json!([]));
+    let got = c.json(&["audit", "metrics", "--db", "cl.db", "--json", "--seed", "3"]);
+    assert_eq!(got, expected);
+
+    // A second judging of a judged run is an attempt; merging again adds nothing.
+    let runs = c.work.path().join("jresults/runs");
+    let name = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .min()
+        .unwrap();
+    let text = std::fs::read_to_string(runs.join(&name)).unwrap();
+    std::fs::write(
+        runs.join(name.replace(".json", ".requeued.json")),
+        text.replace("\"finished_at\": ", "\"finished_at\": 1"),
+    )
+    .unwrap();
+    let merge = [
+        "audit",
+        "merge",
+        "--tasks",
+        "jtasks",
+        "--results",
+        "jresults",
+        "--db",
+        "cl.db",
+        "--json",
+    ];
+    let m = c.json(&merge);
+    assert_eq!(
+        (
+            m["inserted"].as_u64(),
+            m["attempts"].as_u64(),
+            m["already"].as_u64()
+        ),
+        (Some(0), Some(1), Some(4)),
+        "{m}"
+    );
+    let m = c.json(&merge);
+    assert_eq!(
+        (m["inserted"].as_u64(), m["attempts"].as_u64()),
+        (Some(0), Some(0)),
+        "{m}"
+    );
+    assert_eq!(
+        c.json(&["audit", "metrics", "--db", "cl.db", "--json", "--seed", "3"]),
+        expected
+    );
+
+    // Nothing left to judge: an empty plan.
+    let o = c.work.run(&[
+        "audit",
+        "judge-plan",
+        "--db",
+        "cl.db",
+        "--out",
+        "jtasks2",
+        "--results",
+        "jresults2",
+    ]);
+    assert!(
+        expect_code(&o, 0).starts_with("0 judgings"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A tampered judgment: one line, nothing merged.
+    std::fs::write(
+        runs.join(&name),
+        text.replace("\"exact\"", "\"none\"")
+            .replace("\"semantic\"", "\"none\"")
+            + " ",
+    )
+    .unwrap();
+    let o = c.work.run(&merge[..8]);
+    expect_error(&o, "refused");
+}

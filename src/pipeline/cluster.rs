@@ -270,17 +270,25 @@ pub(crate) fn write_plan(
 pub(crate) trait LogSink {
     /// Writes a log and returns its digest.
     fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError>;
+    /// A log written before, if it is there and matches its digest.
+    fn log(&self, digest: &str) -> Option<Vec<u8>>;
 }
 
 impl LogSink for super::store::Db {
     fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError> {
         super::store::Db::put_log(self, bytes)
     }
+    fn log(&self, digest: &str) -> Option<Vec<u8>> {
+        super::store::Db::log(self, digest)
+    }
 }
 
 impl LogSink for LogDir {
     fn put_log(&self, bytes: &[u8]) -> Result<String, super::store::StoreError> {
         self.put(bytes)
+    }
+    fn log(&self, digest: &str) -> Option<Vec<u8>> {
+        self.check(digest).ok()
     }
 }
 
