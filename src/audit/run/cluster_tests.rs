@@ -1,4 +1,5 @@
 use super::*;
+use crate::audit::run::store::Store;
 
 fn parse(args: &[&str]) -> RunArgs {
     from_argv(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
