@@ -525,3 +525,98 @@ fn judge_plan_work_merge_judges_as_audit_judge_does() {
     let o = c.work.run(&merge[..8]);
     expect_error(&o, "refused");
 }
+
+/// `TASKS/submit.sh --wait` on the test's one-node Slurm; the merge job's output.
+fn submit(c: &Corpus, slurm: &crate::cluster::Slurm, tasks: &str, results: &str) -> String {
+    let out = std::process::Command::new("timeout")
+        .args(["120", &format!("{tasks}/submit.sh"), "--wait"])
+        .current_dir(c.work.path())
+        .env("SLURM_CONF", slurm.conf())
+        .env("REPRORUN_SBATCH_TIMEOUT", "100")
+        .env_remove("REPRORUN_ISOLATION")
+        .output()
+        .unwrap();
+    let logs = std::fs::read_dir(c.work.path().join(results).join("slurm"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "submit.sh --wait: {}{}\n{logs}",
+        stdout(&out),
+        stderr(&out)
+    );
+    logs
+}
+
+#[test]
+fn a_one_node_slurm_runs_and_judges_the_audit() {
+    let slurm = match crate::cluster::Slurm::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("skipped: Slurm cannot be started here: {why}");
+            return;
+        }
+    };
+    let c = Corpus::new();
+    let agent = Corpus::agent();
+    let common = [
+        "--corpus",
+        "corpus",
+        "--agent-cmd",
+        &agent,
+        "--repeats",
+        "2",
+    ];
+    let mut run = vec!["audit", "run", "--db", "run.db"];
+    run.extend_from_slice(&common);
+    expect_code(&c.work.run(&run), 0);
+    let expected = c.judged_metrics("run.db");
+
+    let mut plan = vec![
+        "audit",
+        "plan",
+        "--db",
+        "cl.db",
+        "--out",
+        "tasks",
+        "--chunk",
+        "1",
+        "--sbatch-args",
+        "--partition=debug",
+    ];
+    plan.extend_from_slice(&common);
+    expect_code(&c.work.run(&plan), 0);
+    let logs = submit(&c, &slurm, "tasks", "results");
+    assert!(logs.contains("merged 4 new run(s), 0 attempt(s)"), "{logs}");
+    let o = c.work.run(&[
+        "audit",
+        "judge-plan",
+        "--db",
+        "cl.db",
+        "--out",
+        "jtasks",
+        "--results",
+        "jresults",
+        "--sbatch-args",
+        "--partition=debug",
+    ]);
+    expect_code(&o, 0);
+    let logs = submit(&c, &slurm, "jtasks", "jresults");
+    assert!(logs.contains("merged 4 new judgment(s)"), "{logs}");
+    let got = c.json(&["audit", "metrics", "--db", "cl.db", "--json", "--seed", "3"]);
+    assert_eq!(got, expected);
+    let db = rusqlite::Connection::open(c.work.path().join("cl.db")).unwrap();
+    let jobs: Vec<String> = db
+        .prepare("SELECT job FROM run_hosts")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(jobs.len(), 4);
+    assert!(jobs.iter().all(|j| j.starts_with("slurm:")), "{jobs:?}");
+}
