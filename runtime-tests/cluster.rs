@@ -258,7 +258,7 @@ fn merge_keeps_requeued_results_apart_refuses_tampered_ones_and_lists_missing_ch
 }
 
 /// A one-node Slurm (slurmctld, slurmd, munged) in a temporary directory, stopped on drop.
-struct Slurm {
+pub(crate) struct Slurm {
     dir: tempfile::TempDir,
 }
 
@@ -271,7 +271,7 @@ fn slurm_cmd(conf: &Path, prog: &str, args: &[&str]) -> std::process::Command {
 
 impl Slurm {
     /// Starts it, or says why it cannot be started here.
-    fn start() -> Result<Slurm, String> {
+    pub(crate) fn start() -> Result<Slurm, String> {
         use std::os::unix::fs::PermissionsExt;
         if !is_root() {
             return Err("not root".into());
@@ -356,7 +356,7 @@ impl Slurm {
         Ok(s)
     }
 
-    fn conf(&self) -> PathBuf {
+    pub(crate) fn conf(&self) -> PathBuf {
         self.dir.path().join("slurm.conf")
     }
 }

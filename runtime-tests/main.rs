@@ -3,6 +3,7 @@
 
 mod common;
 
+mod audit_cluster;
 mod audit_demo;
 mod audit_judge;
 mod audit_report;

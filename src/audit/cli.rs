@@ -1,4 +1,4 @@
-//! `reprorun audit filter|snapshot|run`: arguments to options, and what is printed.
+//! `reprorun audit ...`: arguments to options, and what is printed.
 
 use clap::{Args, Subcommand};
 
@@ -21,6 +21,17 @@ pub enum AuditCommand {
     /// Run an audit agent on every snapshot group of a corpus, in fresh sandboxes, and
     /// record each run's findings.
     Run(Box<super::run::RunArgs>),
+    /// `audit run` on a batch cluster: write the runs as chunk files, a manifest and sbatch
+    /// scripts (submit.sh: an array over the chunks, then the merge job).
+    Plan(Box<super::run::cluster::PlanArgs>),
+    /// One array task: make one chunk's runs, each result into its own file (never SQLite).
+    Work(super::run::cluster::WorkArgs),
+    /// Check every result against the plan and record each run (or judgment) in the study
+    /// exactly once.
+    Merge(super::run::cluster::MergeArgs),
+    /// `audit judge` on a batch cluster: the recorded runs not yet judged as chunk files and
+    /// sbatch scripts (then `audit work` per chunk and `audit merge`, as for `audit plan`).
+    JudgePlan(Box<super::judge::cluster::JudgePlanArgs>),
     /// Judge each run's ranked findings against the hidden issues of its snapshot, in a
     /// sandbox whose only input is the task file; every (issue, finding) pair labelled.
     Judge(Box<super::judge::JudgeArgs>),
@@ -74,11 +85,111 @@ pub(crate) fn run(args: AuditArgs) -> Result<(), AuditError> {
         AuditCommand::Filter(a) => super::filter::command(a),
         AuditCommand::Snapshot(a) => super::snapshot::command(a),
         AuditCommand::Run(a) => super::run::command(*a),
+        AuditCommand::Plan(a) => plan(*a),
+        AuditCommand::Work(a) => work(a),
+        AuditCommand::Merge(a) => merge(a),
+        AuditCommand::JudgePlan(a) => judge_plan(*a),
         AuditCommand::Judge(a) => super::judge::command(*a),
         AuditCommand::Sample(a) => super::judge::sample(a),
         AuditCommand::Agreement(a) => super::judge::agreement(a),
         AuditCommand::Metrics(a) => super::metrics::command(a),
         AuditCommand::Report(a) => super::report::command(a),
         AuditCommand::AgentBuiltin(a) => agent_builtin(a),
+    }
+}
+
+fn write_out(text: &str) -> Result<(), AuditError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(AuditError::Print)
+}
+
+fn plan(a: super::run::cluster::PlanArgs) -> Result<(), AuditError> {
+    let reprorun = std::env::current_exe().map_err(AuditError::Print)?;
+    let m = super::run::cluster::plan(&a, &reprorun)?;
+    let units: u32 = m.chunks.iter().map(|c| c.units).sum();
+    let out = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    write_out(&format!(
+        "{units} runs in {} chunks; submit with {}\n",
+        m.chunks.len(),
+        out.join("submit.sh").display()
+    ))
+}
+
+fn judge_plan(a: super::judge::cluster::JudgePlanArgs) -> Result<(), AuditError> {
+    let reprorun = std::env::current_exe().map_err(AuditError::Print)?;
+    let m = super::judge::cluster::plan(&a, &reprorun)?;
+    let units: u32 = m.chunks.iter().map(|c| c.units).sum();
+    let out = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    write_out(&format!(
+        "{units} judgings in {} chunks; submit with {}\n",
+        m.chunks.len(),
+        out.join("submit.sh").display()
+    ))
+}
+
+/// Whether the plan in `dir` is a judging plan (`audit judge-plan`).
+fn judging(dir: &std::path::Path) -> bool {
+    super::judge::cluster::plan_format(dir).as_deref()
+        == Some(super::judge::cluster::MANIFEST_FORMAT)
+}
+
+fn work(a: super::run::cluster::WorkArgs) -> Result<(), AuditError> {
+    if judging(&a.tasks) {
+        let (made, skipped, stopped) = super::judge::cluster::work(&a.tasks, &a.chunk, &a.results)?;
+        eprintln!(
+            "reprorun: audit work: {made} judging(s) made, {skipped} already done{}",
+            if stopped {
+                "; stopped by a signal before the rest"
+            } else {
+                ""
+            }
+        );
+        return Ok(());
+    }
+    let done = super::run::cluster::work(&a)?;
+    eprintln!(
+        "reprorun: audit work: {} run(s) made, {} already done{}",
+        done.ran,
+        done.skipped,
+        if done.stopped {
+            "; stopped by a signal before the rest"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+fn merge(a: super::run::cluster::MergeArgs) -> Result<(), AuditError> {
+    let what = if judging(&a.tasks) { "judgment" } else { "run" };
+    let m = if judging(&a.tasks) {
+        let (inserted, attempts, already, coverage) =
+            super::judge::cluster::merge(&a.tasks, &a.results, &a.db)?;
+        super::run::cluster::Merged {
+            inserted,
+            attempts,
+            already,
+            coverage,
+        }
+    } else {
+        super::run::cluster::merge(&a.tasks, &a.results, &a.db)?
+    };
+    let c = &m.coverage;
+    let line = format!(
+        "merged {} new {what}(s), {} attempt(s), {} already merged; {} of {} planned {what}s recorded",
+        m.inserted, m.attempts, m.already, c.recorded, c.planned
+    );
+    let list: Vec<String> = c.missing_chunks.iter().map(u32::to_string).collect();
+    if a.json {
+        let text = serde_json::to_string(&m).map_err(|e| AuditError::Print(e.into()))?;
+        write_out(&format!("{text}\n"))
+    } else if a.missing {
+        eprintln!("reprorun: audit merge: {line}");
+        write_out(&format!("{}\n", list.join(",")))
+    } else {
+        write_out(&format!("{line}\n"))
     }
 }

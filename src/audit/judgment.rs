@@ -42,7 +42,7 @@ impl Label {
 }
 
 /// One judging of one run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Judgment {
     pub(crate) group_id: String,
     pub(crate) repeat: u32,
@@ -65,7 +65,7 @@ pub(crate) struct Judgment {
 }
 
 /// One pair's label.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PairLabel {
     pub(crate) group_id: String,
     pub(crate) repeat: u32,

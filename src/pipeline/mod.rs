@@ -1,10 +1,13 @@
-//! The study machinery two pipelines share (`reproduce` now, `audit` later): one unit of
+//! The study machinery the pipelines (`reproduce`, `audit`) share: one unit of
 //! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]), the progress
 //! shown meanwhile ([`progress`]), the study database ([`store`]), the statistics
-//! reports use ([`stats`]), and the report document ([`doc`]) with its charts ([`svg`]). Nothing here knows about patches; it only looks down, at
-//! `plan`, `sandbox` and `sys`.
+//! reports use ([`stats`]), the report document ([`doc`]) with its charts ([`svg`]), and the
+//! cluster verbs' files ([`cluster`]) with the facts of the host a unit ran on ([`host`]).
+//! Nothing here knows about patches; it only looks down, at `plan`, `sandbox` and `sys`.
 
+pub(crate) mod cluster;
 pub mod doc;
+pub(crate) mod host;
 pub mod pool;
 pub mod progress;
 pub(crate) mod records;

@@ -8,8 +8,10 @@
 //! judge against hand labels.
 
 pub(crate) mod agent;
+pub(crate) mod cluster;
 pub(crate) mod lexical;
 pub(crate) mod result;
+mod sandboxed;
 pub(crate) mod task;
 #[cfg(test)]
 mod tests;
@@ -30,11 +32,12 @@ use crate::audit::judgment::{Judgment, Label, PairLabel};
 use crate::audit::run::request::{self, Sandbox};
 use crate::audit::run::store::{RunRow, Store};
 use crate::audit::run::usage::Usage;
+use crate::pipeline::cluster::LogSink;
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
 use crate::pipeline::store::StoreError;
-use crate::pipeline::unit::Scratch;
-use crate::plan::{HostFacts, NetChoice, NetMode};
+use crate::plan::{NetChoice, NetMode};
+use sandboxed::{sandboxed, Place};
 
 #[derive(Debug, Error)]
 pub(crate) enum JudgeError {
@@ -187,8 +190,8 @@ pub(crate) fn command(args: JudgeArgs) -> Result<(), super::AuditError> {
     print_summary(&store, study.name(), args.json)
 }
 
-/// Checks the options and reads the study's corpus.
-fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
+/// The judge `args` name and the values of its `--pass-env` variables.
+fn kind_and_env(args: &JudgeArgs) -> Result<(JudgeKind, Vec<(String, String)>), JudgeError> {
     let usage = |m: String| JudgeError::Usage(m);
     let kind = match (&args.judge_cmd, args.judge) {
         (Some(_), JudgeKind::Builtin | JudgeKind::Cmd) => JudgeKind::Cmd,
@@ -212,6 +215,13 @@ fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
             }
         }
     }
+    Ok((kind, pass_env))
+}
+
+/// Checks the options and reads the study's corpus.
+fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
+    let usage = |m: String| JudgeError::Usage(m);
+    let (kind, pass_env) = kind_and_env(args)?;
     let db = std::path::absolute(&args.db).unwrap_or_else(|_| args.db.clone());
     let store = Store::open(&db, false)?;
     let corpus_dir = store.db.meta("corpus")?.ok_or_else(|| {
@@ -220,7 +230,20 @@ fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
             db.display()
         ))
     })?;
-    let corpus = Corpus::open(std::path::Path::new(&corpus_dir))?;
+    resolve_in(args, db, &corpus_dir, pass_env, kind)
+}
+
+/// [`resolve`] with the study's corpus directory known (a cluster worker reads it from the
+/// plan, never from the database).
+fn resolve_in(
+    args: &JudgeArgs,
+    db: PathBuf,
+    corpus_dir: &str,
+    pass_env: Vec<(String, String)>,
+    kind: JudgeKind,
+) -> Result<Study, JudgeError> {
+    let usage = |m: String| JudgeError::Usage(m);
+    let corpus = Corpus::open(std::path::Path::new(corpus_dir))?;
     let hidden = task::hidden_issues(&corpus.manifest)
         .map_err(|why| usage(format!("corpus {corpus_dir}: {why}")))?;
     let sandbox = if kind == JudgeKind::Builtin {
@@ -265,15 +288,20 @@ fn resolve(args: &JudgeArgs) -> Result<Study, JudgeError> {
     })
 }
 
-/// A judge's labels in a study are of one configuration: the first judging records it, a
-/// later one with another is refused.
-fn check_fingerprint(store: &Store, study: &Study) -> Result<(), JudgeError> {
-    let fp = serde_json::json!({
+/// What a judge's labels depend on: its configuration and the corpus.
+fn fingerprint(study: &Study) -> String {
+    serde_json::json!({
         "judge": study.cfg,
         "lexical": (study.cfg.kind == JudgeKind::Builtin).then_some(LEXICAL_VERSION),
         "corpus": study.corpus.fingerprint(),
     })
-    .to_string();
+    .to_string()
+}
+
+/// A judge's labels in a study are of one configuration: the first judging records it, a
+/// later one with another is refused.
+fn check_fingerprint(store: &Store, study: &Study) -> Result<(), JudgeError> {
+    let fp = fingerprint(study);
     let key = format!("judge:{}", study.name());
     let recorded = store.db.meta_or_set(&key, &fp)?;
     if recorded != fp {
@@ -288,7 +316,8 @@ fn check_fingerprint(store: &Store, study: &Study) -> Result<(), JudgeError> {
 
 /// Judges one run and records it (once).
 fn record(study: &Study, store: &Store, row: &RunRow) -> Result<(), JudgeError> {
-    let (judgment, labels) = judge_run(study, store, row)?;
+    let scratch = store.db.work_dir().join("judge");
+    let (judgment, labels) = judge_run(study, &store.db, &scratch, row)?;
     store.insert_judgment(&judgment, &labels)?;
     Ok(())
 }
@@ -320,7 +349,7 @@ impl Attempt {
 
 /// Validates a judge's document against the task: `ok` with its pairs, or why not.
 fn check_answer(
-    store: &Store,
+    logs: &impl LogSink,
     doc: Option<&[u8]>,
     missing: Option<String>,
     task: &Task,
@@ -329,7 +358,7 @@ fn check_answer(
         let why = missing.unwrap_or_else(|| "no result.json was written".into());
         return Ok(Attempt::failed("no_output", why));
     };
-    let sha = store.db.put_log(doc)?;
+    let sha = logs.put_log(doc)?;
     let mut a = match result::validate(doc, task) {
         Ok(pairs) => Attempt {
             pairs: Some(pairs),
@@ -344,11 +373,14 @@ fn check_answer(
     Ok(a)
 }
 
-/// Judges run `row`: its judgment and pair labels. What the judge did wrong is a judgment;
-/// only a failure of the host is an error.
+/// Judges run `row`: its judgment and pair labels, the logs read from and put into `logs`
+/// (the study's database, or a cluster worker's results directory), a model judge's
+/// scratch under `scratch`. What the judge did wrong is a judgment; only a failure of the
+/// host is an error.
 fn judge_run(
     study: &Study,
-    store: &Store,
+    logs: &impl LogSink,
+    scratch: &std::path::Path,
     row: &RunRow,
 ) -> Result<(Judgment, Vec<PairLabel>), JudgeError> {
     let setup = |step: &'static str| {
@@ -368,8 +400,7 @@ fn judge_run(
         .ok_or_else(|| setup("corpus")("the group is not in the study's corpus".into()))?;
     let findings = match (row.status.as_str(), &row.findings_sha256) {
         ("ok", Some(sha)) => {
-            let bytes = store
-                .db
+            let bytes = logs
                 .log(sha)
                 .ok_or_else(|| setup("findings")(format!("log {sha} is missing")))?;
             Some(
@@ -397,7 +428,7 @@ fn judge_run(
             row.status
         )),
         attempts: 0,
-        task_sha256: store.db.put_log(&task_json)?,
+        task_sha256: logs.put_log(&task_json)?,
         result_sha256: None,
         stdout_sha256: None,
         stderr_sha256: None,
@@ -415,10 +446,13 @@ fn judge_run(
         // is unmatched, which the built-in judge says as well.
         let trivial = task.findings.is_empty() || task.hidden_issues.is_empty();
         let a = match &study.sandbox {
-            Some(sb) if !trivial => sandboxed(study, sb, store, row, attempt, &task, &task_json)?,
+            Some(sb) if !trivial => {
+                let at = Place { logs, scratch };
+                sandboxed(study, sb, &at, row, attempt, &task, &task_json)?
+            }
             _ => {
                 let doc = lexical::judge(&task).to_json();
-                check_answer(store, Some(&doc), None, &task)?
+                check_answer(logs, Some(&doc), None, &task)?
             }
         };
         j.attempts = attempt;
@@ -456,79 +490,6 @@ fn judge_run(
         })
         .collect();
     Ok((j, labels))
-}
-
-/// One attempt of a model judge, in a fresh sandbox whose only input is the task.
-fn sandboxed(
-    study: &Study,
-    sb: &Sandbox,
-    store: &Store,
-    row: &RunRow,
-    attempt: u32,
-    task: &Task,
-    task_json: &[u8],
-) -> Result<Attempt, JudgeError> {
-    let setup = |step: &'static str| {
-        move |cause: String| JudgeError::Setup {
-            group: row.group_id.clone(),
-            repeat: row.repeat,
-            step,
-            cause,
-        }
-    };
-    let dir = store.db.work_dir().join("judge").join(format!(
-        "{}-{}-{}-{attempt}",
-        crate::pipeline::unit::file_name_part(&row.group_id),
-        row.repeat,
-        std::process::id()
-    ));
-    let mut scratch = Scratch::create(dir.clone()).map_err(|e| setup("scratch")(e.to_string()))?;
-    let inv = agent::invocation(&study.cfg);
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work)
-        .and_then(|()| std::fs::write(work.join("task.json"), task_json))
-        .and_then(|()| std::fs::write(work.join("PROMPT.md"), &inv.prompt))
-        .map_err(|e| setup("lay out /work")(e.to_string()))?;
-    let codex_home = match &inv.codex_config {
-        Some(config) => {
-            let home = dir.join("codex-home");
-            std::fs::create_dir_all(&home)
-                .and_then(|()| std::fs::write(home.join("config.toml"), config))
-                .map_err(|e| setup("codex home")(e.to_string()))?;
-            Some(home)
-        }
-        None => None,
-    };
-    let req = request::request(sb, &inv, &work, &scratch.out_dir(), codex_home.as_deref());
-    let host = HostFacts::current().map_err(|e| setup("host facts")(e.to_string()))?;
-    let result = scratch
-        .run(&req, &host)
-        .map_err(|e| setup("plan")(e.to_string()))?;
-    let (out, err) = (scratch.stdout(), scratch.stderr());
-    let (stdout_sha256, stderr_sha256) =
-        (Some(store.db.put_log(&out)?), Some(store.db.put_log(&err)?));
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e @ crate::sandbox::SandboxError::Exec { .. }) => {
-            return Ok(Attempt {
-                stdout_sha256,
-                stderr_sha256,
-                ..Attempt::failed("judge_missing", e.to_string())
-            })
-        }
-        Err(e) => return Err(setup("sandbox")(e.to_string())),
-    };
-    let answer = agent::answer(study.cfg.kind, &scratch.out_dir(), &out);
-    let mut a = check_answer(store, answer.document.as_deref(), answer.missing, task)?;
-    a.usage = answer.usage;
-    a.stdout_sha256 = stdout_sha256;
-    a.stderr_sha256 = stderr_sha256;
-    if outcome.timed_out || outcome.oom_killed {
-        a.status = if outcome.timed_out { "timeout" } else { "oom" };
-        a.reason = Some(format!("the judge was stopped ({})", a.status));
-        a.pairs = None;
-    }
-    Ok(a)
 }
 
 /// The judge's counts on stderr (or as JSON on stdout).

@@ -5,6 +5,7 @@
 //! still missing.
 
 pub(crate) mod agent;
+pub(crate) mod cluster;
 pub(crate) mod request;
 pub(crate) mod store;
 #[cfg(test)]
@@ -23,6 +24,7 @@ use request::Sandbox;
 use store::{RunRow, Status, Store};
 
 use crate::audit::corpus::{Corpus, Group};
+use crate::pipeline::cluster::LogSink;
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
 use crate::pipeline::store::StoreError;
@@ -41,6 +43,14 @@ pub(crate) enum RunError {
     Worker(#[from] crate::pipeline::pool::PoolError),
     #[error("{0}")]
     Prices(#[from] usage::PricesError),
+    #[error("{0}")]
+    Corpus(#[from] crate::audit::corpus::CorpusError),
+    #[error("{0}")]
+    File(#[from] crate::pipeline::cluster::FileError),
+    #[error("{path}: {reason}")]
+    Format { path: PathBuf, reason: String },
+    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
+    Refused { path: PathBuf, reason: String },
     #[error("--image: {0}")]
     Image(#[from] crate::image::ImageError),
     #[error("group {group}: {step}: {cause}; fix it and run the same command again to resume")]
@@ -326,7 +336,13 @@ fn fingerprint(study: &Study, args: &RunArgs) -> String {
 /// One run, recorded.
 fn worker(study: &Study, group: &Group, repeat: u32) -> Result<(), RunError> {
     let store = Store::open(&study.db, false)?;
-    let row = run_one(study, &store, group, repeat)?;
+    let row = run_one(
+        study,
+        &store.db,
+        &store.db.work_dir().join("runs"),
+        group,
+        repeat,
+    )?;
     store.insert(&row)?;
     Ok(())
 }
@@ -370,9 +386,16 @@ fn lay_out(
     Ok((inv, paper))
 }
 
-/// Makes one run and returns its row (logs stored). What the agent did wrong is a row;
-/// only a failure of the host is an error.
-fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<RunRow, RunError> {
+/// Makes one run in a scratch directory under `scratch` and returns its row, its logs put
+/// into `logs` (the study's database, or a cluster worker's results directory). What the
+/// agent did wrong is a row; only a failure of the host is an error.
+fn run_one(
+    study: &Study,
+    logs: &impl LogSink,
+    scratch: &Path,
+    group: &Group,
+    repeat: u32,
+) -> Result<RunRow, RunError> {
     let setup = |step: &'static str| {
         move |cause: String| RunError::Setup {
             group: group.group_id.clone(),
@@ -381,7 +404,7 @@ fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<R
         }
     };
     let started_at = crate::pipeline::unix_now_ms() / 1000;
-    let dir = store.db.work_dir().join("runs").join(format!(
+    let dir = scratch.join(format!(
         "{}-{repeat}-{}",
         crate::pipeline::unit::file_name_part(&group.group_id),
         std::process::id()
@@ -427,8 +450,8 @@ fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<R
         n_findings: None,
         findings_sha256: None,
         raw_sha256: None,
-        stdout_sha256: store.db.put_log(&out)?,
-        stderr_sha256: store.db.put_log(&err)?,
+        stdout_sha256: logs.put_log(&out)?,
+        stderr_sha256: logs.put_log(&err)?,
         input_tokens: 0,
         cached_input_tokens: 0,
         output_tokens: 0,
@@ -455,7 +478,7 @@ fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<R
     row.output_tokens = answer.usage.output;
     row.cost_usd = cost;
     row.cost_source = source.into();
-    let (status, reason) = judge_output(store, &mut row, &answer)?;
+    let (status, reason) = judge_output(logs, &mut row, &answer)?;
     row.status = if outcome.timed_out {
         Status::Timeout
     } else if outcome.oom_killed {
@@ -472,7 +495,7 @@ fn run_one(study: &Study, store: &Store, group: &Group, repeat: u32) -> Result<R
 /// Validates the agent's findings document into the row: `ok` with the findings stored,
 /// or why there are none.
 fn judge_output(
-    store: &Store,
+    logs: &impl LogSink,
     row: &mut RunRow,
     answer: &agent::Answer,
 ) -> Result<(Status, Option<String>), RunError> {
@@ -483,11 +506,11 @@ fn judge_output(
             .unwrap_or_else(|| "no findings.json was written".into());
         return Ok((Status::NoOutput, Some(why)));
     };
-    row.raw_sha256 = Some(store.db.put_log(doc)?);
+    row.raw_sha256 = Some(logs.put_log(doc)?);
     match crate::audit::findings::validate(doc) {
         Ok(findings) => {
             row.n_findings = Some(findings.findings.len() as u64);
-            row.findings_sha256 = Some(store.db.put_log(findings.to_json().as_bytes())?);
+            row.findings_sha256 = Some(logs.put_log(findings.to_json().as_bytes())?);
             Ok((Status::Ok, None))
         }
         Err(e) => Ok((Status::InvalidOutput, Some(e.to_string()))),

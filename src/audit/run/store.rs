@@ -96,7 +96,7 @@ impl Status {
 }
 
 /// One recorded run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RunRow {
     pub(crate) group_id: String,
     pub(crate) repeat: u32,

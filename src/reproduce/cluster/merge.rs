@@ -4,13 +4,14 @@
 //! second result for a run already recorded (a requeued task) goes to `attempts`, a result
 //! already merged adds nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::{key, read_err, ClusterError, Shard, Tasks, Unit, SHARD_FORMAT};
+use crate::pipeline::cluster::{self, LogDir};
 use crate::pipeline::store::sha256_hex;
 use crate::reproduce::store::{Store, StoreError};
 
@@ -72,12 +73,6 @@ struct Checked {
     shard: Shard,
 }
 
-fn is_digest(d: &str) -> bool {
-    d.len() == 64
-        && d.bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-}
-
 /// Why the result file `name` (with `text`) is not a result of this plan, if it is not.
 pub(crate) fn check(
     tasks: &Tasks,
@@ -115,18 +110,12 @@ pub(crate) fn check(
             shard.key, shard.chunk
         ));
     }
-    if name != format!("{}.json", shard.key) && !name.starts_with(&format!("{}.", shard.key)) {
+    if !cluster::names_unit(name, &shard.key) {
         return Err(format!("the file name does not name unit {}", shard.key));
     }
+    let logs = LogDir(results.join("logs"));
     for d in logs_of(&shard) {
-        if !is_digest(d) {
-            return Err(format!("log {d:?} is not a sha256 digest"));
-        }
-        let bytes =
-            std::fs::read(results.join("logs").join(d)).map_err(|e| format!("log {d}: {e}"))?;
-        if sha256_hex(&bytes) != d {
-            return Err(format!("log {d} does not match its digest"));
-        }
+        logs.check(d)?;
     }
     Ok(shard)
 }
@@ -145,22 +134,7 @@ fn read_results(
     results: &Path,
 ) -> Result<Vec<Checked>, ClusterError> {
     let dir = results.join("runs");
-    let mut names = Vec::new();
-    match std::fs::read_dir(&dir) {
-        Ok(entries) => {
-            for e in entries {
-                let name = e.map_err(read_err(&dir))?.file_name();
-                let name = name.to_string_lossy().into_owned();
-                // Temporaries of a writer still at work (or killed) start with a dot.
-                if name.ends_with(".json") && !name.starts_with('.') {
-                    names.push(name);
-                }
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(read_err(&dir)(e)),
-    }
-    names.sort();
+    let names = cluster::result_names(results)?;
     let mut out = Vec::new();
     for name in names {
         let path = dir.join(&name);
@@ -282,16 +256,12 @@ pub(crate) fn merge(o: &MergeOptions) -> Result<Merged, ClusterError> {
     for c in &checked {
         merge_one(&store, &o.results, c, &mut m)?;
     }
-    let mut missing = BTreeSet::new();
+    let mut recorded = Vec::new();
     for (chunk, u) in units.values() {
-        m.planned += 1;
-        if store.has_run(&u.instance_id, u.arm, u.idx)? {
-            m.recorded += 1;
-        } else {
-            missing.insert(*chunk);
-        }
+        recorded.push((*chunk, store.has_run(&u.instance_id, u.arm, u.idx)?));
     }
-    m.missing_chunks = missing.into_iter().collect();
+    let c = cluster::coverage(recorded);
+    (m.recorded, m.planned, m.missing_chunks) = (c.recorded, c.planned, c.missing_chunks);
     drop(lock);
     Ok(m)
 }

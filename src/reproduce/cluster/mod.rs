@@ -4,7 +4,6 @@
 //! run into `results/` (never SQLite); `merge`, the one writer, checks every result against
 //! the manifest and inserts it exactly once. Formats: `spec/cluster.md`.
 
-pub(crate) mod host;
 pub(crate) mod merge;
 pub(crate) mod plan;
 pub(crate) mod work;
@@ -26,7 +25,8 @@ use super::Arm;
 use crate::pipeline::store::sha256_hex;
 use crate::plan::NetChoice;
 
-pub(crate) use host::Host;
+pub(crate) use crate::pipeline::cluster::{chunk_file, read_err, ChunkRef};
+pub(crate) use crate::pipeline::host::Host;
 
 /// `tasks/manifest.json`'s format.
 pub(crate) const MANIFEST_FORMAT: &str = "reprorun-tasks/1";
@@ -40,18 +40,8 @@ pub(crate) const SHARD_FORMAT: &str = "reprorun-result/1";
 pub(crate) enum ClusterError {
     #[error("{0}")]
     Usage(String),
-    #[error("read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    File(#[from] crate::pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
     #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
@@ -64,22 +54,6 @@ pub(crate) enum ClusterError {
     Lock(#[from] crate::pipeline::store::LockError),
     #[error("{0}")]
     Run(#[source] Box<super::ReproduceError>),
-    #[error("install the SIGTERM handler: {0}")]
-    Signal(nix::errno::Errno),
-}
-
-pub(crate) fn read_err(path: &Path) -> impl Fn(std::io::Error) -> ClusterError + '_ {
-    move |source| ClusterError::Read {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-pub(crate) fn write_err(path: &Path) -> impl Fn(std::io::Error) -> ClusterError + '_ {
-    move |source| ClusterError::Write {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// The options that shape a run, as the manifest carries them (`Conditions`, by value).
@@ -124,18 +98,6 @@ impl CondSpec {
     }
 }
 
-/// One chunk as the manifest lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ChunkRef {
-    /// The array index (`chunks/NNNN.json`).
-    pub index: u32,
-    pub units: u32,
-    /// sha256 of the chunk file: a chunk changed after `plan` is refused.
-    pub sha256: String,
-    /// Seconds after submission before which the chunk may not start (`--stagger`).
-    pub begin_s: u64,
-}
-
 /// `tasks/manifest.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Manifest {
@@ -168,6 +130,12 @@ pub(crate) struct Unit {
     #[serde(with = "arm_name")]
     pub arm: Arm,
     pub idx: u32,
+}
+
+impl crate::pipeline::cluster::Indexed for Unit {
+    fn idx(&self) -> u32 {
+        self.idx
+    }
 }
 
 impl Unit {
@@ -212,11 +180,6 @@ pub(crate) fn key(instance_id: &str, arm: Arm, idx: u32) -> String {
         arm.name(),
         idx
     )
-}
-
-/// The chunk file's name for array index `i`.
-pub(crate) fn chunk_file(i: u32) -> String {
-    format!("chunks/{i:04}.json")
 }
 
 fn parse<T: serde::de::DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, ClusterError> {

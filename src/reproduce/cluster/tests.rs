@@ -2,9 +2,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::merge::{merge, MergeOptions, Merged};
-use super::plan::{layout, submit_script};
-use super::work::write_result;
 use super::*;
+use crate::pipeline::cluster::{layout, result_path, write_result};
+use crate::pipeline::host;
 use crate::reproduce::store::Store;
 
 fn inst(id: &str) -> Instance {
@@ -273,7 +273,7 @@ fn a_second_result_of_a_run_is_an_attempt() {
     let path = write(&s.results(), &again);
     assert_ne!(
         path,
-        work::result_path(&s.results(), &u.key),
+        result_path(&s.results(), &u.key),
         "never over the first"
     );
     let m = s.merge().unwrap();
@@ -446,12 +446,14 @@ fn submit_splits_arrays_at_max_array_size_and_merges_after_them() {
     let script = dir.path().join("submit.sh");
     std::fs::write(
         &script,
-        submit_script(
-            &m,
-            dir.path(),
-            Path::new("/usr/bin/reprorun"),
-            "--partition=p --qos=q",
-        ),
+        crate::pipeline::cluster::Scripts {
+            pipeline: "reproduce",
+            tasks: dir.path(),
+            results: &m.results,
+            db: &m.db,
+            reprorun: Path::new("/usr/bin/reprorun"),
+        }
+        .submit(&m.chunks, "--partition=p --qos=q"),
     )
     .unwrap();
     let path = format!(
