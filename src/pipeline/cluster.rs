@@ -461,3 +461,56 @@ pub(crate) fn scratch_dir(host: &Host) -> PathBuf {
 #[cfg(test)]
 #[path = "cluster_tests.rs"]
 mod tests;
+
+/// What every result file says of itself, checked the same way by every pipeline's merge.
+pub(crate) struct ResultHead<'a> {
+    pub(crate) format: &'a str,
+    pub(crate) manifest_sha256: &'a str,
+    /// The unit the file claims to hold.
+    pub(crate) key: &'a str,
+    pub(crate) chunk: u32,
+    /// The key its own row makes, and how the row names itself in a message.
+    pub(crate) row_key: String,
+    pub(crate) row_name: String,
+}
+
+/// Why a result file `name` is not one of this plan's (`expected_format`, manifest
+/// `digest`, `units`: key → chunk), if it is not; then checks `logs` are stored as named.
+pub(crate) fn check_result(
+    head: ResultHead,
+    expected_format: &str,
+    digest: &str,
+    chunk_of: impl Fn(&str) -> Option<u32>,
+    name: &str,
+    logs: &LogDir,
+    log_digests: &[&str],
+) -> Result<(), String> {
+    if head.format != expected_format {
+        return Err(format!(
+            "format {:?}, expected {expected_format:?}",
+            head.format
+        ));
+    }
+    if head.manifest_sha256 != digest {
+        return Err("made under another plan (its manifest digest differs)".into());
+    }
+    let Some(chunk) = chunk_of(head.key) else {
+        return Err(format!("unknown unit {}: not in the manifest", head.key));
+    };
+    if head.row_key != head.key {
+        return Err(format!("its {} is not unit {}", head.row_name, head.key));
+    }
+    if chunk != head.chunk {
+        return Err(format!(
+            "unit {} is in chunk {chunk}, not {}",
+            head.key, head.chunk
+        ));
+    }
+    if !names_unit(name, head.key) {
+        return Err(format!("the file name does not name unit {}", head.key));
+    }
+    for d in log_digests {
+        logs.check(d)?;
+    }
+    Ok(())
+}

@@ -362,20 +362,28 @@ pub(crate) fn work(
 /// Why result file `name` is not a judging of this plan, if it is not.
 fn check(tasks: &Tasks, results: &Path, name: &str, text: &str) -> Result<Shard, String> {
     let s: Shard = serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
-    if s.format != SHARD_FORMAT {
-        return Err(format!("format {:?}, expected {SHARD_FORMAT:?}", s.format));
-    }
-    if s.manifest_sha256 != tasks.digest {
-        return Err("made under another plan (its manifest digest differs)".into());
-    }
-    let Some((chunk, _)) = tasks.units.get(&s.key) else {
-        return Err(format!("unknown unit {}: not in the manifest", s.key));
-    };
     let j = &s.judgment;
-    if key(&j.group_id, j.repeat) != s.key || j.judge != tasks.manifest.judge {
+    let logs = LogDir(results.join("logs"));
+    cluster::check_result(
+        cluster::ResultHead {
+            format: &s.format,
+            manifest_sha256: &s.manifest_sha256,
+            key: &s.key,
+            chunk: s.chunk,
+            row_key: key(&j.group_id, j.repeat),
+            row_name: format!("judgment ({} #{} by {})", j.group_id, j.repeat, j.judge),
+        },
+        SHARD_FORMAT,
+        &tasks.digest,
+        |k| tasks.units.get(k).map(|(c, _)| *c),
+        name,
+        &logs,
+        &judgment_logs(j),
+    )?;
+    if j.judge != tasks.manifest.judge {
         return Err(format!(
-            "its judgment ({} #{} by {}) is not unit {}",
-            j.group_id, j.repeat, j.judge, s.key
+            "its judgment is by {}, the plan's judge is {}",
+            j.judge, tasks.manifest.judge
         ));
     }
     if s.labels.iter().any(|l| {
@@ -383,16 +391,6 @@ fn check(tasks: &Tasks, results: &Path, name: &str, text: &str) -> Result<Shard,
             != (j.group_id.as_str(), j.repeat, j.judge.as_str())
     }) {
         return Err("a pair label is not of its judgment".into());
-    }
-    if *chunk != s.chunk || !cluster::names_unit(name, &s.key) {
-        return Err(format!(
-            "the file or its chunk does not name unit {}",
-            s.key
-        ));
-    }
-    let logs = LogDir(results.join("logs"));
-    for d in judgment_logs(j) {
-        logs.check(d)?;
     }
     // The labels are the ones its result.json gives on its task.
     let mut labels: Vec<(String, usize, crate::audit::judgment::Label)> = s

@@ -82,41 +82,23 @@ pub(crate) fn check(
     text: &str,
 ) -> Result<Shard, String> {
     let shard: Shard = serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
-    if shard.format != SHARD_FORMAT {
-        return Err(format!(
-            "format {:?}, expected {SHARD_FORMAT:?}",
-            shard.format
-        ));
-    }
-    if shard.manifest_sha256 != tasks.digest {
-        return Err("made under another plan (its manifest digest differs)".into());
-    }
-    let Some((chunk, _)) = units.get(&shard.key) else {
-        return Err(format!("unknown unit {}: not in the manifest", shard.key));
-    };
     let r = &shard.row;
-    if key(&r.instance_id, r.arm, r.idx) != shard.key {
-        return Err(format!(
-            "its run ({} {} #{}) is not unit {}",
-            r.instance_id,
-            r.arm.name(),
-            r.idx,
-            shard.key
-        ));
-    }
-    if *chunk != shard.chunk {
-        return Err(format!(
-            "unit {} is in chunk {chunk}, not {}",
-            shard.key, shard.chunk
-        ));
-    }
-    if !cluster::names_unit(name, &shard.key) {
-        return Err(format!("the file name does not name unit {}", shard.key));
-    }
-    let logs = LogDir(results.join("logs"));
-    for d in logs_of(&shard) {
-        logs.check(d)?;
-    }
+    cluster::check_result(
+        cluster::ResultHead {
+            format: &shard.format,
+            manifest_sha256: &shard.manifest_sha256,
+            key: &shard.key,
+            chunk: shard.chunk,
+            row_key: key(&r.instance_id, r.arm, r.idx),
+            row_name: format!("run ({} {} #{})", r.instance_id, r.arm.name(), r.idx),
+        },
+        SHARD_FORMAT,
+        &tasks.digest,
+        |k| units.get(k).map(|(c, _)| *c),
+        name,
+        &LogDir(results.join("logs")),
+        &logs_of(&shard),
+    )?;
     Ok(shard)
 }
 
