@@ -257,9 +257,15 @@ fn merge_keeps_requeued_results_apart_refuses_tampered_ones_and_lists_missing_ch
     assert_eq!(expect_code(&out, 0), "\n");
 }
 
+/// One test cluster at a time in this process: they share the ports derived from its pid
+/// and the node's name.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A one-node Slurm (slurmctld, slurmd, munged) in a temporary directory, stopped on drop.
 pub(crate) struct Slurm {
     dir: tempfile::TempDir,
+    /// Held while the cluster lives (declared last: dropped after the daemons stop).
+    _one: std::sync::MutexGuard<'static, ()>,
 }
 
 /// `timeout 20 PROG ARGS` with the test cluster's configuration.
@@ -276,6 +282,7 @@ impl Slurm {
         if !is_root() {
             return Err("not root".into());
         }
+        let one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
         for prog in [
             "slurmctld",
             "slurmd",
@@ -317,7 +324,7 @@ impl Slurm {
                     }
                 })
         };
-        let s = Slurm { dir };
+        let s = Slurm { dir, _one: one };
         // munged refuses to run as root: as the munge user, its socket in our directory.
         sh(format!(
             "chown munge: {m} && timeout 20 runuser -u munge -- munged -S {m}/munge.sock --pid-file={m}/munged.pid --log-file={m}/munged.log --seed-file={m}/munged.seed",
@@ -363,11 +370,18 @@ impl Slurm {
 
 impl Drop for Slurm {
     fn drop(&mut self) {
+        let mut pids = Vec::new();
         for pid in ["d.pid", "ctld.pid", "munge/munged.pid"] {
             if let Ok(p) = std::fs::read_to_string(self.dir.path().join(pid)) {
                 let _ = std::process::Command::new("kill").arg(p.trim()).status();
+                pids.push(p.trim().to_string());
             }
         }
+        // The next test cluster reuses the ports: wait until these daemons are gone.
+        wait_until(Duration::from_secs(15), || {
+            pids.iter()
+                .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+        });
     }
 }
 
