@@ -183,6 +183,16 @@ fn plan_work_merge_gives_what_run_gives() {
     }
     assert_eq!(merged["shim"]["reproducible"], 2, "{merged}");
     assert_eq!(merged["no_shim"]["broken"], 1, "{merged}");
+    // The report shows the hosts of a merged study, and no such column for a local one.
+    let report =
+        |db: &str| std::fs::read_to_string(f.path(&format!("{db}.report/report.md"))).unwrap();
+    assert!(
+        report("cluster.db").contains("| Hosts |"),
+        "{}",
+        report("cluster.db")
+    );
+    summary(&f, "study.db");
+    assert!(!report("study.db").contains("| Hosts |"));
 
     // Each result says where it ran.
     let r = read_json(&results(&f)[0]);

@@ -269,7 +269,9 @@ fn failure_modes(s: &Summary) -> Table {
 
 fn instances(s: &Summary) -> Table {
     use Align::{Left, Right};
-    let head = crate::pipeline::doc::head(&[
+    // A study merged from a cluster says on how many hosts each patch's runs landed.
+    let hosts = s.instances.iter().any(|i| i.distinct_hosts.is_some());
+    let mut head = crate::pipeline::doc::head(&[
         ("Instance", Left),
         ("r shim", Right),
         ("Class shim", Left),
@@ -283,6 +285,9 @@ fn instances(s: &Summary) -> Table {
         ("Infra", Left),
         ("Age (days)", Right),
     ]);
+    if hosts {
+        head.push((h("Hosts"), Right));
+    }
     let class = |c: Option<Class>| match c {
         Some(k) => Cell::classed(class_name(c), k.name()),
         None => Cell::new(class_name(c)),
@@ -291,7 +296,7 @@ fn instances(s: &Summary) -> Table {
         .instances
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 Cell::new(r.instance_id.as_str()),
                 Cell::new(rate(r.r_shim)),
                 class(r.class_shim),
@@ -304,7 +309,13 @@ fn instances(s: &Summary) -> Table {
                 Cell::new(join_names(&r.pins, |p| p.name())),
                 Cell::new(join_names(&r.infra, Infra::name)),
                 Cell::new(days(r.age_days)),
-            ]
+            ];
+            if hosts {
+                row.push(Cell::new(
+                    r.distinct_hosts.map_or("n/a".into(), |n| n.to_string()),
+                ));
+            }
+            row
         })
         .collect();
     Table {
