@@ -122,6 +122,32 @@ pub(crate) fn layout<U: Indexed + Clone>(
 }
 
 /// Chunk files as `plan` writes them: the JSON text of each and its reference.
+/// `tasks/chunks/NNNN.json` of any pipeline: its format, its array index, its units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Chunk<U> {
+    pub format: String,
+    pub index: u32,
+    pub units: Vec<U>,
+}
+
+/// A layout's chunks numbered in order, each with its unit count and start delay (what
+/// [`chunk_texts`] takes).
+pub(crate) fn numbered<U>(format: &str, layout: Vec<(Vec<U>, u64)>) -> Vec<(Chunk<U>, u32, u64)> {
+    layout
+        .into_iter()
+        .enumerate()
+        .map(|(i, (units, begin))| {
+            let n = units.len() as u32;
+            let chunk = Chunk {
+                format: format.into(),
+                index: i as u32,
+                units,
+            };
+            (chunk, n, begin)
+        })
+        .collect()
+}
+
 pub(crate) fn chunk_texts<C: Serialize>(
     out: &Path,
     chunks: impl IntoIterator<Item = (C, u32, u64)>,

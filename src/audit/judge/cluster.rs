@@ -55,12 +55,7 @@ impl cluster::Indexed for Unit {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Chunk {
-    format: String,
-    index: u32,
-    units: Vec<Unit>,
-}
+type Chunk = crate::pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json` of a judging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,18 +180,7 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
     }
     let (files, chunks) = cluster::chunk_texts(
         &out,
-        cluster::layout(&units, a.chunk, false, None)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (units, begin))| {
-                let n = units.len() as u32;
-                let chunk = Chunk {
-                    format: CHUNK_FORMAT.into(),
-                    index: i as u32,
-                    units,
-                };
-                (chunk, n, begin)
-            }),
+        cluster::numbered(CHUNK_FORMAT, cluster::layout(&units, a.chunk, false, None)),
     );
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),

@@ -73,12 +73,7 @@ pub(crate) fn key(group_id: &str, repeat: u32) -> String {
 }
 
 /// `tasks/chunks/NNNN.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Chunk {
-    pub format: String,
-    pub index: u32,
-    pub units: Vec<Unit>,
-}
+pub(crate) type Chunk = crate::pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json`: one finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,18 +242,7 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
     };
     let (files, chunks) = cluster::chunk_texts(
         &out,
-        cluster::layout(&units, a.chunk, false, None)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (units, begin))| {
-                let n = units.len() as u32;
-                let chunk = Chunk {
-                    format: CHUNK_FORMAT.into(),
-                    index: i as u32,
-                    units,
-                };
-                (chunk, n, begin)
-            }),
+        cluster::numbered(CHUNK_FORMAT, cluster::layout(&units, a.chunk, false, None)),
     );
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),

@@ -150,12 +150,7 @@ impl Unit {
 }
 
 /// `tasks/chunks/NNNN.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Chunk {
-    pub format: String,
-    pub index: u32,
-    pub units: Vec<Unit>,
-}
+pub(crate) type Chunk = crate::pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json`: one finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

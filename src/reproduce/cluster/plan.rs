@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Chunk, ClusterError, CondSpec, Manifest, Unit, CHUNK_FORMAT, MANIFEST_FORMAT};
+use super::{ClusterError, CondSpec, Manifest, Unit, CHUNK_FORMAT, MANIFEST_FORMAT};
 use crate::pipeline::cluster::{self, layout};
 use crate::pipeline::store::sha256_hex;
 use crate::reproduce::input;
@@ -59,18 +59,7 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Manifest, ClusterError> {
     let chunks = layout(&units, p.chunk, by_idx, stagger_ms);
 
     let out = absolute(&p.out);
-    let (files, refs) = cluster::chunk_texts(
-        &out,
-        chunks.into_iter().enumerate().map(|(i, (units, begin_s))| {
-            let n = units.len() as u32;
-            let chunk = Chunk {
-                format: CHUNK_FORMAT.into(),
-                index: i as u32,
-                units,
-            };
-            (chunk, n, begin_s)
-        }),
-    );
+    let (files, refs) = cluster::chunk_texts(&out, cluster::numbered(CHUNK_FORMAT, chunks));
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),
         reprorun_version: env!("CARGO_PKG_VERSION").into(),
