@@ -5,29 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::common::*;
-
-fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn tree_tar(files: &[(&str, &str)]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, contents) in files {
-        let mut h = tar::Header::new_ustar();
-        h.set_size(contents.len() as u64);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, path, contents.as_bytes()).unwrap();
-    }
-    b.into_inner().unwrap()
-}
 
 /// Two findings: the missing cv2 dependency, then an unrelated schedule mismatch.
 const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two"},
@@ -71,9 +49,13 @@ impl Corpus {
             .into_iter()
             .enumerate()
         {
-            let tar = tree_tar(&[("main.py", main), ("README.md", "Run `python main.py`.\n")]);
-            let digest = hex(&tar);
-            std::fs::write(dir.join("trees").join(format!("{digest}.tar")), &tar).unwrap();
+            let digest = store_tree(
+                &dir,
+                &[
+                    ("main.py", main, 0o644),
+                    ("README.md", "Run `python main.py`.\n", 0o644),
+                ],
+            );
             groups.push(serde_json::json!({
                 "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
                 "commit": format!("{i:040}"), "tree": digest,
@@ -82,7 +64,7 @@ impl Corpus {
             }));
         }
         let paper = "# A paper\nWe train for 100 epochs.\n";
-        let paper_digest = hex(paper.as_bytes());
+        let paper_digest = sha256_hex(paper.as_bytes());
         std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
         let manifest = serde_json::json!({
             "version": 1,
