@@ -203,6 +203,143 @@ fn plan_work_merge_gives_what_run_gives() {
     assert_eq!(r["host"]["machine_id"].as_str().unwrap().len(), 16);
 }
 
+/// `reproduce <verb> --tasks T --results R` (and `--chunk`/`--db`), the exit status checked.
+fn verb(f: &Fixture, verb: &str, args: &[&str], code: i32) -> std::process::Output {
+    let mut v = vec!["reproduce", verb];
+    v.extend(args);
+    let out = f.work.run(&v);
+    expect_code(&out, code);
+    out
+}
+
+#[test]
+fn the_pins_phase_plans_after_the_merge_and_records_what_run_records() {
+    let f = fixture();
+    let study = [
+        "--instances",
+        "instances.jsonl",
+        "--predictions",
+        "predictions.jsonl",
+        "--db",
+        "cluster.db",
+        "--k",
+        "2",
+        "--compare-shim",
+        "--pin-runs",
+        "1",
+    ];
+    let plan_args = |out: &'static str, phase: &'static str| {
+        let mut v = study.to_vec();
+        v.extend(["--out", out, "--phase", phase]);
+        v
+    };
+    verb(&f, "plan", &plan_args("tasks", "runs"), 0);
+    // Phase 2 is decided from phase 1: refused while a phase-1 run is missing.
+    let early = verb(&f, "plan", &plan_args("tasks-pins", "pins"), 125);
+    assert!(
+        stderr(&early).contains("does not exist"),
+        "{}",
+        stderr(&early)
+    );
+    let first = chunks(&f)[0].clone();
+    work(&f, &first);
+    expect_code(&merge(&f, "cluster.db", &[]), 0);
+    let partial = verb(&f, "plan", &plan_args("tasks-pins", "pins"), 125);
+    assert!(
+        stderr(&partial).contains("phase-1 runs are not in"),
+        "{}",
+        stderr(&partial)
+    );
+    for c in chunks(&f) {
+        work(&f, &c);
+    }
+    expect_code(&merge(&f, "cluster.db", &[]), 0);
+
+    let said = stdout(&verb(&f, "plan", &plan_args("tasks-pins", "pins"), 0));
+    let planned: u32 = said.split(' ').next().unwrap().parse().unwrap();
+    assert!(planned > 0, "{said}");
+    let manifest = read_json(&f.path("tasks-pins/manifest.json"));
+    assert_eq!(manifest["phase"], "pins");
+    assert!(f.path("tasks-pins/submit.sh").exists());
+    let mut pin_chunks: Vec<PathBuf> = std::fs::read_dir(f.path("tasks-pins/chunks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pin_chunks.sort();
+    for c in &pin_chunks {
+        let units = read_json(c)["units"].as_array().unwrap().clone();
+        for u in units {
+            assert_eq!(
+                u["instance_id"], "dated",
+                "only the patch the shim fixes: {u}"
+            );
+            assert!(
+                u["arm"].as_str().unwrap().starts_with("shim_without_"),
+                "{u}"
+            );
+        }
+        let c = c.to_string_lossy();
+        let args = [
+            "--tasks",
+            "tasks-pins",
+            "--chunk",
+            &c,
+            "--results",
+            "results-pins",
+        ];
+        verb(&f, "work", &args, 0);
+    }
+    let pins_merge = [
+        "--tasks",
+        "tasks-pins",
+        "--results",
+        "results-pins",
+        "--db",
+        "cluster.db",
+    ];
+    let text = stdout(&verb(&f, "merge", &pins_merge, 0));
+    assert!(
+        text.contains(&format!("merged {planned} new run(s)")),
+        "{text}"
+    );
+    // Phase 1's results are not phase 2's: merging them under the pins plan is refused.
+    let mixed = [
+        "--tasks",
+        "tasks-pins",
+        "--results",
+        "results",
+        "--db",
+        "cluster.db",
+    ];
+    verb(&f, "merge", &mixed, 125);
+
+    // A cluster task makes one run at a time, as `run --jobs 1` does (the CPU pin too).
+    let local = f.study(&[
+        "--k",
+        "2",
+        "--compare-shim",
+        "--pin-runs",
+        "1",
+        "--jobs",
+        "1",
+    ]);
+    let merged = summary(&f, "cluster.db");
+    let dated = |s: &serde_json::Value| {
+        s["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance_id"] == "dated")
+            .cloned()
+            .unwrap()
+    };
+    let (m, l) = (dated(&merged), dated(&local));
+    assert!(!l["pins"].as_array().unwrap().is_empty(), "{l}");
+    for k in ["class_shim", "class_no_shim", "pins", "runs"] {
+        assert_eq!(m[k], l[k], "{k}: merged {m} local {l}");
+    }
+}
+
 #[test]
 fn merge_keeps_requeued_results_apart_refuses_tampered_ones_and_lists_missing_chunks() {
     let f = fixture();

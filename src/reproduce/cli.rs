@@ -40,7 +40,7 @@ pub enum ReproduceCommand {
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
-        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (leave-one-out pins) is not planned. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
+        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (the leave-one-out pin runs of --compare-shim --pin-runs N) is planned by a second plan with --phase pins once phase 1 is merged, into its own --out and results. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
     )]
     Plan(Box<PlanArgs>),
     /// Make one chunk's runs (an array task's part) and write each result to
@@ -83,6 +83,11 @@ pub struct PlanArgs {
     /// can place them on different nodes (merge reports the hosts each patch ran on).
     #[arg(long)]
     pub spread_hosts: bool,
+    /// `runs`: phase 1, the k runs of each arm. `pins`: phase 2, the leave-one-out pin runs
+    /// that the merged phase-1 runs in --db call for (needs every phase-1 run merged; the
+    /// results default to `results-pins` beside --out).
+    #[arg(long, value_enum, default_value = "runs")]
+    pub phase: cluster::plan::Phase,
 }
 
 #[derive(Debug, Args)]
@@ -231,7 +236,10 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
 fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
     let results = a.results.clone().unwrap_or_else(|| {
         let parent = a.out.parent().unwrap_or(std::path::Path::new("."));
-        parent.join("results")
+        parent.join(match a.phase {
+            cluster::plan::Phase::Runs => "results",
+            cluster::plan::Phase::Pins => "results-pins",
+        })
     });
     let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
     let p = cluster::plan::PlanOptions {
@@ -242,8 +250,13 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
         sbatch_args: a.sbatch_args,
         spread_hosts: a.spread_hosts,
         reprorun,
+        phase: a.phase,
     };
-    let m = cluster::plan::plan(&p)?;
+    let Some(m) = cluster::plan::plan(&p)? else {
+        return write_out(
+            "0 runs: no patch reproduces with the shim and not without it; nothing to submit\n",
+        );
+    };
     let units: u32 = m.chunks.iter().map(|c| c.units).sum();
     let text = format!(
         "{units} runs in {} chunks; submit with {}\n",

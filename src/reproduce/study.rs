@@ -128,6 +128,21 @@ pub(crate) fn arms(opts: &Options) -> Vec<Arm> {
 /// without it.
 fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceError> {
     let rows = Store::open(&opts.db, false)?.rows()?;
+    let cpus = crate::plan::HostFacts::current().map_or(1, |h| h.cpus_available);
+    Ok(pin_runs(insts, opts, &rows, cpus)
+        .into_iter()
+        .map(|(inst, arm, idx)| Job { inst, arm, idx })
+        .collect())
+}
+
+/// The phase-2 runs (instance index, arm, run index) that phase 1's `rows` call for, on a
+/// host with `cpus` CPUs: `run`'s second phase and `plan --phase pins`.
+pub(crate) fn pin_runs(
+    insts: &[Instance],
+    opts: &Options,
+    rows: &[super::store::RunRow],
+    cpus: u32,
+) -> Vec<(usize, Arm, u32)> {
     let reproduces = |id: &str, arm: Arm, recorded: bool| {
         let rs: Vec<bool> = rows
             .iter()
@@ -136,7 +151,6 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
             .collect();
         !rs.is_empty() && rs.iter().all(|x| *x)
     };
-    let cpus = crate::plan::HostFacts::current().map_or(1, |h| h.cpus_available);
     let cpus_per_worker = cpus / opts.jobs.max(1);
     let mut jobs = Vec::new();
     for idx in 0..opts.pin_runs.min(opts.k) {
@@ -159,18 +173,13 @@ fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceErr
                     Pin::Network => opts.conditions.no_shim_net.mode == crate::plan::NetMode::None,
                     _ => false,
                 };
-                if same {
-                    continue;
+                if !same {
+                    jobs.push((i, Arm::ShimWithout(pin), idx));
                 }
-                jobs.push(Job {
-                    inst: i,
-                    arm: Arm::ShimWithout(pin),
-                    idx,
-                });
             }
         }
     }
-    Ok(jobs)
+    jobs
 }
 
 /// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its

@@ -116,10 +116,17 @@ pub(crate) struct Manifest {
     pub conditions: CondSpec,
     pub stagger_ms: Option<u64>,
     pub spread_hosts: bool,
+    /// `runs` (phase 1) or `pins` (phase 2); absent in plans from before phases: `runs`.
+    #[serde(default = "runs_phase")]
+    pub phase: plan::Phase,
     /// The instances as `run` resolves them (paths absolute, prediction attached).
     pub instances: Vec<Instance>,
     pub without_prediction: Vec<String>,
     pub chunks: Vec<ChunkRef>,
+}
+
+fn runs_phase() -> plan::Phase {
+    plan::Phase::Runs
 }
 
 /// One run to make: an instance, an arm, a run index.

@@ -1,13 +1,18 @@
 //! `reprorun reproduce plan`: the study's phase-1 runs as chunk files, a manifest that lets
 //! `work` rebuild each run exactly as `run`'s worker makes it, and the sbatch scripts.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use super::{ClusterError, CondSpec, Manifest, Unit, CHUNK_FORMAT, MANIFEST_FORMAT};
 use crate::pipeline::cluster::{self, layout};
 use crate::pipeline::store::sha256_hex;
-use crate::reproduce::input;
+use crate::reproduce::input::{self, Instance};
+use crate::reproduce::store::Store;
 use crate::reproduce::study::{self, Options};
+use crate::reproduce::Arm;
 
 /// `plan`'s options beyond `run`'s.
 #[derive(Debug, Clone)]
@@ -23,6 +28,68 @@ pub(crate) struct PlanOptions {
     pub spread_hosts: bool,
     /// The reprorun the scripts run (default: this binary).
     pub reprorun: PathBuf,
+    /// Which of the study's phases to plan.
+    pub phase: Phase,
+}
+
+/// `plan --phase`: the study's k runs per arm, or (after they are merged) the leave-one-out
+/// pin runs they call for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Runs,
+    Pins,
+}
+
+/// The phase-2 units: each patch that reproduces with the shim and not without it in the
+/// merged phase-1 runs, with one pin left out at a time. Refused while any phase-1 run is
+/// missing from the database (the decision needs all of them).
+fn pin_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterError> {
+    if !o.compare_shim || o.pin_runs == 0 {
+        return Err(ClusterError::Usage(
+            "--phase pins needs --compare-shim and --pin-runs of at least 1".into(),
+        ));
+    }
+    if !o.db.exists() {
+        return Err(ClusterError::Usage(format!(
+            "--phase pins: {} does not exist; plan, run and merge phase 1 first",
+            o.db.display()
+        )));
+    }
+    let store = Store::open(&o.db, false)?;
+    store.check_options(&o.conditions.fingerprint())?;
+    let rows = store.rows()?;
+    let arms = study::arms(o);
+    let have: BTreeSet<(&str, Arm, u32)> = rows
+        .iter()
+        .map(|r| (r.instance_id.as_str(), r.arm, r.idx))
+        .collect();
+    let planned = instances.len() * arms.len() * o.k as usize;
+    let mut missing = 0;
+    for i in instances {
+        for &arm in &arms {
+            missing += (0..o.k)
+                .filter(|&idx| !have.contains(&(i.instance_id.as_str(), arm, idx)))
+                .count();
+        }
+    }
+    if missing > 0 {
+        return Err(ClusterError::Usage(format!(
+            "--phase pins: {missing} of {planned} phase-1 runs are not in {} yet; run the \
+             missing chunks (reproduce merge --missing) and merge them first",
+            o.db.display()
+        )));
+    }
+    // A task makes one run at a time on a node whose CPUs are not known here: the CPU
+    // pin is left out as for `run --jobs 1` on a host with more than one CPU.
+    let one_worker = Options {
+        jobs: 1,
+        ..o.clone()
+    };
+    Ok(study::pin_runs(instances, &one_worker, &rows, u32::MAX)
+        .into_iter()
+        .map(|(i, arm, idx)| Unit::new(&instances[i].instance_id, arm, idx))
+        .collect())
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -34,8 +101,9 @@ fn digest_of(path: &Path) -> Result<String, ClusterError> {
     Ok(sha256_hex(&bytes))
 }
 
-/// Writes the plan; returns the manifest.
-pub(crate) fn plan(p: &PlanOptions) -> Result<Manifest, ClusterError> {
+/// Writes the plan and returns its manifest; `None` when the phase has no run to make (a
+/// pins phase where no patch needs one): nothing is written.
+pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
     let o = &p.study;
     if o.k == 0 {
         return Err(ClusterError::Usage("--k must be at least 1".into()));
@@ -46,13 +114,22 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Manifest, ClusterError> {
     }
     let input = input::load(&o.instances, &o.predictions, &o.defaults)?;
     let arms = study::arms(o);
-    let mut units = Vec::new();
-    for idx in 0..o.k {
-        for &arm in &arms {
-            for inst in &input.instances {
-                units.push(Unit::new(&inst.instance_id, arm, idx));
+    let units = match p.phase {
+        Phase::Runs => {
+            let mut units = Vec::new();
+            for idx in 0..o.k {
+                for &arm in &arms {
+                    for inst in &input.instances {
+                        units.push(Unit::new(&inst.instance_id, arm, idx));
+                    }
+                }
             }
+            units
         }
+        Phase::Pins => pin_units(o, &input.instances)?,
+    };
+    if units.is_empty() {
+        return Ok(None);
     }
     let stagger_ms = o.stagger.map(|s| s.as_millis() as u64);
     let by_idx = p.spread_hosts || stagger_ms.is_some();
@@ -73,6 +150,7 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Manifest, ClusterError> {
         conditions: CondSpec::of(&o.conditions),
         stagger_ms,
         spread_hosts: p.spread_hosts,
+        phase: p.phase,
         instances: input.instances,
         without_prediction: input.without_prediction,
         chunks: refs,
@@ -88,5 +166,5 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Manifest, ClusterError> {
         reprorun: &exe,
     }
     .write(&manifest.chunks, &p.sbatch_args)?;
-    Ok(manifest)
+    Ok(Some(manifest))
 }

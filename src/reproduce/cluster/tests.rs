@@ -74,6 +74,7 @@ fn write_plan(dir: &Path, ids: &[&str], k: u32) -> PathBuf {
         conditions: CondSpec::of(&cond),
         stagger_ms: None,
         spread_hosts: false,
+        phase: plan::Phase::Runs,
         instances: ids.iter().map(|i| inst(i)).collect(),
         without_prediction: vec![],
         chunks: refs,
@@ -430,6 +431,7 @@ fn submit_splits_arrays_at_max_array_size_and_merges_after_them() {
         conditions: CondSpec::of(&Conditions::new(Duration::from_secs(1), 0)),
         stagger_ms: Some(60_000),
         spread_hosts: false,
+        phase: plan::Phase::Runs,
         instances: vec![],
         without_prediction: vec![],
         chunks: chunks
