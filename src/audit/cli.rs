@@ -138,10 +138,12 @@ fn judging(dir: &std::path::Path) -> bool {
 
 fn work(a: super::run::cluster::WorkArgs) -> Result<(), AuditError> {
     if judging(&a.tasks) {
-        let (made, skipped, stopped) = super::judge::cluster::work(&a.tasks, &a.chunk, &a.results)?;
+        let done = super::judge::cluster::work(&a.tasks, &a.chunk, &a.results)?;
         eprintln!(
-            "reprorun: audit work: {made} judging(s) made, {skipped} already done{}",
-            if stopped {
+            "reprorun: audit work: {} judging(s) made, {} already done{}",
+            done.ran,
+            done.skipped,
+            if done.stopped {
                 "; stopped by a signal before the rest"
             } else {
                 ""

@@ -14,6 +14,7 @@ pub(crate) mod records;
 pub mod stats;
 pub mod store;
 pub mod svg;
+pub(crate) mod tasks;
 pub mod unit;
 
 /// The host's wall clock, milliseconds since the epoch (unit start times, staggering).

@@ -18,6 +18,7 @@ use crate::audit::run::store::{RunRow, Store};
 use crate::pipeline::cluster::{self, ChunkRef, LogDir};
 use crate::pipeline::host::Host;
 use crate::pipeline::store::sha256_hex;
+use crate::pipeline::tasks::{self, Done};
 
 /// `tasks/manifest.json`'s format.
 pub(crate) const MANIFEST_FORMAT: &str = "reprorun-judge-tasks/1";
@@ -54,8 +55,6 @@ impl cluster::Indexed for Unit {
         self.row.repeat
     }
 }
-
-type Chunk = crate::pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json` of a judging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,12 +139,10 @@ struct ReJudge {
 }
 
 fn format_err(path: &Path) -> impl Fn(String) -> JudgeError + '_ {
-    let path = path.to_path_buf();
-    move |reason| JudgeError::Usage(format!("{}: {reason}", path.display()))
-}
-
-fn file_err(e: cluster::FileError) -> JudgeError {
-    JudgeError::Usage(e.to_string())
+    move |reason| JudgeError::Format {
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 /// Writes the plan; returns the manifest.
@@ -194,9 +191,7 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
         chunks,
     };
     let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
-    cluster::write_plan(&out, &files, &text)
-        .map_err(file_err)?
-        .map_err(JudgeError::Usage)?;
+    cluster::write_plan(&out, &files, &text)?.map_err(JudgeError::Usage)?;
     cluster::Scripts {
         pipeline: "audit",
         tasks: &out,
@@ -204,9 +199,23 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
         db: &manifest.db,
         reprorun: &absolute(reprorun),
     }
-    .write(&manifest.chunks, &a.sbatch_args)
-    .map_err(file_err)?;
+    .write(&manifest.chunks, &a.sbatch_args)?;
     Ok(manifest)
+}
+
+impl tasks::Plan for Manifest {
+    type Unit = Unit;
+    const FORMAT: &'static str = MANIFEST_FORMAT;
+    const CHUNK_FORMAT: &'static str = CHUNK_FORMAT;
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn chunks(&self) -> &[ChunkRef] {
+        &self.chunks
+    }
+    fn key(u: &Unit) -> &str {
+        &u.key
+    }
 }
 
 /// A judging plan read back: the manifest, its digest, every unit by key with its chunk.
@@ -216,61 +225,29 @@ struct Tasks {
     units: BTreeMap<String, (u32, Unit)>,
 }
 
+/// Whether `u` is a judging a plan can hold: its key is its run's.
+fn is_unit(u: &Unit) -> bool {
+    u.key == key(&u.row.group_id, u.row.repeat)
+}
+
 fn open(dir: &Path) -> Result<Tasks, JudgeError> {
-    let path = dir.join("manifest.json");
-    let bytes = std::fs::read(&path).map_err(|e| format_err(&path)(e.to_string()))?;
-    let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|e| format_err(&path)(e.to_string()))?;
-    let mut units = BTreeMap::new();
-    for r in &manifest.chunks {
-        let file = dir.join(cluster::chunk_file(r.index));
-        let bytes = std::fs::read(&file).map_err(|e| format_err(&file)(e.to_string()))?;
-        let chunk: Chunk =
-            serde_json::from_slice(&bytes).map_err(|e| format_err(&file)(e.to_string()))?;
-        if chunk.format != CHUNK_FORMAT || chunk.index != r.index || sha256_hex(&bytes) != r.sha256
-        {
-            return Err(format_err(&file)(format!(
-                "chunk {} differs from the one planned (digest)",
-                r.index
-            )));
-        }
-        for u in chunk.units {
-            if u.key != key(&u.row.group_id, u.row.repeat) {
-                return Err(format_err(&file)(format!(
-                    "unit {} is not a unit of the plan",
-                    u.key
-                )));
-            }
-            units.insert(u.key.clone(), (r.index, u));
-        }
-    }
+    let (manifest, digest) = tasks::open::<Manifest>(dir)?;
+    let units = tasks::units(&manifest, dir, is_unit)?;
     Ok(Tasks {
-        digest: sha256_hex(&bytes),
         manifest,
+        digest,
         units,
     })
 }
 
-/// Judges the chunk's runs that have no result yet; returns (made, skipped, stopped).
+/// Judges the chunk's runs that have no result yet.
 pub(crate) fn work(
     tasks_dir: &Path,
     chunk_file: &Path,
     results: &Path,
-) -> Result<(u32, u32, bool), JudgeError> {
+) -> Result<Done, JudgeError> {
     let tasks = open(tasks_dir)?;
-    let chunk_bytes =
-        std::fs::read(chunk_file).map_err(|e| format_err(chunk_file)(e.to_string()))?;
-    let Some(r) = tasks
-        .manifest
-        .chunks
-        .iter()
-        .find(|r| r.sha256 == sha256_hex(&chunk_bytes))
-    else {
-        return Err(format_err(chunk_file)(
-            "not a chunk of the plan (digest)".into(),
-        ));
-    };
-    let index = r.index;
+    let chunk = tasks::chunk(&tasks.manifest, chunk_file, is_unit)?;
     let args = ReJudge::try_parse_from(&tasks.manifest.judge_args)
         .map_err(|e| {
             format_err(tasks_dir)(format!(
@@ -293,7 +270,7 @@ pub(crate) fn work(
             tasks_dir.display()
         )));
     }
-    cluster::catch_stop().map_err(file_err)?;
+    cluster::catch_stop()?;
     let host = Host::current();
     let scratch = cluster::scratch_dir(&host);
     if let Some(sb) = study.sandbox.as_mut() {
@@ -305,42 +282,31 @@ pub(crate) fn work(
         sb.root = Some(root);
     }
     let logs = LogDir(results.join("logs"));
-    let (mut made, mut skipped, mut stopped) = (0, 0, false);
-    let mut result = Ok(());
-    for (_, u) in tasks.units.values().filter(|(c, _)| *c == index) {
-        if cluster::stopped() {
-            stopped = true;
-            break;
-        }
-        if cluster::result_path(results, &u.key).exists() {
-            skipped += 1;
-            continue;
-        }
-        result = (|| {
+    let (done, result) = tasks::work_units(
+        &chunk.units,
+        results,
+        |u| &u.key,
+        |u| {
             let (judgment, labels) =
                 super::judge_run(&study, &logs, &scratch.join("judge"), &u.row)?;
             let shard = Shard {
                 format: SHARD_FORMAT.into(),
                 manifest_sha256: tasks.digest.clone(),
                 key: u.key.clone(),
-                chunk: index,
+                chunk: chunk.index,
                 judgment,
                 labels,
                 host: host.clone(),
                 finished_at: crate::pipeline::unix_now_ms() / 1000,
             };
             let text = serde_json::to_string_pretty(&shard).unwrap_or_default() + "\n";
-            cluster::write_result(results, &u.key, text.as_bytes(), &host.job).map_err(file_err)?;
+            cluster::write_result(results, &u.key, text.as_bytes(), &host.job)?;
             Ok::<(), JudgeError>(())
-        })();
-        if result.is_err() {
-            break;
-        }
-        made += 1;
-    }
+        },
+    );
     let _ = std::fs::remove_dir_all(&scratch);
     result?;
-    Ok((made, skipped, stopped || cluster::stopped()))
+    Ok(done)
 }
 
 /// Why result file `name` is not a judging of this plan, if it is not.
@@ -438,14 +404,12 @@ pub(crate) fn merge(
 ) -> Result<(u32, u32, u32, cluster::Coverage), JudgeError> {
     let tasks = open(tasks_dir)?;
     let mut checked = Vec::new();
-    for name in cluster::result_names(results).map_err(file_err)? {
+    for name in cluster::result_names(results)? {
         let path = results.join("runs").join(&name);
-        let text = std::fs::read_to_string(&path).map_err(|e| format_err(&path)(e.to_string()))?;
-        let shard = check(&tasks, results, &name, &text).map_err(|reason| {
-            JudgeError::Usage(format!(
-                "{}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)",
-                path.display()
-            ))
+        let text = std::fs::read_to_string(&path).map_err(cluster::read_err(&path))?;
+        let shard = check(&tasks, results, &name, &text).map_err(|reason| JudgeError::Refused {
+            path: path.clone(),
+            reason,
         })?;
         checked.push((sha256_hex(text.as_bytes()), text, shard));
     }
@@ -491,7 +455,10 @@ pub(crate) fn merge(
         } else {
             let logs = LogDir(results.join("logs"));
             for d in judgment_logs(j) {
-                let bytes = logs.check(d).map_err(JudgeError::Usage)?;
+                let bytes = logs.check(d).map_err(|reason| JudgeError::Refused {
+                    path: logs.0.join(d),
+                    reason,
+                })?;
                 store.db.put_log(&bytes)?;
             }
             // The host first: a merge killed between the two inserts finds it and records
@@ -530,3 +497,7 @@ pub(crate) fn plan_format(dir: &Path) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     v.get("format")?.as_str().map(str::to_string)
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

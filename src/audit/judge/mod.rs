@@ -56,6 +56,14 @@ pub(crate) enum JudgeError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    File(#[from] crate::pipeline::cluster::FileError),
+    #[error("{0}")]
+    Tasks(#[from] crate::pipeline::tasks::TasksError),
+    #[error("{path}: {reason}")]
+    Format { path: PathBuf, reason: String },
+    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
+    Refused { path: PathBuf, reason: String },
     #[error(
         "run {group} #{repeat}: {step}: {cause}; fix it and run the same command again to resume"
     )]

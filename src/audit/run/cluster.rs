@@ -20,6 +20,7 @@ use crate::pipeline::host::Host;
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
 use crate::pipeline::store::sha256_hex;
+use crate::pipeline::tasks::{self, Done};
 
 /// `tasks/manifest.json`'s format.
 pub(crate) const MANIFEST_FORMAT: &str = "reprorun-audit-tasks/1";
@@ -46,6 +47,9 @@ pub(crate) struct Manifest {
     /// The `audit run` options, as arguments: `work` resolves them again on the node and
     /// refuses to run when they no longer give `options_fingerprint`.
     pub run_args: Vec<String>,
+    /// `--spread-hosts`: each chunk holds one repeat (absent in older plans: false).
+    #[serde(default)]
+    pub spread_hosts: bool,
     pub chunks: Vec<ChunkRef>,
 }
 
@@ -112,6 +116,10 @@ pub struct PlanArgs {
         allow_hyphen_values = true
     )]
     pub sbatch_args: String,
+    /// One repeat per chunk: the repeats of a snapshot group are separate array tasks, so
+    /// Slurm can place them on different nodes (the hosts are recorded in `run_hosts`).
+    #[arg(long)]
+    pub spread_hosts: bool,
 }
 
 /// `reprorun audit work` options.
@@ -242,7 +250,10 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
     };
     let (files, chunks) = cluster::chunk_texts(
         &out,
-        cluster::numbered(CHUNK_FORMAT, cluster::layout(&units, a.chunk, false, None)),
+        cluster::numbered(
+            CHUNK_FORMAT,
+            cluster::layout(&units, a.chunk, a.spread_hosts, None),
+        ),
     );
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),
@@ -254,6 +265,7 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
         repeats: a.run.repeats,
         options_fingerprint: super::fingerprint(&study, &a.run),
         run_args: to_argv(&a.run),
+        spread_hosts: a.spread_hosts,
         chunks,
     };
     let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
@@ -267,6 +279,21 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
     }
     .write(&manifest.chunks, &a.sbatch_args)?;
     Ok(manifest)
+}
+
+impl tasks::Plan for Manifest {
+    type Unit = Unit;
+    const FORMAT: &'static str = MANIFEST_FORMAT;
+    const CHUNK_FORMAT: &'static str = CHUNK_FORMAT;
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn chunks(&self) -> &[ChunkRef] {
+        &self.chunks
+    }
+    fn key(u: &Unit) -> &str {
+        &u.key
+    }
 }
 
 /// A planned audit: the manifest, its digest, every unit by key with its chunk.
@@ -285,67 +312,30 @@ fn format_err(path: &Path) -> impl Fn(String) -> RunError + '_ {
 
 impl Tasks {
     pub(crate) fn open(dir: &Path) -> Result<Tasks, RunError> {
-        let path = dir.join("manifest.json");
-        let bytes = std::fs::read(&path).map_err(cluster::read_err(&path))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes)
-            .map_err(|e| format_err(&path)(format!("not an audit plan: {e}")))?;
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(format_err(&path)(format!(
-                "format {:?}, this reprorun reads {MANIFEST_FORMAT:?}",
-                manifest.format
-            )));
-        }
+        let (manifest, digest) = tasks::open::<Manifest>(dir)?;
         Ok(Tasks {
             dir: dir.to_path_buf(),
-            digest: sha256_hex(&bytes),
+            digest,
             manifest,
         })
     }
 
+    /// Whether `u` is a unit this plan can hold: its key its own, its repeat planned.
+    fn is_unit(&self, u: &Unit) -> bool {
+        u.key == key(&u.group_id, u.repeat) && u.repeat < self.manifest.repeats
+    }
+
     /// Reads chunk `file` and checks it is the manifest's chunk it claims to be.
     pub(crate) fn chunk(&self, file: &Path) -> Result<Chunk, RunError> {
-        let bytes = std::fs::read(file).map_err(cluster::read_err(file))?;
-        let bad = format_err(file);
-        let chunk: Chunk = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
-        if chunk.format != CHUNK_FORMAT {
-            return Err(bad(format!("format {:?}", chunk.format)));
-        }
-        let Some(r) = self.manifest.chunks.iter().find(|c| c.index == chunk.index) else {
-            return Err(bad(format!("chunk {} is not in the manifest", chunk.index)));
-        };
-        if r.sha256 != sha256_hex(&bytes) {
-            return Err(bad(format!(
-                "chunk {} differs from the one planned (digest)",
-                chunk.index
-            )));
-        }
-        for u in &chunk.units {
-            if u.key != key(&u.group_id, u.repeat) || u.repeat >= self.manifest.repeats {
-                return Err(bad(format!("unit {} is not a unit of the plan", u.key)));
-            }
-        }
-        Ok(chunk)
+        Ok(tasks::chunk(&self.manifest, file, |u| self.is_unit(u))?)
     }
 
     /// Every planned unit by key, with its chunk index.
     pub(crate) fn units(&self) -> Result<BTreeMap<String, (u32, Unit)>, RunError> {
-        let mut out = BTreeMap::new();
-        for r in &self.manifest.chunks {
-            let chunk = self.chunk(&self.dir.join(cluster::chunk_file(r.index)))?;
-            for u in chunk.units {
-                out.insert(u.key.clone(), (chunk.index, u));
-            }
-        }
-        Ok(out)
+        Ok(tasks::units(&self.manifest, &self.dir, |u| {
+            self.is_unit(u)
+        })?)
     }
-}
-
-/// What a `work` did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Done {
-    pub ran: u32,
-    pub skipped: u32,
-    pub stopped: bool,
 }
 
 /// Makes the chunk's runs that have no result yet.
@@ -382,32 +372,24 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
         close_in_worker: Vec::new(),
         progress: &mut progress,
     };
-    let mut done = Done::default();
-    let mut result = Ok(());
-    for u in &chunk.units {
-        if cluster::stopped() {
-            done.stopped = true;
-            break;
-        }
-        if cluster::result_path(&a.results, &u.key).exists() {
-            done.skipped += 1;
-            continue;
-        }
-        let Some(group) = study
-            .corpus
-            .manifest
-            .groups
-            .iter()
-            .find(|g| g.group_id == u.group_id)
-        else {
-            result = Err(RunError::Usage(format!(
-                "unit {}: no group {} in the corpus",
-                u.key, u.group_id
-            )));
-            break;
-        };
-        result = pool
-            .run(
+    let (done, result) = tasks::work_units(
+        &chunk.units,
+        &a.results,
+        |u| &u.key,
+        |u| {
+            let Some(group) = study
+                .corpus
+                .manifest
+                .groups
+                .iter()
+                .find(|g| g.group_id == u.group_id)
+            else {
+                return Err(RunError::Usage(format!(
+                    "unit {}: no group {} in the corpus",
+                    u.key, u.group_id
+                )));
+            };
+            pool.run(
                 vec![u.clone()],
                 |_| 0,
                 |u| format!("{} #{}", u.group_id, u.repeat),
@@ -428,16 +410,12 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
                     Ok::<(), RunError>(())
                 },
             )
-            .map_err(RunError::from);
-        if result.is_err() {
-            break;
-        }
-        done.ran += 1;
-    }
+            .map_err(RunError::from)
+        },
+    );
     progress.finish();
     let _ = std::fs::remove_dir_all(&scratch);
     result?;
-    done.stopped |= cluster::stopped();
     Ok(done)
 }
 

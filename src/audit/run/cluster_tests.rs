@@ -95,6 +95,7 @@ fn tasks(dir: &Path) -> (Tasks, BTreeMap<String, (u32, Unit)>) {
         repeats: 2,
         options_fingerprint: "fp".into(),
         run_args: vec![],
+        spread_hosts: false,
         chunks,
     };
     let text = serde_json::to_string_pretty(&m).unwrap();

@@ -49,6 +49,8 @@ pub(crate) enum RunError {
     File(#[from] crate::pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Tasks(#[from] crate::pipeline::tasks::TasksError),
     #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
     Refused { path: PathBuf, reason: String },
     #[error("--image: {0}")]

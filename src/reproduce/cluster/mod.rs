@@ -23,9 +23,10 @@ use super::runner::Conditions;
 use super::store::{arm_name, RunRow};
 use super::Arm;
 use crate::pipeline::store::sha256_hex;
+use crate::pipeline::tasks::{self, TasksError};
 use crate::plan::NetChoice;
 
-pub(crate) use crate::pipeline::cluster::{chunk_file, read_err, ChunkRef};
+pub(crate) use crate::pipeline::cluster::{read_err, ChunkRef};
 pub(crate) use crate::pipeline::host::Host;
 
 /// `tasks/manifest.json`'s format.
@@ -44,6 +45,8 @@ pub(crate) enum ClusterError {
     File(#[from] crate::pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Tasks(#[from] TasksError),
     #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
     Refused { path: PathBuf, reason: String },
     #[error("{0}")]
@@ -184,11 +187,19 @@ pub(crate) fn key(instance_id: &str, arm: Arm, idx: u32) -> String {
     )
 }
 
-fn parse<T: serde::de::DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, ClusterError> {
-    serde_json::from_slice(bytes).map_err(|e| ClusterError::Format {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })
+impl crate::pipeline::tasks::Plan for Manifest {
+    type Unit = Unit;
+    const FORMAT: &'static str = MANIFEST_FORMAT;
+    const CHUNK_FORMAT: &'static str = CHUNK_FORMAT;
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn chunks(&self) -> &[ChunkRef] {
+        &self.chunks
+    }
+    fn key(u: &Unit) -> &str {
+        &u.key
+    }
 }
 
 /// A planned study: the manifest, its digest, and (once read) its units by key.
@@ -203,19 +214,11 @@ pub(crate) struct Tasks {
 impl Tasks {
     /// Reads and checks `dir/manifest.json`.
     pub(crate) fn open(dir: &Path) -> Result<Tasks, ClusterError> {
-        let path = dir.join("manifest.json");
-        let bytes = std::fs::read(&path).map_err(read_err(&path))?;
-        let manifest: Manifest = parse(&path, &bytes)?;
+        let (manifest, digest) = tasks::open::<Manifest>(dir)?;
         let bad = |reason: String| ClusterError::Format {
-            path: path.clone(),
+            path: dir.join("manifest.json"),
             reason,
         };
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(bad(format!(
-                "format {:?}, this reprorun reads {MANIFEST_FORMAT:?}",
-                manifest.format
-            )));
-        }
         let conditions = manifest.conditions.conditions().map_err(&bad)?;
         if conditions.fingerprint() != manifest.options_fingerprint {
             return Err(bad(
@@ -229,52 +232,27 @@ impl Tasks {
             .collect();
         Ok(Tasks {
             dir: dir.to_path_buf(),
-            digest: sha256_hex(&bytes),
+            digest,
             manifest,
             instances,
             conditions,
         })
     }
 
+    /// Whether `u` is a unit this plan can hold: its instance is planned, its key its own.
+    fn is_unit(&self, u: &Unit) -> bool {
+        self.instances.contains_key(&u.instance_id) && u.key == key(&u.instance_id, u.arm, u.idx)
+    }
+
     /// Reads chunk `file` and checks it is the manifest's chunk it claims to be.
     pub(crate) fn chunk(&self, file: &Path) -> Result<Chunk, ClusterError> {
-        let bytes = std::fs::read(file).map_err(read_err(file))?;
-        let chunk: Chunk = parse(file, &bytes)?;
-        let bad = |reason: String| ClusterError::Format {
-            path: file.to_path_buf(),
-            reason,
-        };
-        if chunk.format != CHUNK_FORMAT {
-            return Err(bad(format!("format {:?}", chunk.format)));
-        }
-        let Some(r) = self.manifest.chunks.iter().find(|c| c.index == chunk.index) else {
-            return Err(bad(format!("chunk {} is not in the manifest", chunk.index)));
-        };
-        if r.sha256 != sha256_hex(&bytes) {
-            return Err(bad(format!(
-                "chunk {} differs from the one planned (digest)",
-                chunk.index
-            )));
-        }
-        for u in &chunk.units {
-            if !self.instances.contains_key(&u.instance_id)
-                || u.key != key(&u.instance_id, u.arm, u.idx)
-            {
-                return Err(bad(format!("unit {} is not a unit of the plan", u.key)));
-            }
-        }
-        Ok(chunk)
+        Ok(tasks::chunk(&self.manifest, file, |u| self.is_unit(u))?)
     }
 
     /// Every planned unit by key, with its chunk index.
     pub(crate) fn units(&self) -> Result<BTreeMap<String, (u32, Unit)>, ClusterError> {
-        let mut out = BTreeMap::new();
-        for r in &self.manifest.chunks {
-            let chunk = self.chunk(&self.dir.join(chunk_file(r.index)))?;
-            for u in chunk.units {
-                out.insert(u.key.clone(), (chunk.index, u));
-            }
-        }
-        Ok(out)
+        Ok(tasks::units(&self.manifest, &self.dir, |u| {
+            self.is_unit(u)
+        })?)
     }
 }

@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use super::merge::{merge, MergeOptions, Merged};
 use super::*;
-use crate::pipeline::cluster::{layout, result_path, write_result};
+use crate::pipeline::cluster::{chunk_file, layout, result_path, write_result};
 use crate::pipeline::host;
 use crate::reproduce::store::Store;
 

@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{ClusterError, Host, Shard, Tasks, Unit, SHARD_FORMAT};
-use crate::pipeline::cluster::{
-    catch_stop, result_path, scratch_dir, stopped, write_result, LogDir,
-};
+use crate::pipeline::cluster::{catch_stop, scratch_dir, write_result, LogDir};
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
+use crate::pipeline::tasks::work_units;
+pub(crate) use crate::pipeline::tasks::Done;
 use crate::reproduce::runner::{self, RunSink};
 use crate::reproduce::store::StoreError;
 use crate::reproduce::ReproduceError;
@@ -21,16 +21,6 @@ pub(crate) struct WorkOptions {
     pub tasks: PathBuf,
     pub chunk: PathBuf,
     pub results: PathBuf,
-}
-
-/// What a `work` did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Done {
-    pub ran: u32,
-    /// Units whose result was already there.
-    pub skipped: u32,
-    /// A SIGTERM or SIGINT came: the units after it were not started.
-    pub stopped: bool,
 }
 
 /// Logs into `results/logs/` (content-addressed), scratch in node-local `$TMPDIR`.
@@ -95,32 +85,22 @@ pub(crate) fn work(o: &WorkOptions) -> Result<Done, ClusterError> {
         close_in_worker: Vec::new(),
         progress: &mut progress,
     };
-    let mut done = Done::default();
-    let mut result = Ok(());
-    for u in &chunk.units {
-        if stopped() {
-            done.stopped = true;
-            break;
-        }
-        if result_path(&o.results, &u.key).exists() {
-            done.skipped += 1;
-            continue;
-        }
-        result = pool.run(
-            vec![u.clone()],
-            |_| 0,
-            |u| format!("{} {} #{}", u.instance_id, u.arm.name(), u.idx),
-            |u| one(&tasks, &sink, chunk.index, u, &host, &o.results),
-        );
-        if result.is_err() {
-            break;
-        }
-        done.ran += 1;
-    }
+    let (done, result) = work_units(
+        &chunk.units,
+        &o.results,
+        |u| &u.key,
+        |u| {
+            pool.run(
+                vec![u.clone()],
+                |_| 0,
+                |u| format!("{} {} #{}", u.instance_id, u.arm.name(), u.idx),
+                |u| one(&tasks, &sink, chunk.index, u, &host, &o.results),
+            )
+        },
+    );
     progress.finish();
     // Trees and scratch are the node's, and of this task only.
     let _ = std::fs::remove_dir_all(&sink.work);
     result.map_err(|e| ClusterError::Run(Box::new(ReproduceError::Worker(e))))?;
-    done.stopped |= stopped();
     Ok(done)
 }

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The cluster path against one machine: the example corpus made by `reproduce run --jobs 2`
+# and by `plan` → a local one-node Slurm (2 tasks at a time on this 2-core machine) →
+# `merge`, side by side in one call, and the merge rate of a 25,000-run study.
+#   runtime-tests/bench/cluster.sh [ROUNDS]      (default 2; as root; not part of the tests)
+# Prints the overhead ratio of the cluster path (target ≤ 1.2× for runs of ≥ 1 s each) and
+# the merge rate in results per second (target ≥ 5,000/s).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+rounds=${1:-2}
+need slurmctld slurmd sbatch squeue munged munge runuser python3 git
+[ "$(id -u)" = 0 ] || { echo "cluster.sh: run as root (slurmd)" >&2; exit 1; }
+build_reprorun
+make_work
+
+REPRORUN=$bin "$root/images/corpus/build.sh" "$work/corpus" >/dev/null
+cd "$work"
+inputs=(--instances corpus/instances.jsonl --predictions corpus/predictions.jsonl)
+study=("${inputs[@]}" --k 2 --compare-shim --pin-runs 0)
+
+# A one-node Slurm in $work/slurm; stopped on exit.
+s=$work/slurm
+mkdir -p "$s/munge" "$s/ctld" "$s/d"
+chmod 755 "$work" "$s"
+chown munge: "$s/munge"
+timeout 20 runuser -u munge -- munged -S "$s/munge/munge.sock" --pid-file="$s/munge/munged.pid" \
+  --log-file="$s/munge/munged.log" --seed-file="$s/munge/munged.seed"
+port=$((20000 + ($$ % 20000) * 2))
+cat >"$s/slurm.conf" <<EOF
+ClusterName=bench
+SlurmctldHost=localhost
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+AuthInfo=socket=$s/munge/munge.sock
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$s/ctld
+SlurmdSpoolDir=$s/d
+SlurmctldPidFile=$s/ctld.pid
+SlurmdPidFile=$s/d.pid
+SlurmctldLogFile=$s/ctld.log
+SlurmdLogFile=$s/d.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName=localhost NodeHostname=$(hostname) CPUs=$(nproc) State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+export SLURM_CONF=$s/slurm.conf
+stop_slurm() {
+  for p in "$s/d.pid" "$s/ctld.pid" "$s/munge/munged.pid"; do
+    [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+  done
+  sleep 1
+  rm -rf "$work"
+}
+trap stop_slurm EXIT
+timeout 20 slurmctld -f "$SLURM_CONF"
+timeout 20 slurmd -f "$SLURM_CONF" -N localhost
+for _ in $(seq 100); do
+  [ "$(timeout 5 sinfo -h -o %t 2>/dev/null)" = idle ] && break
+  sleep 0.2
+done
+[ "$(timeout 5 sinfo -h -o %t)" = idle ] || { echo "cluster.sh: slurm did not come up" >&2; exit 1; }
+
+now() { date +%s.%N; }
+
+# local_run N: `run --jobs 2` into a fresh database; prints seconds.
+local_run() {
+  local t0; t0=$(now)
+  "$bin" reproduce run "${study[@]}" --db "local$1.db" --jobs 2 >/dev/null 2>&1
+  echo "$(now) - $t0" | bc
+}
+
+# slurm_run N: plan, submit.sh, wait for the merge job; prints seconds.
+slurm_run() {
+  local t0 merge_job; t0=$(now)
+  "$bin" reproduce plan "${study[@]}" --db "cluster$1.db" --out "tasks$1" \
+    --results "results$1" >/dev/null
+  merge_job=$(timeout 60 "tasks$1/submit.sh" 2>/dev/null | tail -n 1)
+  while [ -n "$(timeout 10 squeue -h -j "$merge_job" 2>/dev/null)" ]; do sleep 0.1; done
+  [ -f "cluster$1.db" ] || { echo "cluster.sh: the merge job wrote no database" >&2; exit 1; }
+  echo "$(now) - $t0" | bc
+}
+
+runs=$(( $(wc -l <corpus/instances.jsonl) * 4 ))
+printf '%-6s %10s %10s %8s\n' round run_s slurm_s ratio
+ratios=()
+for r in $(seq "$rounds"); do
+  a=$(local_run "$r")
+  b=$(slurm_run "$r")
+  ratio=$(echo "scale=3; $b / $a" | bc)
+  ratios+=("$ratio")
+  printf '%-6s %10.2f %10.2f %7.2fx\n' "$r" "$a" "$b" "$ratio"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
+echo "cluster path / run --jobs 2: ${median}x median over $rounds round(s), $runs runs each (target <= 1.2x)"
+# The two paths must agree.
+"$bin" reproduce report --db local1.db --out rep-local --json >local.json
+"$bin" reproduce report --db cluster1.db --out rep-cluster --json >cluster.json
+python3 - <<'EOF'
+import json
+a, b = json.load(open("local.json")), json.load(open("cluster.json"))
+for arm in ("shim", "no_shim"):
+    assert a[arm] == b[arm], (arm, a[arm], b[arm])
+print("classes and counts: the same on both paths")
+EOF
+
+# The merge rate: a plan of about 25,000 runs (the corpus's instances, k large) whose
+# results are copies of one real result, each its own unit, merged into a fresh database.
+n=$(wc -l <corpus/instances.jsonl)
+k=$(( (25000 + 2 * n - 1) / (2 * n) ))
+"$bin" reproduce plan "${inputs[@]}" --compare-shim --pin-runs 0 --k "$k" --db merge.db --out tasks-merge \
+  --results results-merge >/dev/null
+template=$(ls results1/runs/*.json | head -n 1)
+mkdir -p results-merge/runs
+cp -r results1/logs results-merge/logs
+python3 - "$template" <<'EOF'
+import hashlib, json, os, sys
+tpl = json.load(open(sys.argv[1]))
+digest = hashlib.sha256(open("tasks-merge/manifest.json", "rb").read()).hexdigest()
+m = json.load(open("tasks-merge/manifest.json"))
+n = 0
+for c in m["chunks"]:
+    chunk = json.load(open("tasks-merge/chunks/%04d.json" % c["index"]))
+    for u in chunk["units"]:
+        s = json.loads(json.dumps(tpl))
+        s["manifest_sha256"], s["key"], s["chunk"] = digest, u["key"], chunk["index"]
+        s["row"].update(instance_id=u["instance_id"], arm=u["arm"], idx=u["idx"])
+        with open("results-merge/runs/%s.json" % u["key"], "w") as f:
+            json.dump(s, f)
+        n += 1
+print(n, file=open("merge-count", "w"))
+EOF
+count=$(cat merge-count)
+t0=$(now)
+"$bin" reproduce merge --tasks tasks-merge --results results-merge --db merge.db >/dev/null 2>&1
+secs=$(echo "$(now) - $t0" | bc)
+rate=$(echo "scale=0; $count / $secs" | bc)
+echo "merge: $count results in ${secs}s: $rate results/s (target >= 5000/s)"
