@@ -47,6 +47,9 @@ pub(crate) enum InitError {
     Fork(Errno),
     #[error("exec {program}: {errno}")]
     Exec { program: String, errno: Errno },
+    /// A step of the workload's own preparation before its exec.
+    #[error("{step}: {errno}")]
+    Prepare { step: &'static str, errno: Errno },
     #[error("open the seeded /dev/urandom: {0}")]
     Entropy(Errno),
     #[error("join namespace {path}: {errno}")]
@@ -80,16 +83,25 @@ impl InitError {
                     | InitError::Fork(e)
                     | InitError::Start(e)
                     | InitError::Stdio(e) => *e,
-                    InitError::Join { errno, .. } | InitError::Terminal { errno, .. } => *errno,
+                    InitError::Join { errno, .. }
+                    | InitError::Terminal { errno, .. }
+                    | InitError::Prepare { errno, .. } => *errno,
                     _ => Errno::UnknownErrno,
                 };
+                // Any isolation step the host refuses: a container engine's seccomp profile
+                // answers EPERM or ENOSYS, a missing capability EPERM or EACCES. (EACCES on a
+                // mount is about its source, the caller's to fix.)
+                let refused = matches!(errno, Errno::EPERM | Errno::EACCES | Errno::ENOSYS);
                 let refusal = match other {
-                    InitError::IdMap { errno, .. } => matches!(errno, Errno::EPERM | Errno::EACCES),
-                    InitError::Mount(m) => m.is_refusal(),
-                    InitError::TimeNs(e) => {
-                        matches!(e, Errno::EPERM | Errno::EINVAL | Errno::ENOSYS)
+                    InitError::Mount(m) => {
+                        m.is_refusal() || matches!(errno, Errno::EPERM | Errno::ENOSYS)
                     }
-                    _ => false,
+                    InitError::TimeNs(e) => refused || *e == Errno::EINVAL,
+                    InitError::ParentGone
+                    | InitError::Chdir(..)
+                    | InitError::Start(_)
+                    | InitError::Stdio(_) => false,
+                    _ => refused,
                 };
                 InitMsg::SetupFailed {
                     step: other.to_string(),
@@ -240,9 +252,15 @@ fn run(
         )
     }
     .map_err(InitError::Fork)?;
-    let workload = spawned.confirm().map_err(|errno| InitError::Exec {
-        program: plan.argv[0].clone(),
-        errno,
+    let workload = spawned.confirm().map_err(|f| match f.step {
+        exec::Prep::Exec => InitError::Exec {
+            program: plan.argv[0].clone(),
+            errno: f.errno,
+        },
+        step => InitError::Prepare {
+            step: step.name(),
+            errno: f.errno,
+        },
     })?;
     // From now on nothing in the sandbox may look into init (/proc/1/exe is reprorun's own
     // binary on the host: CVE-2019-5736), and it cannot be traced. The supervisor has mapped
