@@ -157,7 +157,7 @@ fn auto_isolation_falls_back_to_pins_with_one_warning() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("reprorun: warning: namespaces unavailable"),
+        err.starts_with("reprorun: warning: full isolation unavailable"),
         "{err}"
     );
     assert!(err.contains("environment pins only"), "{err}");

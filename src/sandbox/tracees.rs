@@ -14,6 +14,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
+use nix::sys::ptrace;
+use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
@@ -82,4 +84,38 @@ pub(super) fn wait(pid: Pid, flags: libc::c_int) -> Result<WaitStatus, Errno> {
             }
         }
     }
+}
+
+/// Stops tracing a seized tracee that may be running (PTRACE_DETACH needs a stopped one):
+/// interrupts it, waits for it to stop and detaches. A signal-delivery stop that comes
+/// first serves as well, and its signal is passed on at the detach. The stop is awaited from
+/// any tracee of this thread (it has only this one): a thread that completes an exec
+/// meanwhile stops under its leader's pid. Nothing is left to do when it died meanwhile.
+/// Every wait has a deadline: a tracee whose stop never shows is detached if it is stopped,
+/// and killed rather than left traced if it cannot be.
+pub(super) fn release(pid: Pid) {
+    if ptrace::interrupt(pid).is_err() {
+        return; // gone (or not ours)
+    }
+    match wait_stop(Pid::from_raw(-1)) {
+        Ok(WaitStatus::Stopped(p, sig)) => {
+            let _ = ptrace::detach(p, sig);
+        }
+        Ok(WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p)) => {
+            let _ = ptrace::detach(p, None);
+        }
+        Err(Errno::ETIMEDOUT) => {
+            if ptrace::detach(pid, None).is_err() {
+                let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+            }
+        }
+        // Exited or killed meanwhile, or no tracee left.
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// The next state change of tracee `pid` (-1: any tracee of this thread), within
+/// `tracees::WAIT_LIMIT`. __WNOTHREAD keeps the supervisor's own child (init) out of reach.
+pub(super) fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
+    wait(pid, 0)
 }
