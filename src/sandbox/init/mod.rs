@@ -89,19 +89,27 @@ impl InitError {
                     _ => Errno::UnknownErrno,
                 };
                 // Any isolation step the host refuses: a container engine's seccomp profile
-                // answers EPERM or ENOSYS, a missing capability EPERM or EACCES. (EACCES on a
-                // mount is about its source, the caller's to fix.)
-                let refused = matches!(errno, Errno::EPERM | Errno::EACCES | Errno::ENOSYS);
+                // answers EPERM or ENOSYS, a missing capability EPERM or EACCES, a kernel
+                // that cannot stack the mounts (overlay on the engine's overlay) EINVAL.
+                // Not a refusal: a path of the caller's that is missing or a link.
                 let refusal = match other {
+                    InitError::Mount(MountError::Target { .. } | MountError::Link { .. }) => false,
                     InitError::Mount(m) => {
-                        m.is_refusal() || matches!(errno, Errno::EPERM | Errno::ENOSYS)
+                        m.is_refusal()
+                            || !matches!(errno, Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP)
                     }
-                    InitError::TimeNs(e) => refused || *e == Errno::EINVAL,
                     InitError::ParentGone
                     | InitError::Chdir(..)
                     | InitError::Start(_)
                     | InitError::Stdio(_) => false,
-                    _ => refused,
+                    _ => matches!(
+                        errno,
+                        Errno::EPERM
+                            | Errno::EACCES
+                            | Errno::ENOSYS
+                            | Errno::EINVAL
+                            | Errno::EOPNOTSUPP
+                    ),
                 };
                 InitMsg::SetupFailed {
                     step: other.to_string(),
