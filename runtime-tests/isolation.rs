@@ -303,7 +303,7 @@ fn every_refused_step_fails_full_closed_and_degrades_pins_only() {
         ])
     };
     let no_listener = || {
-        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u64;
+        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
         refuse(&[(libc::SYS_seccomp, 1, listener, libc::EPERM)])
     };
     let no_ptrace = || refuse(&[(libc::SYS_ptrace, 0, 0, libc::EPERM)]);

@@ -143,3 +143,37 @@ fn probe_ptrace() -> Result<(), Errno> {
     let _ = crate::sys::wait4(Pid::from_raw(child.as_raw()), libc::__WALL);
     seized
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_warning_line_per_skipped_piece() {
+        assert!(Refused::default().warnings(true, true, true).is_empty());
+        let podman = Refused {
+            personality: Some(Errno::ENOSYS),
+            ..Refused::default()
+        };
+        let lines = podman.warnings(true, true, true);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("randomized") && lines[0].contains("ENOSYS"));
+        let no_notify = Refused {
+            notify: Some(Errno::EPERM),
+            // Not tried without a listener; not reported either.
+            ptrace: Some(Errno::EPERM),
+            ..Refused::default()
+        };
+        let lines = no_notify.warnings(true, false, true);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines
+            .iter()
+            .all(|l| l.ends_with("seccomp notification refused (EPERM: Operation not permitted)")));
+        let no_ptrace = Refused {
+            ptrace: Some(Errno::EPERM),
+            ..Refused::default()
+        };
+        assert_eq!(no_ptrace.warnings(true, true, true).len(), 2);
+        assert!(no_ptrace.warnings(false, false, true).is_empty());
+    }
+}

@@ -505,3 +505,43 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(e: InitError) -> bool {
+        match e.to_msg() {
+            InitMsg::SetupFailed { refusal, .. } => refusal,
+            other => panic!("not a setup failure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn any_isolation_step_the_host_refuses_is_a_refusal() {
+        assert!(refusal(InitError::Hostname(Errno::EPERM)));
+        assert!(refusal(InitError::Prepare {
+            step: "personality",
+            errno: Errno::ENOSYS,
+        }));
+        assert!(refusal(InitError::Mount(MountError::Op {
+            kind: "overlay",
+            dest: "/etc".into(),
+            errno: Errno::EINVAL,
+        })));
+        assert!(refusal(InitError::TimeNs(Errno::EINVAL)));
+        // The caller's own paths, and a supervisor that went away, are not.
+        assert!(!refusal(InitError::Mount(MountError::Op {
+            kind: "bind",
+            dest: "/data".into(),
+            errno: Errno::ENOENT,
+        })));
+        assert!(!refusal(InitError::Mount(MountError::Target {
+            dest: "/x/y".into(),
+            errno: Errno::EROFS,
+        })));
+        assert!(!refusal(InitError::Chdir("/work".into(), Errno::EACCES)));
+        assert!(!refusal(InitError::ParentGone));
+        assert!(!refusal(InitError::Fork(Errno::EAGAIN)));
+    }
+}
