@@ -103,7 +103,11 @@ fn refuse_namespaces() -> Vec<BpfProgram> {
 }
 
 fn confined(w: &Work, args: &[&str]) -> Command {
-    let filters = refuse_namespaces();
+    confined_by(w, args, refuse_namespaces())
+}
+
+/// `reprorun ARGS` under `filters` (inherited by everything it starts).
+fn confined_by(w: &Work, args: &[&str], filters: Vec<BpfProgram>) -> Command {
     let mut cmd = w.cmd(args);
     // SAFETY: between fork and exec we only call prctl/seccomp through seccompiler, which
     // does not allocate; the filters were built before the fork.
@@ -157,7 +161,7 @@ fn auto_isolation_falls_back_to_pins_with_one_warning() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("reprorun: warning: namespaces unavailable"),
+        err.starts_with("reprorun: warning: full isolation unavailable"),
         "{err}"
     );
     assert!(err.contains("environment pins only"), "{err}");
@@ -244,4 +248,140 @@ fn pins_only_runs_keep_the_fake_clock() {
         "the clock directory {} is removed after the run",
         lines[2]
     );
+}
+
+/// What a container engine refuses after the namespaces were made, or to a pins-only run:
+/// each `(syscall, arg, mask, errno)` refuses the call whose argument `arg` has the bits of
+/// `mask` set (`mask` 0: every call).
+fn refuse(calls: &[(i64, u8, u64, i32)]) -> Vec<BpfProgram> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).unwrap();
+    calls
+        .iter()
+        .map(|&(nr, arg, mask, errno)| {
+            let rule = match mask {
+                0 => vec![],
+                m => vec![SeccompRule::new(vec![SeccompCondition::new(
+                    arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(m),
+                    m,
+                )
+                .unwrap()])
+                .unwrap()],
+            };
+            let rules: BTreeMap<i64, Vec<SeccompRule>> = [(nr, rule)].into_iter().collect();
+            SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(errno as u32),
+                arch,
+            )
+            .unwrap()
+            .try_into()
+            .unwrap()
+        })
+        .collect()
+}
+
+/// Any refused isolation step, not only namespace creation: `full` fails closed naming it
+/// with the `--isolation=auto` hint; `auto` falls back with one line naming it; and a
+/// pins-only run skips each refused piece with one warning line of its own instead of
+/// failing (Podman's default profile: `sethostname` EPERM, `personality(ADDR_NO_RANDOMIZE)`
+/// ENOSYS; a refused notification filter; refused ptrace).
+#[test]
+fn every_refused_step_fails_full_closed_and_degrades_pins_only() {
+    let w = Work::new();
+    let podman_like = || {
+        refuse(&[
+            (libc::SYS_sethostname, 0, 0, libc::EPERM),
+            (
+                libc::SYS_personality,
+                0,
+                libc::ADDR_NO_RANDOMIZE as u64,
+                libc::ENOSYS,
+            ),
+        ])
+    };
+    let no_listener = || {
+        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+        refuse(&[(libc::SYS_seccomp, 1, listener, libc::EPERM)])
+    };
+    let no_ptrace = || refuse(&[(libc::SYS_ptrace, 0, 0, libc::EPERM)]);
+    let script = "date +%F; busybox date +%F; exit 4";
+    let run = |mode: &str, filters: Vec<BpfProgram>| {
+        let iso = format!("--isolation={mode}");
+        confined_by(
+            &w,
+            &[
+                "exec",
+                &iso,
+                "--date",
+                "2021-03-04",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+            filters,
+        )
+        .output()
+        .unwrap()
+    };
+    let aslr = "reprorun: warning: address-space layout stays randomized here: personality refused (ENOSYS";
+
+    let o = run("full", podman_like());
+    assert_eq!(o.status.code(), Some(125), "{o:?}");
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("reprorun: set hostname: EPERM"), "{err}");
+    assert!(err.contains("--isolation=auto"), "{err}");
+
+    let o = run("auto", podman_like());
+    assert_eq!(expect_code(&o, 4), "2021-03-04\n2021-03-04\n");
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("reprorun: warning: full isolation unavailable (set hostname: EPERM"),
+        "{err}"
+    );
+    assert!(lines[1].starts_with(aslr), "{err}");
+
+    let o = run("none", podman_like());
+    assert_eq!(expect_code(&o, 4), "2021-03-04\n2021-03-04\n");
+    let err = stderr(&o);
+    assert!(err.lines().count() == 1 && err.starts_with(aslr), "{err}");
+
+    // The notification filter refused: `full` names that step; pins-only keeps the preload
+    // clock of dynamic programs and warns that static ones (busybox) see the real clock.
+    let o = run("full", no_listener());
+    assert_eq!(o.status.code(), Some(125), "{o:?}");
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("reprorun: install the seccomp notification filter: EPERM")
+            && err.contains("--isolation=auto"),
+        "{err}"
+    );
+    for (filters, why) in [
+        (no_listener(), "seccomp notification refused (EPERM"),
+        (no_ptrace(), "ptrace refused (EPERM"),
+    ] {
+        let o = run("none", filters);
+        let out = expect_code(&o, 4);
+        let dates: Vec<&str> = out.lines().collect();
+        assert_eq!(dates[0], "2021-03-04", "dynamic date: {out}");
+        assert_ne!(dates[1], "2021-03-04", "static busybox date: {out}");
+        let err = stderr(&o);
+        let clock =
+            format!("reprorun: warning: static and Go programs see the real clock here: {why}");
+        assert!(
+            err.lines().filter(|l| l.starts_with(&clock)).count() == 1,
+            "{err}"
+        );
+        assert!(
+            err.lines().all(|l| l.starts_with("reprorun: warning: ")),
+            "{err}"
+        );
+    }
 }

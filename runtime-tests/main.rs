@@ -11,6 +11,7 @@ mod audit_run;
 mod audit_snapshot;
 mod bad_input;
 mod cluster;
+mod entrypoint;
 mod escape;
 mod escape_host;
 mod exec;

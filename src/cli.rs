@@ -128,8 +128,8 @@ pub(crate) struct ExecArgs {
     /// Kill everything in the sandbox after DURATION (e.g. 90s, 10m) and exit 124.
     #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub(crate) timeout: Option<Duration>,
-    /// `full` fails when namespaces are unavailable; `auto` falls back to pins only with a
-    /// warning; `none` asks for pins only.
+    /// `full` fails when the host refuses any isolation step; `auto` falls back to pins only
+    /// with a warning; `none` asks for pins only (a refused pin is skipped with a warning).
     #[arg(long, value_enum, env = "REPRORUN_ISOLATION", default_value_t = Isolation::Full)]
     pub(crate) isolation: Isolation,
     /// The sandbox's wall-clock date: RFC 3339, YYYY-MM-DD, @EPOCH, or `now` (no faking).

@@ -515,6 +515,7 @@ fn join_and_run(
                     user: p.user.as_ref(),
                     oom_score_adj: None,
                     scoped: false,
+                    aslr_off: true,
                 };
                 let notify = notify_sock.map(|sock| super::exec::Notify {
                     sock,

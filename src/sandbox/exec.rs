@@ -19,6 +19,83 @@ pub(crate) fn exit_code_for(errno: i32) -> i32 {
     }
 }
 
+/// A step of the workload's preparation that can fail, named in the error that reports it
+/// (`Exec` is the `execve` itself: a missing or non-executable program).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prep {
+    Exec,
+    Setup,
+    Session,
+    Personality,
+    Cpus,
+    Rlimits,
+    Signals,
+    OomScore,
+    Capabilities,
+    User,
+    NoNewPrivs,
+    Landlock,
+    Notify,
+    Descriptors,
+    Seccomp,
+}
+
+impl Prep {
+    const ALL: [Prep; 15] = [
+        Prep::Exec,
+        Prep::Setup,
+        Prep::Session,
+        Prep::Personality,
+        Prep::Cpus,
+        Prep::Rlimits,
+        Prep::Signals,
+        Prep::OomScore,
+        Prep::Capabilities,
+        Prep::User,
+        Prep::NoNewPrivs,
+        Prep::Landlock,
+        Prep::Notify,
+        Prep::Descriptors,
+        Prep::Seccomp,
+    ];
+
+    /// The step's name in a one-line error.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Prep::Exec => "exec",
+            Prep::Setup => "set up the workload process",
+            Prep::Session => "new session",
+            Prep::Personality => "turn address-space randomization off (personality)",
+            Prep::Cpus => "pin CPUs (sched_setaffinity)",
+            Prep::Rlimits => "set resource limits",
+            Prep::Signals => "reset signals",
+            Prep::OomScore => "set oom_score_adj",
+            Prep::Capabilities => "drop capabilities",
+            Prep::User => "switch user",
+            Prep::NoNewPrivs => "set no_new_privs",
+            Prep::Landlock => "landlock scope",
+            Prep::Notify => "install the seccomp notification filter",
+            Prep::Descriptors => "close inherited descriptors",
+            Prep::Seccomp => "install the seccomp profile",
+        }
+    }
+
+    fn code(self) -> u8 {
+        Prep::ALL.iter().position(|p| *p == self).unwrap_or(0) as u8
+    }
+
+    fn of_code(code: u8) -> Prep {
+        Prep::ALL.get(code as usize).copied().unwrap_or(Prep::Exec)
+    }
+}
+
+/// A failed step of the workload's start, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failed {
+    pub(crate) step: Prep,
+    pub(crate) errno: Errno,
+}
+
 /// What the workload process pins on itself before exec (inherited by everything it starts).
 #[derive(Clone, Copy)]
 pub(crate) struct ProcessPins<'a> {
@@ -36,6 +113,9 @@ pub(crate) struct ProcessPins<'a> {
     /// `reprorun exec` runs, not OCI containers (a process `exec`'d into a container later
     /// would be in a sibling domain and could not signal the container's processes).
     pub(crate) scoped: bool,
+    /// Turn address-space randomization off (a pins-only run skips it where the host refuses
+    /// `personality`).
+    pub(crate) aslr_off: bool,
 }
 
 impl<'a> ProcessPins<'a> {
@@ -51,6 +131,7 @@ impl<'a> ProcessPins<'a> {
             user: plan.process_user.as_ref(),
             oom_score_adj: plan.oom_score_adj,
             scoped: false,
+            aslr_off: true,
         }
     }
 }
@@ -68,14 +149,18 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
-    /// Waits until the workload's exec happened (`Ok`), or failed (`Err` with its errno; the
-    /// child is reaped).
-    pub(crate) fn confirm(self) -> Result<Pid, Errno> {
-        let mut buf = [0u8; 4];
+    /// Waits until the workload's exec happened (`Ok`), or failed (`Err` with the step and
+    /// its errno; the child is reaped).
+    pub(crate) fn confirm(self) -> Result<Pid, Failed> {
+        let mut buf = [0u8; 5];
         match std::fs::File::from(self.status).read(&mut buf) {
-            Ok(4) => {
+            Ok(5) => {
                 let _ = nix::sys::wait::waitpid(self.pid, None);
-                Err(Errno::from_raw(i32::from_ne_bytes(buf)))
+                let errno = [buf[0], buf[1], buf[2], buf[3]];
+                Err(Failed {
+                    step: Prep::of_code(buf[4]),
+                    errno: Errno::from_raw(i32::from_ne_bytes(errno)),
+                })
             }
             _ => Ok(self.pid),
         }
@@ -100,14 +185,23 @@ pub(crate) unsafe fn spawn(
     match unsafe { nix::unistd::fork() }? {
         nix::unistd::ForkResult::Child => {
             drop(status_r);
-            let errno = match setup() {
-                Ok(()) => exec(argv, env, pins, sandboxed, notify),
-                Err(e) => e,
+            let failed = match setup() {
+                Ok(()) => match prepare_and_exec(argv, env, pins, sandboxed, notify) {
+                    Ok(never) => match never {},
+                    Err(f) => f,
+                },
+                Err(errno) => Failed {
+                    step: Prep::Setup,
+                    errno,
+                },
             };
-            let _ = nix::unistd::write(&status_w, &(errno as i32).to_ne_bytes());
+            let mut msg = [0u8; 5];
+            msg[..4].copy_from_slice(&(failed.errno as i32).to_ne_bytes());
+            msg[4] = failed.step.code();
+            let _ = nix::unistd::write(&status_w, &msg);
             // SAFETY: _exit ends the failed child at once, without the parent's cleanup
             // (atexit handlers, stdio buffers copied at fork).
-            unsafe { libc::_exit(exit_code_for(errno as i32)) }
+            unsafe { libc::_exit(exit_code_for(failed.errno as i32)) }
         }
         nix::unistd::ForkResult::Parent { child } => Ok(Spawned {
             pid: child,
@@ -243,7 +337,7 @@ pub(crate) fn exec(
 ) -> Errno {
     match prepare_and_exec(argv, env, pins, sandboxed, notify) {
         Ok(never) => match never {},
-        Err(e) => e,
+        Err(f) => f.errno,
     }
 }
 
@@ -282,50 +376,60 @@ fn prepare_and_exec(
     pins: ProcessPins,
     sandboxed: bool,
     notify: Option<Notify>,
-) -> Result<std::convert::Infallible, Errno> {
+) -> Result<std::convert::Infallible, Failed> {
+    let at = |step: Prep| move |errno: Errno| Failed { step, errno };
     // A session (and process group) of its own: `kill(0, …)` and the terminal's job control
     // reach only the workload's processes, never the caller's (EPERM: already a session
     // leader, e.g. on a pty of its own).
     match nix::unistd::setsid() {
         Ok(_) | Err(Errno::EPERM) => {}
-        Err(e) => return Err(e),
+        Err(e) => return Err(at(Prep::Session)(e)),
     }
     umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
-    pin_personality()?;
-    pin_cpus(pins.cpus)?;
-    set_rlimits(&pins.security.rlimits)?;
-    super::signals::reset_for_exec()?;
+    if pins.aslr_off {
+        pin_personality().map_err(at(Prep::Personality))?;
+    }
+    pin_cpus(pins.cpus).map_err(at(Prep::Cpus))?;
+    set_rlimits(&pins.security.rlimits).map_err(at(Prep::Rlimits))?;
+    super::signals::reset_for_exec().map_err(at(Prep::Signals))?;
     if let Some(adj) = pins.oom_score_adj {
         std::fs::write("/proc/self/oom_score_adj", adj.to_string())
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+            .map_err(at(Prep::OomScore))?;
     }
     if let (true, Some(sets)) = (sandboxed, &pins.security.caps) {
         // Dropping from the bounding set needs CAP_SETPCAP, which a switch away from uid 0
         // takes from the effective set: first the bounding set, then the ids, then the rest.
-        drop_bounding(&sets.bounding)?;
+        drop_bounding(&sets.bounding).map_err(at(Prep::Capabilities))?;
     }
     if let Some(user) = pins.user {
-        switch_user(user)?;
+        switch_user(user).map_err(at(Prep::User))?;
     }
     if sandboxed {
-        drop_privileges(pins.security)?;
+        drop_privileges(pins.security).map_err(at(Prep::Capabilities))?;
     }
     // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
-    nix::sys::prctl::set_no_new_privs()?;
+    nix::sys::prctl::set_no_new_privs().map_err(at(Prep::NoNewPrivs))?;
     if pins.scoped {
-        crate::sys::landlock::scope_self()?;
+        crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
     }
     if let Some(notify) = notify {
-        let listener = crate::sys::seccomp::install_with_listener(notify.filter)?;
-        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)?;
+        let listener =
+            crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
+        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
+            .map_err(at(Prep::Notify))?;
     }
-    crate::sys::cloexec_from(3 + pins.security.preserve_fds)?;
+    crate::sys::cloexec_from(3 + pins.security.preserve_fds).map_err(at(Prep::Descriptors))?;
     // The security profile last: nothing above must be refused by it (a profile may lack
     // close_range, say).
     for prog in pins.seccomp {
-        crate::sys::seccomp::install(prog)?;
+        crate::sys::seccomp::install(prog).map_err(at(Prep::Seccomp))?;
     }
+    execute(argv, env).map_err(at(Prep::Exec))
+}
 
+/// `execve` of `argv[0]`, searched in the `PATH` of `env` when it has no slash.
+fn execute(argv: &[String], env: &[String]) -> Result<std::convert::Infallible, Errno> {
     let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
     let args = argv
         .iter()
@@ -361,5 +465,13 @@ mod tests {
         assert_eq!(exit_code_for(libc::ENOENT), 127);
         assert_eq!(exit_code_for(libc::EACCES), 126);
         assert_eq!(exit_code_for(libc::ENOEXEC), 126);
+    }
+
+    #[test]
+    fn every_step_survives_the_status_pipe() {
+        for step in Prep::ALL {
+            assert_eq!(Prep::of_code(step.code()), step);
+        }
+        assert_eq!(Prep::of_code(200), Prep::Exec);
     }
 }

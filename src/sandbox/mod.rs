@@ -15,11 +15,13 @@ mod init;
 mod mounts;
 mod notify;
 mod pins_only;
+mod probe;
 mod procpath;
 mod protocol;
 mod signals;
 mod supervisor;
 mod throttle;
+mod tracees;
 mod tty;
 mod vdso;
 
@@ -72,6 +74,9 @@ pub(crate) enum SandboxError {
     Exec { program: String, errno: Errno },
     #[error("{step}: {errno}")]
     Supervise { step: &'static str, errno: Errno },
+    /// A step of the workload's own preparation before its exec (pins-only runs).
+    #[error("{step}: {errno}")]
+    Prepare { step: &'static str, errno: Errno },
 }
 
 fn exec_reason(errno: Errno) -> String {
@@ -181,14 +186,14 @@ pub(crate) fn run_with(
         stdio,
     };
     let outcome = match plan.isolation {
-        Isolation::None => pins_only::run(plan, &res),
+        Isolation::None => pins_only::run(plan, &res, warn),
         Isolation::Full => supervisor::run(plan, &res),
         Isolation::Auto => match supervisor::run(plan, &res) {
             Err(SandboxError::Unavailable { reason }) => {
                 warn(&format!(
-                    "warning: namespaces unavailable ({reason}); running with environment pins only (--isolation=auto)"
+                    "warning: full isolation unavailable ({reason}); running with environment pins only (--isolation=auto)"
                 ));
-                pins_only::run(plan, &res)
+                pins_only::run(plan, &res, warn)
             }
             other => other,
         },

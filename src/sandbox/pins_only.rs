@@ -26,7 +26,7 @@ use crate::sys::recv_packet;
 
 use super::supervisor::{watch, Watch};
 use super::tty;
-use super::{exec, notify, signals, vdso, Outcome, SandboxError};
+use super::{exec, notify, probe, signals, vdso, Outcome, SandboxError};
 use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::{ClockPlan, RandomMode};
 use crate::plan::{Isolation, Plan};
@@ -74,23 +74,44 @@ impl Drop for RuntimeDir {
     }
 }
 
-pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
+pub(crate) fn run(
+    plan: &Plan,
+    res: &super::Resources,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(step("become subreaper"))?;
     let seed = (plan.random == RandomMode::Seeded).then_some(plan.seed);
-    let runtime_dir = if plan.clock.is_some() || seed.is_some() {
-        Some(RuntimeDir::create(plan.clock, seed).map_err(step("runtime directory"))?)
-    } else {
-        None
+    // What the host refuses is skipped, one warning line each.
+    let refused = match vdso::SUPPORTED {
+        true => probe::Refused::probe(plan.clock.is_some() || seed.is_some()),
+        false => probe::Refused::default(),
     };
+    let runtime_dir = match plan.clock.is_some() || seed.is_some() {
+        true => RuntimeDir::create(plan.clock, seed)
+            .map_err(|e| {
+                warn(&format!(
+                    "warning: dynamic programs see the real clock here: runtime directory in {}: {e}",
+                    std::env::temp_dir().display()
+                ))
+            })
+            .ok(),
+        false => None,
+    };
+    for line in refused.warnings(plan.clock.is_some(), seed.is_some(), plan.sorted_dirs) {
+        warn(&line);
+    }
     let env = runtime_dir
         .as_ref()
         .map_or_else(|| plan.env.clone(), |d| d.env(&plan.env));
     // The workload sends its notification listener over this socket (as in a sandbox).
-    let config = notify::Config::from_plan(plan);
+    let config = notify::Config {
+        trace_execs: refused.ptrace.is_none(),
+        ..notify::Config::from_plan(plan)
+    };
     let filter = config.filter();
-    let (ours, theirs) = match vdso::SUPPORTED {
+    let (ours, theirs) = match vdso::SUPPORTED && refused.notify.is_none() {
         true => {
             let (a, b) = socketpair(
                 AddressFamily::Unix,
@@ -133,6 +154,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     });
     let pins = exec::ProcessPins {
         scoped: true,
+        aslr_off: refused.personality.is_none(),
         ..exec::ProcessPins::from_plan(plan, res.seccomp)
     };
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).
@@ -165,9 +187,15 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             }
         }
     }
-    spawned.confirm().map_err(|errno| SandboxError::Exec {
-        program: plan.argv[0].clone(),
-        errno,
+    spawned.confirm().map_err(|f| match f.step {
+        exec::Prep::Exec => SandboxError::Exec {
+            program: plan.argv[0].clone(),
+            errno: f.errno,
+        },
+        step => SandboxError::Prepare {
+            step: step.name(),
+            errno: f.errno,
+        },
     })?;
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let watched = watch(
@@ -241,6 +269,7 @@ fn kill_descendants(reap: bool) {
         std::thread::sleep(Duration::from_millis(1));
     }
     if reap {
+        let _guard = super::tracees::reap_guard();
         while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             if status == nix::sys::wait::WaitStatus::StillAlive {
                 break;

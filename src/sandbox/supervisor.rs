@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use super::protocol::{self, drain, InitMsg};
 use super::tty::{self, Relay};
 use super::vdso::LISTENER_TAG;
-use super::{init, notify, signals, vdso, Outcome, SandboxError};
+use super::{init, notify, signals, tracees, vdso, Outcome, SandboxError};
 use crate::plan::{Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 use std::sync::mpsc::Sender;
@@ -142,17 +142,22 @@ pub(super) fn watch(
     let mut relay = how.relay;
     let mut proxy = how.proxy;
     loop {
-        if reap {
+        // Not while the notification thread has a tracee (see `tracees`): soon after.
+        let guard = if reap { tracees::may_reap() } else { None };
+        if let Some(_guard) = guard {
             reap = false;
-            while let Some((pid, status, usage)) = wait4(waited, libc::WNOHANG | libc::__WNOTHREAD)
-                .or_else(|e| match e {
-                    Errno::ECHILD => Ok(None),
-                    e => Err(SandboxError::Supervise {
-                        step: "wait",
-                        errno: e,
-                    }),
-                })?
-            {
+            let mut handed_over = tracees::take_exit(Some(child));
+            while let Some((pid, status, usage)) = match handed_over.take() {
+                Some(exit) => Ok(Some(exit)),
+                None => wait4(waited, libc::WNOHANG | libc::__WNOTHREAD),
+            }
+            .or_else(|e| match e {
+                Errno::ECHILD => Ok(None),
+                e => Err(SandboxError::Supervise {
+                    step: "wait",
+                    errno: e,
+                }),
+            })? {
                 if pid == child && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
                     if let Some(r) = relay.as_mut() {
                         r.drain();
@@ -166,6 +171,7 @@ pub(super) fn watch(
             }
         }
         let timeout = match time_left(deadline) {
+            Some(_) if reap => PollTimeout::from(1u8),
             Some(left) => left,
             None => {
                 if !timed_out {

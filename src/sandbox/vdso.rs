@@ -13,7 +13,6 @@ use nix::errno::Errno;
 use nix::sys::ptrace::{self, Event, Options};
 use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
-use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 use super::elf::{self, le, name_at, Budget, GoTicks, ProgramKind};
@@ -22,6 +21,7 @@ use super::fakeclock::{
     ENTRY_GETTIMEOFDAY, ENTRY_TIME, FAKE_PAGE, SLOTS,
 };
 use super::procpath::{ProcessFs, Start};
+use super::tracees::{release, wait_stop};
 
 /// Tag byte of the datagram that carries the listener descriptor from the workload.
 pub(crate) const LISTENER_TAG: u8 = b'L';
@@ -410,38 +410,6 @@ fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
         .find(|w| !w.is_empty())
 }
 
-/// Stops tracing a seized tracee that may be running (PTRACE_DETACH needs a stopped one):
-/// interrupts it, waits for it to stop and detaches. A signal-delivery stop that comes
-/// first serves as well, and its signal is passed on at the detach. The stop is awaited from
-/// any tracee of this thread (it has only this one): a thread that completes an exec
-/// meanwhile stops under its leader's pid. Nothing is left to do when it died meanwhile.
-fn release(pid: Pid) {
-    if ptrace::interrupt(pid).is_err() {
-        return; // gone (or not ours)
-    }
-    match wait_stop(Pid::from_raw(-1)) {
-        Ok(WaitStatus::Stopped(p, sig)) => {
-            let _ = ptrace::detach(p, sig);
-        }
-        Ok(WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p)) => {
-            let _ = ptrace::detach(p, None);
-        }
-        // Exited or killed meanwhile, or no tracee left.
-        Ok(_) | Err(_) => {}
-    }
-}
-
-/// The next state change of tracee `pid` (-1: any tracee of this thread; blocking; retried
-/// when interrupted). __WNOTHREAD keeps the supervisor's own child (init) out of reach.
-fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
-    loop {
-        match waitpid(pid, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
-            Err(Errno::EINTR) => {}
-            other => return other,
-        }
-    }
-}
-
 /// What happens to a new program's AT_RANDOM bytes.
 enum Random<'a> {
     Keep,
@@ -467,21 +435,34 @@ fn at_exec_stop(p: Pid, clock: ClockPatch, random: Random, go_ticks: Option<GoTi
         let _ = patch_go_ticks(p, ticks);
     }
     let mut pending = None;
+    let mut lost = false;
     let mut inject = |clock| {
-        ptrace::syscall(p, None).is_ok()
-            && matches!(wait_stop(p), Ok(WaitStatus::PtraceSyscall(_)))
-            && inject_fake_clock(p, clock, &mut pending).is_ok()
+        if ptrace::syscall(p, None).is_err() {
+            return false;
+        }
+        match wait_stop(p) {
+            Ok(WaitStatus::PtraceSyscall(_)) => inject_fake_clock(p, clock, &mut pending).is_ok(),
+            Err(Errno::ETIMEDOUT) => {
+                lost = true; // running, not stopped: released below
+                false
+            }
+            _ => false,
+        }
     };
     match clock {
         ClockPatch::Keep => {}
         ClockPatch::Inject(clock) => {
-            if !inject(clock) {
+            if !inject(clock) && !lost {
                 let _ = strip_vdso(p);
             }
         }
         ClockPatch::Strip => {
             let _ = strip_vdso(p);
         }
+    }
+    if lost {
+        release(p);
+        return;
     }
     // A signal held back during the injection is delivered now.
     let _ = ptrace::detach(p, pending);
@@ -529,6 +510,8 @@ pub(super) fn on_exec(
     } else {
         None
     };
+    // The main thread reaps nothing while this thread has a tracee (see `tracees`).
+    let _tracing = super::tracees::tracing();
     if ptrace::seize(pid, opts).is_err() {
         respond();
         return;
@@ -547,8 +530,7 @@ pub(super) fn on_exec(
     loop {
         // Any tracee of this thread: an exec from a non-leader thread reports its stop under
         // the leader's pid. __WNOTHREAD keeps the supervisor's own child (init) out of reach.
-        let flags = WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG;
-        match waitpid(Pid::from_raw(-1), Some(flags)) {
+        match super::tracees::wait(Pid::from_raw(-1), libc::WNOHANG) {
             Ok(WaitStatus::PtraceEvent(p, _, ev)) if ev == Event::PTRACE_EVENT_EXEC as i32 => {
                 let random = match (static_go, &at_random) {
                     (true, _) => Random::Hide,

@@ -47,6 +47,9 @@ pub(crate) enum InitError {
     Fork(Errno),
     #[error("exec {program}: {errno}")]
     Exec { program: String, errno: Errno },
+    /// A step of the workload's own preparation before its exec.
+    #[error("{step}: {errno}")]
+    Prepare { step: &'static str, errno: Errno },
     #[error("open the seeded /dev/urandom: {0}")]
     Entropy(Errno),
     #[error("join namespace {path}: {errno}")]
@@ -80,16 +83,33 @@ impl InitError {
                     | InitError::Fork(e)
                     | InitError::Start(e)
                     | InitError::Stdio(e) => *e,
-                    InitError::Join { errno, .. } | InitError::Terminal { errno, .. } => *errno,
+                    InitError::Join { errno, .. }
+                    | InitError::Terminal { errno, .. }
+                    | InitError::Prepare { errno, .. } => *errno,
                     _ => Errno::UnknownErrno,
                 };
+                // Any isolation step the host refuses: a container engine's seccomp profile
+                // answers EPERM or ENOSYS, a missing capability EPERM or EACCES, a kernel
+                // that cannot stack the mounts (overlay on the engine's overlay) EINVAL.
+                // Not a refusal: a path of the caller's that is missing or a link.
                 let refusal = match other {
-                    InitError::IdMap { errno, .. } => matches!(errno, Errno::EPERM | Errno::EACCES),
-                    InitError::Mount(m) => m.is_refusal(),
-                    InitError::TimeNs(e) => {
-                        matches!(e, Errno::EPERM | Errno::EINVAL | Errno::ENOSYS)
+                    InitError::Mount(MountError::Target { .. } | MountError::Link { .. }) => false,
+                    InitError::Mount(m) => {
+                        m.is_refusal()
+                            || !matches!(errno, Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP)
                     }
-                    _ => false,
+                    InitError::ParentGone
+                    | InitError::Chdir(..)
+                    | InitError::Start(_)
+                    | InitError::Stdio(_) => false,
+                    _ => matches!(
+                        errno,
+                        Errno::EPERM
+                            | Errno::EACCES
+                            | Errno::ENOSYS
+                            | Errno::EINVAL
+                            | Errno::EOPNOTSUPP
+                    ),
                 };
                 InitMsg::SetupFailed {
                     step: other.to_string(),
@@ -240,9 +260,15 @@ fn run(
         )
     }
     .map_err(InitError::Fork)?;
-    let workload = spawned.confirm().map_err(|errno| InitError::Exec {
-        program: plan.argv[0].clone(),
-        errno,
+    let workload = spawned.confirm().map_err(|f| match f.step {
+        exec::Prep::Exec => InitError::Exec {
+            program: plan.argv[0].clone(),
+            errno: f.errno,
+        },
+        step => InitError::Prepare {
+            step: step.name(),
+            errno: f.errno,
+        },
     })?;
     // From now on nothing in the sandbox may look into init (/proc/1/exe is reprorun's own
     // binary on the host: CVE-2019-5736), and it cannot be traced. The supervisor has mapped
@@ -477,5 +503,45 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
         } else if signals::should_forward(info.ssi_signo) {
             signals::pass_to_workload(workload, info.ssi_signo, info.ssi_code);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(e: InitError) -> bool {
+        match e.to_msg() {
+            InitMsg::SetupFailed { refusal, .. } => refusal,
+            other => panic!("not a setup failure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn any_isolation_step_the_host_refuses_is_a_refusal() {
+        assert!(refusal(InitError::Hostname(Errno::EPERM)));
+        assert!(refusal(InitError::Prepare {
+            step: "personality",
+            errno: Errno::ENOSYS,
+        }));
+        assert!(refusal(InitError::Mount(MountError::Op {
+            kind: "overlay",
+            dest: "/etc".into(),
+            errno: Errno::EINVAL,
+        })));
+        assert!(refusal(InitError::TimeNs(Errno::EINVAL)));
+        // The caller's own paths, and a supervisor that went away, are not.
+        assert!(!refusal(InitError::Mount(MountError::Op {
+            kind: "bind",
+            dest: "/data".into(),
+            errno: Errno::ENOENT,
+        })));
+        assert!(!refusal(InitError::Mount(MountError::Target {
+            dest: "/x/y".into(),
+            errno: Errno::EROFS,
+        })));
+        assert!(!refusal(InitError::Chdir("/work".into(), Errno::EACCES)));
+        assert!(!refusal(InitError::ParentGone));
+        assert!(!refusal(InitError::Fork(Errno::EAGAIN)));
     }
 }

@@ -60,6 +60,9 @@ pub(crate) struct Config {
     /// attempt at an address outside the sandbox is refused and noted in `journal`.
     pub(crate) egress: bool,
     pub(crate) journal: Option<std::sync::Arc<crate::net::log::Journal>>,
+    /// Trace static and Go programs at their exec (their clock and AT_RANDOM); off where the
+    /// host refuses ptrace (a pins-only run in a container).
+    pub(crate) trace_execs: bool,
 }
 
 impl Config {
@@ -73,6 +76,7 @@ impl Config {
             cpu_milli: plan.resources.cpu_milli,
             egress: plan.egress.is_some(),
             journal: None,
+            trace_execs: true,
         }
     }
 

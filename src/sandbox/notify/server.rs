@@ -118,9 +118,16 @@ impl Server {
             // An exec replaces a process's memory (and a vfork child's shared one): no kept
             // /proc/TID/mem may outlive it.
             self.callers.clear();
-            let patch = ExecPatch {
-                clock: self.clock_patch(),
-                seeded: self.config.seed.is_some(),
+            // Without ptrace (refused by the host) an exec goes through untouched.
+            let patch = match self.config.trace_execs {
+                true => ExecPatch {
+                    clock: self.clock_patch(),
+                    seeded: self.config.seed.is_some(),
+                },
+                false => ExecPatch {
+                    clock: ClockPatch::Keep,
+                    seeded: false,
+                },
             };
             let seed = self.config.seed.unwrap_or(0);
             crate::sandbox::vdso::on_exec(
