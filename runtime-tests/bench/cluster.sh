@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cluster path against one machine: the example corpus made by `reproduce run --jobs 2`
 # and by `plan` → a local one-node Slurm (2 tasks at a time on this 2-core machine) →
-# `merge`, side by side in one call, and the merge rate of a 25,000-run study.
+# `merge`, side by side in one call; then the merge rate of a 25,000-run study (merge.sh).
 #   runtime-tests/bench/cluster.sh [ROUNDS]      (default 2; as root; not part of the tests)
 # Prints the overhead ratio of the cluster path (target ≤ 1.2× for runs of ≥ 1 s each) and
 # the merge rate in results per second (target ≥ 5,000/s).
@@ -44,6 +44,7 @@ SlurmdLogFile=$s/d.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
 JobCompType=jobcomp/none
@@ -77,29 +78,35 @@ local_run() {
   echo "$(now) - $t0" | bc
 }
 
-# slurm_run N: plan, submit.sh, wait for the merge job; prints seconds.
+# slurm_run NAME [PLAN-ARGS...]: plan, submit.sh, wait for the merge job; prints seconds.
 slurm_run() {
-  local t0 merge_job; t0=$(now)
-  "$bin" reproduce plan "${study[@]}" --db "cluster$1.db" --out "tasks$1" \
-    --results "results$1" >/dev/null
-  merge_job=$(timeout 60 "tasks$1/submit.sh" 2>/dev/null | tail -n 1)
+  local t0 merge_job n=$1; shift; t0=$(now)
+  "$bin" reproduce plan "${study[@]}" --db "cluster$n.db" --out "tasks$n" \
+    --results "results$n" "$@" >/dev/null
+  merge_job=$(timeout 60 "tasks$n/submit.sh" 2>/dev/null | tail -n 1)
   while [ -n "$(timeout 10 squeue -h -j "$merge_job" 2>/dev/null)" ]; do sleep 0.1; done
-  [ -f "cluster$1.db" ] || { echo "cluster.sh: the merge job wrote no database" >&2; exit 1; }
+  [ -f "cluster$n.db" ] || { echo "cluster.sh: the merge job wrote no database" >&2; exit 1; }
   echo "$(now) - $t0" | bc
 }
 
 runs=$(( $(wc -l <corpus/instances.jsonl) * 4 ))
-printf '%-6s %10s %10s %8s\n' round run_s slurm_s ratio
-ratios=()
+# Default chunks (one run per array task here), and chunks of a quarter of the runs (four
+# array tasks: each pays the scheduler's per-task cost once for several runs).
+quarter=$(( (runs + 3) / 4 ))
+printf '%-6s %10s %12s %8s %14s %8s\n' round run_s slurm_s ratio "slurm_chunk${quarter}_s" ratio
+ratios=(); ratios_c=()
 for r in $(seq "$rounds"); do
   a=$(local_run "$r")
   b=$(slurm_run "$r")
-  ratio=$(echo "scale=3; $b / $a" | bc)
-  ratios+=("$ratio")
-  printf '%-6s %10.2f %10.2f %7.2fx\n' "$r" "$a" "$b" "$ratio"
+  c=$(slurm_run "c$r" --chunk "$quarter")
+  ratio=$(echo "scale=3; $b / $a" | bc); ratios+=("$ratio")
+  ratio_c=$(echo "scale=3; $c / $a" | bc); ratios_c+=("$ratio_c")
+  printf '%-6s %10.2f %12.2f %7.2fx %14.2f %7.2fx\n' "$r" "$a" "$b" "$ratio" "$c" "$ratio_c"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-echo "cluster path / run --jobs 2: ${median}x median over $rounds round(s), $runs runs each (target <= 1.2x)"
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo "cluster path / run --jobs 2, $runs runs, median of $rounds round(s) (target <= 1.2x):"
+echo "  one run per array task:   $(median "${ratios[@]}")x"
+echo "  $quarter runs per array task: $(median "${ratios_c[@]}")x"
 # The two paths must agree.
 "$bin" reproduce report --db local1.db --out rep-local --json >local.json
 "$bin" reproduce report --db cluster1.db --out rep-cluster --json >cluster.json
@@ -111,35 +118,5 @@ for arm in ("shim", "no_shim"):
 print("classes and counts: the same on both paths")
 EOF
 
-# The merge rate: a plan of about 25,000 runs (the corpus's instances, k large) whose
-# results are copies of one real result, each its own unit, merged into a fresh database.
-n=$(wc -l <corpus/instances.jsonl)
-k=$(( (25000 + 2 * n - 1) / (2 * n) ))
-"$bin" reproduce plan "${inputs[@]}" --compare-shim --pin-runs 0 --k "$k" --db merge.db --out tasks-merge \
-  --results results-merge >/dev/null
-template=$(ls results1/runs/*.json | head -n 1)
-mkdir -p results-merge/runs
-cp -r results1/logs results-merge/logs
-python3 - "$template" <<'EOF'
-import hashlib, json, os, sys
-tpl = json.load(open(sys.argv[1]))
-digest = hashlib.sha256(open("tasks-merge/manifest.json", "rb").read()).hexdigest()
-m = json.load(open("tasks-merge/manifest.json"))
-n = 0
-for c in m["chunks"]:
-    chunk = json.load(open("tasks-merge/chunks/%04d.json" % c["index"]))
-    for u in chunk["units"]:
-        s = json.loads(json.dumps(tpl))
-        s["manifest_sha256"], s["key"], s["chunk"] = digest, u["key"], chunk["index"]
-        s["row"].update(instance_id=u["instance_id"], arm=u["arm"], idx=u["idx"])
-        with open("results-merge/runs/%s.json" % u["key"], "w") as f:
-            json.dump(s, f)
-        n += 1
-print(n, file=open("merge-count", "w"))
-EOF
-count=$(cat merge-count)
-t0=$(now)
-"$bin" reproduce merge --tasks tasks-merge --results results-merge --db merge.db >/dev/null 2>&1
-secs=$(echo "$(now) - $t0" | bc)
-rate=$(echo "scale=0; $count / $secs" | bc)
-echo "merge: $count results in ${secs}s: $rate results/s (target >= 5000/s)"
+# The merge rate, on this corpus's plan: runtime-tests/bench/merge.sh.
+"$root/runtime-tests/bench/merge.sh" 25000

@@ -249,6 +249,90 @@ impl Db {
         Ok(digest)
     }
 
+    /// Stores a worker's log file `src`, whose name is its digest `d`, as log `d`: a hard
+    /// link where both are on one filesystem (the worker made the file durable; only the
+    /// directory entry is new), else a copy not yet synced. The stored bytes are hashed
+    /// again, so what is stored is what was checked. Returns whether it copied; before
+    /// committing rows that name the logs, call [`Self::sync_logs`] with that.
+    pub(crate) fn adopt_log(&self, src: &Path, d: &str) -> Result<bool, StoreError> {
+        let dir = self.logs_dir();
+        let dest = dir.join(d);
+        let fail = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Log { path, source }
+        };
+        if dest.exists() {
+            return Ok(false);
+        }
+        std::fs::create_dir_all(&dir).map_err(fail(&dir))?;
+        match std::fs::hard_link(src, &dest) {
+            Ok(()) => {
+                let bytes = std::fs::read(&dest).map_err(fail(&dest))?;
+                if sha256_hex(&bytes) != d {
+                    let _ = std::fs::remove_file(&dest);
+                    return Err(fail(src)(std::io::Error::other(
+                        "changed while merging: its digest no longer matches",
+                    )));
+                }
+                Ok(false)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(_) => {
+                // Another filesystem (or one without hard links): a copy.
+                let bytes = std::fs::read(src).map_err(fail(src))?;
+                if sha256_hex(&bytes) != d {
+                    return Err(fail(src)(std::io::Error::other(
+                        "changed while merging: its digest no longer matches",
+                    )));
+                }
+                self.put_log_unsynced(&bytes)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// [`Self::put_log`] without the fsync.
+    fn put_log_unsynced(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        use std::io::Write;
+        let digest = sha256_hex(bytes);
+        let dir = self.logs_dir();
+        let path = dir.join(&digest);
+        if !path.exists() {
+            let fail = |source| StoreError::Log {
+                path: path.clone(),
+                source,
+            };
+            std::fs::create_dir_all(&dir).map_err(fail)?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(&format!(".{digest}."))
+                .tempfile_in(&dir)
+                .map_err(fail)?;
+            tmp.write_all(bytes).map_err(fail)?;
+            tmp.persist(&path).map_err(|e| fail(e.error))?;
+        }
+        Ok(digest)
+    }
+
+    /// Makes the logs [`Self::adopt_log`] stored durable: the directory's entries (an
+    /// fsync of it), and with `copied` their bytes too (one `syncfs(2)` of its filesystem).
+    pub(crate) fn sync_logs(&self, copied: bool) -> Result<(), StoreError> {
+        let dir = self.logs_dir();
+        let fail = |source| StoreError::Log {
+            path: dir.clone(),
+            source,
+        };
+        let d = match std::fs::File::open(&dir) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(fail(e)),
+        };
+        if copied {
+            nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d))
+                .map_err(|e| fail(std::io::Error::from(e)))?;
+        }
+        d.sync_all().map_err(fail)
+    }
+
     /// Reads a log back by digest.
     pub fn log(&self, digest: &str) -> Option<Vec<u8>> {
         if !digest.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS hosts (
     job TEXT NOT NULL,
     PRIMARY KEY (instance_id, arm, idx)
 );
+CREATE INDEX IF NOT EXISTS hosts_shard ON hosts (shard_sha256);
 CREATE TABLE IF NOT EXISTS attempts (
     shard_sha256 TEXT PRIMARY KEY,
     instance_id TEXT NOT NULL,
@@ -152,7 +153,13 @@ fn read_results(
 }
 
 /// Where one checked result goes.
-fn merge_one(store: &Store, results: &Path, c: &Checked, m: &mut Merged) -> Result<(), StoreError> {
+fn merge_one(
+    store: &Store,
+    results: &Path,
+    c: &Checked,
+    m: &mut Merged,
+    copied: &mut bool,
+) -> Result<(), StoreError> {
     let err = |e: rusqlite::Error| StoreError::Db(crate::pipeline::store::Db::err(store)(e));
     let conn = store.conn();
     let seen = conn
@@ -169,25 +176,12 @@ fn merge_one(store: &Store, results: &Path, c: &Checked, m: &mut Merged) -> Resu
         return Ok(());
     }
     for d in logs_of(&c.shard) {
-        // Checked above; read again so what is stored is what is read now.
-        let path = results.join("logs").join(d);
-        let bytes = std::fs::read(&path).map_err(|source| {
-            StoreError::Db(crate::pipeline::store::StoreError::Log { path, source })
-        })?;
-        if sha256_hex(&bytes) != d {
-            return Err(StoreError::Db(crate::pipeline::store::StoreError::Log {
-                path: results.join("logs").join(d),
-                source: std::io::Error::other(
-                    "changed while merging: its digest no longer matches",
-                ),
-            }));
-        }
-        store.put_log(&bytes)?;
+        // Checked above; hashed again as stored.
+        *copied |= store.adopt_log(&results.join("logs").join(d), d)?;
     }
     let r = &c.shard.row;
-    let tx = conn.unchecked_transaction().map_err(err)?;
     if store.has_run(&r.instance_id, r.arm, r.idx)? {
-        tx.execute(
+        conn.execute(
             "INSERT OR IGNORE INTO attempts VALUES (?1, ?2, ?3, ?4, ?5)",
             params![c.digest, r.instance_id, r.arm.name(), r.idx, c.text],
         )
@@ -196,7 +190,7 @@ fn merge_one(store: &Store, results: &Path, c: &Checked, m: &mut Merged) -> Resu
     } else {
         store.insert(r)?;
         let h = &c.shard.host;
-        tx.execute(
+        conn.execute(
             "INSERT INTO hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 r.instance_id,
@@ -217,8 +211,13 @@ fn merge_one(store: &Store, results: &Path, c: &Checked, m: &mut Merged) -> Resu
         .map_err(err)?;
         m.inserted += 1;
     }
-    tx.commit().map_err(err)
+    Ok(())
 }
+
+/// Results merged per transaction: a merge killed midway keeps whole batches only (merging
+/// again redoes the rest), and a batch's logs are made durable by one `syncfs` before its
+/// rows commit.
+const BATCH: usize = 2000;
 
 /// Checks every result, merges those not merged, and says what is missing.
 pub(crate) fn merge(o: &MergeOptions) -> Result<Merged, ClusterError> {
@@ -235,8 +234,15 @@ pub(crate) fn merge(o: &MergeOptions) -> Result<Merged, ClusterError> {
         .execute_batch(CLUSTER_SQL)
         .map_err(|e| StoreError::Db(crate::pipeline::store::Db::err(&store)(e)))?;
     let mut m = Merged::default();
-    for c in &checked {
-        merge_one(&store, &o.results, c, &mut m)?;
+    let err = |e: rusqlite::Error| StoreError::Db(crate::pipeline::store::Db::err(&store)(e));
+    for batch in checked.chunks(BATCH) {
+        let tx = store.conn().unchecked_transaction().map_err(err)?;
+        let mut copied = false;
+        for c in batch {
+            merge_one(&store, &o.results, c, &mut m, &mut copied)?;
+        }
+        store.sync_logs(copied).map_err(StoreError::Db)?;
+        tx.commit().map_err(err)?;
     }
     let mut recorded = Vec::new();
     for (chunk, u) in units.values() {
