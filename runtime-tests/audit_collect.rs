@@ -364,7 +364,8 @@ impl Fixture {
                    "paper_url": format!("{b}/papers/model.pdf")}),
             json!({"paper_id": "p2", "repo_url": "https://github.com/lab/gone", "paper_url": "x"}),
             json!({"paper_id": "p3", "repo_url": "https://gitlab.com/lab/model", "paper_url": "x"}),
-            json!({"paper_id": "p4", "repo_url": "github.com/lab/big.git", "paper_url": "x"}),
+            json!({"paper_id": "p4", "repo_url": "github.com/lab/big.git",
+                   "paper_url": format!("{b}/papers/model.pdf")}),
         ];
         let text: String = papers.iter().map(|p| format!("{p}\n")).collect();
         std::fs::write(self.work.path().join("papers.jsonl"), text).unwrap();
@@ -381,6 +382,10 @@ impl Fixture {
     }
 
     fn cmd(&self, out: &str) -> Command {
+        self.cmd_with(out, &["--max-issues", "4"])
+    }
+
+    fn cmd_with(&self, out: &str, extra: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.work.path().join("bin").display(),
@@ -398,10 +403,9 @@ impl Fixture {
             "TEST_GH_TOKEN",
             "--api",
             &self.base,
-            "--max-issues",
-            "4",
             "--json",
         ]);
+        c.args(extra);
         c.arg("--clone-base")
             .arg(clone_base)
             .env("TEST_GH_TOKEN", TOKEN)
@@ -698,4 +702,39 @@ fn collect_bad_input_is_one_line() {
         "yesterday",
     ]);
     expect_error(&bad_since, "--since \"yesterday\"");
+}
+
+#[test]
+fn collect_a_failed_clone_fails_the_run_and_a_rerun_retries_it() {
+    let f = Fixture::new();
+    // Without --max-issues lab/big is collected, but gh/lab/big.git does not exist.
+    let mut c = f.cmd_with("out", &[]);
+    c.env_remove("REPRORUN_PROGRESS");
+    let first = c.output().unwrap();
+    expect_error(&first, "1 of 4 papers failed");
+    let out = f.work.path().join("out");
+    let skipped = jsonl(&out.join("skipped.jsonl"));
+    let big = skipped.iter().find(|s| s["paper_id"] == "p4").unwrap();
+    let reason = big["reason"].as_str().unwrap();
+    assert!(reason.starts_with("failed: clone lab/big: "), "{reason}");
+    // What did work is written, and only that: snapshot reads it as it is.
+    assert_eq!(jsonl(&out.join("pairs.jsonl")).len(), 1);
+    assert!(!out.join("issues/lab__big.jsonl").exists());
+    f.seen();
+    git(
+        f.work.path(),
+        "2024-01-07T00:00:00Z",
+        &["clone", "-q", "--bare", "src", "gh/lab/big.git"],
+    );
+    let again = f.cmd_with("out", &[]).output().unwrap();
+    expect_code(&again, 0);
+    let pairs = jsonl(&out.join("pairs.jsonl"));
+    let repos: Vec<&str> = pairs.iter().map(|p| p["repo"].as_str().unwrap()).collect();
+    assert_eq!(repos, ["lab/model", "lab/big"]);
+    assert_eq!(jsonl(&out.join("issues/lab__big.jsonl")).len(), 5);
+    let refetched: Vec<Seen> = f.seen().into_iter().filter(|s| s.status == 200).collect();
+    assert!(
+        refetched.is_empty(),
+        "the API was asked again: {refetched:?}"
+    );
 }

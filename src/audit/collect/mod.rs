@@ -182,22 +182,32 @@ fn collect(args: &CollectArgs) -> Result<(), CollectError> {
     };
     for job in &plan.jobs {
         run.progress.start(&job.repo);
-        match run.one(job) {
-            Ok(Outcome::Pair(p)) => run.pairs.push(p),
-            Ok(Outcome::Skip(s)) => run.skipped.push(s),
+        let what = match run.one(job) {
+            Ok(Outcome::Pair(p)) => {
+                let n = p.get("issues").and_then(Value::as_u64).unwrap_or(0);
+                run.pairs.push(p);
+                format!("{n} issues")
+            }
+            Ok(Outcome::Skip(s)) => {
+                let what = format!("skipped: {}", s.reason);
+                run.skipped.push(s);
+                what
+            }
             Err(e @ (CollectError::Auth(_) | CollectError::Write { .. })) => return Err(e),
             Err(e) => {
                 run.failed += 1;
+                let reason = format!("failed: {e}");
                 run.skipped.push(Skip {
                     paper_id: job.paper_id.clone(),
                     repo_url: None,
                     repo: Some(job.repo.clone()),
-                    reason: format!("failed: {e}"),
+                    reason: reason.clone(),
                 });
+                reason
             }
-        }
+        };
         run.write_lists()?;
-        run.progress.done(&job.repo, run.client.budget);
+        run.progress.done(&job.repo, &what, run.client.budget);
     }
     run.progress.finish();
     run.write_lists()?;
@@ -327,13 +337,21 @@ impl Run<'_> {
 
     fn summary(&self, papers: usize) -> Result<(), CollectError> {
         let s = self.client.stats;
+        if self.failed > 0 {
+            // The error's one line says it all; the summary goes to stdout with --json.
+            self.print_json();
+            return Err(CollectError::Incomplete {
+                failed: self.failed,
+                papers,
+                skipped: self.out.join("skipped.jsonl"),
+            });
+        }
         eprintln!(
-            "reprorun: audit collect: {} papers: {} collected ({} issues), {} skipped, {} failed; {} requests ({} conditional, {} answered 304), {} waits -> {}",
+            "reprorun: audit collect: {} papers: {} collected ({} issues), {} skipped; {} requests ({} conditional, {} answered 304), {} waits -> {}",
             papers,
             self.pairs.len(),
             self.issues,
-            self.skipped.len() - self.failed,
-            self.failed,
+            self.skipped.len(),
             s.requests,
             s.conditional,
             s.not_modified,
@@ -343,6 +361,11 @@ impl Run<'_> {
         for w in &self.warnings {
             eprintln!("reprorun: audit collect: left out {w}");
         }
+        self.print_json();
+        Ok(())
+    }
+
+    fn print_json(&self) {
         if self.args.json {
             let summary = json!({
                 "out": self.out,
@@ -350,19 +373,11 @@ impl Run<'_> {
                 "issues": self.issues,
                 "skipped": self.skipped,
                 "failed": self.failed,
-                "requests": s,
+                "requests": self.client.stats,
                 "warnings": self.warnings,
             });
             println!("{summary}");
         }
-        if self.failed > 0 {
-            return Err(CollectError::Incomplete {
-                failed: self.failed,
-                papers,
-                skipped: self.out.join("skipped.jsonl"),
-            });
-        }
-        Ok(())
     }
 }
 

@@ -83,15 +83,15 @@ impl Bar {
         }
     }
 
-    pub(crate) fn done(&mut self, repo: &str, budget: Option<Budget>) {
+    /// A paper finished; `what` says how (`4 issues`, `skipped: ...`).
+    pub(crate) fn done(&mut self, repo: &str, what: &str, budget: Option<Budget>) {
         self.done += 1;
         match &self.bar {
             Some(b) => b.inc(1),
             None if self.mode == ProgressMode::Lines => eprintln!(
-                "[{}/{} repositories] {repo}: {} issues{}",
+                "[{}/{} repositories] {repo}: {what}{}",
                 self.done,
                 self.total,
-                self.issues_done,
                 budget_text(budget)
             ),
             None => {}
