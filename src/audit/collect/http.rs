@@ -48,6 +48,9 @@ struct Cached {
     body: String,
 }
 
+/// Told the reason and the seconds before each wait (the progress shows it).
+pub(crate) type OnWait = Box<dyn FnMut(&str, f64)>;
+
 pub(crate) struct Client {
     api: String,
     /// The `Authorization` header's value, never printed.
@@ -57,7 +60,7 @@ pub(crate) struct Client {
     pub(crate) stats: Stats,
     pub(crate) budget: Option<Budget>,
     /// Called with the reason before each wait (the progress line shows it).
-    pub(crate) on_wait: Box<dyn FnMut(&str, f64)>,
+    pub(crate) on_wait: OnWait,
 }
 
 fn now() -> i64 {

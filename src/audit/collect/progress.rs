@@ -44,7 +44,7 @@ impl Bar {
     }
 
     /// The callback the HTTP client calls before it waits.
-    pub(crate) fn waiter(&self) -> Box<dyn FnMut(&str, f64)> {
+    pub(crate) fn waiter(&self) -> super::http::OnWait {
         let bar = self.bar.clone();
         let lines = self.mode == ProgressMode::Lines;
         Box::new(move |why, secs| {
