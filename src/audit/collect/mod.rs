@@ -77,7 +77,7 @@ pub struct CollectArgs {
     /// bare repositories).
     #[arg(long, value_name = "BASE", default_value = "https://github.com")]
     pub clone_base: String,
-    /// Only issues updated at or after DATE (RFC 3339 or YYYY-MM-DD; the API's `since`).
+    /// Only issues updated after DATE (RFC 3339 or YYYY-MM-DD; the API's `since`).
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     /// Skip repositories with more than N issues (pull requests not counted), as the
