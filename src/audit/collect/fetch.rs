@@ -110,7 +110,7 @@ pub(crate) fn paper(out: &Path, paper_id: &str, src: &PaperSource) -> Result<Pap
             let memo = remembered.join(sha256_hex(u.as_bytes()));
             let known = std::fs::read_to_string(&memo).ok();
             match known.filter(|f| dir.join(f.trim()).is_file()) {
-                Some(f) => return finish(&dir, f.trim(), "pdf"),
+                Some(f) => return finish(&dir, f.trim()),
                 None => (download(u).map_err(fail)?, u.clone(), Some(memo)),
             }
         }
@@ -127,12 +127,12 @@ pub(crate) fn paper(out: &Path, paper_id: &str, src: &PaperSource) -> Result<Pap
         crate::sys::write_atomic(&memo, file.as_bytes(), 0o644)
             .map_err(|e| fail(format!("{}: {e}", memo.display())))?;
     }
-    finish(&dir, &file, kind)
+    finish(&dir, &file)
 }
 
 /// The pair's view of a stored paper: a PDF's text beside it when `pdftotext` makes one.
-fn finish(dir: &Path, file: &str, kind: &str) -> Result<Paper, CollectError> {
-    if kind != "pdf" || !file.ends_with(".pdf") {
+fn finish(dir: &Path, file: &str) -> Result<Paper, CollectError> {
+    if !file.ends_with(".pdf") {
         return Ok(Paper {
             file: format!("papers/{file}"),
             pdf: None,

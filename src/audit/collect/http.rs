@@ -311,6 +311,15 @@ impl Client {
                 (status, body) => return Err(api_error(&self.url(&page), status, &body)),
             }
             next = a.next;
+            if let Some(n) = next
+                .as_deref()
+                .filter(|n| !limits::same_origin(&self.api, n))
+            {
+                return Err(CollectError::Http {
+                    url: self.url(&page),
+                    reason: format!("the next page {n} is not on {}: not followed", self.api),
+                });
+            }
         }
         Ok(Some(items))
     }

@@ -73,6 +73,22 @@ pub(crate) fn next_link(link: &str) -> Option<String> {
     })
 }
 
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> Option<&str> {
+    let start = url.find("://")? + 3;
+    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    Some(&url[..end])
+}
+
+/// Whether `url` is on the API's own origin: the token goes nowhere else, so a `Link` that
+/// points elsewhere is not followed.
+pub(crate) fn same_origin(api: &str, url: &str) -> bool {
+    match (origin(api), origin(url)) {
+        (Some(a), Some(u)) => a.eq_ignore_ascii_case(u),
+        _ => false,
+    }
+}
+
 /// Before a request: seconds to wait when the budget is spent and not yet reset.
 pub(crate) fn wait_for_budget(budget: Option<Budget>, now: i64) -> Option<u64> {
     let b = budget?;

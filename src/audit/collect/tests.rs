@@ -3,7 +3,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::limits::{decide, next_link, parse_head, wait_for_budget, Budget, Decision, Head};
+use super::limits::{
+    decide, next_link, parse_head, same_origin, wait_for_budget, Budget, Decision, Head,
+};
 use super::papers::{normalize_repo_url, plan_records, PaperSource};
 use super::{fetch, github};
 
@@ -315,4 +317,24 @@ fn paper_kind_is_the_magic_then_the_extension() {
     );
     assert_eq!(fetch::paper_kind(b"text", "/p/paper.TXT"), Some("txt"));
     assert_eq!(fetch::paper_kind(b"<html>", "https://x/abs/1"), None);
+}
+
+#[test]
+fn only_the_apis_own_pages_are_followed() {
+    let api = "https://api.github.com";
+    assert!(same_origin(
+        api,
+        "https://api.github.com/repositories/1/issues?page=2"
+    ));
+    assert!(same_origin(
+        "http://127.0.0.1:8080/",
+        "http://127.0.0.1:8080/x"
+    ));
+    assert!(!same_origin(api, "https://api.github.com.evil.org/x"));
+    assert!(!same_origin(api, "http://api.github.com/x"));
+    assert!(!same_origin(
+        "http://127.0.0.1:8080",
+        "http://127.0.0.1:9090/x"
+    ));
+    assert!(!same_origin(api, "/relative"));
 }
