@@ -365,9 +365,11 @@ impl Fixture {
             json!({"paper_id": "p2", "repo_url": "https://github.com/lab/gone", "paper_url": "x"}),
             json!({"paper_id": "p3", "repo_url": "https://gitlab.com/lab/model", "paper_url": "x"}),
             json!({"paper_id": "p4", "repo_url": "github.com/lab/big.git",
-                   "paper_url": format!("{b}/papers/model.pdf")}),
+                   "paper_path": "local/big.md"}),
         ];
         let text: String = papers.iter().map(|p| format!("{p}\n")).collect();
+        std::fs::create_dir(self.work.path().join("local")).unwrap();
+        std::fs::write(self.work.path().join("local/big.md"), "# Big\n").unwrap();
         std::fs::write(self.work.path().join("papers.jsonl"), text).unwrap();
         let bin = self.work.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
@@ -732,6 +734,14 @@ fn collect_a_failed_clone_fails_the_run_and_a_rerun_retries_it() {
     let repos: Vec<&str> = pairs.iter().map(|p| p["repo"].as_str().unwrap()).collect();
     assert_eq!(repos, ["lab/model", "lab/big"]);
     assert_eq!(jsonl(&out.join("issues/lab__big.jsonl")).len(), 5);
+    assert_eq!(
+        pairs[1]["paper"],
+        format!("papers/{}.md", sha256_hex(b"# Big\n"))
+    );
+    assert_eq!(
+        std::fs::read(out.join(pairs[1]["paper"].as_str().unwrap())).unwrap(),
+        b"# Big\n"
+    );
     let refetched: Vec<Seen> = f.seen().into_iter().filter(|s| s.status == 200).collect();
     assert!(
         refetched.is_empty(),
