@@ -671,7 +671,9 @@ fn collect_killed_midway_resumes_without_refetching() {
         by_number(&issues, 4)["closing_prs"][0]["merge_commit"],
         json!(f.merge5)
     );
-    assert_eq!(jsonl(&out.join("pairs.jsonl")).len(), 1);
+    let pairs = jsonl(&out.join("pairs.jsonl"));
+    assert_eq!(pairs.len(), 1);
+
     assert_no_token(&out, &[&stderr(&killed), &stderr(&again), &stdout(&again)]);
 }
 
@@ -747,4 +749,33 @@ fn collect_a_failed_clone_fails_the_run_and_a_rerun_retries_it() {
         refetched.is_empty(),
         "the API was asked again: {refetched:?}"
     );
+
+    // A later run killed after p1 and before it reaches p4 leaves p4's pair as it was.
+    f.state.lock().unwrap().hold = Some("/repos/lab/big".into());
+    let mut third = f
+        .cmd_with("out", &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = wait_until(Duration::from_secs(60), || {
+        f.state
+            .lock()
+            .unwrap()
+            .seen
+            .iter()
+            .any(|s| s.path == "/repos/lab/big")
+    });
+    assert!(held, "the held request never came");
+    third.kill().unwrap();
+    third.wait().unwrap();
+    f.state.lock().unwrap().release = true;
+    let after = jsonl(&out.join("pairs.jsonl"));
+    let ids: Vec<&str> = after
+        .iter()
+        .map(|p| p["paper_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["p1", "p4"]);
+    assert_eq!(after[1], pairs[1], "p4's pair as the earlier run wrote it");
+    assert!(out.join("issues/lab__big.jsonl").is_file());
 }

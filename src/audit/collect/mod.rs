@@ -103,6 +103,9 @@ struct Run<'a> {
     since: Option<String>,
     progress: progress::Bar,
     pairs: Vec<Value>,
+    /// The previous run's pairs of papers this run has not reached yet: kept in
+    /// `pairs.jsonl` until then, so that a run cut short leaves the earlier result whole.
+    previous: BTreeMap<String, Value>,
     skipped: Vec<Skip>,
     failed: usize,
     issues: usize,
@@ -142,6 +145,22 @@ fn token(var: Option<&str>) -> Result<Option<String>, CollectError> {
     }
 }
 
+/// The pairs an earlier run wrote, of papers still in the plan, by `paper_id`.
+fn previous_pairs(path: &std::path::Path, jobs: &[Job]) -> BTreeMap<String, Value> {
+    let Ok(records) = crate::pipeline::records::read_records(path, "pairs") else {
+        return BTreeMap::new();
+    };
+    records
+        .into_iter()
+        .filter_map(|(_, obj)| {
+            let id = obj.get("paper_id")?.as_str()?.to_string();
+            jobs.iter()
+                .any(|j| j.paper_id == id)
+                .then(|| (id, Value::Object(obj)))
+        })
+        .collect()
+}
+
 /// Runs `reprorun audit collect`.
 pub(crate) fn command(args: CollectArgs) -> Result<(), AuditError> {
     Ok(collect(&args)?)
@@ -168,6 +187,7 @@ fn collect(args: &CollectArgs) -> Result<(), CollectError> {
     let total = plan.jobs.len() + plan.skipped.len();
     let progress = progress::Bar::new(plan.jobs.len());
     client.on_wait = progress.waiter();
+    let previous = previous_pairs(&out.join("pairs.jsonl"), &plan.jobs);
     let mut run = Run {
         args,
         out,
@@ -175,6 +195,7 @@ fn collect(args: &CollectArgs) -> Result<(), CollectError> {
         since,
         progress,
         pairs: Vec::new(),
+        previous,
         skipped: plan.skipped,
         failed: 0,
         issues: 0,
@@ -206,6 +227,7 @@ fn collect(args: &CollectArgs) -> Result<(), CollectError> {
                 reason
             }
         };
+        run.previous.remove(&job.paper_id);
         run.write_lists()?;
         run.progress.done(&job.repo, &what, run.client.budget);
     }
@@ -299,7 +321,13 @@ impl Run<'_> {
     /// `pairs.jsonl` and `skipped.jsonl` as they stand.
     fn write_lists(&self) -> Result<(), CollectError> {
         let lines = |items: Vec<String>| items.iter().map(|l| format!("{l}\n")).collect::<String>();
-        let pairs = lines(self.pairs.iter().map(Value::to_string).collect());
+        let pairs = lines(
+            self.pairs
+                .iter()
+                .chain(self.previous.values())
+                .map(Value::to_string)
+                .collect(),
+        );
         let skipped = lines(
             self.skipped
                 .iter()
