@@ -156,7 +156,7 @@ fn previous_pairs(path: &std::path::Path, jobs: &[Job]) -> BTreeMap<String, Valu
             let id = obj.get("paper_id")?.as_str()?.to_string();
             jobs.iter()
                 .any(|j| j.paper_id == id)
-                .then(|| (id, Value::Object(obj)))
+                .then_some((id, Value::Object(obj)))
         })
         .collect()
 }
