@@ -80,7 +80,7 @@ fn jitter() -> f64 {
 }
 
 /// A string in curl's config syntax.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

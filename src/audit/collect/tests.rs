@@ -338,3 +338,30 @@ fn only_the_apis_own_pages_are_followed() {
     ));
     assert!(!same_origin(api, "/relative"));
 }
+
+#[test]
+fn curl_config_strings_are_quoted_and_single_line() {
+    use super::http::quoted;
+    assert_eq!(
+        quoted("If-None-Match: W/\"abc\""),
+        "\"If-None-Match: W/\\\"abc\\\"\""
+    );
+    assert_eq!(quoted("a\\b"), "\"a\\\\b\"");
+    // A value cannot smuggle a second option onto another line.
+    assert_eq!(
+        quoted("x\nurl = \"http://evil\""),
+        "\"xurl = \\\"http://evil\\\"\""
+    );
+}
+
+#[test]
+fn since_takes_rfc3339_or_a_day() {
+    assert_eq!(super::since("2024-03-01").unwrap(), "2024-03-01T00:00:00Z");
+    assert_eq!(
+        super::since("2024-03-01T12:30:00+02:00").unwrap(),
+        "2024-03-01T10:30:00Z"
+    );
+    for bad in ["yesterday", "2024-13-01", "1700000000"] {
+        assert!(super::since(bad).is_err(), "{bad}");
+    }
+}
