@@ -348,6 +348,17 @@ impl Fixture {
         for (path, body) in routes {
             s.routes.insert(path, (200, body));
         }
+        s.routes.insert(
+            "/repos/lab/quiet".into(),
+            (
+                200,
+                json!({"full_name": "lab/quiet", "default_branch": "main"}),
+            ),
+        );
+        s.routes.insert(
+            "/repos/lab/quiet/issues?state=all&per_page=100".into(),
+            (410, json!({"message": "Issues are disabled for this repo"})),
+        );
         s.files.insert(
             "/papers/model.pdf".into(),
             b"%PDF-1.4 the model paper".to_vec(),
@@ -366,6 +377,7 @@ impl Fixture {
             json!({"paper_id": "p3", "repo_url": "https://gitlab.com/lab/model", "paper_url": "x"}),
             json!({"paper_id": "p4", "repo_url": "github.com/lab/big.git",
                    "paper_path": "local/big.md"}),
+            json!({"paper_id": "p5", "repo_url": "github.com/lab/quiet", "paper_path": "local/big.md"}),
         ];
         let text: String = papers.iter().map(|p| format!("{p}\n")).collect();
         std::fs::create_dir(self.work.path().join("local")).unwrap();
@@ -514,6 +526,7 @@ fn collect_writes_snapshot_input_politely_and_a_rerun_is_conditional() {
     assert_eq!(skipped["p2"], "repository not found (HTTP 404)");
     assert_eq!(skipped["p3"], "not a GitHub repository (gitlab.com)");
     assert_eq!(skipped["p4"], "5 issues, more than --max-issues 4");
+    assert_eq!(skipped["p5"], "issues not found or disabled (HTTP 404/410)");
     assert_eq!(summary["failed"], 0);
 
     let names: Vec<String> = std::fs::read_dir(out.join("issues"))
@@ -576,8 +589,8 @@ fn collect_writes_snapshot_input_politely_and_a_rerun_is_conditional() {
             !s.path.starts_with("/papers/"),
             "the paper downloaded twice"
         );
-        if s.path == "/repos/lab/gone" {
-            continue; // a 404 has no ETag
+        if s.path == "/repos/lab/gone" || s.path.starts_with("/repos/lab/quiet/") {
+            continue; // a 404 or 410 has no ETag
         }
         assert!(s.if_none_match && s.status == 304, "{s:?}");
     }
@@ -715,7 +728,7 @@ fn collect_a_failed_clone_fails_the_run_and_a_rerun_retries_it() {
     let mut c = f.cmd_with("out", &[]);
     c.env_remove("REPRORUN_PROGRESS");
     let first = c.output().unwrap();
-    expect_error(&first, "1 of 4 papers failed");
+    expect_error(&first, "1 of 5 papers failed");
     let out = f.work.path().join("out");
     let skipped = jsonl(&out.join("skipped.jsonl"));
     let big = skipped.iter().find(|s| s["paper_id"] == "p4").unwrap();

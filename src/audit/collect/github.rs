@@ -80,7 +80,9 @@ pub(crate) fn issue_list(
         path.push_str(&format!("&since={s}"));
     }
     let Some(items) = client.get_all(&path)? else {
-        return Ok(Found::Gone("issues not found (HTTP 404)".into()));
+        return Ok(Found::Gone(
+            "issues not found or disabled (HTTP 404/410)".into(),
+        ));
     };
     Ok(Found::Yes(
         items

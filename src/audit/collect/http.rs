@@ -299,7 +299,8 @@ impl Client {
         })
     }
 
-    /// Every page of a list, from `path` on through `Link: rel="next"`; `None` on a 404.
+    /// Every page of a list, from `path` on through `Link: rel="next"`; `None` on a 404 or
+    /// 410 (GitHub's answer when a repository's issues are disabled).
     pub(crate) fn get_all(&mut self, path: &str) -> Result<Option<Vec<Value>>, CollectError> {
         let mut items = Vec::new();
         let mut next = Some(path.to_string());
@@ -307,7 +308,7 @@ impl Client {
             let a = self.get(&page)?;
             match (a.status, a.body) {
                 (200, Value::Array(list)) => items.extend(list),
-                (404, _) => return Ok(None),
+                (404 | 410, _) => return Ok(None),
                 (status, body) => return Err(api_error(&self.url(&page), status, &body)),
             }
             next = a.next;
