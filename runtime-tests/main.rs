@@ -4,6 +4,7 @@
 mod common;
 
 mod audit_cluster;
+mod audit_collect;
 mod audit_demo;
 mod audit_judge;
 mod audit_report;

@@ -12,6 +12,10 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
+    /// Collect from GitHub, on the host: each paper's repository (a mirror clone), all its
+    /// issues with comments and fix evidence, and the paper; written as `audit snapshot`'s
+    /// --pairs and --issues. Resumable, cached (ETag), within the API's rate limits.
+    Collect(super::collect::CollectArgs),
     /// Label each issue's relevance to reproducibility and its category (built-in rules,
     /// or a judge command); labels given in the input win.
     Filter(super::filter::FilterArgs),
@@ -82,6 +86,7 @@ fn agent_builtin(args: AgentBuiltinArgs) -> Result<(), AuditError> {
 /// Runs one `reprorun audit` command.
 pub(crate) fn run(args: AuditArgs) -> Result<(), AuditError> {
     match args.command {
+        AuditCommand::Collect(a) => super::collect::command(a),
         AuditCommand::Filter(a) => super::filter::command(a),
         AuditCommand::Snapshot(a) => super::snapshot::command(a),
         AuditCommand::Run(a) => super::run::command(*a),

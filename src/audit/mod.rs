@@ -3,7 +3,8 @@
 //! in sandboxes, blind and offline (`run`), and their ranked findings are judged against the
 //! hidden human issues (the next pipeline stage).
 //!
-//! Data flows one way: `input` (pairs and issues as users export them) → `filter`
+//! Data flows one way: `collect` (the issues, clones and papers from GitHub, on the host)
+//! → `input` (pairs and issues as users export them) → `filter`
 //! (relevance and category labels) → `snapshot` (the commit each issue's reporter saw,
 //! history-free trees in a content-addressed `corpus`) → `run` (one sandbox per snapshot
 //! group and repeat, on the shared `pipeline` layer; agents: `builtin`, Codex, Claude Code,
@@ -13,6 +14,7 @@
 
 pub(crate) mod builtin;
 pub(crate) mod cli;
+pub(crate) mod collect;
 pub(crate) mod corpus;
 pub(crate) mod filter;
 pub(crate) mod findings;
@@ -34,6 +36,8 @@ pub(crate) enum AuditError {
     Usage(String),
     #[error("{0}")]
     Input(#[from] input::InputError),
+    #[error("{0}")]
+    Collect(#[from] collect::CollectError),
     #[error("{0}")]
     Filter(#[from] filter::FilterError),
     #[error("{0}")]
