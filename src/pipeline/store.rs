@@ -169,7 +169,8 @@ impl Db {
     pub(crate) fn insert_once(&self, sql: &str, row: impl Params) -> Result<bool, StoreError> {
         debug_assert!(sql.starts_with("INSERT OR IGNORE "), "{sql}");
         self.conn
-            .execute(sql, row)
+            .prepare_cached(sql)
+            .and_then(|mut st| st.execute(row))
             .map(|n| n > 0)
             .map_err(self.err())
     }
@@ -415,6 +416,44 @@ mod tests {
             .unwrap();
         let e = Db::open(&other, true, &TEST).err().unwrap();
         assert!(e.to_string().contains("schema 99, this one reads 3"), "{e}");
+    }
+
+    #[test]
+    fn a_worker_log_is_adopted_by_link_or_copy_and_only_with_its_digest() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("s.db"), true, &TEST).unwrap();
+        let logs = dir.path().join("results-logs");
+        std::fs::create_dir(&logs).unwrap();
+        let put = |dir: &Path, bytes: &[u8]| {
+            let d = sha256_hex(bytes);
+            std::fs::write(dir.join(&d), bytes).unwrap();
+            d
+        };
+        // Same filesystem: the same inode, nothing to copy.
+        let d = put(&logs, b"12 passed\n");
+        assert!(!db.adopt_log(&logs.join(&d), &d).unwrap());
+        let stored = db.logs_dir().join(&d);
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&stored), ino(&logs.join(&d)));
+        assert_eq!(db.log(&d).unwrap(), b"12 passed\n");
+        // Adopting it again keeps it.
+        assert!(!db.adopt_log(&logs.join(&d), &d).unwrap());
+        // A file that is not what its name says is refused and not stored.
+        let forged = "0".repeat(64);
+        std::fs::write(logs.join(&forged), b"forged").unwrap();
+        let e = db.adopt_log(&logs.join(&forged), &forged).unwrap_err();
+        assert!(e.to_string().contains("digest no longer matches"), "{e}");
+        assert!(db.log(&forged).is_none());
+        db.sync_logs(false).unwrap();
+        // Another filesystem (tmpfs): a copy, made durable by sync_logs(true).
+        if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+            let d = put(shm.path(), b"from another filesystem");
+            assert!(db.adopt_log(&shm.path().join(&d), &d).unwrap());
+            assert_ne!(ino(&db.logs_dir().join(&d)), ino(&shm.path().join(&d)));
+            assert_eq!(db.log(&d).unwrap(), b"from another filesystem");
+            db.sync_logs(true).unwrap();
+        }
     }
 
     #[test]

@@ -269,14 +269,14 @@ impl Store {
 
     /// Whether this run is recorded.
     pub fn has_run(&self, id: &str, arm: Arm, idx: u32) -> Result<bool, StoreError> {
+        // Cached: a merge asks once per result.
         self.db
             .conn()
-            .query_row(
-                "SELECT 1 FROM runs WHERE instance_id = ?1 AND arm = ?2 AND idx = ?3",
-                params![id, arm.name(), idx],
-                |_| Ok(()),
-            )
-            .optional()
+            .prepare_cached("SELECT 1 FROM runs WHERE instance_id = ?1 AND arm = ?2 AND idx = ?3")
+            .and_then(|mut st| {
+                st.query_row(params![id, arm.name(), idx], |_| Ok(()))
+                    .optional()
+            })
             .map(|r| r.is_some())
             .map_err(self.err())
     }

@@ -386,6 +386,7 @@ CREATE TABLE IF NOT EXISTS judgment_hosts (
     job TEXT NOT NULL,
     PRIMARY KEY (group_id, repeat, judge)
 );
+CREATE INDEX IF NOT EXISTS judgment_hosts_shard ON judgment_hosts (shard_sha256);
 CREATE TABLE IF NOT EXISTS judgment_attempts (
     shard_sha256 TEXT PRIMARY KEY,
     group_id TEXT NOT NULL,

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS run_hosts (
     job TEXT NOT NULL,
     PRIMARY KEY (group_id, repeat)
 );
+CREATE INDEX IF NOT EXISTS run_hosts_shard ON run_hosts (shard_sha256);
 CREATE TABLE IF NOT EXISTS run_attempts (
     shard_sha256 TEXT PRIMARY KEY,
     group_id TEXT NOT NULL,

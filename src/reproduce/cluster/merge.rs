@@ -163,12 +163,10 @@ fn merge_one(
     let err = |e: rusqlite::Error| StoreError::Db(crate::pipeline::store::Db::err(store)(e));
     let conn = store.conn();
     let seen = conn
-        .query_row(
+        .prepare_cached(
             "SELECT 1 FROM hosts WHERE shard_sha256 = ?1 UNION SELECT 1 FROM attempts WHERE shard_sha256 = ?1",
-            params![c.digest],
-            |_| Ok(()),
         )
-        .optional()
+        .and_then(|mut st| st.query_row(params![c.digest], |_| Ok(())).optional())
         .map_err(err)?
         .is_some();
     if seen {
@@ -190,24 +188,26 @@ fn merge_one(
     } else {
         store.insert(r)?;
         let h = &c.shard.host;
-        conn.execute(
-            "INSERT INTO hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            params![
-                r.instance_id,
-                r.arm.name(),
-                r.idx,
-                c.digest,
-                h.hostname,
-                h.kernel,
-                h.cpu_model,
-                h.cpus,
-                h.mem_bytes as i64,
-                h.os,
-                h.machine_id,
-                h.reprorun_version,
-                h.job
-            ],
-        )
+        let mut st = conn
+            .prepare_cached(
+                "INSERT INTO hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .map_err(err)?;
+        st.execute(params![
+            r.instance_id,
+            r.arm.name(),
+            r.idx,
+            c.digest,
+            h.hostname,
+            h.kernel,
+            h.cpu_model,
+            h.cpus,
+            h.mem_bytes as i64,
+            h.os,
+            h.machine_id,
+            h.reprorun_version,
+            h.job
+        ])
         .map_err(err)?;
         m.inserted += 1;
     }
