@@ -103,17 +103,46 @@ fn state_bytes(saved: &Saved, status: Status) -> Vec<u8> {
     serde_json::to_vec(&saved.oci_state(status)).expect("state serializes")
 }
 
-/// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.
+/// Reads and parses `config.json` of a bundle. Fields reprorun does not know are ignored, as
+/// the runtime spec requires; with the annotation `org.reprorun.strict=true` the first one
+/// is an error naming its path.
 pub fn read_spec(bundle: &std::path::Path) -> Result<spec::Spec, OciError> {
     let path = bundle.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(|source| OciError::ReadConfig {
         path: path.clone(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| OciError::ParseConfig {
-        path,
-        reason: e.to_string(),
-    })
+    let (spec, unknown) =
+        parse_lenient::<spec::Spec>(&text).map_err(|reason| OciError::ParseConfig {
+            path: path.clone(),
+            reason,
+        })?;
+    let strict = spec
+        .annotations
+        .get(convert::STRICT_ANNOTATION)
+        .is_some_and(|v| v == "true");
+    match unknown.first() {
+        Some(field) if strict => Err(OciError::ParseConfig {
+            path,
+            reason: format!(
+                "unknown field `{field}` (refused under {}=true)",
+                convert::STRICT_ANNOTATION
+            ),
+        }),
+        _ => Ok(spec),
+    }
+}
+
+/// Parses JSON into `T`, ignoring the fields `T` does not know; returns their paths too.
+pub(crate) fn parse_lenient<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<(T, Vec<String>), String> {
+    let mut unknown = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_ignored::deserialize(&mut de, |path| unknown.push(path.to_string()))
+        .map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok((value, unknown))
 }
 
 /// Parses a signal: a number, or a name with or without `SIG` in any case.

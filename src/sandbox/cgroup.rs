@@ -110,6 +110,9 @@ fn needed(res: &Resources) -> Vec<&'static str> {
     if res.cpu_milli.is_some() || res.cpu_shares.is_some() {
         c.push("cpu");
     }
+    if !res.devices.is_empty() {
+        c.push("devices");
+    }
     c
 }
 
@@ -194,7 +197,12 @@ impl Cgroup {
         res: &Resources,
         path: &str,
     ) -> Result<Cgroup, CgroupError> {
-        let controllers = needed(res);
+        let mut controllers = needed(res);
+        if controllers.contains(&"devices") && v1_dir(h, "devices").is_err() {
+            // No v1 device controller (a pure cgroup-v2 host): the device rules are not
+            // enforced there (no BPF device program is attached).
+            controllers.retain(|c| *c != "devices");
+        }
         let rel = path.trim_start_matches('/');
         // `mine`: our own cgroup's directory on a hierarchy; `own`: its path there.
         let place = |mine: PathBuf, own: Option<String>| -> Result<PathBuf, CgroupError> {
@@ -318,6 +326,18 @@ impl Cgroup {
             match self.version {
                 Version::V2 => set("cpu.weight", cpu_weight(shares).to_string())?,
                 Version::V1 => set("cpu.shares", shares.to_string())?,
+            }
+        }
+        if self.version == Version::V1 && !res.devices.is_empty() {
+            // Deny everything, then the rules in order (the kernel keeps the exceptions).
+            set("devices.deny", "a".into())?;
+            for r in &res.devices {
+                let file = if r.allow {
+                    "devices.allow"
+                } else {
+                    "devices.deny"
+                };
+                set(file, r.rule.clone())?;
             }
         }
         Ok(())

@@ -185,7 +185,7 @@ pub fn cpu_quota(text: &str) -> Result<u64, LimitError> {
 }
 
 /// Cgroup limits for the whole sandbox.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
     /// Memory in bytes (no swap beyond it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +200,19 @@ pub struct Resources {
     /// `linux.resources.cpu.shares`): written as is on v1, as `cpu.weight` on v2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_shares: Option<u64>,
+    /// The device cgroup (OCI `linux.resources.devices`, then the devices every container
+    /// may use): every device denied, then each rule in order. On cgroup v1's `devices`
+    /// controller, by root only; not a limit [`Resources::any`] counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceRule>,
+}
+
+/// One device cgroup rule: `TYPE MAJOR:MINOR ACCESS` (`c 1:3 rwm`, `a *:* rwm`) allowed or
+/// denied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRule {
+    pub allow: bool,
+    pub rule: String,
 }
 
 impl Resources {
@@ -234,6 +247,10 @@ pub struct CapSets {
     pub permitted: Vec<String>,
     pub inheritable: Vec<String>,
     pub ambient: Vec<String>,
+    /// OCI `process.noNewPrivileges` false: no_new_privs is left unset (the determinism
+    /// layer's filters are then installed while the process still has CAP_SYS_ADMIN).
+    #[serde(default)]
+    pub allow_new_privs: bool,
 }
 
 #[cfg(test)]

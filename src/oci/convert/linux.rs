@@ -7,7 +7,7 @@ use super::mounts::absolute_dest;
 use super::{bad, unsupported, ConvertError};
 use crate::oci::spec;
 use crate::plan::{IdMap, MountOp, Namespace, NsJoin, ParentMaps};
-use crate::security::{Resources, SeccompProfile};
+use crate::security::{DeviceRule, Resources, SeccompProfile};
 
 /// `linux.namespaces`: the namespaces to create, and those to join by path.
 pub(super) fn namespaces(
@@ -90,6 +90,71 @@ pub(super) fn devices(list: &[spec::Device]) -> Result<Vec<MountOp>, ConvertErro
         });
     }
     Ok(ops)
+}
+
+/// The devices every container may use, as runc allows them: `mknod` of any node (the
+/// access rules still apply to using it), null, zero, full, random, urandom, tty, console,
+/// the pty slaves and ptmx, and tun.
+const DEFAULT_DEVICE_RULES: [&str; 12] = [
+    "c *:* m",
+    "b *:* m",
+    "c 1:3 rwm",
+    "c 1:5 rwm",
+    "c 1:7 rwm",
+    "c 1:8 rwm",
+    "c 1:9 rwm",
+    "c 5:0 rwm",
+    "c 5:1 rwm",
+    "c 136:* rwm",
+    "c 5:2 rwm",
+    "c 10:200 rwm",
+];
+
+/// The device cgroup's rules: `linux.resources.devices` in order, then the default devices,
+/// then each of `linux.devices` (runc's order).
+pub(super) fn device_rules(
+    rules: &[spec::DeviceRule],
+    devices: &[spec::Device],
+) -> Result<Vec<DeviceRule>, ConvertError> {
+    let number = |n: Option<i64>| {
+        n.filter(|n| *n >= 0)
+            .map_or("*".to_string(), |n| n.to_string())
+    };
+    let mut out = Vec::new();
+    for (i, r) in rules.iter().enumerate() {
+        let field = format!("linux.resources.devices[{i}]");
+        let kind = r.kind.as_deref().unwrap_or("a");
+        if !matches!(kind, "a" | "c" | "b") {
+            return Err(bad(field, format!("type {kind:?}: expected a, c or b")));
+        }
+        let access = r.access.as_deref().unwrap_or("rwm");
+        if access.is_empty() || !access.chars().all(|c| matches!(c, 'r' | 'w' | 'm')) {
+            return Err(bad(
+                field,
+                format!("access {access:?}: expected letters of rwm"),
+            ));
+        }
+        out.push(DeviceRule {
+            allow: r.allow,
+            rule: format!("{kind} {}:{} {access}", number(r.major), number(r.minor)),
+        });
+    }
+    out.extend(DEFAULT_DEVICE_RULES.iter().map(|r| DeviceRule {
+        allow: true,
+        rule: r.to_string(),
+    }));
+    for d in devices {
+        let kind = match d.kind.as_str() {
+            "b" => 'b',
+            "p" => continue,
+            _ => 'c',
+        };
+        out.push(DeviceRule {
+            allow: true,
+            rule: format!("{kind} {}:{} rwm", d.major, d.minor),
+        });
+    }
+    Ok(out)
 }
 
 /// Whether `key` is a sysctl name (dotted or slashed words, no `..`).

@@ -24,10 +24,11 @@ pub(crate) fn env(process: &spec::Process) -> Result<Vec<(String, String)>, Conv
 }
 
 /// The capability sets and rlimits `process` asks for, checked (for `create` and
-/// `exec --process`). Without a user namespace CAP_MKNOD is never granted.
+/// `exec --process`): the sets as given (runc's behaviour; the device cgroup keeps
+/// CAP_MKNOD harmless), no_new_privs as `process.noNewPrivileges` says or `force_nnp`.
 pub fn process_privilege(
     process: &spec::Process,
-    user_namespace: bool,
+    force_nnp: bool,
 ) -> Result<(CapSets, Vec<Rlimit>), ConvertError> {
     let mut caps = match &process.capabilities {
         None => CapSets::default(),
@@ -50,22 +51,11 @@ pub fn process_privilege(
                 permitted: names(&c.permitted, "permitted")?,
                 inheritable: names(&c.inheritable, "inheritable")?,
                 ambient: names(&c.ambient, "ambient")?,
+                allow_new_privs: false,
             }
         }
     };
-    if !user_namespace {
-        // Without a user namespace, CAP_MKNOD would let the container make a node for a host
-        // disk (there is no device cgroup): it is never granted.
-        for set in [
-            &mut caps.bounding,
-            &mut caps.effective,
-            &mut caps.permitted,
-            &mut caps.inheritable,
-            &mut caps.ambient,
-        ] {
-            set.retain(|c| c != "CAP_MKNOD");
-        }
-    }
+    caps.allow_new_privs = !(process.no_new_privileges || force_nnp);
     Ok((caps, rlimits(process)?))
 }
 

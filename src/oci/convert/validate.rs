@@ -86,10 +86,10 @@ pub(crate) fn validate<'a>(
     let parent_maps = id_mappings(&linux, &namespaces)?;
     unsupported_linux(&linux)?;
     let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle)?;
-    if det.seeded() && !dev_tmpfs {
+    if det.seeded_dev() && !dev_tmpfs {
         return Err(bad(
             "mounts",
-            "seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real",
+            "a seeded /dev/urandom (org.reprorun.dev-urandom=seeded) needs a tmpfs mounted at /dev (reprorun puts it there); add one, or leave the annotation out",
         ));
     }
     let devices = linux::devices(&linux.devices)?;
@@ -104,9 +104,11 @@ pub(crate) fn validate<'a>(
     })?;
     let propagation = mounts::root_propagation(linux.rootfs_propagation.as_deref())?;
     let env = process::env(process)?;
-    let (caps, rlimits) = process::process_privilege(process, parent_maps.is_some())?;
+    let (caps, rlimits) = process::process_privilege(process, det.force_no_new_privs)?;
     let seccomp = linux::seccomp(linux.seccomp.as_ref(), bundle)?;
-    let resources = linux::resources(linux.resources.as_ref())?;
+    let mut resources = linux::resources(linux.resources.as_ref())?;
+    let rules = linux.resources.as_ref().map_or(&[][..], |r| &r.devices[..]);
+    resources.devices = linux::device_rules(rules, &linux.devices)?;
     let hooks = hooks(spec)?;
     let cgroups_path = cgroups_path(&linux)?;
     Ok(Checked {

@@ -191,8 +191,13 @@ fn run(
         steps::perform(step, plan, sock)?;
     }
 
-    // Seeded /dev/urandom: the FIFO is filled before the workload starts.
-    let seeded = plan.random == RandomMode::Seeded && plan.intercept;
+    // Seeded /dev/urandom (where the plan made it a FIFO): filled before the workload starts.
+    let seeded = plan.random == RandomMode::Seeded
+        && plan.intercept
+        && plan
+            .mounts
+            .iter()
+            .any(|m| matches!(m, crate::plan::MountOp::Fifo { dest, .. } if dest.as_path() == std::path::Path::new(ENTROPY_FIFO)));
     let entropy = match seeded {
         true => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
         false => None,
