@@ -20,6 +20,7 @@ mod lifecycle;
 mod mirror;
 mod net;
 mod oci;
+mod oci_conformance;
 mod oci_containerd;
 mod reproduce;
 mod time;

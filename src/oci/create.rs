@@ -45,6 +45,20 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     let spec = super::read_spec(&bundle)?;
     let host = crate::plan::HostFacts::current()?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
+    if let (false, Some(sets)) = (
+        c.plan.has(crate::plan::Namespace::User),
+        &c.plan.security.caps,
+    ) {
+        // Only what the running kernel knows (a config may list newer capabilities).
+        let known = caps::runtime::thread_all_supported();
+        let held: Vec<String> = caps::read(None, caps::CapSet::Permitted)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.to_string())
+            .chain(caps::all().difference(&known).map(|c| c.to_string()))
+            .collect();
+        convert::unraisable(sets, &held)?;
+    }
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;
     let mut dir = root.create(&o.id)?;

@@ -121,16 +121,17 @@ pub fn read_spec(bundle: &std::path::Path) -> Result<spec::Spec, OciError> {
         .annotations
         .get(convert::STRICT_ANNOTATION)
         .is_some_and(|v| v == "true");
-    match unknown.first() {
-        Some(field) if strict => Err(OciError::ParseConfig {
+    if strict && !unknown.is_empty() {
+        return Err(OciError::ParseConfig {
             path,
             reason: format!(
-                "unknown field `{field}` (refused under {}=true)",
+                "unknown fields {} (refused under {}=true)",
+                unknown.join(", "),
                 convert::STRICT_ANNOTATION
             ),
-        }),
-        _ => Ok(spec),
+        });
     }
+    Ok(spec)
 }
 
 /// Parses JSON into `T`, ignoring the fields `T` does not know; returns their paths too.
@@ -139,10 +140,26 @@ pub(crate) fn parse_lenient<T: serde::de::DeserializeOwned>(
 ) -> Result<(T, Vec<String>), String> {
     let mut unknown = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = serde_ignored::deserialize(&mut de, |path| unknown.push(path.to_string()))
+    let value = serde_ignored::deserialize(&mut de, |path| unknown.push(json_path(&path)))
         .map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok((value, unknown))
+}
+
+/// A field's path as spec/oci.md writes it: `linux.resources.devices[0].futureField`.
+fn json_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path as P;
+    match path {
+        P::Root => String::new(),
+        P::Seq { parent, index } => format!("{}[{index}]", json_path(parent)),
+        P::Map { parent, key } => match json_path(parent) {
+            p if p.is_empty() => key.clone(),
+            p => format!("{p}.{key}"),
+        },
+        P::Some { parent } | P::NewtypeStruct { parent } | P::NewtypeVariant { parent } => {
+            json_path(parent)
+        }
+    }
 }
 
 /// Parses a signal: a number, or a name with or without `SIG` in any case.

@@ -409,6 +409,7 @@ mod tests {
             pids: Some(2),
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
+            devices: Vec::new(),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
         let shares = Resources {
@@ -501,7 +502,33 @@ mod tests {
             pids: Some(64),
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
+            devices: Vec::new(),
         }
+    }
+
+    fn device_rules() -> Resources {
+        let rule = |allow, rule: &str| crate::security::DeviceRule {
+            allow,
+            rule: rule.into(),
+        };
+        Resources {
+            devices: vec![rule(false, "b 8:0 rwm"), rule(true, "c 1:3 rwm")],
+            ..Resources::default()
+        }
+    }
+
+    #[test]
+    fn device_rules_go_to_v1_devices_and_are_skipped_without_it() {
+        let (fake, h) = Fake::v1(&["devices"]);
+        let cg = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap();
+        // (A plain file keeps the last write of each: the kernel's files take each rule.)
+        assert_eq!(fake.read("devices/user/me/sbx/devices.deny"), "b 8:0 rwm");
+        assert_eq!(fake.read("devices/user/me/sbx/devices.allow"), "c 1:3 rwm");
+        assert_eq!(cg.keep().len(), 1);
+        // Pure v2 (no device controller there): the cgroup is made, the rules not enforced.
+        let (fake, h) = Fake::v2("memory", "memory");
+        let cg = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap();
+        assert_eq!(cg.keep(), vec![fake.dir.path().join("user/me/sbx")]);
     }
 
     #[test]

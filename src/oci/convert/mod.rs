@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use annotations::Determinism;
 pub use annotations::STRICT_ANNOTATION;
-pub use process::process_privilege;
+pub use process::{process_privilege, unraisable};
 pub use validate::check_process;
 
 use super::spec::{self, Spec};

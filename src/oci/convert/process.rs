@@ -59,6 +59,26 @@ pub fn process_privilege(
     Ok((caps, rlimits(process)?))
 }
 
+/// The first capability of the effective, permitted, inheritable or ambient set that is not
+/// among `held` (the caller's permitted set): the process could not be given it, so create
+/// refuses, naming it (without a new user namespace, where the process has every one).
+pub fn unraisable(caps: &CapSets, held: &[String]) -> Result<(), ConvertError> {
+    for (set, names) in [
+        ("effective", &caps.effective),
+        ("permitted", &caps.permitted),
+        ("inheritable", &caps.inheritable),
+        ("ambient", &caps.ambient),
+    ] {
+        if let Some(name) = names.iter().find(|n| !held.contains(n)) {
+            return Err(bad(
+                format!("process.capabilities.{set}"),
+                format!("{name} cannot be raised: the caller of reprorun does not have it"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `process.rlimits`, by reprorun's names; `u64::MAX` is unlimited.
 fn rlimits(process: &spec::Process) -> Result<Vec<Rlimit>, ConvertError> {
     let mut rlimits = Vec::new();

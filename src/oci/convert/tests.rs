@@ -80,11 +80,26 @@ fn podman_config_resolves_to_a_plan() {
     assert_eq!(c.cgroups_path.as_deref(), Some("/libpod_parent/libpod-abc"));
     let caps = p.security.caps.as_ref().unwrap();
     assert_eq!(caps.bounding, ["CAP_CHOWN", "CAP_KILL"]);
-    // Without a user namespace CAP_MKNOD is never granted.
+    // The sets as given: CAP_MKNOD too (the device cgroup guards the nodes, as with runc).
     let (dir2, mut with_mknod) = bundle();
     with_mknod["process"]["capabilities"]["bounding"][0] = "CAP_MKNOD".into();
     let c2 = resolve_json(&dir2.path(), &with_mknod).unwrap();
-    assert_eq!(c2.plan.security.caps.unwrap().bounding, ["CAP_KILL"]);
+    let caps2 = c2.plan.security.caps.unwrap();
+    assert_eq!(caps2.bounding, ["CAP_MKNOD", "CAP_KILL"]);
+    // noNewPrivileges absent: new privileges allowed; the annotation forces no_new_privs.
+    assert!(caps2.allow_new_privs);
+    with_mknod["annotations"]["org.reprorun.no-new-privileges"] = "true".into();
+    let c3 = resolve_json(&dir2.path(), &with_mknod).unwrap();
+    assert!(!c3.plan.security.caps.unwrap().allow_new_privs);
+    // Runc's default device rules follow the config's.
+    let rules: Vec<_> = p
+        .resources
+        .devices
+        .iter()
+        .map(|r| (r.allow, r.rule.as_str()))
+        .collect();
+    assert_eq!(rules.first(), Some(&(false, "a *:* rwm")), "{rules:?}");
+    assert!(rules.contains(&(true, "c 1:9 rwm")), "{rules:?}");
     assert!(caps.ambient.is_empty());
     assert_eq!(p.security.rlimits[0].name, "nofile");
     assert!(matches!(p.security.seccomp, SeccompProfile::Oci { .. }));
@@ -109,7 +124,7 @@ fn podman_config_resolves_to_a_plan() {
         recursive: false,
         flags: vec!["rprivate".into(), "ro".into()],
     }));
-    // Default devices on the fresh /dev, seeded /dev/urandom, the preload file, the sysctl,
+    // Default devices on the fresh /dev (urandom the host's), the preload file, the sysctl,
     // the config's masked and read-only paths (not reprorun's defaults).
     assert!(p
         .mounts
@@ -118,7 +133,7 @@ fn podman_config_resolves_to_a_plan() {
     assert!(p
         .mounts
         .iter()
-        .any(|m| matches!(m, MountOp::Fifo { dest, .. } if dest == Path::new("/dev/urandom"))));
+        .any(|m| matches!(m, MountOp::DevNode { dest, .. } if dest == Path::new("/dev/urandom"))));
     assert!(p.mounts.iter().any(|m| matches!(m, MountOp::File { dest, contents } if dest == Path::new("/etc/ld.so.preload") && contents.starts_with(PRELOAD_PATH))));
     assert!(p.mounts.contains(&MountOp::Sysctl {
         key: "net.ipv4.ping_group_range".into(),
@@ -182,7 +197,6 @@ fn annotations_drive_the_determinism_layer() {
 fn unknown_and_unsupported_fields_are_named() {
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(&str, Edit)> = vec![
-        ("bogus", Box::new(|c| c["process"]["bogus"] = 1.into())),
         (
             "linux.resources.cpu.cpus",
             Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"cpus": "0-1"})),
@@ -279,12 +293,6 @@ fn unknown_and_unsupported_fields_are_named() {
             "a new pid namespace is required",
             Box::new(|c| {
                 c["linux"]["namespaces"].as_array_mut().unwrap().remove(0);
-            }),
-        ),
-        (
-            "tmpfs mounted at /dev",
-            Box::new(|c| {
-                c["mounts"].as_array_mut().unwrap().remove(1);
             }),
         ),
         (
@@ -428,9 +436,10 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["linux"]["personality"] = serde_json::json!({"domain": "LINUX"})),
         ),
         (
-            "mounts: seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real".into(),
+            "mounts: a seeded /dev/urandom (org.reprorun.dev-urandom=seeded) needs a tmpfs mounted at /dev (reprorun puts it there); add one, or leave the annotation out".into(),
             Box::new(|c| {
                 c["mounts"].as_array_mut().unwrap().remove(1);
+                c["annotations"]["org.reprorun.dev-urandom"] = "seeded".into();
             }),
         ),
         (
@@ -513,4 +522,24 @@ fn cpu_shares_are_clamped_to_the_kernels_range_and_zero_is_unset() {
         err.contains("shares") || err.contains("invalid value"),
         "{err}"
     );
+}
+
+#[test]
+fn a_capability_the_caller_lacks_is_named_at_create() {
+    let sets = crate::security::CapSets {
+        bounding: vec!["CAP_SYS_ADMIN".into()],
+        effective: vec!["CAP_KILL".into()],
+        permitted: vec!["CAP_KILL".into()],
+        inheritable: vec!["CAP_KILL".into(), "CAP_NET_ADMIN".into()],
+        ambient: Vec::new(),
+        allow_new_privs: false,
+    };
+    let held = ["CAP_KILL".to_string()];
+    assert_eq!(
+        super::unraisable(&sets, &held).unwrap_err().to_string(),
+        "process.capabilities.inheritable: CAP_NET_ADMIN cannot be raised: the caller of reprorun does not have it"
+    );
+    // The bounding set only limits: a capability missing there is no error.
+    let held = ["CAP_KILL".to_string(), "CAP_NET_ADMIN".to_string()];
+    assert!(super::unraisable(&sets, &held).is_ok());
 }

@@ -1,0 +1,170 @@
+//! OCI conformance (issue 19): configs that runc and crun run are run the same way.
+
+use crate::common::*;
+use crate::oci::Bundle;
+
+/// The capability sets of `/proc/self/status` lines, as printed by `grep ^Cap`.
+fn cap_bit(status: &str, set: &str, bit: u32) -> bool {
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&format!("{set}:")))
+        .unwrap_or_else(|| panic!("no {set} in {status}"));
+    let hex = line.split_whitespace().nth(1).unwrap();
+    u64::from_str_radix(hex, 16).unwrap() & (1 << bit) != 0
+}
+
+const CAP_MKNOD: u32 = 27;
+
+#[test]
+fn oci_unknown_config_fields_are_ignored_unless_strict() {
+    if !is_root() {
+        return;
+    }
+    let newer = |c: &mut serde_json::Value| {
+        c["vendorExtension"] = serde_json::json!({"x": 1});
+        c["process"]["futureField"] = true.into();
+        c["linux"]["resources"] = serde_json::json!({"pids": {"limit": 100, "futurePids": 1}});
+    };
+    let b = Bundle::new(&["echo", "ran"], newer);
+    assert_eq!(expect_code(&b.run(&["run", "u1"]), 0), "ran\n");
+    let b = Bundle::new(&["echo", "ran"], |c| {
+        newer(c);
+        c["annotations"] = serde_json::json!({"org.reprorun.strict": "true"});
+    });
+    expect_error(
+        &b.run(&["run", "u2"]),
+        "unknown fields linux.resources.pids.futurePids, process.futureField, vendorExtension",
+    );
+    assert!(!b.state.join("u2").exists());
+    // A bad value of the annotation is refused, not taken as false.
+    let b = Bundle::new(&["true"], |c| {
+        c["annotations"] = serde_json::json!({"org.reprorun.strict": "yes"});
+    });
+    expect_error(&b.run(&["run", "u3"]), "org.reprorun.strict");
+}
+
+#[test]
+fn oci_capabilities_apply_as_given_and_the_device_cgroup_guards_nodes() {
+    if !is_root() {
+        return;
+    }
+    let all = [
+        "CAP_MKNOD",
+        "CAP_CHOWN",
+        "CAP_SETUID",
+        "CAP_SETGID",
+        "CAP_SETPCAP",
+    ];
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "grep ^Cap /proc/self/status; mknod /dev/disk0 b 8 0 && echo made; \
+             head -c1 /dev/disk0 >/dev/null 2>/tmp/err || cat /tmp/err; \
+             head -c1 /dev/zero | od -An -tx1",
+        ],
+        |c| {
+            let sets: serde_json::Value = all.into();
+            c["process"]["capabilities"] = serde_json::json!({
+                "bounding": sets, "effective": sets, "permitted": sets, "inheritable": sets,
+                "ambient": sets,
+            });
+            c["annotations"] = serde_json::json!({"org.reprorun.determinism": "off"});
+        },
+    );
+    let out = expect_code(&b.run(&["run", "k1"]), 0);
+    for set in ["CapBnd", "CapEff", "CapPrm", "CapInh", "CapAmb"] {
+        assert!(
+            cap_bit(&out, set, CAP_MKNOD),
+            "{set} lacks CAP_MKNOD: {out}"
+        );
+    }
+    // mknod is allowed (runc's `b *:* m`), using a host disk's node is not.
+    assert!(out.contains("made\n"), "{out}");
+    assert!(out.contains("Operation not permitted"), "{out}");
+    assert!(out.contains(" 00\n"), "/dev/zero works: {out}");
+
+    // linux.resources.devices rules reach the container's v1 device cgroup, in order after
+    // a deny of everything.
+    let b = Bundle::new(&["sh", "-c", "cat /proc/self/cgroup"], |c| {
+        c["linux"]["resources"] = serde_json::json!({"devices": [
+            {"allow": false, "access": "rwm"},
+            {"allow": true, "type": "b", "major": 8, "minor": 20, "access": "rw"},
+        ]});
+        c["linux"]["cgroupsPath"] = "/reprorun-test-devices".into();
+    });
+    if !std::path::Path::new("/sys/fs/cgroup/devices").exists() {
+        return;
+    }
+    let o = b.run(&["create", "d1"]);
+    expect_code(&o, 0);
+    let list = std::fs::read_to_string("/sys/fs/cgroup/devices/reprorun-test-devices/devices.list")
+        .unwrap();
+    expect_code(&b.run(&["delete", "--force", "d1"]), 0);
+    let lines: Vec<&str> = list.lines().collect();
+    assert!(lines.contains(&"b 8:20 rw"), "{list}");
+    assert!(lines.contains(&"c 1:3 rwm"), "{list}");
+    assert!(!lines.contains(&"a *:* rwm"), "{list}");
+}
+
+#[test]
+fn oci_no_new_privileges_follows_the_config() {
+    if !is_root() {
+        return;
+    }
+    for (nnp, annotation, determinism, want) in [
+        (false, None, "on", "0"),
+        (false, None, "off", "0"),
+        (true, None, "on", "1"),
+        (false, Some("true"), "on", "1"),
+    ] {
+        let b = Bundle::new(
+            &["sh", "-c", "grep ^NoNewPrivs /proc/self/status; date +%Y"],
+            |c| {
+                c["process"]["noNewPrivileges"] = nnp.into();
+                c["annotations"] = serde_json::json!({"org.reprorun.determinism": determinism});
+                if let Some(v) = annotation {
+                    c["annotations"]["org.reprorun.no-new-privileges"] = v.into();
+                }
+            },
+        );
+        let out = expect_code(&b.run(&["run", "n1"]), 0);
+        let line = out.lines().next().unwrap_or_default();
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(want),
+            "nnp {nnp} annotation {annotation:?} determinism {determinism}: {out}"
+        );
+        if determinism == "on" {
+            // The determinism layer's filters are in place either way.
+            assert!(out.ends_with("2024\n"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn oci_dev_random_and_urandom_are_char_devices_unless_seeded_is_asked() {
+    if !is_root() {
+        return;
+    }
+    let script = "stat -c '%F %t:%T' /dev/random /dev/urandom; head -c8 /dev/urandom | od -An -tx1";
+    let b = Bundle::new(&["sh", "-c", script], |_| {});
+    let out = expect_code(&b.run(&["run", "r1"]), 0);
+    assert!(
+        out.starts_with("character special file 1:8\ncharacter special file 1:9\n"),
+        "{out}"
+    );
+    let seeded = |id: &str| {
+        let b = Bundle::new(&["sh", "-c", script], |c| {
+            c["annotations"] = serde_json::json!({"org.reprorun.dev-urandom": "seeded"});
+        });
+        expect_code(&b.run(&["run", id]), 0)
+    };
+    let (a, b2) = (seeded("s1"), seeded("s2"));
+    assert!(a.contains("fifo"), "{a}");
+    assert_eq!(a, b2, "the seeded stream repeats");
+    let b = Bundle::new(&["true"], |c| {
+        c["annotations"] = serde_json::json!({"org.reprorun.dev-urandom": "yes"});
+    });
+    expect_error(&b.run(&["run", "s3"]), "org.reprorun.dev-urandom");
+}
