@@ -305,12 +305,17 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     one_line(&b.run(&["create", "../escape"]), "invalid");
     one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
     one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");
-    // Unknown fields, unsupported fields, missing programs: nothing left behind.
+    // Unknown fields (strict), unsupported fields, missing programs: nothing left behind.
     for (edit, needle, code) in [
-        (serde_json::json!({"process": {"bogus": 1}}), "bogus", 125),
         (
-            serde_json::json!({"linux": {"resources": {"cpu": {"cpus": "0"}}}}),
-            "linux.resources.cpu.cpus",
+            serde_json::json!({"process": {"bogus": 1},
+                               "annotations": {"org.reprorun.strict": "true"}}),
+            "process.bogus",
+            125,
+        ),
+        (
+            serde_json::json!({"linux": {"intelRdt": {"closID": "x"}}}),
+            "linux.intelRdt",
             125,
         ),
         (

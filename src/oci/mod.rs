@@ -14,6 +14,7 @@ pub mod features;
 pub mod hooks;
 pub mod kill;
 pub mod list;
+mod premake;
 pub mod ps;
 pub mod run;
 pub mod spec;
