@@ -322,10 +322,8 @@ impl Builder<'_> {
                 .sys
                 .mount(None, &self.newroot(), None, remount_ro, None)
                 .map_err(fail("read-only remount", Path::new("/"))),
-            MountOp::RootPropagation { flag } => {
-                let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
-                self.propagate(&self.newroot(), propagation, Path::new("/"))
-            }
+            // After the pivot (a shared root cannot be pivoted): [`super::build_root`].
+            MountOp::RootPropagation { .. } => Ok(()),
             MountOp::Symlink { target, dest } => {
                 if let Some(parent) = dest.parent() {
                     self.ensure_dir(parent)?;
