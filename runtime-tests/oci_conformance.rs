@@ -168,3 +168,123 @@ fn oci_dev_random_and_urandom_are_char_devices_unless_seeded_is_asked() {
     });
     expect_error(&b.run(&["run", "s3"]), "org.reprorun.dev-urandom");
 }
+
+/// Waits (up to 20 s) for `path` to exist.
+fn wait_for(path: &std::path::Path) -> bool {
+    for _ in 0..2000 {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn oci_start_returns_once_the_program_runs_and_real_time_signals_reach_it() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "trap 'touch /shared/rt' 36; touch /shared/ready; while :; do sleep 1; done",
+        ],
+        |_| {},
+    );
+    let pid_file = b.work.path().join("pid");
+    expect_code(
+        &b.run(&["create", "--pid-file", pid_file.to_str().unwrap(), "s1"]),
+        0,
+    );
+    expect_code(&b.run(&["start", "s1"]), 0);
+    // When start returns, init's child is the program (busybox), no longer reprorun.
+    let init: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children")).unwrap();
+    let child = children
+        .split_whitespace()
+        .next()
+        .expect("init has a child");
+    let exe = std::fs::read_link(format!("/proc/{child}/exe")).unwrap();
+    assert!(exe.ends_with("busybox"), "{exe:?}");
+    assert!(wait_for(&b.shared().join("ready")));
+    // A real-time signal, by number and by name, is passed on to the program.
+    expect_code(&b.run(&["kill", "s1", "36"]), 0);
+    assert!(wait_for(&b.shared().join("rt")), "signal 36 not forwarded");
+    std::fs::remove_file(b.shared().join("rt")).unwrap();
+    let name = format!("RTMIN+{}", 36 - libc::SIGRTMIN());
+    expect_code(&b.run(&["kill", "s1", &name]), 0);
+    assert!(wait_for(&b.shared().join("rt")), "{name} not forwarded");
+    expect_error(&b.run(&["kill", "s1", "RTMAX+1"]), "signal");
+    expect_code(&b.run(&["delete", "--force", "s1"]), 0);
+}
+
+#[test]
+fn oci_root_propagation_shared_and_a_user_namespace_without_host_root() {
+    if !is_root() {
+        return;
+    }
+    for p in ["shared", "slave", "private", "unbindable"] {
+        let b = Bundle::new(
+            &[
+                "sh",
+                "-c",
+                "grep -E '^[0-9]+ [0-9]+ [0-9:]+ [^ ]+ / ' /proc/self/mountinfo",
+            ],
+            |c| {
+                c["linux"]["rootfsPropagation"] = p.into();
+            },
+        );
+        let out = expect_code(&b.run(&["run", "p1"]), 0);
+        let tag = match p {
+            "shared" => Some("shared:"),
+            // A slave of a private mount (the whole tree was made private first) is private.
+            "unbindable" => Some("unbindable"),
+            _ => None,
+        };
+        match tag {
+            Some(t) => assert!(out.contains(t), "{p}: {out}"),
+            None => assert!(
+                !out.contains("shared:") && !out.contains("master:"),
+                "{out}"
+            ),
+        }
+    }
+    // Container root is host uid 1000 (gids mapped apart): the root filesystem belongs to
+    // the host's root, which is unmapped there.
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; date +%Y",
+        ],
+        |c| {
+            c["linux"]["namespaces"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"type": "user"}));
+            c["linux"]["uidMappings"] = serde_json::json!([
+                {"containerID": 0, "hostID": 1000, "size": 100},
+                {"containerID": 100, "hostID": 5000, "size": 10}
+            ]);
+            c["linux"]["gidMappings"] =
+                serde_json::json!([{"containerID": 0, "hostID": 2000, "size": 200}]);
+        },
+    );
+    let out = expect_code(&b.run(&["run", "m1"]), 0);
+    let words: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(&words[..2], ["0", "0"], "{out}");
+    assert_eq!(&words[2..5], ["0", "1000", "100"], "{out}");
+    assert_eq!(&words[5..8], ["100", "5000", "10"], "{out}");
+    assert_eq!(&words[8..11], ["0", "2000", "200"], "{out}");
+    assert_eq!(
+        words.last(),
+        Some(&"2024"),
+        "the determinism layer is in place: {out}"
+    );
+}

@@ -32,7 +32,7 @@ pub fn delete(root: &Root, id: &str, force: bool) -> Result<i32, OciError> {
         for pid in pids(&saved) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        let _ = signal_init(&saved, Signal::SIGKILL);
+        let _ = signal_init(&saved, Signal::SIGKILL as i32);
         for _ in 0..5000 {
             if state::start_time(saved.pid) != Some(saved.pid_start) {
                 break;

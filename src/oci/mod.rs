@@ -163,20 +163,43 @@ fn json_path(path: &serde_ignored::Path) -> String {
     }
 }
 
-/// Parses a signal: a number, or a name with or without `SIG` in any case.
-pub fn parse_signal(text: &str) -> Result<nix::sys::signal::Signal, OciError> {
+/// Parses a signal into its number: a number, a name with or without `SIG` in any case, or
+/// a real-time one (`RTMIN`, `RTMIN+N`, `RTMAX-N`, or its number).
+pub fn parse_signal(text: &str) -> Result<i32, OciError> {
     use std::str::FromStr;
     let bad = || OciError::Signal(text.to_string());
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
     if let Ok(n) = text.parse::<i32>() {
-        return nix::sys::signal::Signal::try_from(n).map_err(|_| bad());
+        if (min..=max).contains(&n) {
+            return Ok(n);
+        }
+        return nix::sys::signal::Signal::try_from(n)
+            .map(|s| s as i32)
+            .map_err(|_| bad());
     }
     let upper = text.trim().to_ascii_uppercase();
-    let name = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let rt = |base: i32, rest: &str, sign: i32| -> Option<i32> {
+        let n = if rest.is_empty() {
+            base
+        } else {
+            base + sign
+                * rest
+                    .strip_prefix(if sign > 0 { '+' } else { '-' })?
+                    .parse::<i32>()
+                    .ok()?
+        };
+        (min..=max).contains(&n).then_some(n)
     };
-    nix::sys::signal::Signal::from_str(&name).map_err(|_| bad())
+    if let Some(rest) = name.strip_prefix("RTMIN") {
+        return rt(min, rest, 1).ok_or_else(bad);
+    }
+    if let Some(rest) = name.strip_prefix("RTMAX") {
+        return rt(max, rest, -1).ok_or_else(bad);
+    }
+    nix::sys::signal::Signal::from_str(&format!("SIG{name}"))
+        .map(|s| s as i32)
+        .map_err(|_| bad())
 }
 
 #[cfg(test)]
@@ -186,11 +209,18 @@ mod tests {
 
     #[test]
     fn signals_parse_as_runc_takes_them() {
-        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("KILL").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("SIGKILL").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM);
-        for bad in ["", "0x9", "FLY", "999", "-1"] {
+        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("KILL").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("SIGKILL").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM as i32);
+        // Real-time signals, by number or name.
+        let min = libc::SIGRTMIN();
+        assert_eq!(parse_signal(&min.to_string()).unwrap(), min);
+        assert_eq!(parse_signal("RTMIN+3").unwrap(), min + 3);
+        assert_eq!(parse_signal("sigrtmax-1").unwrap(), libc::SIGRTMAX() - 1);
+        for bad in [
+            "", "0x9", "FLY", "999", "-1", "RTMIN+99", "RTMIN-1", "RTMAX+1",
+        ] {
             assert!(parse_signal(bad).is_err(), "{bad}");
         }
     }
