@@ -288,3 +288,46 @@ fn oci_root_propagation_shared_and_a_user_namespace_without_host_root() {
         "the determinism layer is in place: {out}"
     );
 }
+
+#[test]
+fn oci_tmpcopyup_and_bind_data_options_as_runc_takes_them() {
+    if !is_root() {
+        return;
+    }
+    let b = Bundle::new(
+        &[
+            "sh",
+            "-c",
+            "cat /etc/passwd; touch /etc/new && echo writable; stat -c %a /data",
+        ],
+        |c| {
+            c["root"]["readonly"] = true.into();
+            let mounts = c["mounts"].as_array_mut().unwrap();
+            mounts.push(serde_json::json!({
+                "destination": "/etc", "type": "tmpfs", "source": "tmpfs",
+                "options": ["rw", "nosuid", "nodev", "tmpcopyup", "mode=755", "size=1m",
+                            "nr_inodes=1k", "strictatime", "nosymfollow"]
+            }));
+            mounts.push(serde_json::json!({
+                "destination": "/data", "type": "bind", "source": "shared",
+                "options": ["rbind", "rprivate", "mode=755", "uid=0"]
+            }));
+            c["annotations"] = serde_json::json!({"org.reprorun.determinism": "off"});
+        },
+    );
+    let out = expect_code(&b.run(&["run", "t1"]), 0);
+    assert!(
+        out.starts_with("root:x:0:0:root:/:/bin/sh\nwritable\n"),
+        "{out}"
+    );
+    // The image's /etc is untouched.
+    assert!(!b.work.path().join("rootfs/etc/new").exists());
+    // tmpcopyup on anything but a tmpfs is refused, naming the mount.
+    let b = Bundle::new(&["true"], |c| {
+        c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "shared",
+            "options": ["rbind", "tmpcopyup"]
+        }));
+    });
+    expect_error(&b.run(&["run", "t2"]), "tmpcopyup");
+}

@@ -7,6 +7,7 @@
 //! them as an ordinary user under a temporary directory with a recording fake.
 
 mod apply;
+mod copy_up;
 mod syscall;
 #[cfg(test)]
 mod tests;
