@@ -331,3 +331,70 @@ fn oci_tmpcopyup_and_bind_data_options_as_runc_takes_them() {
     });
     expect_error(&b.run(&["run", "t2"]), "tmpcopyup");
 }
+
+#[test]
+fn oci_namespaces_joined_by_path_and_a_hostname_set_in_a_joined_uts() {
+    if !is_root() {
+        return;
+    }
+    let a = Bundle::new(&["sleep", "1000"], |_| {});
+    let a_pid_file = a.work.path().join("pid");
+    expect_code(
+        &a.run(&["create", "--pid-file", a_pid_file.to_str().unwrap(), "a1"]),
+        0,
+    );
+    let a_pid = std::fs::read_to_string(&a_pid_file).unwrap();
+    let b = Bundle::new(
+        &["sh", "-c", "hostname > /shared/name; exec sleep 1001"],
+        |c| {
+            for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
+                if ns["type"] == "pid" || ns["type"] == "uts" {
+                    let kind = if ns["type"] == "pid" { "pid" } else { "uts" };
+                    ns["path"] = format!("/proc/{a_pid}/ns/{kind}").into();
+                }
+            }
+            c["hostname"] = "joined".into();
+        },
+    );
+    let b_pid_file = b.work.path().join("pid");
+    expect_code(
+        &b.run(&["create", "--pid-file", b_pid_file.to_str().unwrap(), "b1"]),
+        0,
+    );
+    let b_pid = std::fs::read_to_string(&b_pid_file).unwrap();
+    let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).unwrap();
+    assert_eq!(ns(&a_pid, "pid_for_children"), ns(&b_pid, "pid"));
+    assert_eq!(ns(&a_pid, "uts"), ns(&b_pid, "uts"));
+    assert_ne!(ns(&a_pid, "mnt"), ns(&b_pid, "mnt"));
+    expect_code(&b.run(&["start", "b1"]), 0);
+    assert!(wait_for(&b.shared().join("name")));
+    assert!(wait_for_text(&b.shared().join("name"), "joined\n"));
+    // delete --force ends B's processes (its init is not pid 1 of a namespace of its own).
+    expect_code(&b.run(&["delete", "--force", "b1"]), 0);
+    let sleeping = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x001001\x00")
+        })
+    };
+    let mut gone = false;
+    for _ in 0..2000 {
+        if !sleeping() {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(gone, "the container's program outlived delete --force");
+    expect_code(&a.run(&["delete", "--force", "a1"]), 0);
+}
+
+/// Waits (up to 20 s) for the file at `path` to read `text`.
+fn wait_for_text(path: &std::path::Path, text: &str) -> bool {
+    for _ in 0..2000 {
+        if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}

@@ -33,10 +33,10 @@ pub(super) fn namespaces(
         }
         match &ns.path {
             Some(p) if !p.is_empty() => {
-                if matches!(kind, Namespace::Time | Namespace::Pid | Namespace::User) {
+                if matches!(kind, Namespace::Time | Namespace::User) {
                     return Err(bad(
                         field,
-                        format!("joining a {} namespace by path is not supported (reprorun's init must be pid 1 of a new pid namespace, in the caller's user namespace)", ns.kind),
+                        format!("joining a {} namespace by path is not supported (reprorun's init stays in the caller's user namespace and enters a time namespace of its own)", ns.kind),
                     ));
                 }
                 join.push(NsJoin {

@@ -228,8 +228,8 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["mounts"][3]["source"] = "/nonexistent/x".into()),
         ),
         (
-            "mounts[3]",
-            Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "mode=0755"])),
+            "mounts[3]: option \"tmpcopyup\" is not supported",
+            Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "tmpcopyup"])),
         ),
         (
             "linux.namespaces",
@@ -286,13 +286,12 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
         ),
         (
-            "linux.namespaces[0]",
-            Box::new(|c| c["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid".into()),
-        ),
-        (
-            "a new pid namespace is required",
+            "linux.namespaces[5]: joining a time namespace",
             Box::new(|c| {
-                c["linux"]["namespaces"].as_array_mut().unwrap().remove(0);
+                c["linux"]["namespaces"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"type": "time", "path": "/proc/1/ns/time"}))
             }),
         ),
         (
@@ -303,7 +302,7 @@ fn unknown_and_unsupported_fields_are_named() {
     for (needle, mutate) in cases {
         let (dir, mut config) = bundle();
         mutate(&mut config);
-        let e = resolve_json(&dir.path(), &config).unwrap_err();
+        let e = resolve_json(&dir.path(), &config).expect_err(needle);
         assert!(e.contains(needle), "{needle}: {e}");
     }
 }
@@ -402,10 +401,6 @@ fn validation_refuses_with_one_line_each() {
         (
             "annotations.org.reprorun.cpus: at most 2 (the CPUs this process may use)".into(),
             Box::new(|c| c["annotations"]["org.reprorun.cpus"] = "3".into()),
-        ),
-        (
-            "linux.namespaces: a new pid namespace is required (init must be its pid 1, so that killing it ends every process)".into(),
-            Box::new(move |c| ns(c, "pid")),
         ),
         (
             "linux.namespaces: a new mount namespace is required (reprorun builds the root in one)".into(),
@@ -521,6 +516,30 @@ fn cpu_shares_are_clamped_to_the_kernels_range_and_zero_is_unset() {
     assert!(
         err.contains("shares") || err.contains("invalid value"),
         "{err}"
+    );
+}
+
+#[test]
+fn pid_namespaces_joined_or_absent_and_a_joined_uts_namespace_named() {
+    let (dir, mut config) = bundle();
+    config["linux"]["namespaces"] = serde_json::json!([
+        {"type": "mount"}, {"type": "network"}, {"type": "ipc"},
+        {"type": "uts", "path": "/proc/1/ns/uts"}
+    ]);
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert!(!c.plan.has(Namespace::Pid) && !c.plan.has(Namespace::Uts));
+    assert_eq!(c.plan.hostname, "abc123", "set in the joined namespace");
+    config["linux"]["namespaces"][0] = serde_json::json!({"type": "pid", "path": "/proc/1/ns/pid"});
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "mount"}));
+    config.as_object_mut().unwrap().remove("hostname");
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert_eq!(c.plan.join.len(), 2);
+    assert_eq!(
+        c.plan.hostname, "",
+        "a joined namespace's name is left as it is"
     );
 }
 

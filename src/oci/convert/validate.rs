@@ -82,7 +82,8 @@ pub(crate) fn validate<'a>(
             "needs a network namespace of the container's own: a linux.namespaces entry of type network without a path",
         ));
     }
-    let (hostname, domainname) = names(spec, &namespaces)?;
+    let uts_joined = join.iter().any(|j| j.ns == Namespace::Uts);
+    let (hostname, domainname) = names(spec, &namespaces, uts_joined)?;
     let parent_maps = id_mappings(&linux, &namespaces)?;
     unsupported_linux(&linux)?;
     let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle)?;
@@ -150,15 +151,10 @@ fn rootfs(bundle: &Path, path: &str) -> Result<PathBuf, ConvertError> {
     }
 }
 
-/// reprorun's init is pid 1 of a new pid namespace and builds the root in a new mount
-/// namespace.
+/// reprorun builds the root in a new mount namespace. (A pid namespace may be new, joined or
+/// the caller's, as with runc: without one of its own, `delete --force` and `kill --all`
+/// reach the container's processes through its cgroup.)
 fn required_namespaces(namespaces: &[Namespace]) -> Result<(), ConvertError> {
-    if !namespaces.contains(&Namespace::Pid) {
-        return Err(bad(
-            "linux.namespaces",
-            "a new pid namespace is required (init must be its pid 1, so that killing it ends every process)",
-        ));
-    }
     if !namespaces.contains(&Namespace::Mount) {
         return Err(bad(
             "linux.namespaces",
@@ -168,8 +164,18 @@ fn required_namespaces(namespaces: &[Namespace]) -> Result<(), ConvertError> {
     Ok(())
 }
 
-/// The host and domain names; a hostname needs a uts namespace of the container's own.
-fn names(spec: &Spec, namespaces: &[Namespace]) -> Result<(String, String), ConvertError> {
+/// The host and domain names; a hostname needs a uts namespace of the container's own or
+/// one joined by path (set there, as runc does; without names given, a joined one's are
+/// left as they are: both empty here).
+fn names(
+    spec: &Spec,
+    namespaces: &[Namespace],
+    uts_joined: bool,
+) -> Result<(String, String), ConvertError> {
+    if uts_joined {
+        let given = |v: &Option<String>| v.clone().unwrap_or_default();
+        return Ok((given(&spec.hostname), given(&spec.domainname)));
+    }
     let has_uts = namespaces.contains(&Namespace::Uts);
     let hostname = match &spec.hostname {
         Some(h) if !h.is_empty() && !has_uts => {

@@ -57,7 +57,8 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     if plan.parent_maps.is_some() && plan.has(Namespace::User) {
         steps.push(Step::UserRoot);
     }
-    if plan.has(Namespace::Uts) {
+    let uts_joined = plan.join.iter().any(|j| j.ns == Namespace::Uts);
+    if plan.has(Namespace::Uts) || (uts_joined && !plan.hostname.is_empty()) {
         steps.push(Step::Hostname);
     }
     if plan.has(Namespace::Net) {
@@ -111,7 +112,11 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
         }
         Step::Hostname => {
             nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
-            crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)
+            match plan.domainname.is_empty() && !plan.has(Namespace::Uts) {
+                // A joined namespace's domain name is kept unless the config gives one.
+                true => Ok(()),
+                false => crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname),
+            }
         }
         Step::Loopback => crate::sys::loopback_up().map_err(InitError::Loopback),
         Step::ProxyListener => {
