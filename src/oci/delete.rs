@@ -51,7 +51,7 @@ pub fn delete(root: &Root, id: &str, force: bool) -> Result<i32, OciError> {
 
 /// After the container stopped: poststop hooks, the cgroup, the state directory.
 pub(super) fn finish(dir: Dir, saved: &Saved) {
-    if let Err(e) = hooks::run_all(
+    for e in hooks::run_each(
         "poststop",
         &saved.hooks.poststop,
         &state_bytes(saved, Status::Stopped),
