@@ -398,3 +398,35 @@ fn wait_for_text(path: &std::path::Path, text: &str) -> bool {
     }
     false
 }
+
+#[test]
+fn oci_resources_cpuset_and_memory_fields_reach_the_cgroup() {
+    if !is_root() || !std::path::Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists() {
+        return;
+    }
+    let b = Bundle::new(&["sleep", "1000"], |c| {
+        c["linux"]["cgroupsPath"] = "/reprorun-test-res/c1".into();
+        c["linux"]["resources"] = serde_json::json!({
+            "cpu": {"cpus": "0", "mems": "0", "quota": 20000, "period": 50000},
+            "memory": {"limit": 1 << 26, "reservation": 1 << 25, "swappiness": 10}
+        });
+    });
+    expect_code(&b.run(&["create", "r1"]), 0);
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).map(|s| s.trim().to_string())
+    };
+    let got = [
+        read("cpuset/reprorun-test-res/c1/cpuset.cpus"),
+        read("cpuset/reprorun-test-res/c1/cpuset.mems"),
+        read("cpu/reprorun-test-res/c1/cpu.cfs_period_us"),
+        read("cpu/reprorun-test-res/c1/cpu.cfs_quota_us"),
+        read("memory/reprorun-test-res/c1/memory.soft_limit_in_bytes"),
+        read("memory/reprorun-test-res/c1/memory.swappiness"),
+    ];
+    expect_code(&b.run(&["delete", "--force", "r1"]), 0);
+    let _ = std::fs::remove_dir("/sys/fs/cgroup/cpuset/reprorun-test-res");
+    let _ = std::fs::remove_dir("/sys/fs/cgroup/cpu/reprorun-test-res");
+    let _ = std::fs::remove_dir("/sys/fs/cgroup/memory/reprorun-test-res");
+    let got: Vec<String> = got.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(got, ["0", "0", "50000", "20000", "33554432", "10"]);
+}

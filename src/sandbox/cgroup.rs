@@ -113,7 +113,46 @@ fn needed(res: &Resources) -> Vec<&'static str> {
     if !res.devices.is_empty() {
         c.push("devices");
     }
+    // The controller of each further file: its name's prefix (`cpuset.cpus`: cpuset).
+    for f in &res.files {
+        for (name, _) in f.v1.iter().chain(f.v2.iter()) {
+            let controller = match name.split('.').next() {
+                Some("cpuset") => "cpuset",
+                Some("memory") => "memory",
+                Some("cpu") => "cpu",
+                _ => continue,
+            };
+            if !c.contains(&controller) {
+                c.push(controller);
+            }
+        }
+    }
     c
+}
+
+/// A new v1 cpuset cgroup starts with no CPUs and memory nodes (a process cannot join it):
+/// `dir` and each new parent up to `top` get their parent's.
+fn fill_cpuset(dir: &Path, top: &Path) {
+    for file in ["cpuset.cpus", "cpuset.mems"] {
+        let empty =
+            |d: &Path| std::fs::read_to_string(d.join(file)).is_ok_and(|v| v.trim().is_empty());
+        let mut chain = Vec::new();
+        let mut d = dir.to_path_buf();
+        while empty(&d) && d.starts_with(top) && d != top {
+            chain.push(d.clone());
+            match d.parent() {
+                Some(p) => d = p.to_path_buf(),
+                None => break,
+            }
+        }
+        for d in chain.iter().rev() {
+            if let Some(parent) = d.parent() {
+                if let Ok(v) = std::fs::read_to_string(parent.join(file)) {
+                    let _ = std::fs::write(d.join(file), v.trim());
+                }
+            }
+        }
+    }
 }
 
 /// cgroup v2 `cpu.weight` (1 ..= 10000) for v1 `cpu.shares` (2 ..= 262144, clamped), by
@@ -238,7 +277,12 @@ impl Cgroup {
                     controllers: Vec::new(),
                 };
                 for c in &controllers {
-                    cg.dirs.push(place(v1_dir(h, c)?, h.own_path(c))?);
+                    let mine = v1_dir(h, c)?;
+                    let dir = place(mine, h.own_path(c))?;
+                    if *c == "cpuset" {
+                        fill_cpuset(&dir, &h.root);
+                    }
+                    cg.dirs.push(dir);
                     cg.controllers.push(c);
                 }
                 cg
@@ -328,6 +372,17 @@ impl Cgroup {
                 Version::V1 => set("cpu.shares", shares.to_string())?,
             }
         }
+        for f in &res.files {
+            let file = match self.version {
+                Version::V1 => &f.v1,
+                Version::V2 => &f.v2,
+            };
+            if let Some((name, value)) = file {
+                if let Some(path) = self.file(name) {
+                    write(&path, value)?;
+                }
+            }
+        }
         if self.version == Version::V1 && !res.devices.is_empty() {
             // Deny everything, then the rules in order (the kernel keeps the exceptions).
             set("devices.deny", "a".into())?;
@@ -410,6 +465,7 @@ mod tests {
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
             devices: Vec::new(),
+            files: Vec::new(),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
         let shares = Resources {
@@ -503,6 +559,7 @@ mod tests {
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
             devices: Vec::new(),
+            files: Vec::new(),
         }
     }
 

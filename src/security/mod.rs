@@ -205,6 +205,18 @@ pub struct Resources {
     /// controller, by root only; not a limit [`Resources::any`] counts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceRule>,
+    /// Further controller files (OCI `linux.resources` fields), written in order after the
+    /// limits above: on v1 the `v1` one, on v2 the `v2` one; a file the kernel does not
+    /// offer is skipped (as runc does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<CgroupFile>,
+}
+
+/// One controller file and its value, by hierarchy version (`None`: none there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupFile {
+    pub v1: Option<(String, String)>,
+    pub v2: Option<(String, String)>,
 }
 
 /// One device cgroup rule: `TYPE MAJOR:MINOR ACCESS` (`c 1:3 rwm`, `a *:* rwm`) allowed or
@@ -221,6 +233,7 @@ impl Resources {
             || self.pids.is_some()
             || self.cpu_milli.is_some()
             || self.cpu_shares.is_some()
+            || !self.files.is_empty()
     }
 }
 

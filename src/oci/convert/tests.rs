@@ -198,13 +198,10 @@ fn unknown_and_unsupported_fields_are_named() {
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(&str, Edit)> = vec![
         (
-            "linux.resources.cpu.cpus",
-            Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"cpus": "0-1"})),
-        ),
-        (
-            "linux.resources.memory.reservation",
+            "linux.resources.hugepageLimits",
             Box::new(|c| {
-                c["linux"]["resources"]["memory"] = serde_json::json!({"reservation": 1 << 20})
+                c["linux"]["resources"]["hugepageLimits"] =
+                    serde_json::json!([{"pageSize": "2MB", "limit": 1 << 21}])
             }),
         ),
         (
@@ -541,6 +538,58 @@ fn pid_namespaces_joined_or_absent_and_a_joined_uts_namespace_named() {
         c.plan.hostname, "",
         "a joined namespace's name is left as it is"
     );
+}
+
+#[test]
+fn resources_become_controller_files_for_each_hierarchy() {
+    let (dir, mut config) = bundle();
+    config["linux"]["resources"] = serde_json::json!({
+        "cpu": {"cpus": "0-1", "mems": "0", "quota": 20000, "period": 50000,
+                "realtimePeriod": 1000000, "realtimeRuntime": 950000},
+        "memory": {"limit": 1 << 26, "reservation": 1 << 25, "swap": 1 << 27,
+                   "swappiness": 10, "disableOOMKiller": true, "kernel": 1 << 26}
+    });
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let v1: Vec<(String, String)> = c
+        .plan
+        .resources
+        .files
+        .iter()
+        .filter_map(|f| f.v1.clone())
+        .collect();
+    let v2: Vec<(String, String)> = c
+        .plan
+        .resources
+        .files
+        .iter()
+        .filter_map(|f| f.v2.clone())
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    for want in [
+        pair("cpuset.cpus", "0-1"),
+        pair("cpuset.mems", "0"),
+        pair("cpu.cfs_period_us", "50000"),
+        pair("cpu.cfs_quota_us", "20000"),
+        pair("memory.soft_limit_in_bytes", "33554432"),
+        pair("memory.memsw.limit_in_bytes", "134217728"),
+        pair("memory.swappiness", "10"),
+        pair("memory.oom_control", "1"),
+    ] {
+        assert!(v1.contains(&want), "{want:?} not in {v1:?}");
+    }
+    let at = |name: &str| v1.iter().position(|(n, _)| n == name).unwrap();
+    assert!(
+        at("cpu.rt_period_us") < at("cpu.rt_runtime_us"),
+        "the period first"
+    );
+    for want in [
+        pair("cpu.max", "20000 50000"),
+        pair("memory.low", "33554432"),
+        pair("memory.swap.max", "67108864"),
+    ] {
+        assert!(v2.contains(&want), "{want:?} not in {v2:?}");
+    }
+    assert_eq!(c.plan.resources.cpu_milli, Some(400));
 }
 
 #[test]
