@@ -593,6 +593,19 @@ fn resources_become_controller_files_for_each_hierarchy() {
 }
 
 #[test]
+fn selinux_labels_are_ignored_only_where_selinux_is_off() {
+    let (dir, mut config) = bundle();
+    config["linux"]["mountLabel"] = "system_u:object_r:container_file_t:s0".into();
+    config["process"]["selinuxLabel"] = "system_u:system_r:container_t:s0".into();
+    let r = resolve_json(&dir.path(), &config);
+    if Path::new("/sys/fs/selinux/enforce").exists() {
+        assert!(r.unwrap_err().contains("not supported by reprorun"));
+    } else {
+        assert!(r.is_ok(), "{:?}", r.err());
+    }
+}
+
+#[test]
 fn a_capability_the_caller_lacks_is_named_at_create() {
     let sets = crate::security::CapSets {
         bounding: vec!["CAP_SYS_ADMIN".into()],

@@ -219,6 +219,13 @@ fn id_mappings(
     }
 }
 
+/// Whether the host enforces SELinux labels. Where it does not, an SELinux label in the
+/// config has nothing to apply to and is ignored (as runc's and crun's label calls are
+/// no-ops there); where it does, reprorun refuses it (it cannot set labels).
+fn selinux_enabled() -> bool {
+    Path::new("/sys/fs/selinux/enforce").exists()
+}
+
 /// `linux` fields reprorun has no way to honour.
 fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
     for (set, field) in [
@@ -226,7 +233,7 @@ fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
         (linux.intel_rdt.is_some(), "linux.intelRdt"),
         (linux.time_offsets.is_some(), "linux.timeOffsets"),
         (
-            linux.mount_label.as_deref().is_some_and(|l| !l.is_empty()),
+            linux.mount_label.as_deref().is_some_and(|l| !l.is_empty()) && selinux_enabled(),
             "linux.mountLabel",
         ),
     ] {
@@ -302,7 +309,8 @@ pub fn check_process(process: &spec::Process) -> Result<(), ConvertError> {
             process
                 .selinux_label
                 .as_deref()
-                .is_some_and(|l| !l.is_empty()),
+                .is_some_and(|l| !l.is_empty())
+                && selinux_enabled(),
             "process.selinuxLabel",
         ),
         (
