@@ -386,6 +386,44 @@ fn oci_namespaces_joined_by_path_and_a_hostname_set_in_a_joined_uts() {
     }
     assert!(gone, "the container's program outlived delete --force");
     expect_code(&a.run(&["delete", "--force", "a1"]), 0);
+    // A mount namespace joined by path (a copy of the host's, held by a helper): the root
+    // is built there (runc's behaviour).
+    let mut helper = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sleep", "1000"])
+        .spawn()
+        .unwrap();
+    let helper_pid = helper.id().to_string();
+    let host_mnt = ns("self", "mnt");
+    let mut separate = false;
+    for _ in 0..2000 {
+        if ns(&helper_pid, "mnt") != host_mnt {
+            separate = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(separate, "the helper's mount namespace");
+    let c = Bundle::new(&["sleep", "1002"], |c| {
+        for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            if ns["type"] == "mount" {
+                ns["path"] = format!("/proc/{helper_pid}/ns/mnt").into();
+            }
+        }
+    });
+    let c_pid_file = c.work.path().join("pid");
+    expect_code(
+        &c.run(&["create", "--pid-file", c_pid_file.to_str().unwrap(), "c1"]),
+        0,
+    );
+    let c_pid = std::fs::read_to_string(&c_pid_file).unwrap();
+    let joined = ns(&helper_pid, "mnt") == ns(&c_pid, "mnt");
+    expect_code(&c.run(&["delete", "--force", "c1"]), 0);
+    let _ = helper.kill();
+    let _ = helper.wait();
+    assert!(
+        joined,
+        "the container's init is in the joined mount namespace"
+    );
 }
 
 /// Waits (up to 20 s) for the file at `path` to read `text`.

@@ -400,7 +400,7 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["annotations"]["org.reprorun.cpus"] = "3".into()),
         ),
         (
-            "linux.namespaces: a new mount namespace is required (reprorun builds the root in one)".into(),
+            "linux.namespaces: a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)".into(),
             Box::new(move |c| ns(c, "mount")),
         ),
         (

@@ -75,7 +75,7 @@ pub(crate) fn validate<'a>(
         ));
     }
     let (namespaces, join) = linux::namespaces(&linux.namespaces)?;
-    required_namespaces(&namespaces)?;
+    required_namespaces(&namespaces, &join)?;
     if det.egress.is_some() && !namespaces.contains(&Namespace::Net) {
         return Err(bad(
             format!("annotations.{ANNOTATION_PREFIX}net.allow"),
@@ -151,14 +151,16 @@ fn rootfs(bundle: &Path, path: &str) -> Result<PathBuf, ConvertError> {
     }
 }
 
-/// reprorun builds the root in a new mount namespace. (A pid namespace may be new, joined or
-/// the caller's, as with runc: without one of its own, `delete --force` and `kill --all`
-/// reach the container's processes through its cgroup.)
-fn required_namespaces(namespaces: &[Namespace]) -> Result<(), ConvertError> {
-    if !namespaces.contains(&Namespace::Mount) {
+/// reprorun builds the root in a mount namespace: a new one, or one joined by path (as with
+/// runc, the root is then built there: that namespace's processes see it). (A pid namespace
+/// may be new, joined or the caller's, as with runc: without one of its own, `delete
+/// --force` and `kill --all` reach the container's processes through its cgroup.)
+fn required_namespaces(namespaces: &[Namespace], join: &[NsJoin]) -> Result<(), ConvertError> {
+    let joined = join.iter().any(|j| j.ns == Namespace::Mount);
+    if !namespaces.contains(&Namespace::Mount) && !joined {
         return Err(bad(
             "linux.namespaces",
-            "a new mount namespace is required (reprorun builds the root in one)",
+            "a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)",
         ));
     }
     Ok(())
