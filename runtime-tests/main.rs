@@ -22,6 +22,7 @@ mod lifecycle;
 mod mirror;
 mod net;
 mod oci;
+mod oci_conformance;
 mod oci_containerd;
 mod reproduce;
 mod time;

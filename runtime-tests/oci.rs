@@ -9,17 +9,18 @@ use crate::common::*;
 
 /// Busybox applets the bundles use.
 const APPLETS: &[&str] = &[
-    "sh", "echo", "sleep", "date", "cat", "ls", "id", "tty", "true", "env", "touch", "test", "wget",
+    "sh", "echo", "sleep", "date", "cat", "ls", "id", "tty", "true", "env", "touch", "test",
+    "wget", "mknod", "head", "od", "grep", "hostname", "mount", "stat", "readlink",
 ];
 
 /// A bundle: a busybox rootfs and `reprorun spec`'s config with `args` and `edit` applied.
-struct Bundle {
-    work: Work,
-    state: PathBuf,
+pub(crate) struct Bundle {
+    pub(crate) work: Work,
+    pub(crate) state: PathBuf,
 }
 
 impl Bundle {
-    fn new(args: &[&str], edit: impl FnOnce(&mut serde_json::Value)) -> Bundle {
+    pub(crate) fn new(args: &[&str], edit: impl FnOnce(&mut serde_json::Value)) -> Bundle {
         let work = Work::new();
         let rootfs = work.path().join("rootfs");
         for d in ["bin", "etc", "tmp", "proc", "sys", "dev", "shared"] {
@@ -53,7 +54,7 @@ impl Bundle {
         Bundle { work, state }
     }
 
-    fn shared(&self) -> PathBuf {
+    pub(crate) fn shared(&self) -> PathBuf {
         self.work.path().join("shared")
     }
 
@@ -67,11 +68,11 @@ impl Bundle {
     /// Runs to completion with stdout and stderr in files, not pipes: after `create`, the
     /// container's init keeps the caller's stdio (runc's contract), so a pipe would not
     /// close until the container exits.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         run_to_files(self.cmd(args))
     }
 
-    fn state_of(&self, id: &str) -> serde_json::Value {
+    pub(crate) fn state_of(&self, id: &str) -> serde_json::Value {
         let o = self.run(&["state", id]);
         serde_json::from_str(&expect_code(&o, 0)).unwrap()
     }
@@ -304,12 +305,17 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
     one_line(&b.run(&["create", "../escape"]), "invalid");
     one_line(&b.run(&["kill", "nope", "FLY"]), "signal");
     one_line(&b.run(&["--systemd-cgroup", "create", "x2"]), "cgroupfs");
-    // Unknown fields, unsupported fields, missing programs: nothing left behind.
+    // Unknown fields (strict), unsupported fields, missing programs: nothing left behind.
     for (edit, needle, code) in [
-        (serde_json::json!({"process": {"bogus": 1}}), "bogus", 125),
         (
-            serde_json::json!({"linux": {"resources": {"cpu": {"cpus": "0"}}}}),
-            "linux.resources.cpu.cpus",
+            serde_json::json!({"process": {"bogus": 1},
+                               "annotations": {"org.reprorun.strict": "true"}}),
+            "process.bogus",
+            125,
+        ),
+        (
+            serde_json::json!({"linux": {"intelRdt": {"closID": "x"}}}),
+            "linux.intelRdt",
             125,
         ),
         (

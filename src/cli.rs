@@ -409,6 +409,8 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
             pids: args.pids,
             cpu_milli: args.cpus_quota,
             cpu_shares: None,
+            devices: Vec::new(),
+            files: Vec::new(),
         },
         tmpfs_size: args.tmpfs_size,
         share_tty: args.share_tty,

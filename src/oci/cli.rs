@@ -158,7 +158,7 @@ pub struct OciExecArgs {
     /// Add a capability; repeatable.
     #[arg(long, short = 'c', value_name = "CAP")]
     pub cap: Vec<String>,
-    /// Accepted (no_new_privs is always set).
+    /// Set no_new_privs for the process (else the container's or the process file's setting).
     #[arg(long)]
     pub no_new_privs: bool,
     /// Accepted (containers are never paused).
@@ -380,6 +380,7 @@ fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
                 console_socket: a.console_socket.clone(),
                 pid_file: a.pid_file.clone(),
                 detach: a.detach,
+                no_new_privs: a.no_new_privs,
             };
             exec::exec(&root(g)?, &opts)
         }

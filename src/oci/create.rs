@@ -45,6 +45,23 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     let spec = super::read_spec(&bundle)?;
     let host = crate::plan::HostFacts::current()?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
+    if let (false, Some(sets)) = (
+        c.plan.has(crate::plan::Namespace::User),
+        &c.plan.security.caps,
+    ) {
+        // Only what the running kernel knows (a config may list newer capabilities).
+        let known = caps::runtime::thread_all_supported();
+        let held: Vec<String> = caps::read(None, caps::CapSet::Permitted)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.to_string())
+            .chain(caps::all().difference(&known).map(|c| c.to_string()))
+            .collect();
+        convert::unraisable(sets, &held)?;
+    }
+    if c.plan.parent_maps.is_some() {
+        super::premake::mount_points(&c.plan);
+    }
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;
     let mut dir = root.create(&o.id)?;
@@ -57,8 +74,16 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
         e
     };
     let fifo = dir.fifo();
-    if let Err(e) = nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622)) {
-        return Err(cleanup(dir, io("mkfifo", &fifo)(e.into())));
+    // 0622 whatever the umask: init writes it as the container's root, which may be another
+    // host user (a user namespace); the state directory (0700) keeps everyone else out.
+    let made = nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622))
+        .map_err(std::io::Error::from)
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o622))
+        });
+    if let Err(e) = made {
+        return Err(cleanup(dir, io("mkfifo", &fifo)(e)));
     }
     let console = match &o.console_socket {
         None => None,

@@ -32,7 +32,7 @@ pub fn delete(root: &Root, id: &str, force: bool) -> Result<i32, OciError> {
         for pid in pids(&saved) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        let _ = signal_init(&saved, Signal::SIGKILL);
+        let _ = signal_init(&saved, Signal::SIGKILL as i32);
         for _ in 0..5000 {
             if state::start_time(saved.pid) != Some(saved.pid_start) {
                 break;
@@ -51,7 +51,7 @@ pub fn delete(root: &Root, id: &str, force: bool) -> Result<i32, OciError> {
 
 /// After the container stopped: poststop hooks, the cgroup, the state directory.
 pub(super) fn finish(dir: Dir, saved: &Saved) {
-    if let Err(e) = hooks::run_all(
+    for e in hooks::run_each(
         "poststop",
         &saved.hooks.poststop,
         &state_bytes(saved, Status::Stopped),

@@ -26,6 +26,8 @@ pub struct ExecOpts {
     pub console_socket: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub detach: bool,
+    /// `--no-new-privs`: no_new_privs whatever the container's or process file's setting.
+    pub no_new_privs: bool,
 }
 
 /// `exec`: runs a process in the running container; returns its exit status (0 when
@@ -60,9 +62,20 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
         tty: o.tty,
     };
     let argv = match &o.process {
-        Some(path) => s.process_file(path, plan.parent_maps.is_some())?,
+        Some(path) => {
+            let force_nnp = o.no_new_privs
+                || plan
+                    .security
+                    .caps
+                    .as_ref()
+                    .is_some_and(|c| !c.allow_new_privs);
+            s.process_file(path, force_nnp)?
+        }
         None => o.command.clone(),
     };
+    if let (true, Some(c)) = (o.no_new_privs, s.security.caps.as_mut()) {
+        c.allow_new_privs = false;
+    }
     if argv.is_empty() || argv[0].is_empty() {
         return Err(OciError::Usage(
             "exec: no command; give one after the container id, or --process FILE".into(),
@@ -125,17 +138,17 @@ struct Settings {
 impl Settings {
     /// Applies the process file at `path` (checked as `create` checks config.json's
     /// process); returns its command.
-    fn process_file(&mut self, path: &Path, user_namespace: bool) -> Result<Vec<String>, OciError> {
+    fn process_file(&mut self, path: &Path, force_nnp: bool) -> Result<Vec<String>, OciError> {
         let text = std::fs::read_to_string(path).map_err(io("read --process", path))?;
         let bad = |reason: String| OciError::ParseConfig {
             path: path.to_path_buf(),
             reason,
         };
-        let p: spec::Process = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let (p, _unknown): (spec::Process, _) = super::parse_lenient(&text).map_err(bad)?;
         // Checked as `create` checks config.json's process.
         convert::check_process(&p).map_err(|e| bad(e.to_string()))?;
         let (caps, rlimits) =
-            convert::process_privilege(&p, user_namespace).map_err(|e| bad(e.to_string()))?;
+            convert::process_privilege(&p, force_nnp).map_err(|e| bad(e.to_string()))?;
         if p.capabilities.is_some() {
             self.security.caps = Some(caps);
         }

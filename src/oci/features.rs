@@ -65,6 +65,9 @@ pub fn features() -> serde_json::Value {
             "org.reprorun.clock": "start-at|frozen|tick[=STEP]",
             "org.reprorun.seed": "N (default 0)",
             "org.reprorun.random": "seeded|real",
+            "org.reprorun.dev-urandom": "device|seeded (default device)",
+            "org.reprorun.no-new-privileges": "true|false (default: process.noNewPrivileges)",
+            "org.reprorun.strict": "true|false (default false: unknown fields ignored)",
             "org.reprorun.cpus": "N (default 1)",
         },
     })

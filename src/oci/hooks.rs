@@ -28,6 +28,15 @@ pub fn run_all(stage: &'static str, hooks: &[Hook], state: &[u8]) -> Result<(), 
     Ok(())
 }
 
+/// Runs every one of `hooks` in order, whatever fails (poststart, poststop: the runtime spec
+/// has a failure logged and the rest go on); returns the failures.
+pub fn run_each(stage: &'static str, hooks: &[Hook], state: &[u8]) -> Vec<HookError> {
+    hooks
+        .iter()
+        .filter_map(|h| run(stage, h, state).err())
+        .collect()
+}
+
 fn run(stage: &'static str, hook: &Hook, state: &[u8]) -> Result<(), HookError> {
     let fail = |reason: String| HookError::Failed {
         stage,
@@ -120,6 +129,22 @@ mod tests {
             ..Hook::default()
         };
         assert!(run_all("poststop", &[missing], b"").is_err());
+        // poststart/poststop: every hook runs, each failure is returned.
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("after");
+        let touch = hook(&format!("/usr/bin/touch {}", mark.display()), None);
+        let failures = run_each(
+            "poststop",
+            &[hook("exit 1", None), hook("exit 2", None), touch],
+            b"",
+        );
+        assert_eq!(failures.len(), 2);
+        assert!(
+            failures[1].to_string().contains("exited with"),
+            "{}",
+            failures[1]
+        );
+        assert!(mark.exists(), "a hook after failing ones ran");
         let e = run_all("poststart", &[hook("sleep 5", Some(1))], b"").unwrap_err();
         assert!(e.to_string().contains("timed out"), "{e}");
     }

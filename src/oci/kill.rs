@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use super::ps::pids;
@@ -25,7 +24,8 @@ pub fn kill(root: &Root, id: &str, signal: &str, all: bool) -> Result<i32, OciEr
     }
     if all {
         for pid in pids(&saved) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), sig);
+            // SAFETY: kill(2) takes plain integers; a process gone meanwhile is no error.
+            unsafe { libc::kill(pid, sig) };
         }
     }
     signal_init(&saved, sig)
@@ -35,10 +35,10 @@ pub fn kill(root: &Root, id: &str, signal: &str, all: bool) -> Result<i32, OciEr
 
 /// Signals init through a pidfd checked against the saved start time (a recycled pid is
 /// never signalled).
-pub(super) fn signal_init(saved: &Saved, sig: Signal) -> Result<(), nix::errno::Errno> {
+pub(super) fn signal_init(saved: &Saved, sig: i32) -> Result<(), nix::errno::Errno> {
     let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(saved.pid))?;
     if state::start_time(saved.pid) != Some(saved.pid_start) {
         return Err(nix::errno::Errno::ESRCH);
     }
-    crate::sys::pidfd_send_signal(&pidfd, sig as i32)
+    crate::sys::pidfd_send_signal(&pidfd, sig)
 }

@@ -14,6 +14,7 @@ pub mod features;
 pub mod hooks;
 pub mod kill;
 pub mod list;
+mod premake;
 pub mod ps;
 pub mod run;
 pub mod spec;
@@ -103,33 +104,102 @@ fn state_bytes(saved: &Saved, status: Status) -> Vec<u8> {
     serde_json::to_vec(&saved.oci_state(status)).expect("state serializes")
 }
 
-/// Reads and parses `config.json` of a bundle; unknown fields are errors naming them.
+/// Reads and parses `config.json` of a bundle. Fields reprorun does not know are ignored, as
+/// the runtime spec requires; with the annotation `org.reprorun.strict=true` the first one
+/// is an error naming its path.
 pub fn read_spec(bundle: &std::path::Path) -> Result<spec::Spec, OciError> {
     let path = bundle.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(|source| OciError::ReadConfig {
         path: path.clone(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| OciError::ParseConfig {
-        path,
-        reason: e.to_string(),
-    })
+    let (spec, unknown) =
+        parse_lenient::<spec::Spec>(&text).map_err(|reason| OciError::ParseConfig {
+            path: path.clone(),
+            reason,
+        })?;
+    let strict = spec
+        .annotations
+        .get(convert::STRICT_ANNOTATION)
+        .is_some_and(|v| v == "true");
+    if strict && !unknown.is_empty() {
+        return Err(OciError::ParseConfig {
+            path,
+            reason: format!(
+                "unknown fields {} (refused under {}=true)",
+                unknown.join(", "),
+                convert::STRICT_ANNOTATION
+            ),
+        });
+    }
+    Ok(spec)
 }
 
-/// Parses a signal: a number, or a name with or without `SIG` in any case.
-pub fn parse_signal(text: &str) -> Result<nix::sys::signal::Signal, OciError> {
+/// Parses JSON into `T`, ignoring the fields `T` does not know; returns their paths too.
+pub(crate) fn parse_lenient<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<(T, Vec<String>), String> {
+    let mut unknown = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_ignored::deserialize(&mut de, |path| unknown.push(json_path(&path)))
+        .map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok((value, unknown))
+}
+
+/// A field's path as spec/oci.md writes it: `linux.resources.devices[0].futureField`.
+fn json_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path as P;
+    match path {
+        P::Root => String::new(),
+        P::Seq { parent, index } => format!("{}[{index}]", json_path(parent)),
+        P::Map { parent, key } => match json_path(parent) {
+            p if p.is_empty() => key.clone(),
+            p => format!("{p}.{key}"),
+        },
+        P::Some { parent } | P::NewtypeStruct { parent } | P::NewtypeVariant { parent } => {
+            json_path(parent)
+        }
+    }
+}
+
+/// Parses a signal into its number: a number, a name with or without `SIG` in any case, or
+/// a real-time one (`RTMIN`, `RTMIN+N`, `RTMAX-N`, or its number).
+pub fn parse_signal(text: &str) -> Result<i32, OciError> {
     use std::str::FromStr;
     let bad = || OciError::Signal(text.to_string());
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
     if let Ok(n) = text.parse::<i32>() {
-        return nix::sys::signal::Signal::try_from(n).map_err(|_| bad());
+        if (min..=max).contains(&n) {
+            return Ok(n);
+        }
+        return nix::sys::signal::Signal::try_from(n)
+            .map(|s| s as i32)
+            .map_err(|_| bad());
     }
     let upper = text.trim().to_ascii_uppercase();
-    let name = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let rt = |base: i32, rest: &str, sign: i32| -> Option<i32> {
+        let n = if rest.is_empty() {
+            base
+        } else {
+            base + sign
+                * rest
+                    .strip_prefix(if sign > 0 { '+' } else { '-' })?
+                    .parse::<i32>()
+                    .ok()?
+        };
+        (min..=max).contains(&n).then_some(n)
     };
-    nix::sys::signal::Signal::from_str(&name).map_err(|_| bad())
+    if let Some(rest) = name.strip_prefix("RTMIN") {
+        return rt(min, rest, 1).ok_or_else(bad);
+    }
+    if let Some(rest) = name.strip_prefix("RTMAX") {
+        return rt(max, rest, -1).ok_or_else(bad);
+    }
+    nix::sys::signal::Signal::from_str(&format!("SIG{name}"))
+        .map(|s| s as i32)
+        .map_err(|_| bad())
 }
 
 #[cfg(test)]
@@ -139,11 +209,18 @@ mod tests {
 
     #[test]
     fn signals_parse_as_runc_takes_them() {
-        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("KILL").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("SIGKILL").unwrap(), Signal::SIGKILL);
-        assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM);
-        for bad in ["", "0x9", "FLY", "999", "-1"] {
+        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("KILL").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("SIGKILL").unwrap(), Signal::SIGKILL as i32);
+        assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM as i32);
+        // Real-time signals, by number or name.
+        let min = libc::SIGRTMIN();
+        assert_eq!(parse_signal(&min.to_string()).unwrap(), min);
+        assert_eq!(parse_signal("RTMIN+3").unwrap(), min + 3);
+        assert_eq!(parse_signal("sigrtmax-1").unwrap(), libc::SIGRTMAX() - 1);
+        for bad in [
+            "", "0x9", "FLY", "999", "-1", "RTMIN+99", "RTMIN-1", "RTMAX+1",
+        ] {
             assert!(parse_signal(bad).is_err(), "{bad}");
         }
     }

@@ -1,14 +1,14 @@
-//! The OCI runtime-spec `config.json`, as reprorun reads it. Every object refuses fields it
-//! does not know (`deny_unknown_fields`): a field reprorun would not honour is an error that
-//! names it, never silently dropped. Fields that are known but unsupported are listed in
-//! `spec/oci.md` and refused in [`super::convert`] when set.
+//! The OCI runtime-spec `config.json`, as reprorun reads it. Fields it does not know are
+//! ignored, as the runtime spec requires ([`super::read_spec`] lists them, and refuses them
+//! under the `org.reprorun.strict=true` annotation). Fields that are known but unsupported
+//! are listed in `spec/oci.md` and refused in [`super::convert`] when set.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Spec {
     pub oci_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,7 +30,7 @@ pub struct Spec {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Process {
     #[serde(default)]
     pub terminal: bool,
@@ -69,14 +69,13 @@ pub struct Process {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ConsoleSize {
     pub height: u32,
     pub width: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct User {
     pub uid: u32,
     pub gid: u32,
@@ -89,7 +88,6 @@ pub struct User {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Capabilities {
     #[serde(default)]
     pub bounding: Vec<String>,
@@ -104,7 +102,6 @@ pub struct Capabilities {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Rlimit {
     #[serde(rename = "type")]
     pub kind: String,
@@ -113,7 +110,6 @@ pub struct Rlimit {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Root {
     pub path: String,
     #[serde(default)]
@@ -121,7 +117,7 @@ pub struct Root {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Mount {
     pub destination: String,
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -137,7 +133,7 @@ pub struct Mount {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Hooks {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prestart: Vec<Hook>,
@@ -154,7 +150,6 @@ pub struct Hooks {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Hook {
     pub path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -166,7 +161,7 @@ pub struct Hook {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Linux {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<NamespaceSpec>,
@@ -201,7 +196,6 @@ pub struct Linux {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct NamespaceSpec {
     #[serde(rename = "type")]
     pub kind: String,
@@ -210,7 +204,7 @@ pub struct NamespaceSpec {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct IdMapping {
     #[serde(rename = "containerID")]
     pub container_id: u32,
@@ -220,7 +214,7 @@ pub struct IdMapping {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Device {
     #[serde(rename = "type")]
     pub kind: String,
@@ -240,7 +234,7 @@ pub struct Device {
 /// `linux.resources`. Known fields only; [`super::convert`] refuses those reprorun cannot
 /// enforce when they are set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Resources {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceRule>,
@@ -263,7 +257,7 @@ pub struct Resources {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct DeviceRule {
     pub allow: bool,
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -277,7 +271,7 @@ pub struct DeviceRule {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Memory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
@@ -304,7 +298,7 @@ pub struct Memory {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Cpu {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<u64>,
@@ -327,7 +321,6 @@ pub struct Cpu {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Pids {
     pub limit: i64,
 }

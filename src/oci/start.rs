@@ -53,12 +53,12 @@ pub(super) fn start_dir(dir: &Dir, saved: &Saved) -> Result<(), OciError> {
         });
     }
     let _ = std::fs::remove_file(&fifo);
-    if let Err(e) = hooks::run_all(
+    // A failed poststart hook is reported, not fatal, and the next ones run (runtime spec).
+    for e in hooks::run_each(
         "poststart",
         &saved.hooks.poststart,
         &state_bytes(saved, Status::Running),
     ) {
-        // A failed poststart hook is reported, not fatal (runtime spec).
         eprintln!("reprorun: warning: {e}");
     }
     Ok(())

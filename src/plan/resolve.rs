@@ -90,7 +90,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         random: req.random,
         identity,
         security: security(req),
-        resources: req.resources,
+        resources: req.resources.clone(),
         share_tty: req.share_tty,
         intercept: req.intercept,
         sorted_dirs: req.sorted_dirs,

@@ -110,7 +110,49 @@ fn needed(res: &Resources) -> Vec<&'static str> {
     if res.cpu_milli.is_some() || res.cpu_shares.is_some() {
         c.push("cpu");
     }
+    if !res.devices.is_empty() {
+        c.push("devices");
+    }
+    // The controller of each further file: its name's prefix (`cpuset.cpus`: cpuset).
+    for f in &res.files {
+        for (name, _) in f.v1.iter().chain(f.v2.iter()) {
+            let controller = match name.split('.').next() {
+                Some("cpuset") => "cpuset",
+                Some("memory") => "memory",
+                Some("cpu") => "cpu",
+                _ => continue,
+            };
+            if !c.contains(&controller) {
+                c.push(controller);
+            }
+        }
+    }
     c
+}
+
+/// A new v1 cpuset cgroup starts with no CPUs and memory nodes (a process cannot join it):
+/// `dir` and each new parent up to `top` get their parent's.
+fn fill_cpuset(dir: &Path, top: &Path) {
+    for file in ["cpuset.cpus", "cpuset.mems"] {
+        let empty =
+            |d: &Path| std::fs::read_to_string(d.join(file)).is_ok_and(|v| v.trim().is_empty());
+        let mut chain = Vec::new();
+        let mut d = dir.to_path_buf();
+        while empty(&d) && d.starts_with(top) && d != top {
+            chain.push(d.clone());
+            match d.parent() {
+                Some(p) => d = p.to_path_buf(),
+                None => break,
+            }
+        }
+        for d in chain.iter().rev() {
+            if let Some(parent) = d.parent() {
+                if let Ok(v) = std::fs::read_to_string(parent.join(file)) {
+                    let _ = std::fs::write(d.join(file), v.trim());
+                }
+            }
+        }
+    }
 }
 
 /// cgroup v2 `cpu.weight` (1 ..= 10000) for v1 `cpu.shares` (2 ..= 262144, clamped), by
@@ -194,7 +236,12 @@ impl Cgroup {
         res: &Resources,
         path: &str,
     ) -> Result<Cgroup, CgroupError> {
-        let controllers = needed(res);
+        let mut controllers = needed(res);
+        if controllers.contains(&"devices") && v1_dir(h, "devices").is_err() {
+            // No v1 device controller (a pure cgroup-v2 host): the device rules are not
+            // enforced there (no BPF device program is attached).
+            controllers.retain(|c| *c != "devices");
+        }
         let rel = path.trim_start_matches('/');
         // `mine`: our own cgroup's directory on a hierarchy; `own`: its path there.
         let place = |mine: PathBuf, own: Option<String>| -> Result<PathBuf, CgroupError> {
@@ -230,7 +277,12 @@ impl Cgroup {
                     controllers: Vec::new(),
                 };
                 for c in &controllers {
-                    cg.dirs.push(place(v1_dir(h, c)?, h.own_path(c))?);
+                    let mine = v1_dir(h, c)?;
+                    let dir = place(mine, h.own_path(c))?;
+                    if *c == "cpuset" {
+                        fill_cpuset(&dir, &h.root);
+                    }
+                    cg.dirs.push(dir);
                     cg.controllers.push(c);
                 }
                 cg
@@ -320,6 +372,29 @@ impl Cgroup {
                 Version::V1 => set("cpu.shares", shares.to_string())?,
             }
         }
+        for f in &res.files {
+            let file = match self.version {
+                Version::V1 => &f.v1,
+                Version::V2 => &f.v2,
+            };
+            if let Some((name, value)) = file {
+                if let Some(path) = self.file(name) {
+                    write(&path, value)?;
+                }
+            }
+        }
+        if self.version == Version::V1 && !res.devices.is_empty() {
+            // Deny everything, then the rules in order (the kernel keeps the exceptions).
+            set("devices.deny", "a".into())?;
+            for r in &res.devices {
+                let file = if r.allow {
+                    "devices.allow"
+                } else {
+                    "devices.deny"
+                };
+                set(file, r.rule.clone())?;
+            }
+        }
         Ok(())
     }
 
@@ -389,6 +464,8 @@ mod tests {
             pids: Some(2),
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
+            devices: Vec::new(),
+            files: Vec::new(),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
         let shares = Resources {
@@ -481,7 +558,34 @@ mod tests {
             pids: Some(64),
             cpu_milli: Some(500),
             cpu_shares: Some(1024),
+            devices: Vec::new(),
+            files: Vec::new(),
         }
+    }
+
+    fn device_rules() -> Resources {
+        let rule = |allow, rule: &str| crate::security::DeviceRule {
+            allow,
+            rule: rule.into(),
+        };
+        Resources {
+            devices: vec![rule(false, "b 8:0 rwm"), rule(true, "c 1:3 rwm")],
+            ..Resources::default()
+        }
+    }
+
+    #[test]
+    fn device_rules_go_to_v1_devices_and_are_skipped_without_it() {
+        let (fake, h) = Fake::v1(&["devices"]);
+        let cg = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap();
+        // (A plain file keeps the last write of each: the kernel's files take each rule.)
+        assert_eq!(fake.read("devices/user/me/sbx/devices.deny"), "b 8:0 rwm");
+        assert_eq!(fake.read("devices/user/me/sbx/devices.allow"), "c 1:3 rwm");
+        assert_eq!(cg.keep().len(), 1);
+        // Pure v2 (no device controller there): the cgroup is made, the rules not enforced.
+        let (fake, h) = Fake::v2("memory", "memory");
+        let cg = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap();
+        assert_eq!(cg.keep(), vec![fake.dir.path().join("user/me/sbx")]);
     }
 
     #[test]

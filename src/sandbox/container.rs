@@ -54,7 +54,12 @@ pub(crate) fn create(
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     super::raise_nofile();
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
-    let cg = match cgroup::Cgroup::create(&plan.resources, cgroup_path) {
+    let mut resources = plan.resources.clone();
+    if !nix::unistd::geteuid().is_root() {
+        // A device cgroup is root's to make (runc's rootless containers go without too).
+        resources.devices.clear();
+    }
+    let cg = match cgroup::Cgroup::create(&resources, cgroup_path) {
         Ok(cg) => cg,
         // Without limits a cgroup is only bookkeeping: an unprivileged caller goes without.
         Err(_) if !plan.resources.any() && !nix::unistd::geteuid().is_root() => {

@@ -252,8 +252,8 @@ fn drop_bounding(keep: &[String]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// OCI capabilities: each of the five sets as given, and no_new_privs. (The bounding set was
-/// reduced already, before any switch of user.)
+/// OCI capabilities: each of the five sets as given, and no_new_privs unless the config
+/// allows new privileges. (The bounding set was reduced already, before any switch of user.)
 fn set_capabilities(sets: &crate::security::CapSets) -> Result<(), Errno> {
     let io = |_| Errno::EPERM;
     let set = |names: &[String]| -> caps::CapsHashSet {
@@ -261,7 +261,9 @@ fn set_capabilities(sets: &crate::security::CapSets) -> Result<(), Errno> {
     };
     caps::clear(None, CapSet::Ambient).map_err(io)?;
     caps::set(None, CapSet::Inheritable, &set(&sets.inheritable)).map_err(io)?;
-    nix::sys::prctl::set_no_new_privs()?;
+    if !sets.allow_new_privs {
+        nix::sys::prctl::set_no_new_privs()?;
+    }
     caps::set(None, CapSet::Effective, &set(&sets.effective)).map_err(io)?;
     caps::set(None, CapSet::Permitted, &set(&sets.permitted)).map_err(io)?;
     // The kernel takes an ambient capability only if it is permitted and inheritable; others
@@ -370,6 +372,29 @@ fn pin_cpus(cpus: u32) -> Result<(), Errno> {
     sched_setaffinity(me, &pinned)
 }
 
+/// The notification filter (its listener sent to the supervisor), then the security profile
+/// last: nothing before must be refused by it.
+fn install_filters(
+    notify: Option<Notify>,
+    seccomp: &[seccompiler::BpfProgram],
+    preserve_fds: u32,
+) -> Result<(), Failed> {
+    let at = |step: Prep| move |errno: Errno| Failed { step, errno };
+    if let Some(notify) = notify {
+        let listener =
+            crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
+        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
+            .map_err(at(Prep::Notify))?;
+    }
+    crate::sys::cloexec_from(3 + preserve_fds).map_err(at(Prep::Descriptors))?;
+    // The security profile last: nothing above must be refused by it (a profile may lack
+    // close_range, say).
+    for prog in seccomp {
+        crate::sys::seccomp::install(prog).map_err(at(Prep::Seccomp))?;
+    }
+    Ok(())
+}
+
 fn prepare_and_exec(
     argv: &[String],
     env: &[String],
@@ -397,6 +422,20 @@ fn prepare_and_exec(
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
             .map_err(at(Prep::OomScore))?;
     }
+    // OCI noNewPrivileges false: the filters go in while CAP_SYS_ADMIN still allows that
+    // without no_new_privs (runc's order); a process without it gets no_new_privs.
+    let allow_new_privs = sandboxed
+        && pins
+            .security
+            .caps
+            .as_ref()
+            .is_some_and(|c| c.allow_new_privs)
+        && caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SYS_ADMIN).unwrap_or(false);
+    let preserve_fds = pins.security.preserve_fds;
+    let mut notify = notify;
+    if allow_new_privs {
+        install_filters(notify.take(), pins.seccomp, preserve_fds)?;
+    }
     if let (true, Some(sets)) = (sandboxed, &pins.security.caps) {
         // Dropping from the bounding set needs CAP_SETPCAP, which a switch away from uid 0
         // takes from the effective set: first the bounding set, then the ids, then the rest.
@@ -408,22 +447,13 @@ fn prepare_and_exec(
     if sandboxed {
         drop_privileges(pins.security).map_err(at(Prep::Capabilities))?;
     }
-    // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
-    nix::sys::prctl::set_no_new_privs().map_err(at(Prep::NoNewPrivs))?;
-    if pins.scoped {
-        crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
-    }
-    if let Some(notify) = notify {
-        let listener =
-            crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
-        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
-            .map_err(at(Prep::Notify))?;
-    }
-    crate::sys::cloexec_from(3 + pins.security.preserve_fds).map_err(at(Prep::Descriptors))?;
-    // The security profile last: nothing above must be refused by it (a profile may lack
-    // close_range, say).
-    for prog in pins.seccomp {
-        crate::sys::seccomp::install(prog).map_err(at(Prep::Seccomp))?;
+    if !allow_new_privs {
+        // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
+        nix::sys::prctl::set_no_new_privs().map_err(at(Prep::NoNewPrivs))?;
+        if pins.scoped {
+            crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
+        }
+        install_filters(notify, pins.seccomp, preserve_fds)?;
     }
     execute(argv, env).map_err(at(Prep::Exec))
 }

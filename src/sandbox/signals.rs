@@ -18,14 +18,27 @@ pub(crate) const FORWARDED: [Signal; 9] = [
     Signal::SIGALRM,
 ];
 
-/// The forwarded signals plus SIGCHLD: blocked, and read through a signalfd.
+/// The forwarded signals, the real-time ones (SIGRTMIN..=SIGRTMAX, forwarded too, as runc
+/// does) plus SIGCHLD: blocked, and read through a signalfd.
 pub(crate) fn supervised_set() -> SigSet {
     let mut set = SigSet::empty();
     for sig in FORWARDED {
         set.add(sig);
     }
     set.add(Signal::SIGCHLD);
-    set
+    let mut raw: libc::sigset_t = *set.as_ref();
+    for signo in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+        // SAFETY: sigaddset writes into the sigset_t we own; signo is a valid signal number.
+        unsafe { libc::sigaddset(&mut raw, signo) };
+    }
+    // SAFETY: `raw` was initialised from a valid SigSet and changed only by sigaddset.
+    unsafe { SigSet::from_sigset_t_unchecked(raw) }
+}
+
+/// `kill(2)` by number (real-time signals have no [`Signal`] value).
+fn kill_raw(pid: Pid, signo: u32) {
+    // SAFETY: kill(2) takes plain integers; a failure only drops the signal.
+    unsafe { libc::kill(pid.as_raw(), signo as libc::c_int) };
 }
 
 /// Blocks the supervised set; children created afterwards inherit the mask.
@@ -67,6 +80,8 @@ fn for_group(code: i32) -> bool {
 /// when it is init, it is queued with [`SI_QUEUE`] so init can do the same.
 pub(crate) fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool) {
     let Ok(sig) = Signal::try_from(signo as i32) else {
+        // A real-time signal: to the child, as sent.
+        kill_raw(child, signo);
         return;
     };
     if code != SI_KERNEL {
@@ -97,6 +112,7 @@ pub(crate) fn pass_on(child: Pid, signo: u32, code: i32, child_is_workload: bool
 /// In init: passes a signal on to the workload (a session leader: its pid is its group's).
 pub(crate) fn pass_to_workload(workload: Pid, signo: u32, code: i32) {
     let Ok(sig) = Signal::try_from(signo as i32) else {
+        kill_raw(workload, signo);
         return;
     };
     if for_group(code) {

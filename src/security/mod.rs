@@ -185,7 +185,7 @@ pub fn cpu_quota(text: &str) -> Result<u64, LimitError> {
 }
 
 /// Cgroup limits for the whole sandbox.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
     /// Memory in bytes (no swap beyond it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +200,31 @@ pub struct Resources {
     /// `linux.resources.cpu.shares`): written as is on v1, as `cpu.weight` on v2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_shares: Option<u64>,
+    /// The device cgroup (OCI `linux.resources.devices`, then the devices every container
+    /// may use): every device denied, then each rule in order. On cgroup v1's `devices`
+    /// controller, by root only; not a limit [`Resources::any`] counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceRule>,
+    /// Further controller files (OCI `linux.resources` fields), written in order after the
+    /// limits above: on v1 the `v1` one, on v2 the `v2` one; a file the kernel does not
+    /// offer is skipped (as runc does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<CgroupFile>,
+}
+
+/// One controller file and its value, by hierarchy version (`None`: none there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupFile {
+    pub v1: Option<(String, String)>,
+    pub v2: Option<(String, String)>,
+}
+
+/// One device cgroup rule: `TYPE MAJOR:MINOR ACCESS` (`c 1:3 rwm`, `a *:* rwm`) allowed or
+/// denied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRule {
+    pub allow: bool,
+    pub rule: String,
 }
 
 impl Resources {
@@ -208,6 +233,7 @@ impl Resources {
             || self.pids.is_some()
             || self.cpu_milli.is_some()
             || self.cpu_shares.is_some()
+            || !self.files.is_empty()
     }
 }
 
@@ -234,6 +260,10 @@ pub struct CapSets {
     pub permitted: Vec<String>,
     pub inheritable: Vec<String>,
     pub ambient: Vec<String>,
+    /// OCI `process.noNewPrivileges` false: no_new_privs is left unset (the determinism
+    /// layer's filters are then installed while the process still has CAP_SYS_ADMIN).
+    #[serde(default)]
+    pub allow_new_privs: bool,
 }
 
 #[cfg(test)]

@@ -8,6 +8,9 @@ use crate::determinism::{RandomMode, DEFAULT_EPOCH};
 
 /// Annotation keys reprorun reads (all under this prefix).
 pub const ANNOTATION_PREFIX: &str = "org.reprorun.";
+/// `true`: `config.json` fields reprorun does not know are refused (read by
+/// [`crate::oci::read_spec`]; default: ignored, as the runtime spec requires).
+pub const STRICT_ANNOTATION: &str = "org.reprorun.strict";
 
 /// The determinism settings a container asked for through annotations.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,12 @@ pub struct Determinism {
     pub egress: Option<crate::net::Egress>,
     /// `org.reprorun.net.log`: the host file the monitor's proxy appends JSON lines to.
     pub net_log: Option<std::path::PathBuf>,
+    /// `org.reprorun.no-new-privileges=true`: no_new_privs whatever
+    /// `process.noNewPrivileges` says.
+    pub force_no_new_privs: bool,
+    /// `org.reprorun.dev-urandom=seeded`: `/dev/random` and `/dev/urandom` are the seeded
+    /// stream (FIFOs) instead of the host's character devices.
+    pub seeded_dev_urandom: bool,
 }
 
 impl Default for Determinism {
@@ -36,14 +45,21 @@ impl Default for Determinism {
             cpus: crate::determinism::identity::DEFAULT_CPUS,
             egress: None,
             net_log: None,
+            force_no_new_privs: false,
+            seeded_dev_urandom: false,
         }
     }
 }
 
 impl Determinism {
-    /// Whether /dev/urandom is the seeded FIFO.
+    /// Whether getrandom and AT_RANDOM are seeded.
     pub(crate) fn seeded(&self) -> bool {
         self.enabled && self.random == RandomMode::Seeded
+    }
+
+    /// Whether /dev/random and /dev/urandom are the seeded FIFOs (opt-in).
+    pub(crate) fn seeded_dev(&self) -> bool {
+        self.seeded() && self.seeded_dev_urandom
     }
 }
 
@@ -111,9 +127,20 @@ pub fn determinism(annotations: &BTreeMap<String, String>) -> Result<Determinism
                 }
                 d.net_log = Some(value.into());
             }
+            "strict" => {
+                bool_value(value, &field)?;
+            }
+            "no-new-privileges" => d.force_no_new_privs = bool_value(value, &field)?,
+            "dev-urandom" => {
+                d.seeded_dev_urandom = match value.as_str() {
+                    "seeded" => true,
+                    "device" => false,
+                    _ => return Err(bad(field, "expected seeded or device")),
+                }
+            }
             _ => return Err(bad(
                 field,
-                "unknown reprorun annotation; known: determinism, date, clock, seed, random, cpus, net.allow, net.add-host, net.log",
+                "unknown reprorun annotation; known: determinism, date, clock, seed, random, dev-urandom, cpus, net.allow, net.add-host, net.log, no-new-privileges, strict",
             )),
         }
     }
@@ -124,4 +151,12 @@ pub fn determinism(annotations: &BTreeMap<String, String>) -> Result<Determinism
         ));
     }
     Ok(d)
+}
+
+fn bool_value(value: &str, field: &str) -> Result<bool, ConvertError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(field, "expected true or false")),
+    }
 }

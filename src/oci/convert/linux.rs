@@ -7,7 +7,7 @@ use super::mounts::absolute_dest;
 use super::{bad, unsupported, ConvertError};
 use crate::oci::spec;
 use crate::plan::{IdMap, MountOp, Namespace, NsJoin, ParentMaps};
-use crate::security::{Resources, SeccompProfile};
+use crate::security::{CgroupFile, DeviceRule, Resources, SeccompProfile};
 
 /// `linux.namespaces`: the namespaces to create, and those to join by path.
 pub(super) fn namespaces(
@@ -33,10 +33,10 @@ pub(super) fn namespaces(
         }
         match &ns.path {
             Some(p) if !p.is_empty() => {
-                if matches!(kind, Namespace::Time | Namespace::Pid | Namespace::User) {
+                if matches!(kind, Namespace::Time | Namespace::User) {
                     return Err(bad(
                         field,
-                        format!("joining a {} namespace by path is not supported (reprorun's init must be pid 1 of a new pid namespace, in the caller's user namespace)", ns.kind),
+                        format!("joining a {} namespace by path is not supported (reprorun's init stays in the caller's user namespace and enters a time namespace of its own)", ns.kind),
                     ));
                 }
                 join.push(NsJoin {
@@ -90,6 +90,71 @@ pub(super) fn devices(list: &[spec::Device]) -> Result<Vec<MountOp>, ConvertErro
         });
     }
     Ok(ops)
+}
+
+/// The devices every container may use, as runc allows them: `mknod` of any node (the
+/// access rules still apply to using it), null, zero, full, random, urandom, tty, console,
+/// the pty slaves and ptmx, and tun.
+const DEFAULT_DEVICE_RULES: [&str; 12] = [
+    "c *:* m",
+    "b *:* m",
+    "c 1:3 rwm",
+    "c 1:5 rwm",
+    "c 1:7 rwm",
+    "c 1:8 rwm",
+    "c 1:9 rwm",
+    "c 5:0 rwm",
+    "c 5:1 rwm",
+    "c 136:* rwm",
+    "c 5:2 rwm",
+    "c 10:200 rwm",
+];
+
+/// The device cgroup's rules: `linux.resources.devices` in order, then the default devices,
+/// then each of `linux.devices` (runc's order).
+pub(super) fn device_rules(
+    rules: &[spec::DeviceRule],
+    devices: &[spec::Device],
+) -> Result<Vec<DeviceRule>, ConvertError> {
+    let number = |n: Option<i64>| {
+        n.filter(|n| *n >= 0)
+            .map_or("*".to_string(), |n| n.to_string())
+    };
+    let mut out = Vec::new();
+    for (i, r) in rules.iter().enumerate() {
+        let field = format!("linux.resources.devices[{i}]");
+        let kind = r.kind.as_deref().unwrap_or("a");
+        if !matches!(kind, "a" | "c" | "b") {
+            return Err(bad(field, format!("type {kind:?}: expected a, c or b")));
+        }
+        let access = r.access.as_deref().unwrap_or("rwm");
+        if access.is_empty() || !access.chars().all(|c| matches!(c, 'r' | 'w' | 'm')) {
+            return Err(bad(
+                field,
+                format!("access {access:?}: expected letters of rwm"),
+            ));
+        }
+        out.push(DeviceRule {
+            allow: r.allow,
+            rule: format!("{kind} {}:{} {access}", number(r.major), number(r.minor)),
+        });
+    }
+    out.extend(DEFAULT_DEVICE_RULES.iter().map(|r| DeviceRule {
+        allow: true,
+        rule: r.to_string(),
+    }));
+    for d in devices {
+        let kind = match d.kind.as_str() {
+            "b" => 'b',
+            "p" => continue,
+            _ => 'c',
+        };
+        out.push(DeviceRule {
+            allow: true,
+            rule: format!("{kind} {}:{} rwm", d.major, d.minor),
+        });
+    }
+    Ok(out)
 }
 
 /// Whether `key` is a sysctl name (dotted or slashed words, no `..`).
@@ -153,6 +218,14 @@ pub(super) fn seccomp(
 const CPU_SHARES_MIN: u64 = 2;
 const CPU_SHARES_MAX: u64 = 262_144;
 
+/// A controller file with the same value on v1 and v2 (where each has one).
+fn file(v1: Option<&str>, v2: Option<&str>, value: i64) -> CgroupFile {
+    CgroupFile {
+        v1: v1.map(|n| (n.to_string(), value.to_string())),
+        v2: v2.map(|n| (n.to_string(), value.to_string())),
+    }
+}
+
 /// `linux.resources` as cgroup limits; what cannot be enforced is refused.
 pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, ConvertError> {
     let mut out = Resources::default();
@@ -161,42 +234,82 @@ pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, Conver
         if let Some(limit) = m.limit.filter(|l| *l > 0) {
             out.memory = Some(limit as u64);
         }
-        for (set, field) in [
-            (m.reservation.is_some_and(|v| v > 0), "reservation"),
-            (m.kernel.is_some_and(|v| v > 0), "kernel"),
-            (m.kernel_tcp.is_some_and(|v| v > 0), "kernelTCP"),
-            (m.disable_oom_killer == Some(true), "disableOOMKiller"),
-        ] {
-            if set {
-                return Err(unsupported(&format!("linux.resources.memory.{field}")));
-            }
+        if let Some(r) = m.reservation.filter(|v| *v > 0) {
+            out.files.push(file(
+                Some("memory.soft_limit_in_bytes"),
+                Some("memory.low"),
+                r,
+            ));
         }
+        // Memory plus swap (OCI's meaning, v1's memsw); v2 counts the swap alone.
+        match (m.swap.filter(|v| *v != 0), m.limit.filter(|l| *l > 0)) {
+            (Some(-1), _) => out.files.push(CgroupFile {
+                v1: Some(("memory.memsw.limit_in_bytes".into(), "-1".into())),
+                v2: Some(("memory.swap.max".into(), "max".into())),
+            }),
+            (Some(swap), limit) if swap > 0 => out.files.push(CgroupFile {
+                v1: Some(("memory.memsw.limit_in_bytes".into(), swap.to_string())),
+                v2: limit.map(|l| ("memory.swap.max".into(), (swap - l).max(0).to_string())),
+            }),
+            _ => {}
+        }
+        if let Some(s) = m.swappiness.filter(|s| *s <= 100) {
+            out.files
+                .push(file(Some("memory.swappiness"), None, s as i64));
+        }
+        if m.disable_oom_killer == Some(true) {
+            out.files.push(file(Some("memory.oom_control"), None, 1));
+        }
+        // `kernel`, `kernelTCP`: deprecated kernel-memory limits, ignored (runc on this
+        // kernel leaves them unset too).
     }
     if let Some(c) = &r.cpu {
         if let Some(quota) = c.quota.filter(|q| *q > 0) {
             let period = c.period.filter(|p| *p > 0).unwrap_or(100_000);
             out.cpu_milli = Some(((quota as u64) * 1000 / period).max(10));
+            // The exact values (cpu_milli is what the determinism layer reports).
+            out.files
+                .push(file(Some("cpu.cfs_period_us"), None, period as i64));
+            out.files.push(file(Some("cpu.cfs_quota_us"), None, quota));
+            out.files.push(CgroupFile {
+                v1: None,
+                v2: Some(("cpu.max".into(), format!("{quota} {period}"))),
+            });
+        }
+        for (value, v1, v2) in [
+            (c.cpus.as_deref(), "cpuset.cpus", "cpuset.cpus"),
+            (c.mems.as_deref(), "cpuset.mems", "cpuset.mems"),
+        ] {
+            if let Some(v) = value.filter(|v| !v.is_empty()) {
+                out.files.push(CgroupFile {
+                    v1: Some((v1.into(), v.into())),
+                    v2: Some((v2.into(), v.into())),
+                });
+            }
+        }
+        // Real-time scheduling budget (v1 with CONFIG_RT_GROUP_SCHED): the period first.
+        if let Some(p) = c.realtime_period.filter(|v| *v > 0) {
+            out.files
+                .push(file(Some("cpu.rt_period_us"), None, p as i64));
+        }
+        if let Some(r) = c.realtime_runtime.filter(|v| *v != 0) {
+            out.files.push(file(Some("cpu.rt_runtime_us"), None, r));
+        }
+        if let Some(b) = c.burst.filter(|v| *v > 0) {
+            out.files.push(file(
+                Some("cpu.cfs_burst_us"),
+                Some("cpu.max.burst"),
+                b as i64,
+            ));
+        }
+        if let Some(i) = c.idle.filter(|v| *v != 0) {
+            out.files.push(file(None, Some("cpu.idle"), i));
         }
         // 0 is unset (as runc reads it); else clamped to the kernel's range, as v1 does.
         out.cpu_shares = c
             .shares
             .filter(|s| *s > 0)
             .map(|s| s.clamp(CPU_SHARES_MIN, CPU_SHARES_MAX));
-        for (set, field) in [
-            (c.burst.is_some_and(|v| v > 0), "burst"),
-            (
-                c.realtime_runtime.is_some_and(|v| v != 0),
-                "realtimeRuntime",
-            ),
-            (c.realtime_period.is_some_and(|v| v > 0), "realtimePeriod"),
-            (c.cpus.as_deref().is_some_and(|v| !v.is_empty()), "cpus"),
-            (c.mems.as_deref().is_some_and(|v| !v.is_empty()), "mems"),
-            (c.idle.is_some_and(|v| v != 0), "idle"),
-        ] {
-            if set {
-                return Err(unsupported(&format!("linux.resources.cpu.{field}")));
-            }
-        }
     }
     if let Some(p) = &r.pids {
         if p.limit > 0 {

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use annotations::Determinism;
-pub use process::process_privilege;
+pub use annotations::STRICT_ANNOTATION;
+pub use process::{process_privilege, unraisable};
 pub use validate::check_process;
 
 use super::spec::{self, Spec};
@@ -86,7 +87,7 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
         src: c.rootfs.clone(),
     }];
     mounts.extend(c.mounts);
-    mounts.extend(mounts::default_devices(seeded, c.dev_tmpfs));
+    mounts.extend(mounts::default_devices(det.seeded_dev(), c.dev_tmpfs));
     mounts.extend(c.devices);
     mounts.extend(c.sysctls);
     if det.enabled {

@@ -62,6 +62,9 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
             }
             w if crate::plan::mounts::flag_word(w).is_some() => flags.push(w.to_string()),
             "remount" => return Err("option \"remount\" is not supported".into()),
+            // The directory's contents copied into the new tmpfs (podman's --tmpfs and
+            // --read-only): a word the executor reads, no mount flag.
+            "tmpcopyup" if m.kind.as_deref() == Some("tmpfs") => flags.push(o.clone()),
             "tmpcopyup" | "idmap" | "ridmap" | "copy-symlink" => {
                 return Err(format!("option {o:?} is not supported"))
             }
@@ -70,9 +73,8 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
     }
     let kind = m.kind.as_deref().unwrap_or(if bind { "bind" } else { "" });
     if bind || kind == "bind" {
-        if !data.is_empty() {
-            return Err(format!("bind mount option {:?} is not understood", data[0]));
-        }
+        // Filesystem data of a bind (`mode=755`, …): ignored, as mount(2) ignores it for a
+        // bind (runc passes it on, to the same effect).
         let src = m.source.as_deref().ok_or("a bind mount needs a source")?;
         let src = bundle_path(bundle, src);
         let src = std::fs::canonicalize(&src)

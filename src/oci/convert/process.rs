@@ -24,10 +24,11 @@ pub(crate) fn env(process: &spec::Process) -> Result<Vec<(String, String)>, Conv
 }
 
 /// The capability sets and rlimits `process` asks for, checked (for `create` and
-/// `exec --process`). Without a user namespace CAP_MKNOD is never granted.
+/// `exec --process`): the sets as given (runc's behaviour; the device cgroup keeps
+/// CAP_MKNOD harmless), no_new_privs as `process.noNewPrivileges` says or `force_nnp`.
 pub fn process_privilege(
     process: &spec::Process,
-    user_namespace: bool,
+    force_nnp: bool,
 ) -> Result<(CapSets, Vec<Rlimit>), ConvertError> {
     let mut caps = match &process.capabilities {
         None => CapSets::default(),
@@ -50,23 +51,32 @@ pub fn process_privilege(
                 permitted: names(&c.permitted, "permitted")?,
                 inheritable: names(&c.inheritable, "inheritable")?,
                 ambient: names(&c.ambient, "ambient")?,
+                allow_new_privs: false,
             }
         }
     };
-    if !user_namespace {
-        // Without a user namespace, CAP_MKNOD would let the container make a node for a host
-        // disk (there is no device cgroup): it is never granted.
-        for set in [
-            &mut caps.bounding,
-            &mut caps.effective,
-            &mut caps.permitted,
-            &mut caps.inheritable,
-            &mut caps.ambient,
-        ] {
-            set.retain(|c| c != "CAP_MKNOD");
+    caps.allow_new_privs = !(process.no_new_privileges || force_nnp);
+    Ok((caps, rlimits(process)?))
+}
+
+/// The first capability of the effective, permitted, inheritable or ambient set that is not
+/// among `held` (the caller's permitted set): the process could not be given it, so create
+/// refuses, naming it (without a new user namespace, where the process has every one).
+pub fn unraisable(caps: &CapSets, held: &[String]) -> Result<(), ConvertError> {
+    for (set, names) in [
+        ("effective", &caps.effective),
+        ("permitted", &caps.permitted),
+        ("inheritable", &caps.inheritable),
+        ("ambient", &caps.ambient),
+    ] {
+        if let Some(name) = names.iter().find(|n| !held.contains(n)) {
+            return Err(bad(
+                format!("process.capabilities.{set}"),
+                format!("{name} cannot be raised: the caller of reprorun does not have it"),
+            ));
         }
     }
-    Ok((caps, rlimits(process)?))
+    Ok(())
 }
 
 /// `process.rlimits`, by reprorun's names; `u64::MAX` is unlimited.

@@ -80,11 +80,26 @@ fn podman_config_resolves_to_a_plan() {
     assert_eq!(c.cgroups_path.as_deref(), Some("/libpod_parent/libpod-abc"));
     let caps = p.security.caps.as_ref().unwrap();
     assert_eq!(caps.bounding, ["CAP_CHOWN", "CAP_KILL"]);
-    // Without a user namespace CAP_MKNOD is never granted.
+    // The sets as given: CAP_MKNOD too (the device cgroup guards the nodes, as with runc).
     let (dir2, mut with_mknod) = bundle();
     with_mknod["process"]["capabilities"]["bounding"][0] = "CAP_MKNOD".into();
     let c2 = resolve_json(&dir2.path(), &with_mknod).unwrap();
-    assert_eq!(c2.plan.security.caps.unwrap().bounding, ["CAP_KILL"]);
+    let caps2 = c2.plan.security.caps.unwrap();
+    assert_eq!(caps2.bounding, ["CAP_MKNOD", "CAP_KILL"]);
+    // noNewPrivileges absent: new privileges allowed; the annotation forces no_new_privs.
+    assert!(caps2.allow_new_privs);
+    with_mknod["annotations"]["org.reprorun.no-new-privileges"] = "true".into();
+    let c3 = resolve_json(&dir2.path(), &with_mknod).unwrap();
+    assert!(!c3.plan.security.caps.unwrap().allow_new_privs);
+    // Runc's default device rules follow the config's.
+    let rules: Vec<_> = p
+        .resources
+        .devices
+        .iter()
+        .map(|r| (r.allow, r.rule.as_str()))
+        .collect();
+    assert_eq!(rules.first(), Some(&(false, "a *:* rwm")), "{rules:?}");
+    assert!(rules.contains(&(true, "c 1:9 rwm")), "{rules:?}");
     assert!(caps.ambient.is_empty());
     assert_eq!(p.security.rlimits[0].name, "nofile");
     assert!(matches!(p.security.seccomp, SeccompProfile::Oci { .. }));
@@ -109,7 +124,7 @@ fn podman_config_resolves_to_a_plan() {
         recursive: false,
         flags: vec!["rprivate".into(), "ro".into()],
     }));
-    // Default devices on the fresh /dev, seeded /dev/urandom, the preload file, the sysctl,
+    // Default devices on the fresh /dev (urandom the host's), the preload file, the sysctl,
     // the config's masked and read-only paths (not reprorun's defaults).
     assert!(p
         .mounts
@@ -118,7 +133,7 @@ fn podman_config_resolves_to_a_plan() {
     assert!(p
         .mounts
         .iter()
-        .any(|m| matches!(m, MountOp::Fifo { dest, .. } if dest == Path::new("/dev/urandom"))));
+        .any(|m| matches!(m, MountOp::DevNode { dest, .. } if dest == Path::new("/dev/urandom"))));
     assert!(p.mounts.iter().any(|m| matches!(m, MountOp::File { dest, contents } if dest == Path::new("/etc/ld.so.preload") && contents.starts_with(PRELOAD_PATH))));
     assert!(p.mounts.contains(&MountOp::Sysctl {
         key: "net.ipv4.ping_group_range".into(),
@@ -182,15 +197,11 @@ fn annotations_drive_the_determinism_layer() {
 fn unknown_and_unsupported_fields_are_named() {
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(&str, Edit)> = vec![
-        ("bogus", Box::new(|c| c["process"]["bogus"] = 1.into())),
         (
-            "linux.resources.cpu.cpus",
-            Box::new(|c| c["linux"]["resources"]["cpu"] = serde_json::json!({"cpus": "0-1"})),
-        ),
-        (
-            "linux.resources.memory.reservation",
+            "linux.resources.hugepageLimits",
             Box::new(|c| {
-                c["linux"]["resources"]["memory"] = serde_json::json!({"reservation": 1 << 20})
+                c["linux"]["resources"]["hugepageLimits"] =
+                    serde_json::json!([{"pageSize": "2MB", "limit": 1 << 21}])
             }),
         ),
         (
@@ -214,8 +225,8 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["mounts"][3]["source"] = "/nonexistent/x".into()),
         ),
         (
-            "mounts[3]",
-            Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "mode=0755"])),
+            "mounts[3]: option \"tmpcopyup\" is not supported",
+            Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "tmpcopyup"])),
         ),
         (
             "linux.namespaces",
@@ -272,19 +283,12 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
         ),
         (
-            "linux.namespaces[0]",
-            Box::new(|c| c["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid".into()),
-        ),
-        (
-            "a new pid namespace is required",
+            "linux.namespaces[5]: joining a time namespace",
             Box::new(|c| {
-                c["linux"]["namespaces"].as_array_mut().unwrap().remove(0);
-            }),
-        ),
-        (
-            "tmpfs mounted at /dev",
-            Box::new(|c| {
-                c["mounts"].as_array_mut().unwrap().remove(1);
+                c["linux"]["namespaces"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"type": "time", "path": "/proc/1/ns/time"}))
             }),
         ),
         (
@@ -295,7 +299,7 @@ fn unknown_and_unsupported_fields_are_named() {
     for (needle, mutate) in cases {
         let (dir, mut config) = bundle();
         mutate(&mut config);
-        let e = resolve_json(&dir.path(), &config).unwrap_err();
+        let e = resolve_json(&dir.path(), &config).expect_err(needle);
         assert!(e.contains(needle), "{needle}: {e}");
     }
 }
@@ -396,11 +400,7 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["annotations"]["org.reprorun.cpus"] = "3".into()),
         ),
         (
-            "linux.namespaces: a new pid namespace is required (init must be its pid 1, so that killing it ends every process)".into(),
-            Box::new(move |c| ns(c, "pid")),
-        ),
-        (
-            "linux.namespaces: a new mount namespace is required (reprorun builds the root in one)".into(),
+            "linux.namespaces: a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)".into(),
             Box::new(move |c| ns(c, "mount")),
         ),
         (
@@ -428,9 +428,10 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["linux"]["personality"] = serde_json::json!({"domain": "LINUX"})),
         ),
         (
-            "mounts: seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real".into(),
+            "mounts: a seeded /dev/urandom (org.reprorun.dev-urandom=seeded) needs a tmpfs mounted at /dev (reprorun puts it there); add one, or leave the annotation out".into(),
             Box::new(|c| {
                 c["mounts"].as_array_mut().unwrap().remove(1);
+                c["annotations"]["org.reprorun.dev-urandom"] = "seeded".into();
             }),
         ),
         (
@@ -513,4 +514,113 @@ fn cpu_shares_are_clamped_to_the_kernels_range_and_zero_is_unset() {
         err.contains("shares") || err.contains("invalid value"),
         "{err}"
     );
+}
+
+#[test]
+fn pid_namespaces_joined_or_absent_and_a_joined_uts_namespace_named() {
+    let (dir, mut config) = bundle();
+    config["linux"]["namespaces"] = serde_json::json!([
+        {"type": "mount"}, {"type": "network"}, {"type": "ipc"},
+        {"type": "uts", "path": "/proc/1/ns/uts"}
+    ]);
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert!(!c.plan.has(Namespace::Pid) && !c.plan.has(Namespace::Uts));
+    assert_eq!(c.plan.hostname, "abc123", "set in the joined namespace");
+    config["linux"]["namespaces"][0] = serde_json::json!({"type": "pid", "path": "/proc/1/ns/pid"});
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "mount"}));
+    config.as_object_mut().unwrap().remove("hostname");
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert_eq!(c.plan.join.len(), 2);
+    assert_eq!(
+        c.plan.hostname, "",
+        "a joined namespace's name is left as it is"
+    );
+}
+
+#[test]
+fn resources_become_controller_files_for_each_hierarchy() {
+    let (dir, mut config) = bundle();
+    config["linux"]["resources"] = serde_json::json!({
+        "cpu": {"cpus": "0-1", "mems": "0", "quota": 20000, "period": 50000,
+                "realtimePeriod": 1000000, "realtimeRuntime": 950000},
+        "memory": {"limit": 1 << 26, "reservation": 1 << 25, "swap": 1 << 27,
+                   "swappiness": 10, "disableOOMKiller": true, "kernel": 1 << 26}
+    });
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let v1: Vec<(String, String)> = c
+        .plan
+        .resources
+        .files
+        .iter()
+        .filter_map(|f| f.v1.clone())
+        .collect();
+    let v2: Vec<(String, String)> = c
+        .plan
+        .resources
+        .files
+        .iter()
+        .filter_map(|f| f.v2.clone())
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    for want in [
+        pair("cpuset.cpus", "0-1"),
+        pair("cpuset.mems", "0"),
+        pair("cpu.cfs_period_us", "50000"),
+        pair("cpu.cfs_quota_us", "20000"),
+        pair("memory.soft_limit_in_bytes", "33554432"),
+        pair("memory.memsw.limit_in_bytes", "134217728"),
+        pair("memory.swappiness", "10"),
+        pair("memory.oom_control", "1"),
+    ] {
+        assert!(v1.contains(&want), "{want:?} not in {v1:?}");
+    }
+    let at = |name: &str| v1.iter().position(|(n, _)| n == name).unwrap();
+    assert!(
+        at("cpu.rt_period_us") < at("cpu.rt_runtime_us"),
+        "the period first"
+    );
+    for want in [
+        pair("cpu.max", "20000 50000"),
+        pair("memory.low", "33554432"),
+        pair("memory.swap.max", "67108864"),
+    ] {
+        assert!(v2.contains(&want), "{want:?} not in {v2:?}");
+    }
+    assert_eq!(c.plan.resources.cpu_milli, Some(400));
+}
+
+#[test]
+fn selinux_labels_are_ignored_only_where_selinux_is_off() {
+    let (dir, mut config) = bundle();
+    config["linux"]["mountLabel"] = "system_u:object_r:container_file_t:s0".into();
+    config["process"]["selinuxLabel"] = "system_u:system_r:container_t:s0".into();
+    let r = resolve_json(&dir.path(), &config);
+    if Path::new("/sys/fs/selinux/enforce").exists() {
+        assert!(r.unwrap_err().contains("not supported by reprorun"));
+    } else {
+        assert!(r.is_ok(), "{:?}", r.err());
+    }
+}
+
+#[test]
+fn a_capability_the_caller_lacks_is_named_at_create() {
+    let sets = crate::security::CapSets {
+        bounding: vec!["CAP_SYS_ADMIN".into()],
+        effective: vec!["CAP_KILL".into()],
+        permitted: vec!["CAP_KILL".into()],
+        inheritable: vec!["CAP_KILL".into(), "CAP_NET_ADMIN".into()],
+        ambient: Vec::new(),
+        allow_new_privs: false,
+    };
+    let held = ["CAP_KILL".to_string()];
+    assert_eq!(
+        super::unraisable(&sets, &held).unwrap_err().to_string(),
+        "process.capabilities.inheritable: CAP_NET_ADMIN cannot be raised: the caller of reprorun does not have it"
+    );
+    // The bounding set only limits: a capability missing there is no error.
+    let held = ["CAP_KILL".to_string(), "CAP_NET_ADMIN".to_string()];
+    assert!(super::unraisable(&sets, &held).is_ok());
 }

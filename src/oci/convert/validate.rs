@@ -75,21 +75,22 @@ pub(crate) fn validate<'a>(
         ));
     }
     let (namespaces, join) = linux::namespaces(&linux.namespaces)?;
-    required_namespaces(&namespaces)?;
+    required_namespaces(&namespaces, &join)?;
     if det.egress.is_some() && !namespaces.contains(&Namespace::Net) {
         return Err(bad(
             format!("annotations.{ANNOTATION_PREFIX}net.allow"),
             "needs a network namespace of the container's own: a linux.namespaces entry of type network without a path",
         ));
     }
-    let (hostname, domainname) = names(spec, &namespaces)?;
+    let uts_joined = join.iter().any(|j| j.ns == Namespace::Uts);
+    let (hostname, domainname) = names(spec, &namespaces, uts_joined)?;
     let parent_maps = id_mappings(&linux, &namespaces)?;
     unsupported_linux(&linux)?;
     let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle)?;
-    if det.seeded() && !dev_tmpfs {
+    if det.seeded_dev() && !dev_tmpfs {
         return Err(bad(
             "mounts",
-            "seeded entropy needs a tmpfs mounted at /dev (reprorun puts its seeded /dev/urandom there); add one, or set the annotation org.reprorun.random=real",
+            "a seeded /dev/urandom (org.reprorun.dev-urandom=seeded) needs a tmpfs mounted at /dev (reprorun puts it there); add one, or leave the annotation out",
         ));
     }
     let devices = linux::devices(&linux.devices)?;
@@ -104,9 +105,11 @@ pub(crate) fn validate<'a>(
     })?;
     let propagation = mounts::root_propagation(linux.rootfs_propagation.as_deref())?;
     let env = process::env(process)?;
-    let (caps, rlimits) = process::process_privilege(process, parent_maps.is_some())?;
+    let (caps, rlimits) = process::process_privilege(process, det.force_no_new_privs)?;
     let seccomp = linux::seccomp(linux.seccomp.as_ref(), bundle)?;
-    let resources = linux::resources(linux.resources.as_ref())?;
+    let mut resources = linux::resources(linux.resources.as_ref())?;
+    let rules = linux.resources.as_ref().map_or(&[][..], |r| &r.devices[..]);
+    resources.devices = linux::device_rules(rules, &linux.devices)?;
     let hooks = hooks(spec)?;
     let cgroups_path = cgroups_path(&linux)?;
     Ok(Checked {
@@ -148,26 +151,33 @@ fn rootfs(bundle: &Path, path: &str) -> Result<PathBuf, ConvertError> {
     }
 }
 
-/// reprorun's init is pid 1 of a new pid namespace and builds the root in a new mount
-/// namespace.
-fn required_namespaces(namespaces: &[Namespace]) -> Result<(), ConvertError> {
-    if !namespaces.contains(&Namespace::Pid) {
+/// reprorun builds the root in a mount namespace: a new one, or one joined by path (as with
+/// runc, the root is then built there: that namespace's processes see it). (A pid namespace
+/// may be new, joined or the caller's, as with runc: without one of its own, `delete
+/// --force` and `kill --all` reach the container's processes through its cgroup.)
+fn required_namespaces(namespaces: &[Namespace], join: &[NsJoin]) -> Result<(), ConvertError> {
+    let joined = join.iter().any(|j| j.ns == Namespace::Mount);
+    if !namespaces.contains(&Namespace::Mount) && !joined {
         return Err(bad(
             "linux.namespaces",
-            "a new pid namespace is required (init must be its pid 1, so that killing it ends every process)",
-        ));
-    }
-    if !namespaces.contains(&Namespace::Mount) {
-        return Err(bad(
-            "linux.namespaces",
-            "a new mount namespace is required (reprorun builds the root in one)",
+            "a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)",
         ));
     }
     Ok(())
 }
 
-/// The host and domain names; a hostname needs a uts namespace of the container's own.
-fn names(spec: &Spec, namespaces: &[Namespace]) -> Result<(String, String), ConvertError> {
+/// The host and domain names; a hostname needs a uts namespace of the container's own or
+/// one joined by path (set there, as runc does; without names given, a joined one's are
+/// left as they are: both empty here).
+fn names(
+    spec: &Spec,
+    namespaces: &[Namespace],
+    uts_joined: bool,
+) -> Result<(String, String), ConvertError> {
+    if uts_joined {
+        let given = |v: &Option<String>| v.clone().unwrap_or_default();
+        return Ok((given(&spec.hostname), given(&spec.domainname)));
+    }
     let has_uts = namespaces.contains(&Namespace::Uts);
     let hostname = match &spec.hostname {
         Some(h) if !h.is_empty() && !has_uts => {
@@ -211,6 +221,13 @@ fn id_mappings(
     }
 }
 
+/// Whether the host enforces SELinux labels. Where it does not, an SELinux label in the
+/// config has nothing to apply to and is ignored (as runc's and crun's label calls are
+/// no-ops there); where it does, reprorun refuses it (it cannot set labels).
+fn selinux_enabled() -> bool {
+    Path::new("/sys/fs/selinux/enforce").exists()
+}
+
 /// `linux` fields reprorun has no way to honour.
 fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
     for (set, field) in [
@@ -218,7 +235,7 @@ fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
         (linux.intel_rdt.is_some(), "linux.intelRdt"),
         (linux.time_offsets.is_some(), "linux.timeOffsets"),
         (
-            linux.mount_label.as_deref().is_some_and(|l| !l.is_empty()),
+            linux.mount_label.as_deref().is_some_and(|l| !l.is_empty()) && selinux_enabled(),
             "linux.mountLabel",
         ),
     ] {
@@ -294,7 +311,8 @@ pub fn check_process(process: &spec::Process) -> Result<(), ConvertError> {
             process
                 .selinux_label
                 .as_deref()
-                .is_some_and(|l| !l.is_empty()),
+                .is_some_and(|l| !l.is_empty())
+                && selinux_enabled(),
             "process.selinuxLabel",
         ),
         (

@@ -211,13 +211,21 @@ fn run(
         steps::perform(step, plan, sock)?;
     }
 
-    // Seeded /dev/urandom: the FIFO is filled before the workload starts.
-    let seeded = plan.random == RandomMode::Seeded && plan.intercept;
+    // Seeded /dev/urandom (where the plan made it a FIFO): filled before the workload starts.
+    let seeded = plan.random == RandomMode::Seeded
+        && plan.intercept
+        && plan
+            .mounts
+            .iter()
+            .any(|m| matches!(m, crate::plan::MountOp::Fifo { dest, .. } if dest.as_path() == std::path::Path::new(ENTROPY_FIFO)));
     let entropy = match seeded {
         true => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
         false => None,
     };
     let mut pty_slave = None;
+    // An OCI container's exec.fifo, opened once `start` is there: its byte is written
+    // once the program runs, so that `start` returns after it (a `kill` then reaches it).
+    let mut started = None;
     let ttys = Terminals::of_caller();
     if lifecycle.is_none() && !plan.share_tty && ttys.any() {
         // The caller's terminal stays outside: the workload gets a pty of the sandbox's own
@@ -229,9 +237,11 @@ fn run(
         pty_slave = Some((slave, ttys));
     }
     if let Some(lc) = lifecycle {
-        if let Some(slave) = await_start(plan, sock, lc)? {
+        let (slave, fifo) = await_start(plan, sock, lc)?;
+        if let Some(slave) = slave {
             pty_slave = Some((slave, Terminals([true; 3])));
         }
+        started = Some(fifo);
     }
     // The workload routes its clock, entropy, identity and directory calls (and its execs)
     // to the supervisor.
@@ -260,7 +270,11 @@ fn run(
         )
     }
     .map_err(InitError::Fork)?;
-    let workload = spawned.confirm().map_err(|f| match f.step {
+    let confirmed = spawned.confirm();
+    if let Some(fifo) = started {
+        release_start(fifo)?;
+    }
+    let workload = confirmed.map_err(|f| match f.step {
         exec::Prep::Exec => InitError::Exec {
             program: plan.argv[0].clone(),
             errno: f.errno,
@@ -312,7 +326,11 @@ fn hide_command_line() {
 /// An OCI container's init between `create` and `start`: its terminal (with
 /// `process.terminal`), the program checked, `Ready` posted, the creator's commit awaited and
 /// acknowledged, then `start` awaited. Returns the terminal's slave, if any.
-fn await_start(plan: &Plan, sock: &OwnedFd, lc: &Lifecycle) -> Result<Option<OwnedFd>, InitError> {
+fn await_start(
+    plan: &Plan,
+    sock: &OwnedFd,
+    lc: &Lifecycle,
+) -> Result<(Option<OwnedFd>, std::fs::File), InitError> {
     let mut slave = None;
     if plan.terminal {
         slave = Some(open_terminal(lc.console.as_ref())?);
@@ -341,8 +359,8 @@ fn await_start(plan: &Plan, sock: &OwnedFd, lc: &Lifecycle) -> Result<Option<Own
         &[COMMIT],
         nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
     );
-    wait_for_start(&lc.exec_fifo)?;
-    Ok(slave)
+    let fifo = wait_for_start(&lc.exec_fifo)?;
+    Ok((slave, fifo))
 }
 
 /// Refuses a program that is not in the new root before the container is reported created
@@ -380,15 +398,20 @@ fn check_program(plan: &Plan) -> Result<(), InitError> {
     }
 }
 
-/// Blocks until `reprorun start` opens the exec FIFO for reading, then tells it we go on.
-fn wait_for_start(fifo: &OwnedFd) -> Result<(), InitError> {
-    use std::io::Write;
+/// Blocks until `reprorun start` opens the exec FIFO for reading; the byte it waits for is
+/// written by [`release_start`].
+fn wait_for_start(fifo: &OwnedFd) -> Result<std::fs::File, InitError> {
     let path = format!("/proc/self/fd/{}", fifo.as_raw_fd());
-    let mut w = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true) // std opens close-on-exec
         .open(path)
-        .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
-    w.write_all(b"0")
+        .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
+}
+
+/// Lets `start` return: the program's exec went through (or failed: its status tells).
+fn release_start(mut fifo: std::fs::File) -> Result<(), InitError> {
+    use std::io::Write;
+    fifo.write_all(b"0")
         .map_err(|e| InitError::Start(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
 }
 

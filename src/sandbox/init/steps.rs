@@ -22,6 +22,10 @@ pub(super) enum Step {
     JoinNamespaces,
     /// Write init's one-line uid and gid maps.
     IdMaps,
+    /// Become uid and gid 0 of the new user namespace whose maps the creator wrote (files
+    /// and mounts made next are then owned by the container's root, mapped whatever its
+    /// host id; as the host's root they would be unmapped: EOVERFLOW).
+    UserRoot,
     /// Set the hostname and domain name (a new uts namespace).
     Hostname,
     /// Bring the loopback interface up (a new network namespace).
@@ -50,7 +54,11 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     if plan.parent_maps.is_none() && plan.has(Namespace::User) {
         steps.push(Step::IdMaps);
     }
-    if plan.has(Namespace::Uts) {
+    if plan.parent_maps.is_some() && plan.has(Namespace::User) {
+        steps.push(Step::UserRoot);
+    }
+    let uts_joined = plan.join.iter().any(|j| j.ns == Namespace::Uts);
+    if plan.has(Namespace::Uts) || (uts_joined && !plan.hostname.is_empty()) {
         steps.push(Step::Hostname);
     }
     if plan.has(Namespace::Net) {
@@ -82,9 +90,33 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
         }
         Step::JoinNamespaces => join_namespaces(plan, &[Namespace::User, Namespace::Mount]),
         Step::IdMaps => write_id_maps(plan),
+        Step::UserRoot => {
+            use nix::unistd::{setresgid, setresuid, Gid, Uid};
+            let root = |r: nix::Result<()>| match r {
+                // Container id 0 is not mapped: init stays as it is.
+                Err(Errno::EINVAL) => Ok(()),
+                other => other.map_err(|errno| InitError::IdMap {
+                    file: "setresuid/setresgid 0",
+                    errno,
+                }),
+            };
+            let zero = (Gid::from_raw(0), Uid::from_raw(0));
+            root(setresgid(zero.0, zero.0, zero.0))?;
+            root(setresuid(zero.1, zero.1, zero.1))?;
+            // A change of ids makes the process non-dumpable, its /proc/self files then the
+            // host root's (unmapped here): writing its time namespace offsets would fail.
+            nix::sys::prctl::set_dumpable(true).map_err(|errno| InitError::IdMap {
+                file: "prctl(PR_SET_DUMPABLE)",
+                errno,
+            })
+        }
         Step::Hostname => {
             nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
-            crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname)
+            match plan.domainname.is_empty() && !plan.has(Namespace::Uts) {
+                // A joined namespace's domain name is kept unless the config gives one.
+                true => Ok(()),
+                false => crate::sys::setdomainname(&plan.domainname).map_err(InitError::Hostname),
+            }
         }
         Step::Loopback => crate::sys::loopback_up().map_err(InitError::Loopback),
         Step::ProxyListener => {
@@ -229,8 +261,13 @@ mod tests {
         });
         assert_eq!(
             steps(&p, false),
-            [Step::JoinNamespaces, Step::Root, Step::Chdir],
-            "no id maps of init's own when the creator writes them"
+            [
+                Step::JoinNamespaces,
+                Step::UserRoot,
+                Step::Root,
+                Step::Chdir
+            ],
+            "no id maps of init's own when the creator writes them; init becomes their root"
         );
     }
 }

@@ -322,10 +322,8 @@ impl Builder<'_> {
                 .sys
                 .mount(None, &self.newroot(), None, remount_ro, None)
                 .map_err(fail("read-only remount", Path::new("/"))),
-            MountOp::RootPropagation { flag } => {
-                let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
-                self.propagate(&self.newroot(), propagation, Path::new("/"))
-            }
+            // After the pivot (a shared root cannot be pivoted): [`super::build_root`].
+            MountOp::RootPropagation { .. } => Ok(()),
             MountOp::Symlink { target, dest } => {
                 if let Some(parent) = dest.parent() {
                     self.ensure_dir(parent)?;
@@ -398,7 +396,25 @@ impl Builder<'_> {
         let ms = MsFlags::from_bits_truncate(bits as libc::c_ulong);
         let data = (!data.is_empty()).then_some(data);
         let source = Path::new(source);
+        // `tmpcopyup`: the covered directory, kept open to copy from once the tmpfs is on it.
+        let below = match flags.iter().any(|f| f == "tmpcopyup") {
+            true => Some(std::fs::File::open(&path).map_err(|e| MountError::Op {
+                kind: "tmpcopyup",
+                dest: dest.to_path_buf(),
+                errno: io_errno(&e),
+            })?),
+            false => None,
+        };
+        let copy_up = || match &below {
+            Some(dir) => super::copy_up::copy_tree(dir, &path).map_err(|e| MountError::Op {
+                kind: "tmpcopyup",
+                dest: dest.to_path_buf(),
+                errno: io_errno(&e),
+            }),
+            None => Ok(()),
+        };
         match self.sys.mount(Some(source), &path, Some(fstype), ms, data) {
+            Ok(()) => copy_up()?,
             Err(Errno::EPERM | Errno::EACCES) if fstype == "sysfs" => {
                 // Not the owner of the net namespace: the host's, read-only.
                 self.host_sysfs(&path, dest)?;

@@ -7,6 +7,7 @@
 //! them as an ordinary user under a temporary directory with a recording fake.
 
 mod apply;
+mod copy_up;
 mod syscall;
 #[cfg(test)]
 mod tests;
@@ -250,6 +251,22 @@ pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     sys.umount2(here, MntFlags::MNT_DETACH)
         .map_err(MountError::Detach)?;
     nix::unistd::chdir("/").map_err(MountError::Pivot)?;
+    // The root's propagation (OCI `linux.rootfsPropagation`) once it is the root, as runc
+    // sets it: `pivot_root` refuses a shared new root.
+    for op in ops {
+        if let MountOp::RootPropagation { flag } = op {
+            let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
+            if let Some(p) = propagation {
+                let flags = MsFlags::from_bits_truncate(p as libc::c_ulong);
+                sys.mount(None, Path::new("/"), None, flags, None)
+                    .map_err(|errno| MountError::Op {
+                        kind: "propagation",
+                        dest: "/".into(),
+                        errno,
+                    })?;
+            }
+        }
+    }
     Ok(())
 }
 
