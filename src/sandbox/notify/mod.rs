@@ -3,8 +3,9 @@
 //! the same on every host, for static and Go programs as much as for dynamic ones:
 //! - realtime clock calls (answered from the sandbox's clock page) and execs (handed to
 //!   `vdso`: the in-process clock and seeded AT_RANDOM for static and Go programs);
-//! - `getrandom(2)`: one seeded stream per process, keyed by its pid in the sandbox (per
-//!   process, not per thread: runtimes such as Go move a goroutine between threads);
+//! - `getrandom(2)`: one seeded stream per process (per process, not per thread: runtimes
+//!   such as Go move a goroutine between threads), keyed by its lineage, not its pid (see
+//!   `lineage`, which also sees process creation for that);
 //! - `uname(2)`, `sysinfo(2)`, `sched_getaffinity(2)`: the pinned identity;
 //! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
 //!
@@ -16,6 +17,7 @@
 mod caller;
 mod calls;
 mod filter;
+mod lineage;
 mod page;
 mod server;
 #[cfg(test)]
@@ -59,6 +61,11 @@ pub(crate) struct Config {
     /// `--net allow`: `connect` and `sendto` with an address are routed here, and an
     /// attempt at an address outside the sandbox is refused and noted in `journal`.
     pub(crate) egress: bool,
+    /// `--net none` (a network namespace of its own, no proxy): `connect` and `sendto` with
+    /// an address are routed here too, and an attempt at an address outside the sandbox, or
+    /// at a DNS server, is noted in `journal` (if any) and left to the kernel, which fails
+    /// it. The note is what `exec` hints from when the run fails.
+    pub(crate) offline: bool,
     pub(crate) journal: Option<std::sync::Arc<crate::net::log::Journal>>,
 }
 
@@ -72,6 +79,10 @@ impl Config {
             sorted_dirs: plan.sorted_dirs,
             cpu_milli: plan.resources.cpu_milli,
             egress: plan.egress.is_some(),
+            offline: plan.egress.is_none()
+                && plan.isolation == crate::plan::Isolation::Full
+                && plan.namespaces.contains(&crate::plan::Namespace::Net)
+                && plan.join.is_empty(),
             journal: None,
         }
     }
@@ -89,13 +100,14 @@ impl Config {
             self.clock.map(|c| c.mode),
             self.seed.is_some(),
             self.sorted_dirs,
-            self.egress,
+            self.egress || self.offline,
         )
     }
 }
 
 use caller::*;
 pub(crate) use filter::filter;
+use lineage::Lineage;
 use page::*;
 use server::*;
 
