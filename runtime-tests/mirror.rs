@@ -288,7 +288,7 @@ fn pull_fails_clearly_and_leaves_nothing() {
     nothing_left();
     expect_error(
         &w.run(&["exec", "--mirror", "/nonexistent", "--", "true"]),
-        "not a mirror",
+        "--mirror: /nonexistent: no such directory",
     );
 }
 
