@@ -249,3 +249,34 @@ fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
     expect_code(&o, 3);
     assert!(!stderr(&o).contains("network is off"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_work_tree_of_another_uid_is_named_when_the_run_fails() {
+    if !is_root() {
+        return;
+    }
+    // An unpacked tarball: the tree belongs to uid 1001, mode 0755.
+    let w = Work::new();
+    let tree = w.path().join("project");
+    std::fs::create_dir(&tree).unwrap();
+    std::os::unix::fs::chown(&tree, Some(1001), Some(1001)).unwrap();
+    std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = w
+        .cmd(&["exec", "--", "python3", "-m", "venv", "/work/.venv"])
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "reprorun: hint: the work tree {} belongs to uid 1001, which the sandbox does not map",
+            tree.display()
+        )),
+        "{err}"
+    );
+    // A tree the sandbox maps gets no such hint.
+    let o = w.run(&["exec", "--", "sh", "-c", "touch /work/x && exit 3"]);
+    expect_code(&o, 3);
+    assert!(!stderr(&o).contains("belongs to uid"), "{}", stderr(&o));
+}

@@ -339,16 +339,6 @@ fn usage_error(e: clap::Error, args: &[String]) -> i32 {
     exit::RUNTIME_ERROR
 }
 
-/// The hint for a failed `--net none` run that tried to reach the network.
-fn offline_hint(plan: &plan::Plan, o: &sandbox::Outcome) -> Option<String> {
-    let first = o
-        .network
-        .first()
-        .filter(|_| o.exit_code != 0 && plan.egress.is_none())?;
-    let mirror = plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
-    Some(crate::hint::offline(&first.host, first.port, mirror))
-}
-
 /// Hints for a command not found in the sandbox: a value the shell split (`--timeout 10
 /// minutes`), a program the caller has on its PATH.
 fn exec_hints(e: &SandboxError, command: &[String]) -> Vec<String> {
@@ -551,7 +541,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
     let ended = SystemTime::now();
     let (code, error, outcome) = match result {
         Ok(o) => {
-            if let Some(h) = offline_hint(&plan, &o) {
+            for h in crate::hint::after_failed_run(&plan, &o) {
                 eprintln!("reprorun: {h}");
             }
             (o.exit_code, None, Some(o))

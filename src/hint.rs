@@ -88,6 +88,53 @@ pub(crate) fn not_found(program: &str, found: &Path) -> String {
     )
 }
 
+/// The hints for a run that ended with a failure (`outcome.exit_code` not 0): it tried to
+/// reach the network with the network off; it ran on a work tree it could not write.
+pub(crate) fn after_failed_run(
+    plan: &crate::plan::Plan,
+    outcome: &crate::sandbox::Outcome,
+) -> Vec<String> {
+    if outcome.exit_code == 0 {
+        return Vec::new();
+    }
+    let mut hints = Vec::new();
+    if let Some(first) = outcome.network.first().filter(|_| plan.egress.is_none()) {
+        let mirror = plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
+        hints.push(offline(&first.host, first.port, mirror));
+    }
+    hints.extend(unwritable_workdir(plan));
+    hints
+}
+
+/// A read-write /work whose host directory belongs to a uid the sandbox does not map (it
+/// shows as `nobody`) and is not writable by others: nothing inside can write there.
+fn unwritable_workdir(plan: &crate::plan::Plan) -> Option<String> {
+    use crate::plan::{MountOp, Namespace};
+    use std::os::unix::fs::MetadataExt;
+    let rw = plan.mounts.iter().any(|m| {
+        matches!(m, MountOp::Bind { dest, readonly: false, .. } if dest == Path::new(crate::plan::WORKDIR))
+    });
+    let meta = std::fs::metadata(&plan.host_workdir).ok()?;
+    let map = &plan.uid_map;
+    let mapped = (map.outside..map.outside.saturating_add(map.count)).contains(&meta.uid());
+    if !rw || !plan.has(Namespace::User) || mapped || meta.mode() & 0o002 != 0 {
+        return None;
+    }
+    Some(format!(
+        "hint: the work tree {} belongs to uid {}, which the sandbox does not map (inside it \
+         shows as nobody), so the command (uid {}) cannot write to /work; run reprorun as uid \
+         {}, or give the tree to uid {} (`chown -R {}:{} {}`)",
+        plan.host_workdir.display(),
+        meta.uid(),
+        map.inside,
+        meta.uid(),
+        map.outside,
+        map.outside,
+        plan.gid_map.outside,
+        plan.host_workdir.display()
+    ))
+}
+
 /// The hint for a failed run that tried to reach `host:port` with the network off.
 pub(crate) fn offline(host: &str, port: u16, mirror: bool) -> String {
     let what = match port {
