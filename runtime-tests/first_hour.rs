@@ -280,3 +280,52 @@ fn a_work_tree_of_another_uid_is_named_when_the_run_fails() {
     expect_code(&o, 3);
     assert!(!stderr(&o).contains("belongs to uid"), "{}", stderr(&o));
 }
+
+#[test]
+fn exec_help_is_grouped_and_shows_only_exec_options() {
+    let w = Work::new();
+    let help = expect_code(&w.run(&["exec", "--help"]), 0);
+    // The OCI lifecycle's globals are not exec's (still accepted, as runc accepts them).
+    for global in [
+        "--root <DIR>",
+        "--log <FILE>",
+        "--systemd-cgroup",
+        "--log-format",
+    ] {
+        assert!(!help.contains(global), "{global} in exec --help:\n{help}");
+    }
+    let headings = [
+        "Isolation and hardening:",
+        "Filesystem:",
+        "Determinism:",
+        "Environment and identity:",
+        "Limits:",
+        "Network:",
+        "Output:",
+    ];
+    let at: Vec<usize> = headings
+        .iter()
+        .map(|h| {
+            help.find(&format!("\n{h}\n"))
+                .unwrap_or_else(|| panic!("{h} missing:\n{help}"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|p| p[0] < p[1]),
+        "headings out of order:\n{help}"
+    );
+    // Each option under its heading (up to the next heading).
+    let section = |h: &str| {
+        let i = headings.iter().position(|x| *x == h).unwrap();
+        let end = at.get(i + 1).copied().unwrap_or(help.len());
+        help[at[i]..end].to_string()
+    };
+    assert!(section("Filesystem:").contains("--bind <SRC:DST[:ro|rw]>"));
+    assert!(section("Network:").contains("--allow-host"));
+    assert!(section("Determinism:").contains("--seed <N>"));
+    assert!(section("Limits:").contains("--timeout <DURATION>"));
+    assert!(section("Output:").contains("--record <FILE>"));
+    // Hidden is not refused.
+    let o = w.run(&["exec", "--root", "/tmp/x", "--", "true"]);
+    expect_code(&o, 0);
+}

@@ -272,7 +272,7 @@ pub fn main() -> i32 {
     if let Some(at) = oci::cli::runc_exec_at(&args) {
         args[at] = "oci-exec".into();
     }
-    let matches = match Cli::command().try_get_matches_from(&args) {
+    let matches = match crate::help::exec_grouped(Cli::command()).try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return usage_error(e, &args),
     };

@@ -9,6 +9,7 @@ pub(crate) mod audit;
 pub mod cli;
 pub mod determinism;
 pub(crate) mod exit;
+pub(crate) mod help;
 pub(crate) mod hint;
 pub(crate) mod image;
 pub(crate) mod mirror;
