@@ -7,7 +7,9 @@
 pub(crate) mod cli;
 pub(crate) mod dist;
 pub(crate) mod go;
+mod into;
 pub(crate) mod layout;
+mod project;
 pub(crate) mod pull;
 
 use std::path::{Path, PathBuf};
