@@ -83,3 +83,16 @@ fn random_streams_repeat_after_programs_that_start_varying_numbers_of_threads() 
     // The threads did take pids: the later shell's pid varies (pids are not pinned).
     eprintln!("distinct pid lines over 10 runs: {}", pids.len());
 }
+
+#[test]
+fn forks_never_fail_while_signals_arrive() {
+    let probes = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/lineage/forker.c");
+    let bin = probes.path().join("forker");
+    build_probe(&src, &bin, &[], scratch.path());
+    let w = Work::new();
+    let bind = format!("{}:/probes:ro", probes.path().display());
+    let o = w.run(&["exec", "--bind", &bind, "--", "/probes/forker"]);
+    assert_eq!(expect_code(&o, 0), "bad 0\n");
+}

@@ -55,12 +55,7 @@ pub(crate) fn filter(
         notified.push(libc::SYS_getdents);
     }
     if seeded {
-        // getrandom, and the creation of processes (not threads), which the server needs to
-        // key each process's stream by its lineage (see `lineage`). clone3 passes its flags
-        // in memory, so every clone3 is sent and the server lets threads through.
-        notified.extend([libc::SYS_getrandom, libc::SYS_clone3]);
-        #[cfg(target_arch = "x86_64")]
-        notified.extend([libc::SYS_fork, libc::SYS_vfork]);
+        notified.push(libc::SYS_getrandom);
     }
     #[cfg(target_arch = "x86_64")]
     if clock {
@@ -69,8 +64,6 @@ pub(crate) fn filter(
     if egress {
         notified.push(libc::SYS_connect);
     }
-    // clone: notified only without CLONE_THREAD (a new process) — 3 instructions.
-    let clone_checks = if seeded { 3 } else { 0 };
     // sendto: notified only when args[4] (the address) is not null — 5 instructions.
     let sendto_checks = if egress { 5 } else { 0 };
     // Layout: arch check, syscall number, one jump per notified call, then the clock_gettime
@@ -82,26 +75,14 @@ pub(crate) fn filter(
         (true, false) => 5,
         (true, true) => 7,
     };
-    // Instructions after the arch jump: ld nr, n jumps, clone checks, sendto checks, clock
-    // checks, ALLOW, NOTIFY.
-    let total_after = 1 + n + clone_checks + sendto_checks + clock_checks + 2;
+    // Instructions after the arch jump: ld nr, n jumps, sendto checks, clock checks,
+    // ALLOW, NOTIFY.
+    let total_after = 1 + n + sendto_checks + clock_checks + 2;
     prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
     prog.push(ld(0));
     for (i, nr) in notified.iter().enumerate() {
-        let to_notify = (n - i - 1) + clone_checks + sendto_checks + clock_checks + 1;
+        let to_notify = (n - i - 1) + sendto_checks + clock_checks + 1;
         prog.push(jeq(*nr as u32, to_notify as u8, 0));
-    }
-    if seeded {
-        let rest = (sendto_checks + clock_checks) as u8;
-        // Not clone: on to the next checks (the accumulator still holds the number).
-        prog.push(jeq(libc::SYS_clone as u32, 0, 2));
-        prog.push(ld(16)); // args[0], low half: the flags
-        prog.push(libc::sock_filter {
-            code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16,
-            jt: rest,     // a thread: ALLOW
-            jf: rest + 1, // a process: NOTIFY
-            k: libc::CLONE_THREAD as u32,
-        });
     }
     if egress {
         let c = clock_checks as u8;

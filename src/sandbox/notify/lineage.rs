@@ -1,27 +1,28 @@
 //! Process lineage: the key each process's seeded streams (its `getrandom` stream and its
-//! AT_RANDOM bytes) are drawn from. A process's key is its parent's key mixed with the ordinal
-//! of its creation among the parent's children, so it does not depend on pids: threads take
-//! pids from the same counter, and runtimes such as Go's start a number of threads that
-//! varies with timing, which would shift the pid (and so the stream) of every later process.
+//! AT_RANDOM bytes) are drawn from. A process's key is its parent's key mixed with its
+//! ordinal among its parent's children, so it does not depend on pids: threads take pids
+//! from the same counter, and runtimes such as Go's start a number of threads that varies
+//! with timing, which would shift the pid (and so the stream) of every later process.
 //!
-//! The workload's filter routes process creation (`fork`, `vfork`, a `clone` without
-//! `CLONE_THREAD`, every `clone3`) here. The server counts the fork, lets the call proceed and
-//! waits for the child to appear in the calling thread's `children` list (the kernel links it
-//! there before the child first runs, so before the child can make a call of its own), then
-//! records the child's key. A process the server never saw created (the workload's first
-//! process) is a root, keyed by its pid in the sandbox, which nothing else precedes.
-
-use std::collections::HashSet;
-use std::time::Duration;
+//! Process creation is not routed here (a routed `fork` could fail with EINTR when a signal
+//! arrives before the supervisor takes the call). Instead a process is placed when it first
+//! needs its key (its first routed call: its exec, a `getrandom`): its ordinal is the number
+//! of its parent's children created before it (a lower pid: pids are handed out in creation
+//! order) that the server has placed or that are still alive. A child that exited without
+//! ever making a routed call is not counted, which is the same on every run of a program
+//! that does the same thing. The command itself (whose parent is the sandbox's init), a
+//! process whose parent is gone (a double-forked daemon), and, without a pid namespace, one
+//! whose parent never made a routed call, is a root, keyed by its pid in the sandbox.
 
 use super::*;
 
-/// A process the server knows: its key, how many processes it has created, its stream.
+/// A process the server knows: its key, its placed children, its stream.
 pub(super) struct Node {
     /// Tells this process from a later one with its reused id.
     pidfd: OwnedFd,
     pub(super) key: u64,
-    forks: u64,
+    /// The host pids of the children placed so far.
+    children: Vec<i32>,
     pub(super) stream: Option<Stream>,
 }
 
@@ -32,25 +33,58 @@ pub(super) struct Lineage {
     sweep_at: usize,
 }
 
+/// How far up the tree placing a process may go (its unplaced ancestors).
+const MAX_DEPTH: usize = 64;
+
 impl Lineage {
-    /// The node of process `tgid` (host id; `ns_tgid` its id in the sandbox): the one recorded
-    /// at its creation, else a root keyed by `ns_tgid`. The caller must be blocked in a
-    /// notified call of that process (so `tgid` names it).
+    /// The node of process `tgid` (host id; `ns_tgid` its id in the sandbox), placed now if
+    /// it is new. It must be alive (blocked in a routed call), so `tgid` names it.
     pub(super) fn node(&mut self, tgid: i32, ns_tgid: u64) -> Result<&mut Node, Errno> {
-        if self
-            .nodes
-            .get(&tgid)
-            .map_or(true, |n| exited(Some(&n.pidfd)))
-        {
-            let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid))?;
-            self.insert(tgid, pidfd, ns_tgid);
+        if !self.knows(tgid) {
+            self.place(tgid, Some(ns_tgid), 0)?;
         }
         self.nodes.get_mut(&tgid).ok_or(Errno::ESRCH)
     }
 
+    /// Places process `pid`: under its parent (placed first if need be), else as a root.
+    fn place(&mut self, pid: i32, ns_pid: Option<u64>, depth: usize) -> Result<(), Errno> {
+        let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(pid))?;
+        let [ppid, ns] = status_ids(Pid::from_raw(pid), ["PPid", "NStgid"]);
+        let ns_pid = ns_pid.or(ns).ok_or(Errno::ESRCH)?;
+        // A parent outside the sandbox's processes (its init, the host's) is never placed:
+        // what the host runs must not shift the keys.
+        let parent = ppid
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 0 && depth < MAX_DEPTH)
+            .filter(|&p| {
+                self.knows(p) || (in_sandbox(p) && self.place(p, None, depth + 1).is_ok())
+            });
+        let key = match parent.and_then(|p| self.nodes.get(&p).map(|n| (p, n))) {
+            Some((p, node)) => {
+                let live = children_of(p);
+                let before = |c: &i32| *c < pid;
+                let placed = node.children.iter().filter(|c| before(c)).count();
+                let unplaced = live
+                    .iter()
+                    .filter(|c| before(c) && !node.children.contains(c))
+                    .count();
+                entropy::child_key(node.key, (placed + unplaced) as u64)
+            }
+            None => ns_pid,
+        };
+        if let Some(p) = parent {
+            if let Some(n) = self.nodes.get_mut(&p) {
+                n.children.push(pid);
+            }
+        }
+        self.insert(pid, pidfd, key);
+        Ok(())
+    }
+
     fn insert(&mut self, tgid: i32, pidfd: OwnedFd, key: u64) {
         // Each node holds a descriptor: drop the exited ones whenever the map has doubled
-        // since the last sweep, so short-lived processes never pile up.
+        // since the last sweep, so short-lived processes never pile up. An exited process's
+        // place among its siblings stays with its parent (its pid in `children`).
         if self.nodes.len() >= self.sweep_at.max(SWEEP_MIN) {
             self.nodes.retain(|_, n| !exited(Some(&n.pidfd)));
             self.sweep_at = 2 * self.nodes.len();
@@ -58,7 +92,7 @@ impl Lineage {
         let node = Node {
             pidfd,
             key,
-            forks: 0,
+            children: Vec::new(),
             stream: None,
         };
         self.nodes.insert(tgid, node);
@@ -79,106 +113,38 @@ impl Server {
         let tgid = i32::try_from(host?).ok()?;
         self.lineage.node(tgid, inner?).ok().map(|n| n.key)
     }
-
-    /// A notified process creation (`nr` with `args`) by `caller`: counted, let through, and
-    /// the child's key recorded once it exists. Thread creation just goes on.
-    pub(super) fn on_fork(
-        &mut self,
-        listener: &OwnedFd,
-        id: u64,
-        nr: i64,
-        c: &mut Caller,
-        args: &[u64; 6],
-    ) {
-        let go_on = || {
-            let _ = seccomp::respond_continue(listener, id);
-        };
-        let flags = match nr {
-            libc::SYS_clone3 => {
-                let mut b = [0u8; 8];
-                match c.mem.read_exact_at(&mut b, args[0]) {
-                    Ok(()) => u64::from_ne_bytes(b),
-                    Err(_) => return go_on(),
-                }
-            }
-            libc::SYS_clone => args[0],
-            _ => 0, // fork, vfork
-        };
-        if flags & libc::CLONE_THREAD as u64 != 0 {
-            return go_on();
-        }
-        let Ok((tgid, ns_tgid)) = c.process() else {
-            return go_on();
-        };
-        let Ok(parent) = self.lineage.node(tgid, ns_tgid) else {
-            return go_on();
-        };
-        let key = entropy::child_key(parent.key, parent.forks);
-        parent.forks += 1;
-        // CLONE_PARENT makes a sibling, not in the caller's list: it becomes a root.
-        let list = format!("/proc/{tgid}/task/{}/children", c.tid);
-        let before = match children(&list) {
-            Some(b) if flags & libc::CLONE_PARENT as u64 == 0 => b,
-            _ => return go_on(),
-        };
-        go_on();
-        if let Some(child) = self.await_child(&list, &before, c.tid, nr) {
-            if let Ok(pidfd) = crate::sys::pidfd_open_process(Pid::from_raw(child)) {
-                self.lineage.insert(child, pidfd, key);
-            }
-        }
-    }
-
-    /// The child that appears in the `children` list at `list` (not in `before`), waited for
-    /// while thread `tid` is still in the creating call `nr` (at most a second: a creation
-    /// that failed leaves no child).
-    fn await_child(&self, list: &str, before: &HashSet<i32>, tid: Pid, nr: i64) -> Option<i32> {
-        let deadline = Instant::now() + Duration::from_secs(1);
-        // A known live process may join the list by reparenting (a sibling thread exited).
-        let new = || {
-            children(list)?
-                .into_iter()
-                .find(|p| !before.contains(p) && !self.lineage.knows(*p))
-        };
-        let mut round = 0u32;
-        loop {
-            round += 1;
-            if let Some(p) = new() {
-                return Some(p);
-            }
-            if round > 16 && (!in_call(tid, nr) || Instant::now() > deadline) {
-                // The call may have ended just after the list was read: once more.
-                return new();
-            }
-            if round < 64 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
-    }
 }
 
-/// The pids in a `children` list (`None`: it cannot be read, e.g. the thread is gone or the
+/// Whether process `pid` is one of the sandbox's own, not its init: in a pid namespace below
+/// the reader's, with an id above 1 there. (In a run without a pid namespace nothing is, and
+/// only processes already placed serve as parents.)
+fn in_sandbox(pid: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let ids: Vec<&str> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NStgid:"))
+        .map(|v| v.split_whitespace().collect())
+        .unwrap_or_default();
+    ids.len() >= 2
+        && ids
+            .last()
+            .and_then(|i| i.parse::<u64>().ok())
+            .is_some_and(|i| i > 1)
+}
+
+/// The live children of process `pid`, from every thread's `children` list (empty where the
 /// kernel lacks CONFIG_PROC_CHILDREN).
-fn children(list: &str) -> Option<HashSet<i32>> {
-    let text = std::fs::read_to_string(list).ok()?;
-    Some(
-        text.split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect(),
-    )
-}
-
-/// Whether thread `tid` may still be in call `nr` (its /proc syscall file names another call
-/// only once it is out: "running" leaves it open).
-fn in_call(tid: Pid, nr: i64) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{tid}/syscall")) else {
-        return false;
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
     };
-    match text.split_whitespace().next() {
-        Some("running") => true,
-        Some(n) => n.parse::<i64>().is_ok_and(|n| n == nr),
-        None => false,
-    }
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
 }

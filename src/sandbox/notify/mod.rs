@@ -5,7 +5,7 @@
 //!   `vdso`: the in-process clock and seeded AT_RANDOM for static and Go programs);
 //! - `getrandom(2)`: one seeded stream per process (per process, not per thread: runtimes
 //!   such as Go move a goroutine between threads), keyed by its lineage, not its pid (see
-//!   `lineage`, which also sees process creation for that);
+//!   `lineage`);
 //! - `uname(2)`, `sysinfo(2)`, `sched_getaffinity(2)`: the pinned identity;
 //! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
 //!

@@ -147,11 +147,6 @@ impl Server {
             }
             return Ok(());
         };
-        if is_process_creation(nr) {
-            self.on_fork(listener, id, nr, &mut caller, &args);
-            self.keep(caller);
-            return Ok(());
-        }
         if nr == libc::SYS_connect || nr == libc::SYS_sendto {
             let (addr, len) = match nr {
                 libc::SYS_connect => (args[1], args[2]),
@@ -264,15 +259,6 @@ fn direct_what(nr: i64) -> &'static str {
     } else {
         "direct-sendto"
     }
-}
-
-/// The calls the filter routes for process creation (with seeded entropy).
-pub(super) fn is_process_creation(nr: i64) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if nr == libc::SYS_fork || nr == libc::SYS_vfork {
-        return true;
-    }
-    nr == libc::SYS_clone || nr == libc::SYS_clone3
 }
 
 #[cfg(target_arch = "x86_64")]
