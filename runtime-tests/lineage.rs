@@ -96,3 +96,32 @@ fn forks_never_fail_while_signals_arrive() {
     let o = w.run(&["exec", "--bind", &bind, "--", "/probes/forker"]);
     assert_eq!(expect_code(&o, 0), "bad 0\n");
 }
+
+#[test]
+fn siblings_started_together_keep_their_streams() {
+    // A pipeline's two ends and two background jobs exec at the same moment; each keeps
+    // its own stream run after run (lines sorted: the jobs' order on stdout is a race).
+    let py = |tag: &str| format!("python3 -c 'import os; print(\"{tag}\", os.urandom(8).hex())'");
+    let script = format!(
+        "{} | cat; {} & {} & wait",
+        py("pipe"),
+        py("job1"),
+        py("job2")
+    );
+    let w = Work::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        let o = w.run(&["exec", "--", "sh", "-c", &script]);
+        let mut lines: Vec<String> = expect_code(&o, 0).lines().map(String::from).collect();
+        lines.sort();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        seen.insert(lines);
+    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let only = seen.into_iter().next().unwrap();
+    let values: std::collections::BTreeSet<&str> = only
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(values.len(), 3, "each process has its own stream: {only:?}");
+}
