@@ -98,9 +98,11 @@ pub(crate) fn after_failed_run(
         return Vec::new();
     }
     let mut hints = Vec::new();
-    if let Some(first) = outcome.network.first().filter(|_| plan.egress.is_none()) {
-        let mirror = plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
-        hints.push(offline(&first.host, first.port, mirror));
+    let offline = plan.egress.is_none()
+        && plan.has(crate::plan::Namespace::Net)
+        && !plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
+    if let Some(client) = package_client(&plan.argv).filter(|_| offline) {
+        hints.push(offline_client(client));
     }
     hints.extend(unwritable_workdir(plan));
     hints
@@ -135,17 +137,42 @@ fn unwritable_workdir(plan: &crate::plan::Plan) -> Option<String> {
     ))
 }
 
-/// The hint for a failed run that tried to reach `host:port` with the network off.
-pub(crate) fn offline(host: &str, port: u16, mirror: bool) -> String {
-    let what = match port {
-        53 => format!("a DNS server ({host})"),
-        _ => format!("{host} port {port}"),
-    };
-    let way = match mirror {
-        true => "add what is missing to the mirror (`reprorun mirror add`)",
-        false => "give it a dependency mirror (`reprorun mirror pull`, then `--mirror DIR`)",
-    };
-    format!("hint: the command tried to reach {what}, but the network is off (--net none); {way}, or let it out with `--allow-host NAME`")
+/// Package clients that download what they install.
+const CLIENTS: &[&str] = &[
+    "pip", "pip3", "uv", "uvx", "pipx", "poetry", "pdm", "pipenv", "conda", "mamba", "npm", "npx",
+    "yarn", "pnpm", "go", "cargo", "gem", "bundle", "composer", "mvn", "gradle",
+];
+
+/// The first package client the command runs, by name: a word of its arguments (a
+/// `sh -c` script's words too), or `-m pip`. Which client ran is not observed (the
+/// supervisor does not watch connections under `--net none`: a routed `connect` would fail
+/// with EINTR whenever a signal is pending), so this names what the command line names.
+pub(crate) fn package_client(argv: &[String]) -> Option<&'static str> {
+    let words: Vec<&str> = argv
+        .iter()
+        .flat_map(|a| a.split(|c: char| c.is_whitespace() || ";|&()'\"`$".contains(c)))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if *w == "-m" {
+            return words
+                .get(i + 1)
+                .and_then(|m| CLIENTS.iter().find(|c| **c == *m))
+                .copied();
+        }
+        CLIENTS.iter().find(|c| **c == base).copied()
+    })
+}
+
+/// The hint for a failed `--net none` run without a mirror whose command runs `client`.
+pub(crate) fn offline_client(client: &str) -> String {
+    format!(
+        "hint: the network is off (--net none) and no --mirror is given, so `{client}` can \
+         download nothing; give it a dependency mirror (`reprorun mirror pull`, then `--mirror \
+         DIR`), or let it out with `--allow-host NAME`"
+    )
 }
 
 /// The hints for a program the sandbox did not find (`errno` ENOENT/ENOTDIR): a value the

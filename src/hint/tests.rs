@@ -45,6 +45,21 @@ fn split_value_names_the_option_whose_value_was_split() {
 }
 
 #[test]
+fn package_clients_are_found_in_the_command_line() {
+    let find = |v: &[&str]| package_client(&strings(v));
+    assert_eq!(find(&["pip", "install", "requests"]), Some("pip"));
+    assert_eq!(find(&["python3", "-m", "pip", "install", "x"]), Some("pip"));
+    assert_eq!(
+        find(&["sh", "-c", "cd /work && /tmp/v/bin/pip3 install -r r.txt"]),
+        Some("pip")
+    );
+    assert_eq!(find(&["sh", "-c", "go build ./... && ./app"]), Some("go"));
+    assert_eq!(find(&["python3", "-c", "print(1)"]), None);
+    assert_eq!(find(&["pytest", "-q"]), None);
+    assert!(offline_client("uv").contains("so `uv` can download nothing"));
+}
+
+#[test]
 fn on_path_finds_executables_only() {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::tempdir().unwrap();

@@ -354,11 +354,12 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         );
     }
     // Direct attempts at addresses outside the sandbox, noted by the notification server.
-    // Under --net none the same server notes attempts out, for the hint of a failed run.
-    let mut config = notify::Config::from_plan(plan);
-    let journal = (plan.egress.is_some() || config.offline)
-        .then(|| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
+    let journal = plan
+        .egress
+        .as_ref()
+        .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
     let server = if vdso::SUPPORTED && plan.intercept {
+        let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();
         Some(
             notify::start(config, notify::PageAt::sandbox(child))

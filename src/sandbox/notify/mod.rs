@@ -61,11 +61,6 @@ pub(crate) struct Config {
     /// `--net allow`: `connect` and `sendto` with an address are routed here, and an
     /// attempt at an address outside the sandbox is refused and noted in `journal`.
     pub(crate) egress: bool,
-    /// `--net none` (a network namespace of its own, no proxy): `connect` and `sendto` with
-    /// an address are routed here too, and an attempt at an address outside the sandbox, or
-    /// at a DNS server, is noted in `journal` (if any) and left to the kernel, which fails
-    /// it. The note is what `exec` hints from when the run fails.
-    pub(crate) offline: bool,
     pub(crate) journal: Option<std::sync::Arc<crate::net::log::Journal>>,
 }
 
@@ -79,10 +74,6 @@ impl Config {
             sorted_dirs: plan.sorted_dirs,
             cpu_milli: plan.resources.cpu_milli,
             egress: plan.egress.is_some(),
-            offline: plan.egress.is_none()
-                && plan.isolation == crate::plan::Isolation::Full
-                && plan.namespaces.contains(&crate::plan::Namespace::Net)
-                && plan.join.is_empty(),
             journal: None,
         }
     }
@@ -100,7 +91,7 @@ impl Config {
             self.clock.map(|c| c.mode),
             self.seed.is_some(),
             self.sorted_dirs,
-            self.egress || self.offline,
+            self.egress,
         )
     }
 }

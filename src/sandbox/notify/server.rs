@@ -154,15 +154,6 @@ impl Server {
             };
             let dest = read_sockaddr(&caller, addr, len);
             self.keep(caller);
-            if !self.config.egress {
-                // --net none: note an attempt out (or at a DNS server); the kernel answers.
-                if let (Some(d), Some(j)) = (dest, &self.config.journal) {
-                    if !d.ip().is_loopback() && !d.ip().is_unspecified() || d.port() == 53 {
-                        j.direct(direct_what(nr), d.ip(), d.port());
-                    }
-                }
-                return seccomp::respond_continue(listener, id).or(Ok(()));
-            }
             return match dest.filter(|d| !d.ip().is_loopback() && !d.ip().is_unspecified()) {
                 // Outside the sandbox: its namespace has no route there. Say so and note it.
                 Some(d) => {
