@@ -339,7 +339,7 @@ fn bad_input_is_one_line_before_anything_runs() {
         (vec!["--allow-host", "*"], "\"*\""),
     ] {
         let o = c.run(&args);
-        expect_error(&o, needle);
+        expect_bad_input(&o, needle);
     }
     let o = c
         .work

@@ -1,4 +1,5 @@
-//! Bad input: one line on stderr naming the problem, exit 125, nothing run.
+//! Bad input: one line on stderr naming the problem (a usage error: the parser's whole
+//! message and a `--help` hint), exit 125, nothing run.
 
 use crate::common::*;
 
@@ -83,7 +84,7 @@ fn bad_input_is_refused_with_one_line_and_125() {
     for (args, needle) in cases {
         let o = w.run(args);
         assert!(o.stdout.is_empty(), "{args:?} printed to stdout");
-        expect_error(&o, needle);
+        expect_bad_input(&o, needle);
     }
     std::fs::write(
         w.path().join("bad.env"),

@@ -57,16 +57,22 @@ fn environment_is_exactly_the_documented_set() {
     assert_eq!(
         env,
         [
+            // Offline (--net none, no mirror): package clients do not retry.
+            "GOPROXY=off",
+            "GOTOOLCHAIN=local",
             "HOME=/home/reprorun",
             "LANG=C.UTF-8",
             "LC_ALL=C.UTF-8",
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "PERL_HASH_SEED=0",
             "PERL_PERTURB_KEYS=NO",
+            "PIP_RETRIES=0",
             "PYTHONHASHSEED=0",
             "SOURCE_DATE_EPOCH=1600000000",
             "SWIFT_DETERMINISTIC_HASHING=1",
             "TZ=UTC",
+            "UV_HTTP_RETRIES=0",
+            "npm_config_fetch_retries=0",
         ]
     );
 }

@@ -259,7 +259,7 @@ fn exec_image_gets_a_fresh_overlay_per_run() {
     assert_eq!(plan["mounts"][0]["dest"], "/");
 
     let r = img.work.path().display().to_string();
-    expect_error(
+    expect_bad_input(
         &img.run(&["exec", "--image", "busybox", "--rootfs", &r, "--", "true"]),
         "cannot be used with",
     );

@@ -288,7 +288,7 @@ fn pull_fails_clearly_and_leaves_nothing() {
     nothing_left();
     expect_error(
         &w.run(&["exec", "--mirror", "/nonexistent", "--", "true"]),
-        "not a mirror",
+        "--mirror: /nonexistent: no such directory",
     );
 }
 
@@ -445,4 +445,91 @@ fn go_modules_mirror_and_build_offline() {
     ]);
     expect_error(&o, "example.com/dep@v1.1.0 was published 2030-01-01");
     assert!(!out2.exists());
+}
+
+/// `--project DIR` reads what to mirror from pyproject.toml (build requirements, extras,
+/// PEP 735 groups); `--into` adds to an existing mirror at its own date and refuses another.
+#[test]
+fn pull_reads_a_project_and_adds_into_an_existing_mirror() {
+    if !is_root() || !uv_available() {
+        eprintln!("skipped: needs root and uv (pip install uv)");
+        return;
+    }
+    let idx = Index::start();
+    let w = Work::new();
+    let proj = w.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(
+        proj.join("pyproject.toml"),
+        "[build-system]\nrequires = [\"alpha\"]\n\n[project]\nname = \"proj\"\ndependencies = []\n\n\
+         [project.optional-dependencies]\nextra = [\"newonly\"]\n\n\
+         [dependency-groups]\ntest = [\"beta\"]\nall = [{include-group = \"test\"}]\n",
+    )
+    .unwrap();
+    let names = |m: &Path| {
+        let lock = read_json(&m.join("lock.json"));
+        let mut v: Vec<String> = lock["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let m = w.path().join("m");
+    let (ms, ps) = (m.to_str().unwrap(), proj.to_str().unwrap());
+    let pull = |args: &[&str]| {
+        let mut all = vec![
+            "mirror",
+            "pull",
+            "--date",
+            "2024-01-01",
+            "--index",
+            &idx.url,
+        ];
+        all.extend_from_slice(args);
+        w.run(&all)
+    };
+    expect_code(&pull(&["--out", ms, "--project", ps]), 0);
+    assert_eq!(names(&m), ["alpha"]);
+    // A forgotten group is added into the same mirror, not a new pull.
+    let o = pull(&[
+        "--into",
+        ms,
+        "--project",
+        ps,
+        "--groups",
+        "all",
+        "--extras",
+        "extra",
+    ]);
+    assert!(
+        expect_code(&o, 0).contains("2 files added"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(names(&m), ["alpha", "beta", "newonly"]);
+    expect_code(&w.run(&["mirror", "verify", ms]), 0);
+    // Another date, an unknown group: refused, the mirror unchanged.
+    let o = w.run(&[
+        "mirror",
+        "pull",
+        "--date",
+        "2025-01-01",
+        "--index",
+        &idx.url,
+        "--into",
+        ms,
+        "alpha",
+    ]);
+    expect_error(
+        &o,
+        "the mirror is cut at 2024-01-01T00:00:00Z, not 2025-01-01T00:00:00Z",
+    );
+    expect_error(
+        &pull(&["--into", ms, "--project", ps, "--groups", "docs"]),
+        "no dependency group \"docs\"",
+    );
+    assert_eq!(names(&m), ["alpha", "beta", "newonly"]);
 }

@@ -372,7 +372,7 @@ fn bad_allowlists_fail_before_anything_starts() {
         all.extend(args.iter().copied());
         all.extend(["--", "true"]);
         let o = work.run(&all);
-        expect_error(&o, needle);
+        expect_bad_input(&o, needle);
     }
     // `--net allow` alone is valid, allows nothing, and still sets the proxy variables.
     let o = work.run(&["exec", "--net", "allow", "--dry-run", "--", "true"]);

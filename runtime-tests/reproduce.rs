@@ -771,6 +771,21 @@ fn the_example_corpus_shows_the_shim_at_work() {
     // One drift event among seven observed patches: a half-life can be fitted.
     assert_eq!(s["drift"]["events"], 1, "{s}");
     assert!(s["half_life_days"].as_f64().unwrap() > 0.0, "{s}");
+    // The report says how little it rests on, when ages are taken, the overhead's spread.
+    let iqr = s["overhead_iqr"].as_array().expect("overhead_iqr");
+    assert!(iqr[0].as_f64().unwrap() <= iqr[1].as_f64().unwrap(), "{s}");
+    let out = work.run(&["reproduce", "report", "--db", "study.db", "--out", "rep"]);
+    expect_code(&out, 0);
+    let md = std::fs::read_to_string(work.path().join("rep/report.md")).unwrap();
+    assert!(
+        md.contains("Caution: this rests on 1 drift event (fewer than 5)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("A patch's age is measured from its benchmark date"),
+        "{md}"
+    );
+    assert!(md.contains("interquartile range"), "{md}");
     let rows = Store::open(&work.path().join("study.db"), false)
         .unwrap()
         .rows()

@@ -332,7 +332,7 @@ fn bad_date_and_clock_input_is_refused() {
         ),
         (
             &["exec", "--date", "2024-02-30", "--", "true"],
-            "invalid date",
+            "invalid date \"2024-02-30\": day 30 is out of range for 2024-02 (01-29)",
         ),
         (
             &["exec", "--clock", "warp", "--", "true"],
@@ -343,7 +343,7 @@ fn bad_date_and_clock_input_is_refused() {
             "invalid --clock",
         ),
     ] {
-        expect_error(&w.run(args), needle);
+        expect_bad_input(&w.run(args), needle);
     }
 }
 

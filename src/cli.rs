@@ -14,6 +14,7 @@ use crate::oci;
 use crate::parse::{self, BindSpec, ParseError};
 use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
 use crate::record::{self, RecordError, RecordSink, RunRecord};
+use crate::rootfs_id::{Described, RootfsId};
 use crate::sandbox::{self, SandboxError};
 use crate::security::{self, Resources, Rlimit, SeccompProfile};
 
@@ -85,12 +86,20 @@ pub(crate) struct ExecArgs {
     /// changed, and caches a tool keeps there cannot leak into the next run).
     #[arg(long, value_enum, value_name = "MODE", default_value = "rw")]
     pub(crate) workdir_mode: crate::plan::WorkdirMode,
+    /// With --workdir-mode overlay: save the overlay's layers in DIR (a new or empty
+    /// directory): DIR/upper holds what the run changed in /work (`spec/sandbox.md`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) keep_changes: Option<PathBuf>,
     /// Bind a host path into the sandbox (default rw); repeatable, applied in order.
     #[arg(long, value_name = "SRC:DST[:ro|rw]", value_parser = parse::bind)]
     pub(crate) bind: Vec<BindSpec>,
     /// Mount an empty tmpfs at DST; repeatable, applied in order with --bind.
     #[arg(long, value_name = "DST", value_parser = parse::target)]
     pub(crate) tmpfs: Vec<PathBuf>,
+    /// Bring a program from your PATH (such as uv in ~/.local/bin) in read-only at
+    /// /run/tools/NAME, first on PATH; repeatable (`spec/sandbox.md`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) import_tool: Vec<String>,
     /// Network: `none` (a new namespace, loopback only; the default), `host` (the host's
     /// network), or `allow` (a new namespace whose one way out is reprorun's egress proxy,
     /// which lets through the --allow-host list and nothing else; `spec/network.md`).
@@ -263,13 +272,13 @@ pub fn main() -> i32 {
     if let Some(at) = oci::cli::runc_exec_at(&args) {
         args[at] = "oci-exec".into();
     }
-    let matches = match Cli::command().try_get_matches_from(&args) {
+    let matches = match crate::help::exec_grouped(Cli::command()).try_get_matches_from(&args) {
         Ok(m) => m,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error(e, &args),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error(e, &args),
     };
     match cli.command {
         Command::Exec(args) => {
@@ -310,7 +319,7 @@ fn report(result: Result<i32, Error>) -> i32 {
     }
 }
 
-fn usage_error(e: clap::Error) -> i32 {
+fn usage_error(e: clap::Error, args: &[String]) -> i32 {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
         || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
@@ -322,11 +331,45 @@ fn usage_error(e: clap::Error) -> i32 {
             0
         };
     }
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("reprorun: {first} (see `reprorun --help`)");
+    let command = crate::hint::command_path(&Cli::command(), args);
+    eprint!(
+        "{}",
+        crate::hint::usage_message(&e.render().to_string(), &command)
+    );
     exit::RUNTIME_ERROR
+}
+
+/// Hints for a command not found in the sandbox: a value the shell split (`--timeout 10
+/// minutes`), a program the caller has on its PATH.
+fn exec_hints(e: &SandboxError, command: &[String]) -> Vec<String> {
+    let SandboxError::Exec { program, errno } = e else {
+        return Vec::new();
+    };
+    if !matches!(
+        errno,
+        nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR
+    ) {
+        return Vec::new();
+    }
+    let raw: Vec<String> = std::env::args().collect();
+    let after = raw
+        .iter()
+        .position(|a| a == "exec")
+        .map_or(&raw[..0], |i| &raw[i + 1..]);
+    let cli = Cli::command();
+    let takes_value = |option: &str| {
+        cli.find_subcommand("exec").is_some_and(|sub| {
+            sub.get_arguments().any(|a| {
+                a.get_action().takes_values()
+                    && (a
+                        .get_long()
+                        .is_some_and(|l| option.strip_prefix("--") == Some(l))
+                        || a.get_short().is_some_and(|c| option == format!("-{c}")))
+            })
+        })
+    };
+    let path = std::env::var_os("PATH");
+    crate::hint::exec_not_found(program, after, command, path.as_deref(), takes_value)
 }
 
 /// `--bind` and `--tmpfs` merged back into command-line order.
@@ -383,6 +426,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         rootfs: args.rootfs.clone(),
         workdir: args.workdir.clone(),
         workdir_mode: args.workdir_mode,
+        keep_changes: args.keep_changes.clone(),
         extra_mounts: extra_mounts(args, m),
         net: args.net.unwrap_or(if wants_egress(args) {
             NetMode::Allow
@@ -417,6 +461,13 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         follow_symlinks: args.follow_symlinks,
         ..ExecRequest::new(args.command.clone())
     };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in &args.import_tool {
+        req.import_tool(name, &path)?;
+    }
+    if args.mirror.is_none() && req.net == NetMode::None {
+        req.env.extend(crate::mirror::offline_env());
+    }
     if let Some(dir) = &args.mirror {
         // The clients' settings first: the user's --env-file and --env win.
         req.attach_mirror(dir)?;
@@ -439,9 +490,13 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
-    let plan = match request(&args, m).and_then(|req| {
+    let (plan, image) = match request(&args, m).and_then(|req| {
         let host = HostFacts::current()?;
-        Ok(plan::resolve(&req, &host)?)
+        let image = req.image.as_ref().map(|i| RootfsId::Image {
+            reference: i.reference.clone(),
+            digest: i.digest.clone(),
+        });
+        Ok((plan::resolve(&req, &host)?, image))
     }) {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -476,15 +531,30 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             });
         }
     }
+    // What the root was, read before the run (only for the record: it reads the package list).
+    let rootfs = sink.as_ref().map(|_| match image {
+        Some(id) => id,
+        None if args.rootfs.is_none() => RootfsId::Host(Described::of(&plan.rootfs)),
+        None => RootfsId::Dir(Described::of(&plan.rootfs)),
+    });
     let started = SystemTime::now();
     let clock = Instant::now();
     let result = sandbox::run(&plan, &mut |line| eprintln!("reprorun: {line}"));
     let ended = SystemTime::now();
     let (code, error, outcome) = match result {
-        Ok(o) => (o.exit_code, None, Some(o)),
+        Ok(o) => {
+            for h in crate::hint::after_failed_run(&plan, &o) {
+                eprintln!("reprorun: {h}");
+            }
+            (o.exit_code, None, Some(o))
+        }
         Err(e) => {
+            let hints = exec_hints(&e, &args.command);
             let e = Error::from(e);
             eprintln!("reprorun: {e}");
+            for h in hints {
+                eprintln!("reprorun: {h}");
+            }
             (e.exit_code(), Some(e.to_string()), None)
         }
     };
@@ -494,6 +564,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             reprorun_version: env!("CARGO_PKG_VERSION"),
             argv: std::env::args().collect(),
             plan: &plan,
+            rootfs,
             isolation_used: outcome.as_ref().map(|o| o.isolation),
             started_at: record::timestamp(started),
             ended_at: record::timestamp(ended),

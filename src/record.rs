@@ -54,6 +54,9 @@ pub(crate) struct RunRecord<'a> {
     /// reprorun's own command line.
     pub(crate) argv: Vec<String>,
     pub(crate) plan: &'a Plan,
+    /// What the root filesystem was: an image's digest, or the host root's (or `--rootfs`
+    /// directory's) distribution and installed-package digest.
+    pub(crate) rootfs: Option<crate::rootfs_id::RootfsId>,
     /// `full` or `none`; null when the run never started.
     pub(crate) isolation_used: Option<Isolation>,
     pub(crate) started_at: String,

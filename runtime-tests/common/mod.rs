@@ -74,6 +74,36 @@ pub fn expect_error(o: &Output, needle: &str) {
     assert!(err.contains(needle), "{needle:?} not in {err:?}");
 }
 
+/// Asserts a usage error found by the argument parser: exit 125, `reprorun: ` and the
+/// parser's whole message (which contains `needle`), ending with the hint to `command --help`.
+#[track_caller]
+pub fn expect_usage_error(o: &Output, needle: &str, command: &str) {
+    expect_code(o, 125);
+    let err = stderr(o);
+    assert!(err.starts_with("reprorun: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    let hint = format!("For more information, try '{command} --help'.");
+    assert_eq!(err.lines().last(), Some(hint.as_str()), "{err}");
+}
+
+/// Asserts bad input: a one-line runtime error, or a usage error (the parser's whole
+/// message, ending with the hint to a subcommand's `--help`).
+#[track_caller]
+pub fn expect_bad_input(o: &Output, needle: &str) {
+    let err = stderr(o);
+    if err.lines().count() == 1 {
+        return expect_error(o, needle);
+    }
+    expect_code(o, 125);
+    assert!(err.starts_with("reprorun: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("For more information, try 'reprorun ") && last.ends_with(" --help'."),
+        "{err}"
+    );
+}
+
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }

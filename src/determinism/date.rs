@@ -16,6 +16,8 @@ pub enum DateError {
     Syntax(String),
     #[error("date {0:?} is out of range: it must lie between 1970-01-01 and 9999-12-31")]
     Range(String),
+    #[error("invalid date {0:?}: {1}")]
+    Calendar(String, String),
 }
 
 /// Parses a date into seconds since the Unix epoch (fractions of a second are dropped).
@@ -34,7 +36,15 @@ pub fn parse_date(text: &str) -> Result<i64, DateError> {
             }
         })?
     } else {
-        parse_rfc3339(t).ok_or_else(syntax)?
+        match parse_rfc3339(t) {
+            Some(secs) => secs,
+            None => {
+                return Err(match calendar_problem(t) {
+                    Some(why) => DateError::Calendar(text.to_string(), why),
+                    None => syntax(),
+                })
+            }
+        }
     };
     if !(0..=MAX_EPOCH).contains(&secs) {
         return Err(DateError::Range(text.to_string()));
@@ -44,6 +54,24 @@ pub fn parse_date(text: &str) -> Result<i64, DateError> {
 
 fn digits(s: &str, n: usize) -> Option<i64> {
     (s.len() == n && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+}
+
+/// What is wrong with a date shaped like YYYY-MM-DD whose month or day does not exist.
+fn calendar_problem(t: &str) -> Option<String> {
+    let date = t.get(0..10)?;
+    let (y, m, d) = (
+        digits(date.get(0..4)?, 4)?,
+        digits(date.get(5..7)?, 2)?,
+        digits(date.get(8..10)?, 2)?,
+    );
+    if date.as_bytes()[4] != b'-' || date.as_bytes()[7] != b'-' {
+        return None;
+    }
+    if !(1..=12).contains(&m) {
+        return Some(format!("month {m:02} is out of range (01-12)"));
+    }
+    let last = days_in_month(y, m);
+    (d < 1 || d > last).then(|| format!("day {d:02} is out of range for {y:04}-{m:02} (01-{last})"))
 }
 
 fn parse_rfc3339(t: &str) -> Option<i64> {
@@ -200,8 +228,6 @@ mod tests {
         for bad in [
             "",
             "yesterday",
-            "2024-13-01",
-            "2023-02-29",
             "2024-03-01T25:00:00Z",
             "2024-03-01T12:00:00",
             "2024-3-1",
@@ -216,6 +242,21 @@ mod tests {
             assert!(
                 matches!(parse_date(bad), Err(DateError::Syntax(_))),
                 "{bad:?}"
+            );
+        }
+        // A month or day that does not exist is named.
+        for (bad, why) in [
+            ("2024-13-01", "month 13 is out of range (01-12)"),
+            ("2023-02-29", "day 29 is out of range for 2023-02 (01-28)"),
+            ("2024-02-30", "day 30 is out of range for 2024-02 (01-29)"),
+            (
+                "2024-04-31T12:00:00Z",
+                "day 31 is out of range for 2024-04 (01-30)",
+            ),
+        ] {
+            assert_eq!(
+                parse_date(bad),
+                Err(DateError::Calendar(bad.into(), why.into()))
             );
         }
         for bad in ["1969-12-31T23:59:59Z", "@-1", "@999999999999999"] {

@@ -13,6 +13,8 @@ pub(crate) struct MirrorArgs {
     pub(crate) command: MirrorCommand,
 }
 
+// Parsed once per process: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub(crate) enum MirrorCommand {
     /// Build a mirror of what the requirements need, as the index stood at DATE.
@@ -49,8 +51,32 @@ pub(crate) struct PullArgs {
     #[arg(long, value_name = "URL", default_value = DEFAULT_GOPROXY)]
     pub(crate) go_proxy: String,
     /// The mirror directory to create (must not exist).
+    #[arg(long, value_name = "DIR", required_unless_present = "into")]
+    pub(crate) out: Option<PathBuf>,
+    /// Add to this existing mirror what it lacks, at its own date (another --date is
+    /// refused).
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub(crate) into: Option<PathBuf>,
+    /// Mirror what the project in DIR needs: its pyproject.toml's [build-system] requires
+    /// and [project] dependencies.
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    pub(crate) project: Option<PathBuf>,
+    /// With --project: these [project.optional-dependencies] extras too.
+    #[arg(
+        long,
+        value_name = "EXTRA,...",
+        value_delimiter = ',',
+        requires = "project"
+    )]
+    pub(crate) extras: Vec<String>,
+    /// With --project: these [dependency-groups] (PEP 735) too.
+    #[arg(
+        long,
+        value_name = "GROUP,...",
+        value_delimiter = ',',
+        requires = "project"
+    )]
+    pub(crate) groups: Vec<String>,
     /// Requirements (e.g. pytest==8.0 or pytest).
     #[arg(value_name = "PKG")]
     pub(crate) packages: Vec<String>,
@@ -80,36 +106,52 @@ pub(crate) struct VerifyArgs {
     pub(crate) dir: PathBuf,
 }
 
+/// `mirror pull`, to a new mirror (`--out`) or into an existing one (`--into`).
+fn pull(a: PullArgs) -> Result<i32, MirrorError> {
+    let mut packages = a.packages;
+    if let Some(dir) = &a.project {
+        packages.extend(super::project::requirements(dir, &a.extras, &a.groups)?);
+    }
+    if a.requirement.is_none() && packages.is_empty() && a.go.is_none() {
+        return Err(MirrorError::Pull(
+            "nothing to mirror: give -r FILE, package names, --project DIR or --go GO.MOD".into(),
+        ));
+    }
+    let opts = PullOpts {
+        date: super::parse_date("--date", &a.date)?,
+        requirements: a.requirement,
+        packages,
+        python: a.python,
+        platform: a.platform,
+        index: a.index,
+        out: a.out.clone().unwrap_or_default(),
+        go_mod: a.go,
+        go_proxy: a.go_proxy,
+    };
+    let (dir, lock, added) = match (&a.into, &a.out) {
+        (Some(into), _) => {
+            let (lock, added) = super::into::pull_into_existing(opts, into)?;
+            (into, lock, Some(added))
+        }
+        (None, Some(out)) => (out, super::pull::pull(&opts)?, None),
+        (None, None) => return Err(MirrorError::Pull("give --out DIR or --into DIR".into())),
+    };
+    let added = added.map_or(String::new(), |n| format!("{n} files added, "));
+    println!(
+        "{}: {added}{} files, {} Go module versions, as of {}",
+        dir.display(),
+        lock.files.len(),
+        lock.go.len(),
+        lock.date.as_deref().unwrap_or("?")
+    );
+    Ok(0)
+}
+
 /// Runs one mirror command; returns the exit status (errors are mapped to a message and
 /// status by `crate::cli`).
 pub(crate) fn run(args: MirrorArgs) -> Result<i32, MirrorError> {
     match args.command {
-        MirrorCommand::Pull(a) => {
-            if a.requirement.is_none() && a.packages.is_empty() && a.go.is_none() {
-                return Err(MirrorError::Pull(
-                    "nothing to mirror: give -r FILE, package names, or --go GO.MOD".into(),
-                ));
-            }
-            let lock = super::pull::pull(&PullOpts {
-                date: super::parse_date("--date", &a.date)?,
-                requirements: a.requirement,
-                packages: a.packages,
-                python: a.python,
-                platform: a.platform,
-                index: a.index,
-                out: a.out.clone(),
-                go_mod: a.go,
-                go_proxy: a.go_proxy,
-            })?;
-            println!(
-                "{}: {} files, {} Go module versions, as of {}",
-                a.out.display(),
-                lock.files.len(),
-                lock.go.len(),
-                lock.date.as_deref().unwrap_or("?")
-            );
-            Ok(0)
-        }
+        MirrorCommand::Pull(a) => pull(a),
         MirrorCommand::Add(a) => {
             let when = a
                 .upload_time

@@ -7,7 +7,9 @@
 pub(crate) mod cli;
 pub(crate) mod dist;
 pub(crate) mod go;
+mod into;
 pub(crate) mod layout;
+mod project;
 pub(crate) mod pull;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +27,8 @@ pub(crate) const LOCK_FILE: &str = "lock.json";
 pub(crate) enum MirrorError {
     #[error("{path}: not a mirror (no {LOCK_FILE}); create one with `reprorun mirror add` or `mirror pull`")]
     NotAMirror { path: PathBuf },
+    #[error("{path}: no such directory; create a mirror there with `reprorun mirror pull --out {path}` or `mirror add`")]
+    Missing { path: PathBuf },
     #[error("{path}: {reason}")]
     BadLock { path: PathBuf, reason: String },
     #[error("{path}: not a wheel or sdist file name (NAME-VERSION-TAGS.whl, NAME-VERSION.tar.gz or .zip)")]
@@ -75,9 +79,11 @@ pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(MirrorError::NotAMirror {
-                path: dir.to_path_buf(),
-            })
+            let path = dir.to_path_buf();
+            return Err(match dir.exists() {
+                true => MirrorError::NotAMirror { path },
+                false => MirrorError::Missing { path },
+            });
         }
         Err(e) => return Err(io("read", &path)(e)),
     };
@@ -174,7 +180,7 @@ pub(crate) fn add(
 ) -> Result<usize, MirrorError> {
     let mut lock = match read_lock(dir) {
         Ok(l) => l,
-        Err(MirrorError::NotAMirror { .. }) => empty_lock(),
+        Err(MirrorError::NotAMirror { .. } | MirrorError::Missing { .. }) => empty_lock(),
         Err(e) => return Err(e),
     };
     let when = upload_time.unwrap_or_else(|| {
@@ -322,6 +328,22 @@ pub(crate) fn attach(
             readonly: true,
         },
     ))
+}
+
+/// The environment of a `--net none` run without a mirror: package clients give up at the
+/// first failed connection instead of retrying for seconds (pip waited 7.9 s to fail), and
+/// go does not look modules up (`spec/network.md`). `--env` still wins.
+pub(crate) fn offline_env() -> Vec<(String, String)> {
+    [
+        ("PIP_RETRIES", "0"),
+        ("UV_HTTP_RETRIES", "0"),
+        ("npm_config_fetch_retries", "0"),
+        ("GOPROXY", "off"),
+        ("GOTOOLCHAIN", "local"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 /// The environment `exec --mirror` gives the sandbox: every client pointed at `/mirror`,

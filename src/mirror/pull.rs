@@ -340,9 +340,17 @@ fn pull_into(o: &PullOpts, tmp: &Path) -> Result<Lock, MirrorError> {
     let mut records = Vec::new();
     if o.requirements.is_some() || !o.packages.is_empty() {
         let req = match &o.requirements {
-            Some(r) => {
+            Some(r) if o.packages.is_empty() => {
                 std::fs::metadata(r).map_err(io("read -r", r))?;
                 r.clone()
+            }
+            // -r with packages (or --project): one file that includes the other.
+            Some(r) => {
+                let r = std::fs::canonicalize(r).map_err(io("read -r", r))?;
+                let p = scratch.join("requirements.in");
+                let text = format!("-r {}\n{}\n", r.display(), o.packages.join("\n"));
+                std::fs::write(&p, text).map_err(io("write", &p))?;
+                p
             }
             None => {
                 let p = scratch.join("requirements.in");

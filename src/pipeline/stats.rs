@@ -67,6 +67,23 @@ pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     }
 }
 
+/// The 25th and 75th percentiles of the values that are not NaN (linear interpolation
+/// between order statistics, as R's default and numpy's); `None` when there are none.
+/// Reorders `values`.
+pub(crate) fn quartiles(values: &mut [f64]) -> Option<[f64; 2]> {
+    values.sort_by(|a, b| a.is_nan().cmp(&b.is_nan()).then(a.total_cmp(b)));
+    let n = values.iter().take_while(|v| !v.is_nan()).count();
+    if n == 0 {
+        return None;
+    }
+    let at = |q: f64| {
+        let h = q * (n - 1) as f64;
+        let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+        values[lo] + (h - lo as f64) * (values[hi] - values[lo])
+    };
+    Some([at(0.25), at(0.75)])
+}
+
 /// An exponential hazard (dependency drift, in reproduce) fitted to current-status data.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HazardFit {

@@ -29,6 +29,7 @@ pub struct ImageRoot {
 /// The root of an image run: the overlay replaces the skeleton tmpfs and the read-only binds.
 pub(super) fn root_mounts(img: &ImageRoot) -> Vec<MountOp> {
     vec![MountOp::Overlay {
+        keep: None,
         lower: img.rootfs.clone(),
         dest: "/".into(),
     }]
@@ -115,7 +116,8 @@ mod tests {
             p.mounts[0],
             MountOp::Overlay {
                 lower: root.path().to_path_buf(),
-                dest: "/".into()
+                dest: "/".into(),
+                keep: None,
             }
         );
         assert!(!p.mounts.contains(&MountOp::ReadonlyRoot));

@@ -79,6 +79,12 @@ pub enum PlanError {
     Workdir(PathBuf),
     #[error("--bind source {0}: no such file or directory")]
     BindSource(PathBuf),
+    #[error("--import-tool {0}: no program of that name on your PATH")]
+    ImportTool(String),
+    #[error("--keep-changes {0}: {1}; pass a new or empty directory")]
+    KeepChanges(PathBuf, String),
+    #[error("--keep-changes needs --workdir-mode overlay (it keeps that overlay's upper layer)")]
+    KeepChangesMode,
     #[error("{what} {path}: crosses the symbolic link {link} (a link, perhaps planted by an earlier run, must not redirect a mount); pass the resolved path, or --follow-symlinks")]
     SymlinkSource {
         what: &'static str,

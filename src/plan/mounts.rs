@@ -145,6 +145,10 @@ pub enum MountOp {
     Overlay {
         lower: PathBuf,
         dest: PathBuf,
+        /// `--keep-changes`: a host directory that holds the upper (`upper/`) and work
+        /// (`work/`) directories, so the changes outlive the run; else a tmpfs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep: Option<PathBuf>,
     },
     /// Writes `ld.so.preload` naming `lib` into `etc` on a writable root (an image's
     /// overlay), replacing whatever is there, instead of covering `etc` like [`Preload`].

@@ -16,6 +16,9 @@ pub enum ExtraMount {
     Tmpfs(PathBuf),
 }
 
+/// Where `--import-tool` puts programs (on the sandbox's own /run).
+pub const TOOLS_DIR: &str = "/run/tools";
+
 /// How the working directory is mounted at /work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkdirMode {
@@ -103,6 +106,8 @@ pub struct ExecRequest {
     /// How the working directory is mounted: read-write, read-only, or under a fresh
     /// writable overlay whose changes end with the run.
     pub workdir_mode: WorkdirMode,
+    /// `--keep-changes`: where the overlay's layers go (`WorkdirMode::Overlay` only).
+    pub keep_changes: Option<PathBuf>,
     pub net: NetMode,
     /// With `NetMode::Allow`: the allowlist and resolver overrides of the egress proxy.
     pub egress: crate::net::Egress,
@@ -155,6 +160,7 @@ impl ExecRequest {
             workdir: None,
             extra_mounts: Vec::new(),
             workdir_mode: WorkdirMode::Rw,
+            keep_changes: None,
             net: NetMode::None,
             egress: crate::net::Egress::default(),
             net_log: None,
@@ -181,6 +187,29 @@ impl ExecRequest {
             sorted_dirs: true,
             argv,
         }
+    }
+
+    /// `--import-tool NAME`: the program NAME on the caller's `path` (its real file, links
+    /// followed), bound read-only at [`TOOLS_DIR`]`/NAME`, which goes first on the pinned
+    /// PATH (an image's own PATH is left alone: the tool is then at its full path).
+    pub(crate) fn import_tool(
+        &mut self,
+        name: &str,
+        path: &std::ffi::OsStr,
+    ) -> Result<(), super::PlanError> {
+        let missing = || super::PlanError::ImportTool(name.to_string());
+        let found = crate::hint::on_path(name, path).ok_or_else(missing)?;
+        let src = std::fs::canonicalize(found).map_err(|_| missing())?;
+        self.extra_mounts.push(ExtraMount::Bind(BindSpec {
+            src,
+            dest: Path::new(TOOLS_DIR).join(name),
+            readonly: true,
+        }));
+        let path = format!("{TOOLS_DIR}:{}", crate::determinism::FROZEN_PATH);
+        if self.image.is_none() && !self.env.iter().any(|(k, v)| k == "PATH" && *v == path) {
+            self.env.push(("PATH".into(), path));
+        }
+        Ok(())
     }
 
     /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after

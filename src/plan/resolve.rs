@@ -236,6 +236,28 @@ fn pinned_files(identity: &Identity, boot_epoch: i64) -> Vec<MountOp> {
     mounts
 }
 
+/// `--keep-changes DIR`: absolute, and nothing there yet (or an empty directory), so a run
+/// never mixes its changes into an earlier run's.
+fn keep_changes(req: &ExecRequest, host: &HostFacts) -> Result<Option<PathBuf>, PlanError> {
+    let Some(dir) = &req.keep_changes else {
+        return Ok(None);
+    };
+    if req.workdir_mode != super::WorkdirMode::Overlay {
+        return Err(PlanError::KeepChangesMode);
+    }
+    let dir = absolute(host, dir);
+    let bad = |why: &str| PlanError::KeepChanges(dir.clone(), why.to_string());
+    if dir.to_string_lossy().contains([',', ':', '\\']) {
+        return Err(bad("',', ':' or '\\' cannot be named in overlay options"));
+    }
+    match std::fs::read_dir(&dir).map(|mut entries| entries.next().is_none()) {
+        Ok(false) => Err(bad("not empty")),
+        Ok(true) => Ok(Some(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(dir)),
+        Err(e) => Err(bad(&e.to_string())),
+    }
+}
+
 /// What the caller gives the sandbox: the working directory at [`WORKDIR`], the extra
 /// mounts in command-line order, and on the host root, the host's unix sockets covered
 /// (except under paths given on purpose).
@@ -245,10 +267,12 @@ fn caller_mounts(
     roots: &Roots,
 ) -> Result<Vec<MountOp>, PlanError> {
     let workdir = &roots.workdir;
+    let keep = keep_changes(req, host)?;
     let mut mounts = vec![match req.workdir_mode {
         super::WorkdirMode::Overlay => MountOp::Overlay {
             lower: workdir.clone(),
             dest: WORKDIR.into(),
+            keep,
         },
         mode => MountOp::Bind {
             src: workdir.clone(),

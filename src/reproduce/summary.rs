@@ -71,6 +71,13 @@ pub struct Summary {
     /// instances lacking either median, or with a no-shim median of 0, are left out. `null`
     /// when no instance qualifies.
     pub overhead_median: Option<f64>,
+    /// The spread of those per-instance overheads: `[25th, 75th percentile]` (linear
+    /// interpolation). Omitted with `overhead_median`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_iqr: Option<[f64; 2]>,
+    /// How many instances (paired shim and no-shim runs) the overhead is over.
+    #[serde(default)]
+    pub overhead_instances: u64,
     /// Dependency-drift half-life in days, ln 2 / λ̂ of the exponential hazard fitted to
     /// `drift` ([`pstats::fit_exponential_hazard`]). `null` when the fit is not estimable
     /// (no observation, no drift event, or every observation drifted).
@@ -171,6 +178,11 @@ pub struct Drift {
     /// (earliest `started_at` of the instance's no-shim runs − `bench_date`) / 86400.
     #[serde(default)]
     pub points: Vec<(f64, bool)>,
+    /// The reference dates of the ages: the earliest and the latest of the observations'
+    /// first no-shim run (UTC, YYYY-MM-DD). Ages grow with the day a study is run, and so
+    /// does the half-life's footing. Omitted without observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_at: Option<[String; 2]>,
 }
 
 /// Non-reproducing patches per failure mode. Every mode is a key (in the order
@@ -270,6 +282,8 @@ struct Totals {
     infra: InfraCounts,
     overheads: Vec<f64>,
     points: Vec<(f64, bool)>,
+    /// The first no-shim run's start of each observation, seconds since the epoch.
+    measured: Vec<i64>,
     any_no_shim: bool,
     any_baseline_shim: bool,
     any_baseline_no_shim: bool,
@@ -332,14 +346,13 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
         }
     }
 
-    let age_days = arm_runs(Arm::NoShim)
-        .iter()
-        .map(|r| r.started_at)
-        .min()
-        .map(|start| (i128::from(start) - i128::from(inst.bench_date)) as f64 / DAY);
-    if let Some(age) = age_days.filter(|a| *a > 0.0) {
+    let first_no_shim = arm_runs(Arm::NoShim).iter().map(|r| r.started_at).min();
+    let age_days =
+        first_no_shim.map(|start| (i128::from(start) - i128::from(inst.bench_date)) as f64 / DAY);
+    if let (Some(age), Some(start)) = (age_days.filter(|a| *a > 0.0), first_no_shim) {
         t.points
             .push((age, modes_no_shim.contains(&Mode::DependencyDrift)));
+        t.measured.push(start);
     }
 
     let runs = arms
@@ -412,6 +425,7 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         infra,
         mut overheads,
         points,
+        measured,
         any_no_shim,
         any_baseline_shim,
         any_baseline_no_shim,
@@ -441,6 +455,14 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         observations: points.len() as u64,
         events: points.iter().filter(|(_, e)| *e).count() as u64,
         points,
+        measured_at: measured
+            .iter()
+            .min()
+            .zip(measured.iter().max())
+            .map(|(a, b)| {
+                let date = |s: i64| crate::determinism::date::rfc3339_secs(s)[..10].to_string();
+                [date(*a), date(*b)]
+            }),
     });
 
     let failure_modes = FailureModes {
@@ -460,6 +482,8 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         mcnemar_p: mcnemar.map(|m| m.p),
         mcnemar,
         overhead_median: pstats::median(&mut overheads),
+        overhead_iqr: pstats::quartiles(&mut overheads),
+        overhead_instances: overheads.len() as u64,
         half_life_days: fit.map(|f| f.half_life_days),
         half_life_ci: fit.map(|f| [f.ci_low, f.ci_high]),
         drift,

@@ -416,7 +416,7 @@ mod tests {
             "scanned over 21 bytes, no more"
         );
         assert_eq!(name_at(b"\0time\0", 1, 4), b"time");
-        assert_eq!(name_at(b"\0timex\0", 1, 4), b"timex"[..5].as_ref());
+        assert_eq!(name_at(b"\0timex\0", 1, 4), &b"timex"[..5]);
         assert_ne!(name_at(b"\0timex\0", 1, 4), b"time");
         assert_eq!(
             name_at(b"\0time", 1, 4),

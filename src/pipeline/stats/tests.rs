@@ -107,6 +107,18 @@ fn medians() {
 }
 
 #[test]
+fn quartiles_interpolate_between_order_statistics() {
+    assert_eq!(quartiles(&mut []), None);
+    assert_eq!(quartiles(&mut [f64::NAN]), None);
+    assert_eq!(quartiles(&mut [2.0]), Some([2.0, 2.0]));
+    // Sorted 1, 2, 3, 4: positions 0.75 and 2.25 → 1.75 and 3.25 (R's type 7).
+    assert_eq!(quartiles(&mut [4.0, 1.0, 3.0, 2.0]), Some([1.75, 3.25]));
+    // 1..=5: positions 1 and 3 exactly; NaNs left out.
+    let mut v = [5.0, f64::NAN, 1.0, 4.0, 2.0, 3.0];
+    assert_eq!(quartiles(&mut v), Some([2.0, 4.0]));
+}
+
+#[test]
 fn hazard_not_estimable() {
     assert_eq!(fit_exponential_hazard(&[]), None);
     // No usable age.

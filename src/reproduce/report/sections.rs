@@ -114,8 +114,12 @@ fn mcnemar_text(s: &Summary) -> String {
 fn overhead_text(s: &Summary) -> String {
     match s.overhead_median {
         Some(_) => format!(
-            "Median wall-clock overhead of the shim: {}.",
-            signed_pct(s.overhead_median)
+            "Median wall-clock overhead of the shim: {} (interquartile range {} to {}, over {} \
+             instances timed in both arms).",
+            signed_pct(s.overhead_median),
+            signed_pct(s.overhead_iqr.map(|q| q[0])),
+            signed_pct(s.overhead_iqr.map(|q| q[1])),
+            s.overhead_instances
         ),
         None => {
             "Median wall-clock overhead of the shim: n/a (no instance timed in both arms).".into()
@@ -135,10 +139,37 @@ fn baseline_text(s: &Summary) -> String {
     }
 }
 
+/// Fewer drift events than this, and the half-life is flagged as resting on too little.
+const FEW_DRIFT_EVENTS: u64 = 5;
+
 fn drift_text(s: &Summary) -> String {
     let Some(d) = &s.drift else {
         return "No no-shim runs, so no dependency-drift observations.".into();
     };
+    let mut text = half_life_text(s, d);
+    if s.half_life_days.is_some() && d.events < FEW_DRIFT_EVENTS {
+        text.push_str(&format!(
+            " Caution: this rests on {} drift event{} (fewer than {FEW_DRIFT_EVENTS}); the \
+             estimate and its interval are not to be relied on.",
+            d.events,
+            if d.events == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some([from, to]) = &d.measured_at {
+        let when = match from == to {
+            true => format!("on {from}"),
+            false => format!("between {from} and {to}"),
+        };
+        text.push_str(&format!(
+            " A patch's age is measured from its benchmark date to its first no-shim run, \
+             and these runs started {when} (UTC): the same study run later sees older \
+             patches and other figures."
+        ));
+    }
+    text
+}
+
+fn half_life_text(s: &Summary, d: &crate::reproduce::summary::Drift) -> String {
     match (s.half_life_days, s.half_life_ci) {
         (Some(h), Some([lo, hi])) => format!(
             "Dependency-drift half-life: {} days (95% CI {}–{}), from {} observations with {} \

@@ -252,6 +252,21 @@ fn deterministic_and_complete() {
     );
     assert!(md.contains("two-sided p = "));
     assert!(md.contains("Dependency-drift half-life: "));
+    // The overhead's spread, the thin footing of the half-life, the date ages are taken at.
+    assert!(
+        md.contains("(interquartile range +0.0% to +0.0%, over 5 instances timed in both arms)"),
+        "{md}"
+    );
+    let events = a.drift.as_ref().map_or(0, |d| d.events);
+    assert!(events > 0 && events < 5, "{events}");
+    assert!(
+        md.contains(&format!("Caution: this rests on {events} drift events")),
+        "{md}"
+    );
+    assert!(
+        md.contains("and these runs started on 2020-10-23 (UTC): the same study run later"),
+        "{md}"
+    );
     // Every instance has a row.
     for r in &a.instances {
         assert!(md.contains(&md_cell_for_test(&r.instance_id)));

@@ -127,6 +127,9 @@ fn classes_counts_and_rates() {
     ] {
         assert!(v.get(null).is_some_and(|x| x.is_null()), "{null}");
     }
+    // Without timed pairs: no spread, over no instances.
+    assert!(v.get("overhead_iqr").is_none());
+    assert_eq!(v["overhead_instances"], 0);
     assert!(v["failure_modes"].get("no_shim").is_none());
     assert_eq!(v["instances"][1]["class_shim"], "flaky");
     assert!(v["instances"][1]["r_no_shim"].is_null());
@@ -542,6 +545,8 @@ fn json_field_names_and_round_trip() {
         "mcnemar",
         "mcnemar_p",
         "overhead_median",
+        "overhead_iqr",
+        "overhead_instances",
         "half_life_days",
         "half_life_ci",
         "drift",

@@ -304,7 +304,7 @@ impl Builder<'_> {
                 flags,
             } => self.flag_bind(src, dest, *recursive, flags),
             MountOp::RootBind { src } => self.root_bind(src),
-            MountOp::Overlay { lower, dest } => self.overlay(lower, dest),
+            MountOp::Overlay { lower, dest, keep } => self.overlay(lower, dest, keep.as_deref()),
             MountOp::Mask { dest } => self.mask(dest),
             MountOp::ReadonlyPath { dest } => {
                 let path = self.staged(dest);
@@ -510,7 +510,12 @@ impl Builder<'_> {
     /// and work directories live in a tmpfs of their own in the staging root (which is
     /// detached after the pivot; the overlay keeps the tmpfs alive until the sandbox ends),
     /// so nothing a run writes reaches `lower` or outlives the run.
-    fn overlay(&mut self, lower: &Path, dest: &Path) -> Result<(), MountError> {
+    fn overlay(
+        &mut self,
+        lower: &Path,
+        dest: &Path,
+        keep: Option<&Path>,
+    ) -> Result<(), MountError> {
         let lower = self.host(lower);
         // The options string separates with ',' and ':'; such paths cannot be named there.
         if lower.to_string_lossy().contains([',', ':', '\\']) {
@@ -530,8 +535,22 @@ impl Builder<'_> {
             .mode(0o700)
             .create(&base)
             .map_err(|e| layer(io_errno(&e)))?;
-        self.fs("tmpfs", &base, HARDENED, Some("mode=0755"))
-            .map_err(&layer)?;
+        match keep {
+            // --keep-changes: the layers live in the host directory (created here, by the
+            // caller's ids), which outlives the run.
+            Some(dir) => {
+                let host = self.host(dir);
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o755)
+                    .create(&host)
+                    .map_err(|e| layer(io_errno(&e)))?;
+                self.bind(&host, &base, false, 0, "overlay layer", dest)?;
+            }
+            None => self
+                .fs("tmpfs", &base, HARDENED, Some("mode=0755"))
+                .map_err(&layer)?,
+        }
         let (upper, work) = (base.join("upper"), base.join("work"));
         for dir in [&upper, &work] {
             std::fs::DirBuilder::new()

@@ -1,0 +1,349 @@
+//! A new user's first hour (issue 21): whole usage errors with the subcommand's help, small
+//! messages that name the mistake, hints for a command that is on the caller's PATH, the
+//! root filesystem named in the run record, and the overlay's changes kept on request.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::common::*;
+
+#[test]
+fn usage_errors_print_the_whole_message_and_the_subcommands_help() {
+    let w = Work::new();
+    // A missing required option is named (it used to be cut to the first line).
+    let o = w.run(&["mirror", "pull", "--date", "2024-01-01", "attrs"]);
+    expect_usage_error(&o, "--out <DIR>", "reprorun mirror pull");
+    assert!(stderr(&o).starts_with("reprorun: the following required arguments"));
+    // An invalid value lists the valid ones.
+    let o = w.run(&["exec", "--net", "bridge", "--", "true"]);
+    expect_usage_error(&o, "[possible values: none, host, allow]", "reprorun exec");
+    let o = w.run(&["image", "ls", "--no-such-flag"]);
+    expect_code(&o, 125);
+    assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
+}
+
+#[test]
+fn small_messages_name_the_mistake() {
+    let w = Work::new();
+    let o = w.run(&["exec", "--mirror", "/nonexistent-mirror", "--", "true"]);
+    expect_error(&o, "--mirror: /nonexistent-mirror: no such directory");
+    let o = w.run(&["exec", "--date", "2024-02-30", "--", "true"]);
+    expect_bad_input(&o, "day 30 is out of range for 2024-02 (01-29)");
+    // `--timeout 10 minutes -- true` runs `minutes`: the hint says the value was split.
+    let o = w.run(&["exec", "--timeout", "10", "minutes", "--", "true"]);
+    expect_code(&o, 127);
+    let err = stderr(&o);
+    assert!(
+        err.contains("reprorun: minutes: command not found"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`--timeout` took only `10`") && err.contains("`--timeout '10 minutes'`"),
+        "{err}"
+    );
+    // With `--`, the command is what the user meant: no such hint.
+    let o = w.run(&["exec", "--timeout", "10", "--", "no-such-command-xyz"]);
+    expect_code(&o, 127);
+    assert!(!stderr(&o).contains("took only"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_command_on_the_callers_path_is_named_and_can_be_imported() {
+    let w = Work::new();
+    let bin = tempfile::tempdir().unwrap();
+    let tool = bin.path().join("reprorun-test-tool");
+    std::fs::write(&tool, "#!/bin/sh\necho imported tool \"$@\"\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let o = w
+        .cmd(&["exec", "--", "reprorun-test-tool", "x"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 127);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("`reprorun-test-tool` is at {}", tool.display())),
+        "{err}"
+    );
+    assert!(err.contains("--import-tool reprorun-test-tool"), "{err}");
+    // --import-tool brings it in, read-only.
+    let o = w
+        .cmd(&["exec", "--import-tool", "reprorun-test-tool", "--", "sh", "-c",
+            "reprorun-test-tool x && command -v reprorun-test-tool && ! echo 2>/dev/null >> /run/tools/reprorun-test-tool"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        expect_code(&o, 0),
+        "imported tool x\n/run/tools/reprorun-test-tool\n"
+    );
+    let o = w
+        .cmd(&["exec", "--import-tool", "no-such-tool-xyz", "--", "true"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_error(
+        &o,
+        "--import-tool no-such-tool-xyz: no program of that name on your PATH",
+    );
+}
+
+#[test]
+fn the_run_record_names_the_root_filesystem() {
+    let w = Work::new();
+    let o = w.run(&["exec", "--record", "run.json", "--", "true"]);
+    expect_code(&o, 0);
+    let rec = read_json(&w.path().join("run.json"));
+    let rootfs = &rec["rootfs"];
+    assert_eq!(rootfs["kind"], "host", "{rec}");
+    assert_eq!(rootfs["path"], "/");
+    // This host is Debian-like (dpkg): the package list is counted and hashed.
+    if std::path::Path::new("/var/lib/dpkg/status").exists() {
+        let p = &rootfs["packages"];
+        assert_eq!(p["manager"], "dpkg", "{rec}");
+        assert!(p["count"].as_u64().unwrap() > 10, "{rec}");
+        assert!(
+            p["digest"].as_str().unwrap().starts_with("sha256:"),
+            "{rec}"
+        );
+    }
+    // A --rootfs directory is described by its own files: a package more changes the digest.
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    std::fs::create_dir_all(r.join("etc")).unwrap();
+    std::fs::create_dir_all(r.join("var/lib/dpkg")).unwrap();
+    std::fs::write(r.join("etc/os-release"), "PRETTY_NAME=\"Tiny 1\"\n").unwrap();
+    let status = "Package: a\nStatus: install ok installed\nVersion: 1\n";
+    std::fs::write(r.join("var/lib/dpkg/status"), status).unwrap();
+    let dir_record = |name: &str| {
+        let rs = r.to_str().unwrap();
+        // The root has no programs: the run fails (127), and the record still says what
+        // the root was.
+        let o = w.run(&["exec", "--rootfs", rs, "--record", name, "--", "/x"]);
+        assert_ne!(o.status.code(), Some(0));
+        read_json(&w.path().join(name))["rootfs"].clone()
+    };
+    let before = dir_record("a.json");
+    assert_eq!(before["kind"], "dir");
+    assert_eq!(before["distribution"], "Tiny 1");
+    assert_eq!(before["packages"]["count"], 1);
+    let more =
+        format!("{status}\nPackage: locales-all\nStatus: install ok installed\nVersion: 2\n");
+    std::fs::write(r.join("var/lib/dpkg/status"), more).unwrap();
+    let after = dir_record("b.json");
+    assert_eq!(after["packages"]["count"], 2);
+    assert_ne!(after["packages"]["digest"], before["packages"]["digest"]);
+}
+
+#[test]
+fn keep_changes_saves_the_overlays_upper_layer() {
+    let w = Work::new();
+    std::fs::write(w.path().join("kept.txt"), "original\n").unwrap();
+    std::fs::write(w.path().join("gone.txt"), "x\n").unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let dir = keep.path().join("changes");
+    let dir_s = dir.to_str().unwrap();
+    let script =
+        "echo changed > kept.txt && mkdir -p .hypothesis && echo db > .hypothesis/x && rm gone.txt";
+    let o = w.run(&[
+        "exec",
+        "--workdir-mode",
+        "overlay",
+        "--keep-changes",
+        dir_s,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    expect_code(&o, 0);
+    // The host tree is untouched; the changes are in DIR/upper.
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("kept.txt")).unwrap(),
+        "original\n"
+    );
+    assert!(w.path().join("gone.txt").exists());
+    assert!(!w.path().join(".hypothesis").exists());
+    let upper = dir.join("upper");
+    assert_eq!(
+        std::fs::read_to_string(upper.join("kept.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(upper.join(".hypothesis/x")).unwrap(),
+        "db\n"
+    );
+    // A deleted file is an overlayfs whiteout (a 0:0 character device).
+    use std::os::unix::fs::FileTypeExt;
+    let gone = std::fs::symlink_metadata(upper.join("gone.txt")).unwrap();
+    assert!(gone.file_type().is_char_device());
+    // A second run into the same (now non-empty) DIR, or without overlay, is refused.
+    let o = w.run(&[
+        "exec",
+        "--workdir-mode",
+        "overlay",
+        "--keep-changes",
+        dir_s,
+        "--",
+        "true",
+    ]);
+    expect_error(&o, "not empty");
+    let o = w.run(&[
+        "exec",
+        "--keep-changes",
+        "/tmp/x-reprorun-keep",
+        "--",
+        "true",
+    ]);
+    expect_error(&o, "--keep-changes needs --workdir-mode overlay");
+}
+
+#[test]
+fn the_readme_installs_reprorun_before_its_first_use() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let config = std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap();
+    let target = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("target = "))
+        .map(|t| t.trim_matches('"'))
+        .expect("build target in .cargo/config.toml");
+    // The first command shown installs reprorun; the copied binary is where cargo puts it.
+    let first = readme
+        .lines()
+        .find(|l| l.starts_with("$ "))
+        .expect("a command in the README");
+    assert!(
+        first.starts_with("$ cargo install --locked --path ."),
+        "{first}"
+    );
+    let binary = format!("target/{target}/release/reprorun");
+    assert!(readme.contains(&binary), "README lacks {binary}");
+    assert!(!readme.contains("target/release/reprorun"));
+}
+
+#[test]
+fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
+    let w = Work::new();
+    let env = "echo $PIP_RETRIES $UV_HTTP_RETRIES $npm_config_fetch_retries $GOPROXY";
+    let o = w.run(&["exec", "--", "sh", "-c", env]);
+    assert_eq!(expect_code(&o, 0), "0 0 0 off\n");
+    // --env still wins; with the host's network nothing is set.
+    let o = w.run(&["exec", "--env", "PIP_RETRIES=3", "--", "sh", "-c", env]);
+    assert_eq!(expect_code(&o, 0), "3 0 0 off\n");
+    let o = w.run(&["exec", "--net", "host", "--", "sh", "-c", env]);
+    assert_eq!(expect_code(&o, 0), "\n");
+    // A failed run of a package client is told the network is off.
+    let o = w.run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "python3 -m pip download -q --no-deps -d /tmp/d requests",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains("reprorun: hint: the network is off (--net none) and no --mirror is given, so `pip` can download nothing"),
+        "{err}"
+    );
+    assert!(err.contains("reprorun mirror pull"), "{err}");
+    // A failed run of no client gets no such hint.
+    let o = w.run(&["exec", "--", "sh", "-c", "exit 3"]);
+    expect_code(&o, 3);
+    assert!(!stderr(&o).contains("network is off"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_work_tree_of_another_uid_is_named_when_the_run_fails() {
+    if !is_root() {
+        return;
+    }
+    // An unpacked tarball: the tree belongs to uid 1001, mode 0755.
+    let w = Work::new();
+    let tree = w.path().join("project");
+    std::fs::create_dir(&tree).unwrap();
+    std::os::unix::fs::chown(&tree, Some(1001), Some(1001)).unwrap();
+    std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = w
+        .cmd(&["exec", "--", "python3", "-m", "venv", "/work/.venv"])
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "reprorun: hint: the work tree {} belongs to uid 1001, which the sandbox does not map",
+            tree.display()
+        )),
+        "{err}"
+    );
+    // A tree the sandbox maps gets no such hint.
+    let o = w.run(&["exec", "--", "sh", "-c", "touch /work/x && exit 3"]);
+    expect_code(&o, 3);
+    assert!(!stderr(&o).contains("belongs to uid"), "{}", stderr(&o));
+}
+
+#[test]
+fn exec_help_is_grouped_and_shows_only_exec_options() {
+    let w = Work::new();
+    let help = expect_code(&w.run(&["exec", "--help"]), 0);
+    // The OCI lifecycle's globals are not exec's (still accepted, as runc accepts them).
+    for global in [
+        "--root <DIR>",
+        "--log <FILE>",
+        "--systemd-cgroup",
+        "--log-format",
+    ] {
+        assert!(!help.contains(global), "{global} in exec --help:\n{help}");
+    }
+    let headings = [
+        "Isolation and hardening:",
+        "Filesystem:",
+        "Determinism:",
+        "Environment and identity:",
+        "Limits:",
+        "Network:",
+        "Output:",
+    ];
+    let at: Vec<usize> = headings
+        .iter()
+        .map(|h| {
+            help.find(&format!("\n{h}\n"))
+                .unwrap_or_else(|| panic!("{h} missing:\n{help}"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|p| p[0] < p[1]),
+        "headings out of order:\n{help}"
+    );
+    // Each option under its heading (up to the next heading).
+    let section = |h: &str| {
+        let i = headings.iter().position(|x| *x == h).unwrap();
+        let end = at.get(i + 1).copied().unwrap_or(help.len());
+        help[at[i]..end].to_string()
+    };
+    assert!(section("Filesystem:").contains("--bind <SRC:DST[:ro|rw]>"));
+    assert!(section("Network:").contains("--allow-host"));
+    assert!(section("Determinism:").contains("--seed <N>"));
+    assert!(section("Limits:").contains("--timeout <DURATION>"));
+    assert!(section("Output:").contains("--record <FILE>"));
+    // Hidden is not refused.
+    let o = w.run(&["exec", "--root", "/tmp/x", "--", "true"]);
+    expect_code(&o, 0);
+}
+
+#[test]
+fn connects_never_fail_while_signals_arrive() {
+    let probes = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/connector.c");
+    build_probe(&src, &probes.path().join("connector"), &[], scratch.path());
+    let w = Work::new();
+    let bind = format!("{}:/probes:ro", probes.path().display());
+    let o = w.run(&["exec", "--bind", &bind, "--", "/probes/connector"]);
+    assert_eq!(expect_code(&o, 0), "bad 0\n");
+}
