@@ -882,10 +882,10 @@ fn the_no_shim_arm_reaches_allowlisted_hosts_only() {
     assert_eq!(i["class_no_shim"], "reproducible", "{s}");
     assert_ne!(i["class_shim"], "reproducible", "{s}");
     assert!(hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
-    // A bad pattern is one line before anything runs.
+    // A bad pattern is refused (exit 125, clap's message) before anything runs.
     let o = f
         .cmd(&["--no-shim-net", "allow:pypi.org:*"])
         .output()
         .unwrap();
-    expect_error(&o, "pypi.org:*");
+    expect_bad_input(&o, "pypi.org:*");
 }
