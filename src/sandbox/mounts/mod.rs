@@ -130,6 +130,12 @@ impl<'a> Builder<'a> {
             if let Some(dest) = op.dest() {
                 self.forget_below(dest);
             }
+            crate::trace::step_with("init", || {
+                let kind = format!("{op:?}");
+                let kind = kind.split([' ', '{']).next().unwrap_or_default().to_owned();
+                let dest = op.dest().map(|d| d.display().to_string());
+                format!("  mount {kind} {}", dest.unwrap_or_default())
+            });
         }
         Ok(())
     }
@@ -241,6 +247,7 @@ pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     )
     .map_err(MountError::Private)?;
     enter_staging(&sys)?;
+    crate::trace::step("init", "  mount staging root");
     let mut builder = Builder::new(&sys, Layout::sandbox());
     builder.run(ops)?;
     let newroot = builder.newroot();
