@@ -504,3 +504,49 @@ fn record_describes_the_run() {
     assert_eq!(rec["exit_code"], 127);
     assert!(rec["error"].as_str().unwrap().contains("command not found"));
 }
+
+#[test]
+fn trace_steps_time_every_process_and_stay_out_of_the_workload() {
+    let w = Work::new();
+    let o = w
+        .cmd(&[
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "env | grep -c REPRORUN_TRACE; true",
+        ])
+        .env("REPRORUN_TRACE_STEPS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        expect_code(&o, 0),
+        "0\n",
+        "the variable is not in the workload's environment"
+    );
+    let err = stderr(&o);
+    let mut last = std::collections::HashMap::new();
+    for line in err.lines() {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        assert_eq!(f[0], "reprorun-trace", "only trace lines: {err}");
+        let at: u64 = f[2].parse().unwrap();
+        // Each process's steps come in order on one clock.
+        assert!(at >= *last.get(f[1]).unwrap_or(&0), "{err}");
+        last.insert(f[1], at);
+    }
+    for who in ["supervisor", "init", "workload"] {
+        assert!(last.contains_key(who), "no steps of {who}: {err}");
+    }
+    assert!(err.contains(" init ") && err.contains(" Root\n"), "{err}");
+    // Off (unset, or 0): nothing on stderr.
+    for value in [None, Some("0")] {
+        let mut cmd = w.cmd(&["exec", "--", "true"]);
+        match value {
+            Some(v) => cmd.env("REPRORUN_TRACE_STEPS", v),
+            None => cmd.env_remove("REPRORUN_TRACE_STEPS"),
+        };
+        let o = cmd.output().unwrap();
+        expect_code(&o, 0);
+        assert_eq!(stderr(&o), "", "tracing off: {value:?}");
+    }
+}

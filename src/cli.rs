@@ -265,6 +265,8 @@ impl Error {
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
+    crate::trace::init();
+    crate::trace::step("supervisor", "main");
     let mut args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -490,13 +492,18 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
+    crate::trace::step("supervisor", "parse the command line");
     let (plan, image) = match request(&args, m).and_then(|req| {
+        crate::trace::step("supervisor", "request");
         let host = HostFacts::current()?;
+        crate::trace::step("supervisor", "host facts");
         let image = req.image.as_ref().map(|i| RootfsId::Image {
             reference: i.reference.clone(),
             digest: i.digest.clone(),
         });
-        Ok((plan::resolve(&req, &host)?, image))
+        let plan = plan::resolve(&req, &host)?;
+        crate::trace::step("supervisor", "resolve the plan");
+        Ok((plan, image))
     }) {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -541,6 +548,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
     let clock = Instant::now();
     let result = sandbox::run(&plan, &mut |line| eprintln!("reprorun: {line}"));
     let ended = SystemTime::now();
+    crate::trace::step("supervisor", "run returned");
     let (code, error, outcome) = match result {
         Ok(o) => {
             for h in crate::hint::after_failed_run(&plan, &o) {
@@ -588,5 +596,6 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             }
         }
     }
+    crate::trace::step("supervisor", "exit");
     code
 }

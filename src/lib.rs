@@ -24,4 +24,5 @@ pub(crate) mod rootfs_id;
 pub(crate) mod sandbox;
 pub mod security;
 pub(crate) mod sys;
+pub(crate) mod trace;
 pub(crate) mod util;

@@ -184,6 +184,7 @@ pub(crate) unsafe fn spawn(
     // SAFETY: the caller guarantees a single-threaded process.
     match unsafe { nix::unistd::fork() }? {
         nix::unistd::ForkResult::Child => {
+            crate::trace::step("workload", "forked");
             drop(status_r);
             let failed = match setup() {
                 Ok(()) => match prepare_and_exec(argv, env, pins, sandboxed, notify) {
@@ -385,6 +386,7 @@ fn install_filters(
             crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
         crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
             .map_err(at(Prep::Notify))?;
+        crate::trace::step("workload", "notification filter, send the listener");
     }
     crate::sys::cloexec_from(3 + preserve_fds).map_err(at(Prep::Descriptors))?;
     // The security profile last: nothing above must be refused by it (a profile may lack
@@ -392,6 +394,10 @@ fn install_filters(
     for prog in seccomp {
         crate::sys::seccomp::install(prog).map_err(at(Prep::Seccomp))?;
     }
+    crate::trace::step(
+        "workload",
+        "close descriptors, seccomp profile (then execve)",
+    );
     Ok(())
 }
 
@@ -414,9 +420,13 @@ fn prepare_and_exec(
     if pins.aslr_off {
         pin_personality().map_err(at(Prep::Personality))?;
     }
+    crate::trace::step("workload", "session, umask, personality");
     pin_cpus(pins.cpus).map_err(at(Prep::Cpus))?;
+    crate::trace::step("workload", "pin CPUs");
     set_rlimits(&pins.security.rlimits).map_err(at(Prep::Rlimits))?;
+    crate::trace::step("workload", "rlimits");
     super::signals::reset_for_exec().map_err(at(Prep::Signals))?;
+    crate::trace::step("workload", "reset signals");
     if let Some(adj) = pins.oom_score_adj {
         std::fs::write("/proc/self/oom_score_adj", adj.to_string())
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
@@ -446,6 +456,7 @@ fn prepare_and_exec(
     }
     if sandboxed {
         drop_privileges(pins.security).map_err(at(Prep::Capabilities))?;
+        crate::trace::step("workload", "drop capabilities");
     }
     if !allow_new_privs {
         // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
@@ -453,6 +464,7 @@ fn prepare_and_exec(
         if pins.scoped {
             crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
         }
+        crate::trace::step("workload", "no_new_privs, landlock");
         install_filters(notify, pins.seccomp, preserve_fds)?;
     }
     execute(argv, env).map_err(at(Prep::Exec))

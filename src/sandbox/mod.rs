@@ -168,15 +168,19 @@ pub(crate) fn run_with(
 ) -> Result<Outcome, SandboxError> {
     // The notification server keeps descriptors per live caller: use the whole soft limit
     // the caller allows (the workload gets its own limits, `spec/security.md`).
+    crate::trace::init();
     raise_nofile();
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
+    crate::trace::step("supervisor", "compile the seccomp profile");
     let cgroup = if plan.resources.any() {
         // Unique even against a cgroup left by a crashed run that had our pid.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!("reprorun-{}-{nanos}", std::process::id());
-        Some(cgroup::Cgroup::create(&plan.resources, &name)?)
+        let cg = cgroup::Cgroup::create(&plan.resources, &name)?;
+        crate::trace::step("supervisor", "create the cgroup");
+        Some(cg)
     } else {
         None
     };

@@ -159,6 +159,7 @@ pub(super) fn watch(
                 }),
             })? {
                 if pid == child && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
+                    crate::trace::step("supervisor", "reap");
                     if let Some(r) = relay.as_mut() {
                         r.drain();
                     }
@@ -228,6 +229,7 @@ pub(super) fn watch(
             match sock.map(recv_packet) {
                 Some(Ok(Some((bytes, fd)))) => match (fd, clock.as_ref()) {
                     (Some(fd), Some(clock)) if bytes == [LISTENER_TAG] => {
+                        crate::trace::step("supervisor", "receive the listener");
                         let _ = clock.send(fd);
                     }
                     (Some(fd), _) if bytes == [tty::MASTER_TAG] => {
@@ -309,6 +311,7 @@ pub(super) fn clone_init(
     let groups = nix::unistd::getgroups()
         .ok()
         .filter(|g| !g.is_empty() && nix::unistd::setgroups(&[]).is_ok());
+    crate::trace::step("supervisor", "socketpair, groups");
     let cloned = clone_process(plan.clone_flags());
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
@@ -318,10 +321,14 @@ pub(super) fn clone_init(
             reason: format!("create namespaces: {errno}"),
         }),
         Ok(None) => {
+            crate::trace::step("init", "cloned");
             drop(ours);
             init::main(plan, seccomp, theirs, lifecycle, stdio)
         }
-        Ok(Some(pid)) => Ok((pid, ours)),
+        Ok(Some(pid)) => {
+            crate::trace::step("supervisor", "clone init");
+            Ok((pid, ours))
+        }
     }
 }
 
@@ -367,10 +374,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     let server = if vdso::SUPPORTED && plan.intercept {
         let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();
-        Some(
-            notify::start(config, notify::PageAt::sandbox(child))
-                .map_err(step("notification thread"))?,
-        )
+        let server = notify::start(config, notify::PageAt::sandbox(child))
+            .map_err(step("notification thread"))?;
+        crate::trace::step("supervisor", "start the notification thread");
+        Some(server)
     } else {
         None
     };
@@ -398,6 +405,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     );
     let watched = watched?;
     msgs.extend(drain(&ours));
+    crate::trace::step("supervisor", "drain init's socket");
     if let Some(msg) = msgs.into_iter().next() {
         // The workload never ran: end the server thread before anything else (e.g. a
         // pins-only fallback that forks) happens in this process.

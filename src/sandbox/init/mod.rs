@@ -189,6 +189,7 @@ fn run(
     // The sandbox reads /proc/1/cmdline: not the caller's command line (host paths, --env
     // values).
     hide_command_line();
+    crate::trace::step("init", "pdeathsig, hide the command line");
     // Out of the caller's session and process group: the supervisor, which stays there,
     // passes the caller's signals on; nothing in the sandbox can signal the caller's group.
     nix::unistd::setsid().map_err(|errno| InitError::Terminal {
@@ -206,9 +207,11 @@ fn run(
     {
         return Err(InitError::ParentGone);
     }
+    crate::trace::step("init", "new session, check the supervisor");
 
     for step in steps::steps(plan, lifecycle.is_some()) {
         steps::perform(step, plan, sock)?;
+        crate::trace::step_with("init", || format!("{step:?}"));
     }
 
     // Seeded /dev/urandom (where the plan made it a FIFO): filled before the workload starts.
@@ -222,6 +225,7 @@ fn run(
         true => Some(EntropyFeed::open(plan.seed).map_err(InitError::Entropy)?),
         false => None,
     };
+    crate::trace::step("init", "fill the entropy FIFO");
     let mut pty_slave = None;
     // An OCI container's exec.fifo, opened once `start` is there: its byte is written
     // once the program runs, so that `start` returns after it (a `kill` then reaches it).
@@ -245,7 +249,9 @@ fn run(
     }
     // The workload routes its clock, entropy, identity and directory calls (and its execs)
     // to the supervisor.
+    crate::trace::step("init", "terminal");
     let filter = notify::Config::from_plan(plan).filter();
+    crate::trace::step("init", "build the notification filter");
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
     let notify = (vdso::SUPPORTED && plan.intercept).then_some(exec::Notify {
@@ -270,7 +276,9 @@ fn run(
         )
     }
     .map_err(InitError::Fork)?;
+    crate::trace::step("init", "fork the workload");
     let confirmed = spawned.confirm();
+    crate::trace::step("init", "workload exec confirmed");
     if let Some(fifo) = started {
         release_start(fifo)?;
     }

@@ -454,8 +454,15 @@ impl Builder<'_> {
     /// A generated file bound read-only over `dest`. It lives in the staging root, which is
     /// detached later; the bind keeps it.
     fn generated(&mut self, dest: &Path, contents: &str) -> Result<(), MountError> {
-        let dir = self.beside("generated");
-        std::fs::create_dir_all(&dir).map_err(|e| fail("generated file", dest)(io_errno(&e)))?;
+        let dir = match &self.generated {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = self.beside("generated");
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| fail("generated file", dest)(io_errno(&e)))?;
+                self.generated.insert(dir).clone()
+            }
+        };
         let name = dest
             .to_string_lossy()
             .trim_start_matches('/')

@@ -12,7 +12,7 @@ mod syscall;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -104,13 +104,16 @@ impl Layout {
 pub(crate) struct Builder<'a> {
     sys: &'a dyn Syscall,
     layout: Layout,
-    /// Paths inside the new root already found not to be symbolic links. What lies below a
-    /// mount point changes when something is mounted there, so every mount forgets what it
-    /// covers ([`Builder::forget_below`]).
-    checked: HashSet<PathBuf>,
+    /// Paths inside the new root already found not to be symbolic links, and whether each is
+    /// a directory. What lies below a mount point changes when something is mounted there, so
+    /// every mount forgets what it covers ([`Builder::forget_below`]); a mount on a path keeps
+    /// its kind (the kernel mounts a directory only on a directory).
+    checked: HashMap<PathBuf, bool>,
     /// The host's null device, opened and checked once for every mask (close-on-exec; the
     /// workload's exec drops it).
     null: Option<std::os::fd::OwnedFd>,
+    /// The staging directory of generated files, once made.
+    generated: Option<PathBuf>,
 }
 
 impl<'a> Builder<'a> {
@@ -118,8 +121,9 @@ impl<'a> Builder<'a> {
         Builder {
             sys,
             layout,
-            checked: HashSet::new(),
+            checked: HashMap::new(),
             null: None,
+            generated: None,
         }
     }
 
@@ -130,6 +134,12 @@ impl<'a> Builder<'a> {
             if let Some(dest) = op.dest() {
                 self.forget_below(dest);
             }
+            crate::trace::step_with("init", || {
+                let kind = format!("{op:?}");
+                let kind = kind.split([' ', '{']).next().unwrap_or_default().to_owned();
+                let dest = op.dest().map(|d| d.display().to_string());
+                format!("  mount {kind} {}", dest.unwrap_or_default())
+            });
         }
         Ok(())
     }
@@ -158,12 +168,16 @@ impl<'a> Builder<'a> {
 
     /// Refuses a mount target any of whose components is a symbolic link: following one
     /// could lead out of the new root (into the host's, at /oldroot), so a bind or a created
-    /// mount point would land on the host (CVE-2021-30465 is this class of bug).
-    fn reject_links(&mut self, dest: &Path) -> Result<(), MountError> {
+    /// mount point would land on the host (CVE-2021-30465 is this class of bug). Returns what
+    /// `dest` is, from the same lookups (each path is looked up once: it was the most frequent
+    /// system call of a sandbox's start, issue 20).
+    fn reject_links(&mut self, dest: &Path) -> Result<Found, MountError> {
         let mut prefix = PathBuf::from("/");
+        let mut found = Found::Dir; // the new root
         for part in dest.components().skip(1) {
             prefix.push(part);
-            if self.checked.contains(&prefix) {
+            if let Some(is_dir) = self.checked.get(&prefix) {
+                found = if *is_dir { Found::Dir } else { Found::Other };
                 continue;
             }
             match std::fs::symlink_metadata(self.staged(&prefix)) {
@@ -173,23 +187,31 @@ impl<'a> Builder<'a> {
                         link: prefix,
                     });
                 }
-                Ok(_) => self.checked.insert(prefix.clone()),
-                Err(_) => return Ok(()), // the rest does not exist yet: plain directories follow
+                Ok(meta) => {
+                    found = if meta.is_dir() {
+                        Found::Dir
+                    } else {
+                        Found::Other
+                    };
+                    self.checked.insert(prefix.clone(), meta.is_dir());
+                }
+                // The rest does not exist yet: plain directories follow.
+                Err(_) => return Ok(Found::Missing),
             };
         }
-        Ok(())
+        Ok(found)
     }
 
     /// Forgets the checks of every path strictly below `dest` (a new mount covers them).
     fn forget_below(&mut self, dest: &Path) {
         self.checked
-            .retain(|p| !(p.starts_with(dest) && p.as_path() != dest));
+            .retain(|p, _| !(p.starts_with(dest) && p.as_path() != dest));
     }
 
     fn ensure_dir(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
-        self.reject_links(dest)?;
+        let found = self.reject_links(dest)?;
         let path = self.staged(dest);
-        if !path.is_dir() {
+        if found != Found::Dir {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o755)
@@ -203,12 +225,12 @@ impl<'a> Builder<'a> {
     }
 
     fn ensure_file(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
-        self.reject_links(dest)?;
+        let found = self.reject_links(dest)?;
         let path = self.staged(dest);
-        if let Some(parent) = dest.parent() {
-            self.ensure_dir(parent)?;
-        }
-        if std::fs::symlink_metadata(&path).is_err() {
+        if found == Found::Missing {
+            if let Some(parent) = dest.parent() {
+                self.ensure_dir(parent)?;
+            }
             std::fs::File::create(&path).map_err(|e| MountError::Target {
                 dest: dest.to_path_buf(),
                 errno: io_errno(&e),
@@ -216,6 +238,15 @@ impl<'a> Builder<'a> {
         }
         Ok(path)
     }
+}
+
+/// What a path in the new root is ([`Builder::reject_links`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Missing,
+    Dir,
+    /// A file, device, FIFO or socket.
+    Other,
 }
 
 fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), MountError> {
@@ -241,6 +272,7 @@ pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     )
     .map_err(MountError::Private)?;
     enter_staging(&sys)?;
+    crate::trace::step("init", "  mount staging root");
     let mut builder = Builder::new(&sys, Layout::sandbox());
     builder.run(ops)?;
     let newroot = builder.newroot();
