@@ -341,39 +341,6 @@ fn usage_error(e: clap::Error, args: &[String]) -> i32 {
     exit::RUNTIME_ERROR
 }
 
-/// Hints for a command not found in the sandbox: a value the shell split (`--timeout 10
-/// minutes`), a program the caller has on its PATH.
-fn exec_hints(e: &SandboxError, command: &[String]) -> Vec<String> {
-    let SandboxError::Exec { program, errno } = e else {
-        return Vec::new();
-    };
-    if !matches!(
-        errno,
-        nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR
-    ) {
-        return Vec::new();
-    }
-    let raw: Vec<String> = std::env::args().collect();
-    let after = raw
-        .iter()
-        .position(|a| a == "exec")
-        .map_or(&raw[..0], |i| &raw[i + 1..]);
-    let cli = Cli::command();
-    let takes_value = |option: &str| {
-        cli.find_subcommand("exec").is_some_and(|sub| {
-            sub.get_arguments().any(|a| {
-                a.get_action().takes_values()
-                    && (a
-                        .get_long()
-                        .is_some_and(|l| option.strip_prefix("--") == Some(l))
-                        || a.get_short().is_some_and(|c| option == format!("-{c}")))
-            })
-        })
-    };
-    let path = std::env::var_os("PATH");
-    crate::hint::exec_not_found(program, after, command, path.as_deref(), takes_value)
-}
-
 /// `--bind` and `--tmpfs` merged back into command-line order.
 fn extra_mounts(args: &ExecArgs, m: &ArgMatches) -> Vec<ExtraMount> {
     let idx = |name| {
@@ -557,7 +524,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
             (o.exit_code, None, Some(o))
         }
         Err(e) => {
-            let hints = exec_hints(&e, &args.command);
+            let hints = crate::hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
             eprintln!("reprorun: {e}");
             for h in hints {

@@ -194,5 +194,41 @@ pub(crate) fn exec_not_found(
     hints
 }
 
+/// Hints for a command not found in the sandbox: a value the shell split (`--timeout 10
+/// minutes`), a program the caller has on its PATH. `cli`: reprorun's command line.
+pub(crate) fn for_exec_error(
+    e: &crate::sandbox::SandboxError,
+    command: &[String],
+    cli: &clap::Command,
+) -> Vec<String> {
+    let crate::sandbox::SandboxError::Exec { program, errno } = e else {
+        return Vec::new();
+    };
+    if !matches!(
+        errno,
+        nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR
+    ) {
+        return Vec::new();
+    }
+    let raw: Vec<String> = std::env::args().collect();
+    let after = raw
+        .iter()
+        .position(|a| a == "exec")
+        .map_or(&raw[..0], |i| &raw[i + 1..]);
+    let takes_value = |option: &str| {
+        cli.find_subcommand("exec").is_some_and(|sub| {
+            sub.get_arguments().any(|a| {
+                a.get_action().takes_values()
+                    && (a
+                        .get_long()
+                        .is_some_and(|l| option.strip_prefix("--") == Some(l))
+                        || a.get_short().is_some_and(|c| option == format!("-{c}")))
+            })
+        })
+    };
+    let path = std::env::var_os("PATH");
+    exec_not_found(program, after, command, path.as_deref(), takes_value)
+}
+
 #[cfg(test)]
 mod tests;

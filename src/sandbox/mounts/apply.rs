@@ -68,26 +68,6 @@ fn bind_attrs(words: &[String]) -> (u64, u64) {
     (set, clear)
 }
 
-/// Opens the host's `/dev/null` (at `path`) without following links and checks it is the
-/// null device.
-fn open_null_device(path: &Path) -> Result<std::os::fd::OwnedFd, (&'static str, Errno)> {
-    use std::os::fd::AsRawFd;
-    let null = nix::fcntl::open(
-        path,
-        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| ("mask (open /dev/null)", e))?;
-    // SAFETY: open returned a fresh descriptor that nothing else owns.
-    let null = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(null) };
-    let st = nix::sys::stat::fstat(null.as_raw_fd()).map_err(|e| ("mask (stat /dev/null)", e))?;
-    let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-    if !is_null {
-        return Err(("mask (/dev/null is not the null device)", Errno::EPERM));
-    }
-    Ok(null)
-}
-
 impl Builder<'_> {
     /// A filesystem of type `fstype` (its own source name) at `path`.
     fn fs(
@@ -189,14 +169,13 @@ impl Builder<'_> {
                 .map_err(fail("mask", dest));
         }
         if self.null.is_none() {
-            let null =
-                open_null_device(&self.host(Path::new("/dev/null"))).map_err(|(kind, errno)| {
-                    MountError::Op {
-                        kind,
-                        dest: dest.to_path_buf(),
-                        errno,
-                    }
-                })?;
+            let null = super::open_null_device(&self.host(Path::new("/dev/null"))).map_err(
+                |(kind, errno)| MountError::Op {
+                    kind,
+                    dest: dest.to_path_buf(),
+                    errno,
+                },
+            )?;
             self.null = Some(null);
         }
         let raw = self.null.as_ref().map_or(-1, |fd| fd.as_raw_fd());
@@ -454,15 +433,13 @@ impl Builder<'_> {
     /// A generated file bound read-only over `dest`. It lives in the staging root, which is
     /// detached later; the bind keeps it.
     fn generated(&mut self, dest: &Path, contents: &str) -> Result<(), MountError> {
-        let dir = match &self.generated {
-            Some(dir) => dir.clone(),
-            None => {
-                let dir = self.beside("generated");
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| fail("generated file", dest)(io_errno(&e)))?;
-                self.generated.insert(dir).clone()
-            }
-        };
+        if self.generated.is_none() {
+            let dir = self.beside("generated");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| fail("generated file", dest)(io_errno(&e)))?;
+            self.generated = Some(dir);
+        }
+        let dir = self.generated.clone().unwrap_or_default();
         let name = dest
             .to_string_lossy()
             .trim_start_matches('/')

@@ -9,6 +9,31 @@
 mod apply;
 mod copy_up;
 mod syscall;
+/// Opens the host's `/dev/null` (at `path`) without following links and checks it is the
+/// null device.
+fn open_null_device(
+    path: &std::path::Path,
+) -> Result<std::os::fd::OwnedFd, (&'static str, nix::errno::Errno)> {
+    use std::os::fd::AsRawFd;
+    let null = nix::fcntl::open(
+        path,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| ("mask (open /dev/null)", e))?;
+    // SAFETY: open returned a fresh descriptor that nothing else owns.
+    let null = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(null) };
+    let st = nix::sys::stat::fstat(null.as_raw_fd()).map_err(|e| ("mask (stat /dev/null)", e))?;
+    let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+    if !is_null {
+        return Err((
+            "mask (/dev/null is not the null device)",
+            nix::errno::Errno::EPERM,
+        ));
+    }
+    Ok(null)
+}
+
 #[cfg(test)]
 mod tests;
 
