@@ -32,6 +32,9 @@ pub enum AuditCommand {
     Work(super::run::cluster::WorkArgs),
     /// Check every result against the plan and record each run (or judgment) in the study
     /// exactly once.
+    #[command(
+        after_help = "A result that does not belong to the plan is refused with one line and nothing is merged. A second result of a recorded run goes to the attempts table. Merging again adds nothing. Exit status: 0, or 125. Formats: spec/cluster.md."
+    )]
     Merge(super::run::cluster::MergeArgs),
     /// `audit judge` on a batch cluster: the recorded runs not yet judged as chunk files and
     /// sbatch scripts (then `audit work` per chunk and `audit merge`, as for `audit plan`).
@@ -115,7 +118,7 @@ fn plan(a: super::run::cluster::PlanArgs) -> Result<(), AuditError> {
     let reprorun = std::env::current_exe().map_err(AuditError::Print)?;
     let m = super::run::cluster::plan(&a, &reprorun)?;
     let units: u32 = m.chunks.iter().map(|c| c.units).sum();
-    let out = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    let out = std::path::absolute(&a.plan.out).unwrap_or(a.plan.out.clone());
     write_out(&format!(
         "{units} runs in {} chunks; submit with {}\n",
         m.chunks.len(),
@@ -127,7 +130,7 @@ fn judge_plan(a: super::judge::cluster::JudgePlanArgs) -> Result<(), AuditError>
     let reprorun = std::env::current_exe().map_err(AuditError::Print)?;
     let m = super::judge::cluster::plan(&a, &reprorun)?;
     let units: u32 = m.chunks.iter().map(|c| c.units).sum();
-    let out = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    let out = std::path::absolute(&a.plan.out).unwrap_or(a.plan.out.clone());
     write_out(&format!(
         "{units} judgings in {} chunks; submit with {}\n",
         m.chunks.len(),

@@ -6,6 +6,7 @@
 //! Nothing here knows about patches; it only looks down, at `plan`, `sandbox` and `sys`.
 
 pub(crate) mod cluster;
+pub mod cluster_args;
 pub mod doc;
 pub(crate) mod host;
 pub mod pool;

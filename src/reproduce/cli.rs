@@ -10,6 +10,8 @@ use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
 use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
+use crate::pipeline::cluster_args::PlanOut;
+pub use crate::pipeline::cluster_args::{MergeArgs, WorkArgs};
 use crate::pipeline::progress::ProgressMode;
 use crate::plan::NetChoice;
 
@@ -61,24 +63,8 @@ pub enum ReproduceCommand {
 pub struct PlanArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// The tasks directory to write.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Where workers write results (default: `results` beside --out).
-    #[arg(long, value_name = "DIR")]
-    pub results: Option<PathBuf>,
-    /// Runs per chunk (array task); default: as few as keep the array under 1000 tasks.
-    #[arg(long, value_name = "N")]
-    pub chunk: Option<u32>,
-    /// Arguments for every sbatch of submit.sh, verbatim (shell words), e.g.
-    /// '--partition=cpu --time=4:00:00 --cpus-per-task=2'.
-    #[arg(
-        long,
-        value_name = "ARGS",
-        default_value = "",
-        allow_hyphen_values = true
-    )]
-    pub sbatch_args: String,
+    #[command(flatten)]
+    pub plan: PlanOut,
     /// One run index per chunk: the k runs of a patch are separate array tasks, so Slurm
     /// can place them on different nodes (merge reports the hosts each patch ran on).
     #[arg(long)]
@@ -88,39 +74,6 @@ pub struct PlanArgs {
     /// results default to `results-pins` beside --out).
     #[arg(long, value_enum, default_value = "runs")]
     pub phase: cluster::plan::Phase,
-}
-
-#[derive(Debug, Args)]
-pub struct WorkArgs {
-    /// The tasks directory `plan` wrote.
-    #[arg(long, value_name = "DIR")]
-    pub tasks: PathBuf,
-    /// The chunk to run (DIR/chunks/NNNN.json).
-    #[arg(long, value_name = "FILE")]
-    pub chunk: PathBuf,
-    /// The results directory (shared by every task).
-    #[arg(long, value_name = "DIR")]
-    pub results: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct MergeArgs {
-    /// The tasks directory `plan` wrote.
-    #[arg(long, value_name = "DIR")]
-    pub tasks: PathBuf,
-    /// The results directory the workers wrote.
-    #[arg(long, value_name = "DIR")]
-    pub results: PathBuf,
-    /// The study database (created, or added to).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
-    /// Print the array indices (chunks) with a run still unrecorded, comma-separated, for
-    /// `sbatch --array=LIST` (an empty line when none).
-    #[arg(long)]
-    pub missing: bool,
-    /// Print what was merged as one JSON object.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -234,8 +187,8 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
 }
 
 fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
-    let results = a.results.clone().unwrap_or_else(|| {
-        let parent = a.out.parent().unwrap_or(std::path::Path::new("."));
+    let results = a.plan.results.clone().unwrap_or_else(|| {
+        let parent = a.plan.out.parent().unwrap_or(std::path::Path::new("."));
         parent.join(match a.phase {
             cluster::plan::Phase::Runs => "results",
             cluster::plan::Phase::Pins => "results-pins",
@@ -244,10 +197,10 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
     let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
     let p = cluster::plan::PlanOptions {
         study: study_options(a.run),
-        out: a.out,
+        out: a.plan.out,
         results,
-        chunk: a.chunk,
-        sbatch_args: a.sbatch_args,
+        chunk: a.plan.chunk,
+        sbatch_args: a.plan.sbatch_args,
         spread_hosts: a.spread_hosts,
         reprorun,
         phase: a.phase,

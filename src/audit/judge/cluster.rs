@@ -77,23 +77,8 @@ struct Shard {
 pub struct JudgePlanArgs {
     #[command(flatten)]
     pub judge: JudgeArgs,
-    /// The tasks directory to write.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Where workers write results (default: `results` beside --out).
-    #[arg(long, value_name = "DIR")]
-    pub results: Option<PathBuf>,
-    /// Judgings per chunk (array task); default: as few as keep the array under 1000 tasks.
-    #[arg(long, value_name = "N")]
-    pub chunk: Option<u32>,
-    /// Arguments for every sbatch of submit.sh, verbatim (shell words).
-    #[arg(
-        long,
-        value_name = "ARGS",
-        default_value = "",
-        allow_hyphen_values = true
-    )]
-    pub sbatch_args: String,
+    #[command(flatten)]
+    pub plan: crate::pipeline::cluster_args::PlanOut,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -150,8 +135,8 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
     let study = super::resolve(&a.judge)?;
     let store = Store::open(&study.db, false)?;
     let corpus = store.db.meta("corpus")?.unwrap_or_default();
-    let out = absolute(&a.out);
-    let results = match &a.results {
+    let out = absolute(&a.plan.out);
+    let results = match &a.plan.results {
         Some(r) => absolute(r),
         None => out.parent().unwrap_or(Path::new("/")).join("results"),
     };
@@ -177,7 +162,10 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
     }
     let (files, chunks) = cluster::chunk_texts(
         &out,
-        cluster::numbered(CHUNK_FORMAT, cluster::layout(&units, a.chunk, false, None)),
+        cluster::numbered(
+            CHUNK_FORMAT,
+            cluster::layout(&units, a.plan.chunk, false, None),
+        ),
     );
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),
@@ -199,7 +187,7 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
         db: &manifest.db,
         reprorun: &absolute(reprorun),
     }
-    .write(&manifest.chunks, &a.sbatch_args)?;
+    .write(&manifest.chunks, &a.plan.sbatch_args)?;
     Ok(manifest)
 }
 

@@ -16,6 +16,8 @@ use super::store::RunRow;
 use super::{RunArgs, RunError};
 use crate::audit::corpus::Corpus;
 use crate::pipeline::cluster::{self, ChunkRef, LogDir};
+use crate::pipeline::cluster_args::PlanOut;
+pub use crate::pipeline::cluster_args::{MergeArgs, WorkArgs};
 use crate::pipeline::host::Host;
 use crate::pipeline::pool::Pool;
 use crate::pipeline::progress::{Progress, ProgressMode};
@@ -99,65 +101,12 @@ pub(crate) struct Shard {
 pub struct PlanArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// The tasks directory to write.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Where workers write results (default: `results` beside --out).
-    #[arg(long, value_name = "DIR")]
-    pub results: Option<PathBuf>,
-    /// Runs per chunk (array task); default: as few as keep the array under 1000 tasks.
-    #[arg(long, value_name = "N")]
-    pub chunk: Option<u32>,
-    /// Arguments for every sbatch of submit.sh, verbatim (shell words).
-    #[arg(
-        long,
-        value_name = "ARGS",
-        default_value = "",
-        allow_hyphen_values = true
-    )]
-    pub sbatch_args: String,
+    #[command(flatten)]
+    pub plan: PlanOut,
     /// One repeat per chunk: the repeats of a snapshot group are separate array tasks, so
     /// Slurm can place them on different nodes (the hosts are recorded in `run_hosts`).
     #[arg(long)]
     pub spread_hosts: bool,
-}
-
-/// `reprorun audit work` options.
-#[derive(Debug, clap::Args)]
-pub struct WorkArgs {
-    /// The tasks directory `plan` wrote.
-    #[arg(long, value_name = "DIR")]
-    pub tasks: PathBuf,
-    /// The chunk to run (DIR/chunks/NNNN.json).
-    #[arg(long, value_name = "FILE")]
-    pub chunk: PathBuf,
-    /// The results directory (shared by every task).
-    #[arg(long, value_name = "DIR")]
-    pub results: PathBuf,
-}
-
-/// `reprorun audit merge` options.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "A result that does not belong to the plan is refused with one line and nothing is merged. A second result of a recorded run goes to the attempts table. Merging again adds nothing. Exit status: 0, or 125. Formats: spec/cluster.md."
-)]
-pub struct MergeArgs {
-    /// The tasks directory `plan` wrote.
-    #[arg(long, value_name = "DIR")]
-    pub tasks: PathBuf,
-    /// The results directory the workers wrote.
-    #[arg(long, value_name = "DIR")]
-    pub results: PathBuf,
-    /// The study database (created, or added to).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
-    /// Print the array indices (chunks) with a run still unrecorded, comma-separated, for
-    /// `sbatch --array=LIST` (an empty line when none).
-    #[arg(long)]
-    pub missing: bool,
-    /// Print what was merged as one JSON object.
-    #[arg(long)]
-    pub json: bool,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -243,8 +192,8 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
             });
         }
     }
-    let out = absolute(&a.out);
-    let results = match &a.results {
+    let out = absolute(&a.plan.out);
+    let results = match &a.plan.results {
         Some(r) => absolute(r),
         None => out.parent().unwrap_or(Path::new("/")).join("results"),
     };
@@ -252,7 +201,7 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
         &out,
         cluster::numbered(
             CHUNK_FORMAT,
-            cluster::layout(&units, a.chunk, a.spread_hosts, None),
+            cluster::layout(&units, a.plan.chunk, a.spread_hosts, None),
         ),
     );
     let manifest = Manifest {
@@ -277,7 +226,7 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
         db: &manifest.db,
         reprorun: &absolute(reprorun),
     }
-    .write(&manifest.chunks, &a.sbatch_args)?;
+    .write(&manifest.chunks, &a.plan.sbatch_args)?;
     Ok(manifest)
 }
 
