@@ -125,27 +125,14 @@ fn seed_at_random() {
     if p.flags & FLAG_SEEDED == 0 {
         return;
     }
-    // SAFETY: getauxval and getpid have no preconditions; getrandom writes at most 8 bytes
-    // into the exclusively borrowed `key`; AT_RANDOM, when present, points to 16 writable
-    // bytes on the initial stack, which live as long as the process.
+    // SAFETY: getauxval and getpid have no preconditions; AT_RANDOM, when present, points to
+    // 16 writable bytes on the initial stack, which live as long as the process.
     unsafe {
         let at = libc::getauxval(AT_RANDOM) as *mut u8;
         if at.is_null() {
             return;
         }
-        // The process's lineage key, which the supervisor answers (see its `lineage`); where
-        // nothing answers (the kernel refuses the flags), the pid, as for a root process.
-        let mut key: u64 = 0;
-        let n = libc::syscall(
-            libc::SYS_getrandom,
-            &mut key as *mut u64,
-            8usize,
-            mix::KEY_QUERY,
-        );
-        if n != 8 {
-            key = libc::getpid() as u64;
-        }
-        let bytes = mix::at_random(p.seed, key);
+        let bytes = mix::at_random(p.seed, libc::getpid() as u32);
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), at, 16);
     }
 }
