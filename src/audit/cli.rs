@@ -187,19 +187,12 @@ fn merge(a: super::run::cluster::MergeArgs) -> Result<(), AuditError> {
     } else {
         super::run::cluster::merge(&a.tasks, &a.results, &a.db)?
     };
-    let c = &m.coverage;
-    let line = format!(
-        "merged {} new {what}(s), {} attempt(s), {} already merged; {} of {} planned {what}s recorded",
-        m.inserted, m.attempts, m.already, c.recorded, c.planned
-    );
-    let list: Vec<String> = c.missing_chunks.iter().map(u32::to_string).collect();
-    if a.json {
-        let text = serde_json::to_string(&m).map_err(|e| AuditError::Print(e.into()))?;
-        write_out(&format!("{text}\n"))
-    } else if a.missing {
-        eprintln!("reprorun: audit merge: {line}");
-        write_out(&format!("{}\n", list.join(",")))
-    } else {
-        write_out(&format!("{line}\n"))
+    let json = a.json.then(|| serde_json::to_string(&m)).transpose();
+    let json = json.map_err(|e| AuditError::Print(e.into()))?;
+    let counts = [m.inserted, m.attempts, m.already];
+    let (out, err) = a.output("audit merge", what, counts, &m.coverage, json);
+    if let Some(line) = err {
+        eprintln!("{line}");
     }
+    write_out(&out)
 }

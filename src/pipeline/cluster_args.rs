@@ -61,3 +61,33 @@ pub struct MergeArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+impl MergeArgs {
+    /// What `merge` prints: its JSON (`--json`, given as `json`), the indices of the chunks
+    /// still missing (`--missing`, with the summary line for stderr), or the summary line.
+    /// `verb`: `reproduce merge`; `what`: `run` or `judgment`; `counts`: inserted, attempts,
+    /// already merged. Returns (standard output, a line for standard error).
+    pub(crate) fn output(
+        &self,
+        verb: &str,
+        what: &str,
+        counts: [u32; 3],
+        c: &super::cluster::Coverage,
+        json: Option<String>,
+    ) -> (String, Option<String>) {
+        let [inserted, attempts, already] = counts;
+        let line = format!(
+            "merged {inserted} new {what}(s), {attempts} attempt(s), {already} already merged; {} of {} planned {what}s recorded",
+            c.recorded, c.planned
+        );
+        let list: Vec<String> = c.missing_chunks.iter().map(u32::to_string).collect();
+        match json {
+            Some(text) => (format!("{text}\n"), None),
+            None if self.missing => (
+                format!("{}\n", list.join(",")),
+                Some(format!("reprorun: {verb}: {line}")),
+            ),
+            None => (format!("{line}\n"), None),
+        }
+    }
+}

@@ -243,24 +243,23 @@ fn run_work(a: WorkArgs) -> Result<(), ReproduceError> {
 
 fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
     let m = cluster::merge::merge(&cluster::merge::MergeOptions {
-        tasks: a.tasks,
-        results: a.results,
-        db: a.db,
+        tasks: a.tasks.clone(),
+        results: a.results.clone(),
+        db: a.db.clone(),
     })?;
-    let line = format!(
-        "merged {} new run(s), {} attempt(s), {} already merged; {} of {} planned runs recorded",
-        m.inserted, m.attempts, m.already, m.recorded, m.planned
-    );
-    let list: Vec<String> = m.missing_chunks.iter().map(u32::to_string).collect();
-    if a.json {
-        let text = serde_json::to_string(&m).map_err(|e| ReproduceError::Print(e.into()))?;
-        write_out(&format!("{text}\n"))
-    } else if a.missing {
-        eprintln!("reprorun: reproduce merge: {line}");
-        write_out(&format!("{}\n", list.join(",")))
-    } else {
-        write_out(&format!("{line}\n"))
+    let json = a.json.then(|| serde_json::to_string(&m)).transpose();
+    let json = json.map_err(|e| ReproduceError::Print(e.into()))?;
+    let coverage = crate::pipeline::cluster::Coverage {
+        recorded: m.recorded,
+        planned: m.planned,
+        missing_chunks: m.missing_chunks.clone(),
+    };
+    let counts = [m.inserted, m.attempts, m.already];
+    let (out, err) = a.output("reproduce merge", "run", counts, &coverage, json);
+    if let Some(line) = err {
+        eprintln!("{line}");
     }
+    write_out(&out)
 }
 
 /// The summary with each instance's distinct hosts, where the study was merged from a
