@@ -72,6 +72,17 @@ impl Bundle {
         run_to_files(self.cmd(args))
     }
 
+    /// [`Bundle::run`] under a wrapper command (`unshare --mount ...`).
+    pub(crate) fn run_under(&self, wrapper: &[&str], args: &[&str]) -> Output {
+        let inner = self.cmd(args);
+        let mut c = Command::new(wrapper[0]);
+        c.args(&wrapper[1..])
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .current_dir(self.work.path());
+        run_to_files(c)
+    }
+
     pub(crate) fn state_of(&self, id: &str) -> serde_json::Value {
         let o = self.run(&["state", id]);
         serde_json::from_str(&expect_code(&o, 0)).unwrap()

@@ -468,3 +468,71 @@ fn oci_resources_cpuset_and_memory_fields_reach_the_cgroup() {
     let got: Vec<String> = got.into_iter().map(|r| r.unwrap()).collect();
     assert_eq!(got, ["0", "0", "50000", "20000", "33554432", "10"]);
 }
+
+#[test]
+fn oci_without_a_mount_namespace_the_root_is_built_in_place_and_chrooted_as_runc_does() {
+    if !is_root() || !std::path::Path::new("/usr/bin/nsenter").exists() {
+        return;
+    }
+    let no_mount_ns = |c: &mut serde_json::Value| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|n| n["type"] != "mount");
+    };
+    // As runc: masked or read-only paths need a mount namespace of the container's own.
+    let b = Bundle::new(&["true"], |c| {
+        no_mount_ns(c);
+        c["linux"]["maskedPaths"] = serde_json::json!(["/proc/kcore"]);
+    });
+    expect_error(
+        &b.run(&["create", "m0"]),
+        "linux.maskedPaths: needs a mount namespace of the container's own",
+    );
+    let b = Bundle::new(&["sh", "-c", "ls / > /shared/ls; exec sleep 1000"], |c| {
+        no_mount_ns(c);
+        let linux = c["linux"].as_object_mut().unwrap();
+        linux.remove("maskedPaths");
+        linux.remove("readonlyPaths");
+    });
+    // The caller's mount namespace is a private copy of the host's, so that nothing the
+    // container mounts stays on the host.
+    let pid_file = b.work.path().join("pid");
+    let o = b.run_under(
+        &["unshare", "--mount", "--propagation", "private"],
+        &["create", "--pid-file", pid_file.to_str().unwrap(), "m1"],
+    );
+    expect_code(&o, 0);
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let rootfs = std::fs::canonicalize(b.work.path().join("rootfs")).unwrap();
+    // The config's mounts are in the caller's mount namespace, at the bundle's paths.
+    let o = std::process::Command::new("nsenter")
+        .arg(format!("--mount=/proc/{pid}/ns/mnt"))
+        .args(["cat", "/proc/self/mountinfo"])
+        .output()
+        .unwrap();
+    let mountinfo = expect_code(&o, 0);
+    let proc_at = rootfs.join("proc");
+    let landed = mountinfo.lines().any(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f.len() > 4 && std::path::Path::new(f[4]) == proc_at && l.contains(" - proc ")
+    });
+    expect_code(&b.run(&["start", "m1"]), 0);
+    assert!(wait_for(&b.shared().join("ls")));
+    // A process executed into it is chrooted to the container's root as well.
+    let o = b.run(&["exec", "m1", "ls", "/"]);
+    let exec_ls = expect_code(&o, 0);
+    expect_code(&b.run(&["delete", "--force", "m1"]), 0);
+    assert!(
+        landed,
+        "no proc mount at {}: {mountinfo}",
+        proc_at.display()
+    );
+    for ls in [
+        std::fs::read_to_string(b.shared().join("ls")).unwrap(),
+        exec_ls,
+    ] {
+        let names: Vec<&str> = ls.lines().collect();
+        assert!(names.contains(&"shared") && !names.contains(&"usr"), "{ls}");
+    }
+}

@@ -395,6 +395,24 @@ pub(crate) fn exec_into(
             nss.push((f, flag));
         }
     }
+    // No mount namespace of the container's own (its root built in place and entered by
+    // chroot, as runc does): the process is chrooted to init's root too.
+    let plan = process.plan;
+    let own_mount =
+        plan.has(Namespace::Mount) || plan.join.iter().any(|j| j.ns == Namespace::Mount);
+    let chroot_to = match own_mount {
+        true => None,
+        false => {
+            let root = format!("/proc/{init}/root");
+            Some(
+                std::fs::File::open(&root).map_err(|source| SandboxError::Open {
+                    path: root.into(),
+                    source,
+                    hint: "; is the container running?",
+                })?,
+            )
+        }
+    };
     let (status_r, status_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(step("pipe"))?;
     let notify_sock = if process.plan.intercept && vdso::SUPPORTED {
@@ -417,7 +435,7 @@ pub(crate) fn exec_into(
             drop(status_r);
             let code = join_and_run(
                 &process,
-                &nss,
+                (&nss, chroot_to.as_ref()),
                 &seccomp,
                 notify_sock.as_ref(),
                 &status_w,
@@ -458,7 +476,7 @@ pub(crate) fn exec_into(
 /// report its pid, and (unless detached) wait for it.
 fn join_and_run(
     p: &ExecProcess,
-    nss: &[(std::fs::File, libc::c_int)],
+    (nss, chroot_to): (&[(std::fs::File, libc::c_int)], Option<&std::fs::File>),
     seccomp: &[seccompiler::BpfProgram],
     notify_sock: Option<&OwnedFd>,
     status: &OwnedFd,
@@ -481,6 +499,14 @@ fn join_and_run(
     }
     for (f, flag) in nss {
         if let Err(e) = nix::sched::setns(f, nix::sched::CloneFlags::from_bits_retain(*flag)) {
+            report(-(e as i32));
+            return 125;
+        }
+    }
+    if let Some(root) = chroot_to {
+        if let Err(e) =
+            nix::unistd::fchdir(root.as_raw_fd()).and_then(|()| nix::unistd::chroot("."))
+        {
             report(-(e as i32));
             return 125;
         }

@@ -229,7 +229,7 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["mounts"][3]["options"] = serde_json::json!(["bind", "tmpcopyup"])),
         ),
         (
-            "linux.namespaces",
+            "linux.maskedPaths: needs a mount namespace",
             Box::new(|c| c["linux"]["namespaces"] = serde_json::json!([{"type": "pid"}])),
         ),
         (
@@ -400,7 +400,7 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["annotations"]["org.reprorun.cpus"] = "3".into()),
         ),
         (
-            "linux.namespaces: a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)".into(),
+            "linux.maskedPaths: needs a mount namespace of the container's own (runc refuses it too: unable to restrict sys entries without a private MNT namespace)".into(),
             Box::new(move |c| ns(c, "mount")),
         ),
         (

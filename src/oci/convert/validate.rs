@@ -75,7 +75,7 @@ pub(crate) fn validate<'a>(
         ));
     }
     let (namespaces, join) = linux::namespaces(&linux.namespaces)?;
-    required_namespaces(&namespaces, &join)?;
+    required_namespaces(&namespaces, &join, &linux)?;
     if det.egress.is_some() && !namespaces.contains(&Namespace::Net) {
         return Err(bad(
             format!("annotations.{ANNOTATION_PREFIX}net.allow"),
@@ -151,19 +151,33 @@ fn rootfs(bundle: &Path, path: &str) -> Result<PathBuf, ConvertError> {
     }
 }
 
-/// reprorun builds the root in a mount namespace: a new one, or one joined by path (as with
-/// runc, the root is then built there: that namespace's processes see it). (A pid namespace
-/// may be new, joined or the caller's, as with runc: without one of its own, `delete
-/// --force` and `kill --all` reach the container's processes through its cgroup.)
-fn required_namespaces(namespaces: &[Namespace], join: &[NsJoin]) -> Result<(), ConvertError> {
+/// The root is built in a mount namespace of the container's own (new or joined by path:
+/// as with runc, the root is then built there), or, with none, in the caller's, entered by
+/// chroot (runc's behaviour: the config's mounts land in the caller's mount namespace). Like
+/// runc, masked and read-only paths need a mount namespace of the container's own. (A pid
+/// namespace may be new, joined or the caller's, as with runc: without one of its own,
+/// `delete --force` and `kill --all` reach the container's processes through its cgroup.)
+fn required_namespaces(
+    namespaces: &[Namespace],
+    join: &[NsJoin],
+    linux: &spec::Linux,
+) -> Result<(), ConvertError> {
     let joined = join.iter().any(|j| j.ns == Namespace::Mount);
-    if !namespaces.contains(&Namespace::Mount) && !joined {
-        return Err(bad(
-            "linux.namespaces",
-            "a mount namespace of the container's own, new or joined by path, is required (reprorun builds the root in one)",
-        ));
+    if namespaces.contains(&Namespace::Mount) || joined {
+        return Ok(());
     }
-    Ok(())
+    let field = match (
+        linux.masked_paths.is_empty(),
+        linux.readonly_paths.is_empty(),
+    ) {
+        (false, _) => "linux.maskedPaths",
+        (_, false) => "linux.readonlyPaths",
+        _ => return Ok(()),
+    };
+    Err(bad(
+        field,
+        "needs a mount namespace of the container's own (runc refuses it too: unable to restrict sys entries without a private MNT namespace)",
+    ))
 }
 
 /// The host and domain names; a hostname needs a uts namespace of the container's own or

@@ -124,7 +124,11 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
                 .map_err(InitError::ProxyListener)?;
             crate::sys::send_fd(sock, &listener, PROXY_TAG).map_err(InitError::ProxyListener)
         }
-        Step::Root => Ok(build_root(&plan.mounts)?),
+        Step::Root => {
+            let own =
+                plan.has(Namespace::Mount) || plan.join.iter().any(|j| j.ns == Namespace::Mount);
+            Ok(build_root(&plan.mounts, own)?)
+        }
         Step::Chdir => {
             let cwd = plan.cwd.to_string_lossy().to_string();
             nix::unistd::chdir(&plan.cwd).map_err(|e| InitError::Chdir(cwd.clone(), e))?;

@@ -424,6 +424,12 @@ impl Builder<'_> {
         self.sys
             .mount(Some(&self.host(src)), &newroot, None, rec, None)
             .map_err(fail("root bind", root))?;
+        if self.layout.private_root {
+            let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+            self.sys
+                .mount(None, &newroot, None, private, None)
+                .map_err(fail("root bind (private)", root))?;
+        }
         // Device nodes of the image are never honoured (/dev is the engine's tmpfs).
         self.sys
             .mount_setattr(&newroot, true, MOUNT_ATTR_NODEV, 0)

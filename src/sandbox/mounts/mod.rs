@@ -73,6 +73,12 @@ pub(crate) enum MountError {
     Link { dest: PathBuf, link: PathBuf },
     #[error("detach old root: {0}")]
     Detach(Errno),
+    #[error("chroot into the root filesystem: {0}")]
+    Chroot(Errno),
+    #[error(
+        "no root filesystem to build in place (a container without a mount namespace of its own)"
+    )]
+    NoRootfs,
 }
 
 impl MountError {
@@ -82,9 +88,10 @@ impl MountError {
             | MountError::Staging(_, e)
             | MountError::Pivot(e)
             | MountError::Detach(e)
+            | MountError::Chroot(e)
             | MountError::Op { errno: e, .. }
             | MountError::Target { errno: e, .. } => *e,
-            MountError::NoStaging => Errno::ENOENT,
+            MountError::NoStaging | MountError::NoRootfs => Errno::ENOENT,
             MountError::Link { .. } => Errno::ELOOP,
         }
     }
@@ -105,12 +112,16 @@ fn io_errno(e: &std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-/// Where the builder works: the staging root (its `newroot` directory becomes the new root;
-/// generated files and overlay layers live beside it) and where the host's root is seen.
+/// Where the builder works: the staging root (generated files and overlay layers live
+/// there), the directory that becomes the new root, and where the host's root is seen.
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
     pub(crate) staging: PathBuf,
     pub(crate) oldroot: PathBuf,
+    pub(crate) newroot: PathBuf,
+    /// Whether the bundle's root, once bound, is made private (recursively): built in the
+    /// caller's mount namespace, its mounts must not propagate to the host's peers.
+    pub(crate) private_root: bool,
 }
 
 impl Layout {
@@ -120,6 +131,8 @@ impl Layout {
         Layout {
             staging: "/".into(),
             oldroot: "/oldroot".into(),
+            newroot: "/newroot".into(),
+            private_root: false,
         }
     }
 }
@@ -171,7 +184,7 @@ impl<'a> Builder<'a> {
 
     /// The directory that becomes the new root.
     fn newroot(&self) -> PathBuf {
-        self.layout.staging.join("newroot")
+        self.layout.newroot.clone()
     }
 
     /// The staging path of a destination inside the new root.
@@ -285,8 +298,13 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
 }
 
 /// Builds the new root from `ops` and pivots into it. On return the process's root is the
-/// new root, the host's root is detached, and the working directory is `/`.
-pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
+/// new root, the host's root is detached, and the working directory is `/`. Without a mount
+/// namespace of the process's own (`own_namespace` false) the root is built in place
+/// ([`build_root_in_place`]).
+pub(crate) fn build_root(ops: &[MountOp], own_namespace: bool) -> Result<(), MountError> {
+    if !own_namespace {
+        return build_root_in_place(ops);
+    }
     let sys = Host;
     sys.mount(
         None,
@@ -308,8 +326,12 @@ pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
     sys.umount2(here, MntFlags::MNT_DETACH)
         .map_err(MountError::Detach)?;
     nix::unistd::chdir("/").map_err(MountError::Pivot)?;
-    // The root's propagation (OCI `linux.rootfsPropagation`) once it is the root, as runc
-    // sets it: `pivot_root` refuses a shared new root.
+    root_propagation(&sys, ops)
+}
+
+/// The root's propagation (OCI `linux.rootfsPropagation`) once it is the root, as runc sets
+/// it: `pivot_root` refuses a shared new root.
+fn root_propagation(sys: &dyn Syscall, ops: &[MountOp]) -> Result<(), MountError> {
     for op in ops {
         if let MountOp::RootPropagation { flag } = op {
             let (_, propagation) = crate::plan::mounts::flag_bits(std::slice::from_ref(flag));
@@ -325,6 +347,56 @@ pub(crate) fn build_root(ops: &[MountOp]) -> Result<(), MountError> {
         }
     }
     Ok(())
+}
+
+/// A container without a mount namespace of its own (an OCI config without one), as runc
+/// runs it: the root is built where the bundle's root filesystem is, in the caller's mount
+/// namespace (where its mounts stay), and entered by chroot (`pivot_root` would change the
+/// root of every process of that namespace). The bundle's root is first bound on itself and
+/// made private, so nothing mounted in it propagates to the host's peers; generated files
+/// live on a tmpfs on a fresh directory of the host's that is detached before the chroot
+/// (the binds of its files keep them).
+fn build_root_in_place(ops: &[MountOp]) -> Result<(), MountError> {
+    let sys = Host;
+    let root = ops
+        .iter()
+        .find_map(|op| match op {
+            MountOp::RootBind { src } => Some(src.clone()),
+            _ => None,
+        })
+        .ok_or(MountError::NoRootfs)?;
+    let base = STAGING_CANDIDATES
+        .iter()
+        .find(|p| Path::new(p).is_dir())
+        .ok_or(MountError::NoStaging)?;
+    let staging = |e| MountError::Staging(base.to_string(), e);
+    let dir = tempfile::Builder::new()
+        .prefix(".reprorun-staging-")
+        .tempdir_in(base)
+        .map_err(|e| staging(io_errno(&e)))?;
+    sys.mount(
+        Some(Path::new("tmpfs")),
+        dir.path(),
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=1m"),
+    )
+    .map_err(staging)?;
+    let layout = Layout {
+        staging: dir.path().to_path_buf(),
+        oldroot: "/".into(),
+        newroot: root.clone(),
+        private_root: true,
+    };
+    let built = Builder::new(&sys, layout).run(ops);
+    let detached = sys.umount2(dir.path(), MntFlags::MNT_DETACH);
+    drop(dir);
+    built?;
+    detached.map_err(MountError::Detach)?;
+    std::env::set_current_dir(&root).map_err(|e| MountError::Chroot(io_errno(&e)))?;
+    nix::unistd::chroot(".").map_err(MountError::Chroot)?;
+    nix::unistd::chdir("/").map_err(MountError::Chroot)?;
+    root_propagation(&sys, ops)
 }
 
 /// Pivots into a fresh tmpfs on one of [`STAGING_CANDIDATES`], the host's root at

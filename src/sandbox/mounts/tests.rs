@@ -90,6 +90,8 @@ fn run(rec: &Recorder, ops: &[MountOp]) -> (tempfile::TempDir, Result<(), MountE
     let layout = Layout {
         staging: staging.path().to_path_buf(),
         oldroot: "/".into(),
+        newroot: staging.path().join("newroot"),
+        private_root: false,
     };
     let result = Builder::new(rec, layout).run(ops);
     (staging, result)
@@ -240,4 +242,52 @@ fn a_missing_mask_target_is_left_alone() {
     );
     result.unwrap();
     assert!(rec.calls.borrow().is_empty());
+}
+
+#[test]
+fn a_root_built_in_place_is_bound_on_itself_and_made_private_before_anything_else() {
+    let staging = tempfile::tempdir().unwrap();
+    let rootfs = tempfile::tempdir().unwrap();
+    let ops = [
+        MountOp::RootBind {
+            src: rootfs.path().to_path_buf(),
+        },
+        MountOp::Proc {
+            dest: "/proc".into(),
+        },
+    ];
+    for private_root in [false, true] {
+        let rec = Recorder::default();
+        let layout = Layout {
+            staging: staging.path().to_path_buf(),
+            oldroot: "/".into(),
+            newroot: rootfs.path().to_path_buf(),
+            private_root,
+        };
+        Builder::new(&rec, layout).run(&ops).unwrap();
+        let calls = rec.calls.borrow();
+        let Call::Mount { source, target, .. } = &calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(
+            (source.as_deref(), target.as_path()),
+            (Some(rootfs.path()), rootfs.path())
+        );
+        let private = Call::Mount {
+            source: None,
+            target: rootfs.path().to_path_buf(),
+            fstype: None,
+            flags: MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            data: None,
+        };
+        assert_eq!(calls[1] == private, private_root, "{calls:?}");
+        // The proc mount lands inside the bundle's root, not in a staging root.
+        assert!(
+            calls
+                .iter()
+                .any(|c| matches!(c, Call::Mount { target, fstype: Some(t), .. }
+            if t == "proc" && target == &rootfs.path().join("proc"))),
+            "{calls:?}"
+        );
+    }
 }
