@@ -536,3 +536,98 @@ fn oci_without_a_mount_namespace_the_root_is_built_in_place_and_chrooted_as_runc
         assert!(names.contains(&"shared") && !names.contains(&"usr"), "{ls}");
     }
 }
+
+#[test]
+fn oci_user_network_ipc_and_time_namespaces_joined_by_path() {
+    if !is_root() || !std::path::Path::new("/proc/self/ns/time").exists() {
+        return;
+    }
+    // A: a container whose user namespace maps its root to host uid 1000.
+    let a = Bundle::new(&["sleep", "1000"], |c| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "user"}));
+        c["linux"]["uidMappings"] =
+            serde_json::json!([{"containerID": 0, "hostID": 1000, "size": 100}]);
+        c["linux"]["gidMappings"] =
+            serde_json::json!([{"containerID": 0, "hostID": 2000, "size": 100}]);
+    });
+    let a_pid_file = a.work.path().join("pid");
+    expect_code(
+        &a.run(&["create", "--pid-file", a_pid_file.to_str().unwrap(), "ua"]),
+        0,
+    );
+    let a_pid = std::fs::read_to_string(&a_pid_file).unwrap();
+    // A time namespace held by a helper.
+    let mut clock = std::process::Command::new("unshare")
+        .args(["--time", "--fork", "sleep", "1000"])
+        .spawn()
+        .unwrap();
+    let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
+    let mut time_pid = None;
+    for _ in 0..2000 {
+        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", clock.id()))
+            .unwrap_or_default();
+        if let Some(p) = children.split_whitespace().next() {
+            if ns(p, "time") != ns("self", "time") {
+                time_pid = Some(p.to_string());
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let time_pid = time_pid.expect("the helper's time namespace");
+    // B joins A's user, network and ipc namespaces and the helper's time namespace; its
+    // mount, pid and uts namespaces are new (and belong to the joined user namespace).
+    let b = Bundle::new(&["sh", "-c", "id -u > /shared/id; exec sleep 1001"], |c| {
+        for n in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            match n["type"].as_str().unwrap() {
+                "network" => n["path"] = format!("/proc/{a_pid}/ns/net").into(),
+                "ipc" => n["path"] = format!("/proc/{a_pid}/ns/ipc").into(),
+                _ => {}
+            }
+        }
+        let list = c["linux"]["namespaces"].as_array_mut().unwrap();
+        list.push(serde_json::json!({"type": "user", "path": format!("/proc/{a_pid}/ns/user")}));
+        list.push(serde_json::json!({"type": "time", "path": format!("/proc/{time_pid}/ns/time")}));
+    });
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(b.shared(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let b_pid_file = b.work.path().join("pid");
+    let o = b.run(&["create", "--pid-file", b_pid_file.to_str().unwrap(), "ub"]);
+    let created = o.status.success();
+    let b_pid = std::fs::read_to_string(&b_pid_file).unwrap_or_default();
+    let same: Vec<bool> = [
+        (&a_pid, "user"),
+        (&a_pid, "net"),
+        (&a_pid, "ipc"),
+        (&time_pid, "time"),
+    ]
+    .iter()
+    .map(|(p, kind)| created && ns(p, kind) == ns(&b_pid, kind))
+    .collect();
+    let new_mount = created && ns(&a_pid, "mnt") != ns(&b_pid, "mnt");
+    let mut id = None;
+    if created {
+        expect_code(&b.run(&["start", "ub"]), 0);
+        if wait_for_text(&b.shared().join("id"), "0\n") {
+            use std::os::unix::fs::MetadataExt;
+            id = std::fs::metadata(b.shared().join("id"))
+                .ok()
+                .map(|m| m.uid());
+        }
+    }
+    let _ = b.run(&["delete", "--force", "ub"]);
+    let _ = a.run(&["delete", "--force", "ua"]);
+    let _ = clock.kill();
+    let _ = clock.wait();
+    expect_code(&o, 0);
+    assert_eq!(same, [true; 4], "user, net, ipc, time joined");
+    assert!(new_mount);
+    assert_eq!(
+        id,
+        Some(1000),
+        "root of the joined user namespace, host uid 1000"
+    );
+}

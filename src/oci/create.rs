@@ -45,10 +45,9 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     let spec = super::read_spec(&bundle)?;
     let host = crate::plan::HostFacts::current()?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
-    if let (false, Some(sets)) = (
-        c.plan.has(crate::plan::Namespace::User),
-        &c.plan.security.caps,
-    ) {
+    let user = crate::plan::Namespace::User;
+    let in_user_ns = c.plan.has(user) || c.plan.join.iter().any(|j| j.ns == user);
+    if let (false, Some(sets)) = (in_user_ns, &c.plan.security.caps) {
         // Only what the running kernel knows (a config may list newer capabilities).
         let known = caps::runtime::thread_all_supported();
         let held: Vec<String> = caps::read(None, caps::CapSet::Permitted)
@@ -59,7 +58,7 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             .collect();
         convert::unraisable(sets, &held)?;
     }
-    if c.plan.parent_maps.is_some() {
+    if c.plan.parent_maps.is_some() || in_user_ns {
         super::premake::mount_points(&c.plan);
     }
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;

@@ -98,8 +98,12 @@ pub(crate) fn create(
         exec_fifo: fifo,
         console,
     };
-    let (child, ours) = super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None)
-        .map_err(no_fallback)?;
+    let user = plan.join.iter().find(|j| j.ns == Namespace::User);
+    let (child, ours) = match user {
+        Some(j) => super::userjoin::clone_init_in(&j.path, plan, &seccomp, &lifecycle),
+        None => super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None, 0),
+    }
+    .map_err(no_fallback)?;
     drop(lifecycle);
     let pidfd = crate::sys::pidfd_open_process(child).map_err(step("pidfd_open"))?;
     let abort = |e: SandboxError| {

@@ -23,6 +23,7 @@ mod supervisor;
 mod throttle;
 mod tracees;
 mod tty;
+mod userjoin;
 mod vdso;
 
 use nix::errno::Errno;

@@ -290,11 +290,13 @@ fn exit_code(status: libc::c_int) -> i32 {
 
 /// Clones init into the plan's new namespaces (signals blocked first, so it inherits the
 /// mask) and returns its pid and our end of its socket. The child never returns from here.
+/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]).
 pub(super) fn clone_init(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
+    extra: libc::c_int,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -312,7 +314,7 @@ pub(super) fn clone_init(
         .ok()
         .filter(|g| !g.is_empty() && nix::unistd::setgroups(&[]).is_ok());
     crate::trace::step("supervisor", "socketpair, groups");
-    let cloned = clone_process(plan.clone_flags());
+    let cloned = clone_process(plan.clone_flags() | extra);
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
     }
@@ -352,7 +354,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio)?;
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
     // Into the cgroup before init forks anything; init waits for the word.
     if let Some(cg) = res.cgroup {
         if let Err(e) = cg.add(child) {

@@ -32,18 +32,10 @@ pub(super) fn namespaces(
             return Err(bad(field, format!("namespace {:?} listed twice", ns.kind)));
         }
         match &ns.path {
-            Some(p) if !p.is_empty() => {
-                if matches!(kind, Namespace::Time | Namespace::User) {
-                    return Err(bad(
-                        field,
-                        format!("joining a {} namespace by path is not supported (reprorun's init stays in the caller's user namespace and enters a time namespace of its own)", ns.kind),
-                    ));
-                }
-                join.push(NsJoin {
-                    ns: kind,
-                    path: PathBuf::from(p),
-                })
-            }
+            Some(p) if !p.is_empty() => join.push(NsJoin {
+                ns: kind,
+                path: PathBuf::from(p),
+            }),
             _ => namespaces.push(kind),
         }
     }

@@ -69,8 +69,10 @@ pub fn resolve(spec: &Spec, bundle: &Path, cpus_available: u32) -> Result<Contai
 fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
     let det = &c.det;
     let mut namespaces = c.namespaces;
-    if det.enabled && !namespaces.contains(&Namespace::Time) {
-        // The workload's uptime clocks start at a pinned value.
+    let time_joined = c.join.iter().any(|j| j.ns == Namespace::Time);
+    if det.enabled && !namespaces.contains(&Namespace::Time) && !time_joined {
+        // The workload's uptime clocks start at a pinned value (a joined time namespace
+        // keeps its own offsets).
         namespaces.push(Namespace::Time);
     }
     let seeded = det.seeded();

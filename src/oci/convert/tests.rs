@@ -283,12 +283,11 @@ fn unknown_and_unsupported_fields_are_named() {
             Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
         ),
         (
-            "linux.namespaces[5]: joining a time namespace",
+            "linux.namespaces[6]: namespace \"user\" listed twice",
             Box::new(|c| {
-                c["linux"]["namespaces"]
-                    .as_array_mut()
-                    .unwrap()
-                    .push(serde_json::json!({"type": "time", "path": "/proc/1/ns/time"}))
+                let list = c["linux"]["namespaces"].as_array_mut().unwrap();
+                list.push(serde_json::json!({"type": "user", "path": "/proc/1/ns/user"}));
+                list.push(serde_json::json!({"type": "user"}));
             }),
         ),
         (
@@ -338,6 +337,26 @@ fn user_namespaces_and_joined_namespaces() {
     assert!(resolve_json(&dir.path(), &config)
         .unwrap_err()
         .contains("hostname"));
+}
+
+#[test]
+fn user_and_time_namespaces_joined_by_path() {
+    let (dir, mut config) = bundle();
+    let list = config["linux"]["namespaces"].as_array_mut().unwrap();
+    list.push(serde_json::json!({"type": "user", "path": "/proc/1/ns/user"}));
+    list.push(serde_json::json!({"type": "time", "path": "/proc/1/ns/time"}));
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let p = &c.plan;
+    let joined: Vec<Namespace> = p.join.iter().map(|j| j.ns).collect();
+    assert_eq!(joined, [Namespace::User, Namespace::Time]);
+    // No new user namespace (no id maps to write), and no time namespace of the determinism
+    // layer's own: the joined one's clocks are kept.
+    assert!(!p.has(Namespace::User) && !p.has(Namespace::Time));
+    assert!(p.parent_maps.is_none());
+    assert_eq!(
+        p.clone_flags() & (libc::CLONE_NEWUSER | libc::CLONE_NEWTIME),
+        0
+    );
 }
 
 #[test]

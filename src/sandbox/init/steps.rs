@@ -18,7 +18,7 @@ pub(super) enum Step {
     /// Wait for the supervisor's word: it has put init into the sandbox's cgroup (and, for
     /// an OCI container, written its id maps). Nothing may be forked before.
     AwaitGo,
-    /// Join the user and mount namespaces the plan names by path.
+    /// Join the mount namespace the plan names by path.
     JoinNamespaces,
     /// Write init's one-line uid and gid maps.
     IdMaps,
@@ -88,7 +88,9 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
                 _ => Err(InitError::ParentGone),
             }
         }
-        Step::JoinNamespaces => join_namespaces(plan, &[Namespace::User, Namespace::Mount]),
+        // A user namespace joined by path was joined before init was cloned
+        // ([`crate::sandbox::userjoin`]).
+        Step::JoinNamespaces => join_namespaces(plan, &[Namespace::Mount]),
         Step::IdMaps => write_id_maps(plan),
         Step::UserRoot => {
             use nix::unistd::{setresgid, setresuid, Gid, Uid};
@@ -144,8 +146,8 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
     }
 }
 
-/// Joins the namespaces of `kinds` the plan names by path (user first, then mount: what the
-/// creator could not join for us without losing its own view of the host).
+/// Joins the namespaces of `kinds` the plan names by path (the mount namespace: the creator
+/// could not join it for us without losing its own view of the host).
 fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
     for kind in kinds {
         for j in plan.join.iter().filter(|j| j.ns == *kind) {
