@@ -631,3 +631,69 @@ fn oci_user_network_ipc_and_time_namespaces_joined_by_path() {
         "root of the joined user namespace, host uid 1000"
     );
 }
+
+#[test]
+fn oci_device_rules_on_cgroup_v2_are_a_bpf_program() {
+    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
+    let v1 = std::path::Path::new("/sys/fs/cgroup/devices/devices.list");
+    if !is_root() || !unified.exists() || !v1.exists() {
+        return;
+    }
+    // This host is hybrid: with the v1 device controller unmounted (in a private mount
+    // namespace) the container's cgroup is made on the v2 hierarchy, where the rules are a
+    // BPF program. /dev/fuse (10:229, which the host lets root open): mknod is allowed
+    // (runc's `c *:* m`), opening it is not, unless linux.resources.devices allows it; /dev/zero
+    // (runc's defaults) opens.
+    let script = "cat /proc/self/cgroup; mknod /dev/f0 c 10 229 && echo made; \
+                  (: < /dev/f0) 2>/tmp/err && echo opened || cat /tmp/err; \
+                  head -c1 /dev/zero | od -An -tx1";
+    let config = |fuse: bool| {
+        move |c: &mut serde_json::Value| {
+            let sets: serde_json::Value = ["CAP_MKNOD", "CAP_DAC_OVERRIDE"].into();
+            c["process"]["capabilities"] = serde_json::json!({
+                "bounding": sets, "effective": sets, "permitted": sets,
+            });
+            c["linux"]["cgroupsPath"] = "/reprorun-test-bpf-devices".into();
+            if fuse {
+                c["linux"]["resources"] = serde_json::json!({"devices": [
+                    {"allow": true, "type": "c", "major": 10, "minor": 229, "access": "r"}
+                ]});
+            }
+        }
+    };
+    let mut outs = Vec::new();
+    for fuse in [false, true] {
+        let b = Bundle::new(&["sh", "-c", script], config(fuse));
+        let o = b.run_under(
+            &[
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                "umount /sys/fs/cgroup/devices && exec \"$0\" \"$@\"",
+            ],
+            &["run", "v2d"],
+        );
+        outs.push(expect_code(&o, 0));
+    }
+    for out in &outs {
+        assert!(
+            out.contains("0::/reprorun-test-bpf-devices"),
+            "a v2 cgroup: {out}"
+        );
+        assert!(out.contains("made\n"), "{out}");
+        assert!(out.contains(" 00\n"), "/dev/zero opens: {out}");
+    }
+    assert!(
+        outs[0].contains("Operation not permitted") && !outs[0].contains("opened"),
+        "{}",
+        outs[0]
+    );
+    assert!(
+        outs[1].contains("opened\n"),
+        "allowed by the config: {}",
+        outs[1]
+    );
+}

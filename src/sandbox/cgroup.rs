@@ -23,6 +23,11 @@ pub(crate) enum CgroupError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("attach the device program (linux.resources.devices on cgroup v2) to {path}: {errno}")]
+    Devices {
+        path: PathBuf,
+        errno: nix::errno::Errno,
+    },
     #[error("set {file}: {source}")]
     Write {
         file: PathBuf,
@@ -238,8 +243,8 @@ impl Cgroup {
     ) -> Result<Cgroup, CgroupError> {
         let mut controllers = needed(res);
         if controllers.contains(&"devices") && v1_dir(h, "devices").is_err() {
-            // No v1 device controller (a pure cgroup-v2 host): the device rules are not
-            // enforced there (no BPF device program is attached).
+            // No v1 device controller (a pure cgroup-v2 host): the device rules become a
+            // BPF program attached to the v2 cgroup ([`super::devfilter`]).
             controllers.retain(|c| *c != "devices");
         }
         let rel = path.trim_start_matches('/');
@@ -382,6 +387,14 @@ impl Cgroup {
                     write(&path, value)?;
                 }
             }
+        }
+        if let (Version::V2, false, Some(dir)) =
+            (self.version, res.devices.is_empty(), self.dirs.first())
+        {
+            super::devfilter::attach(dir, &res.devices).map_err(|errno| CgroupError::Devices {
+                path: dir.clone(),
+                errno,
+            })?;
         }
         if self.version == Version::V1 && !res.devices.is_empty() {
             // Deny everything, then the rules in order (the kernel keeps the exceptions).
@@ -582,10 +595,17 @@ mod tests {
         assert_eq!(fake.read("devices/user/me/sbx/devices.deny"), "b 8:0 rwm");
         assert_eq!(fake.read("devices/user/me/sbx/devices.allow"), "c 1:3 rwm");
         assert_eq!(cg.keep().len(), 1);
-        // Pure v2 (no device controller there): the cgroup is made, the rules not enforced.
+        // Pure v2 (no device controller there): the rules become a BPF program attached to
+        // the v2 cgroup, which a plain directory is not (and an unprivileged caller cannot
+        // load one): refused, naming it.
         let (fake, h) = Fake::v2("memory", "memory");
-        let cg = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap();
-        assert_eq!(cg.keep(), vec![fake.dir.path().join("user/me/sbx")]);
+        let e = Cgroup::create_in(&h, &device_rules(), "sbx").unwrap_err();
+        match e {
+            CgroupError::Devices { path, .. } => {
+                assert_eq!(path, fake.dir.path().join("user/me/sbx"))
+            }
+            other => panic!("{other}"),
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod cgroup;
 pub(crate) mod container;
+mod devfilter;
 mod dirs;
 mod elf;
 mod exec;
