@@ -697,3 +697,64 @@ fn oci_device_rules_on_cgroup_v2_are_a_bpf_program() {
         outs[1]
     );
 }
+
+#[test]
+fn oci_block_io_applies_and_fields_without_a_controller_fail_naming_it_as_runc_fails() {
+    let blkio = std::path::Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device");
+    if !is_root() || !blkio.exists() || !std::path::Path::new("/sys/dev/block/254:0").exists() {
+        return;
+    }
+    let b = Bundle::new(&["true"], |c| {
+        c["linux"]["cgroupsPath"] = "/reprorun-test-blkio".into();
+        c["linux"]["resources"] = serde_json::json!({"blockIO": {
+            "throttleReadBpsDevice": [{"major": 254, "minor": 0, "rate": 1048576}],
+            "throttleWriteIopsDevice": [{"major": 254, "minor": 0, "rate": 100}]
+        }});
+    });
+    expect_code(&b.run(&["create", "io1"]), 0);
+    let read =
+        |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/blkio/reprorun-test-blkio/{f}"));
+    let got = (
+        read("blkio.throttle.read_bps_device"),
+        read("blkio.throttle.write_iops_device"),
+    );
+    expect_code(&b.run(&["delete", "--force", "io1"]), 0);
+    assert_eq!(got.0.unwrap(), "254:0 1048576\n");
+    assert_eq!(got.1.unwrap(), "254:0 100\n");
+    // What this host has no controller for (as seen by the container's v1 cgroup) fails at
+    // create, one line naming the field (runc 1.1 fails each of these here too).
+    let cases = [
+        (
+            "hugetlb",
+            serde_json::json!({"hugepageLimits": [{"pageSize": "2MB", "limit": 4194304}]}),
+            "linux.resources.hugepageLimits",
+        ),
+        (
+            "net_cls",
+            serde_json::json!({"network": {"classID": 1048577}}),
+            "linux.resources.network",
+        ),
+        (
+            "rdma",
+            serde_json::json!({"rdma": {"mlx5_1": {"hcaHandles": 3}}}),
+            "linux.resources.rdma",
+        ),
+        (
+            "memory",
+            serde_json::json!({"unified": {"memory.high": "1073741824"}}),
+            "linux.resources.unified: cannot be used on cgroup v1",
+        ),
+    ];
+    for (controller, resources, field) in cases {
+        if std::path::Path::new("/sys/fs/cgroup")
+            .join(controller)
+            .exists()
+            && controller != "memory"
+        {
+            continue;
+        }
+        let b = Bundle::new(&["true"], |c| c["linux"]["resources"] = resources);
+        expect_error(&b.run(&["create", "f1"]), field);
+        assert!(!b.state.join("f1").exists());
+    }
+}

@@ -424,6 +424,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
             cpu_shares: None,
             devices: Vec::new(),
             files: Vec::new(),
+            unified: Default::default(),
         },
         tmpfs_size: args.tmpfs_size,
         share_tty: args.share_tty,

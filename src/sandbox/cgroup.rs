@@ -16,8 +16,10 @@ const CPU_PERIOD_US: u64 = 100_000;
 
 #[derive(Debug, Error)]
 pub(crate) enum CgroupError {
-    #[error("resource limits need the {0} cgroup controller, which this host does not offer (neither delegated on cgroup v2 nor mounted on v1)")]
+    #[error("resource limits{field} need the {0} cgroup controller, which this host does not offer (neither delegated on cgroup v2 nor mounted on v1)", field = field_of(.0))]
     NoController(&'static str),
+    #[error("linux.resources.unified: cannot be used on cgroup v1 (the container's cgroup is on v1 here: runc refuses it too)")]
+    UnifiedOnV1,
     #[error("create cgroup {path}: {source}; resource limits need root, or a cgroup v2 subtree delegated to this user (e.g. `systemd-run --user --scope -p Delegate=yes reprorun ...`)")]
     Create {
         path: PathBuf,
@@ -103,7 +105,42 @@ fn write(file: &Path, value: &str) -> Result<(), CgroupError> {
     })
 }
 
-/// The controllers `res` needs, by their cgroup names.
+/// The OCI field that asks for `controller`, for the error naming it.
+fn field_of(controller: &str) -> &'static str {
+    match controller {
+        "blkio" => " (linux.resources.blockIO)",
+        "hugetlb" => " (linux.resources.hugepageLimits)",
+        "net_cls" | "net_prio" => " (linux.resources.network)",
+        "rdma" => " (linux.resources.rdma)",
+        _ => "",
+    }
+}
+
+/// The controller (its v1 name) of a controller file, by the file's prefix.
+fn controller_of(file: &str) -> Option<&'static str> {
+    Some(match file.split('.').next()? {
+        "cpuset" => "cpuset",
+        "memory" => "memory",
+        "cpu" => "cpu",
+        "pids" => "pids",
+        "blkio" | "io" => "blkio",
+        "hugetlb" => "hugetlb",
+        "net_cls" => "net_cls",
+        "net_prio" => "net_prio",
+        "rdma" => "rdma",
+        _ => return None,
+    })
+}
+
+/// A controller's name on cgroup v2.
+fn v2_name(controller: &'static str) -> &'static str {
+    match controller {
+        "blkio" => "io",
+        c => c,
+    }
+}
+
+/// The controllers `res` needs, by their (v1) cgroup names.
 fn needed(res: &Resources) -> Vec<&'static str> {
     let mut c = Vec::new();
     if res.memory.is_some() {
@@ -119,14 +156,12 @@ fn needed(res: &Resources) -> Vec<&'static str> {
         c.push("devices");
     }
     // The controller of each further file: its name's prefix (`cpuset.cpus`: cpuset).
-    for f in &res.files {
-        for (name, _) in f.v1.iter().chain(f.v2.iter()) {
-            let controller = match name.split('.').next() {
-                Some("cpuset") => "cpuset",
-                Some("memory") => "memory",
-                Some("cpu") => "cpu",
-                _ => continue,
-            };
+    let names = res
+        .files
+        .iter()
+        .flat_map(|f| f.v1.iter().chain(f.v2.iter()));
+    for name in names.map(|(n, _)| n).chain(res.unified.keys()) {
+        if let Some(controller) = controller_of(name) {
             if !c.contains(&controller) {
                 c.push(controller);
             }
@@ -269,7 +304,8 @@ impl Cgroup {
                 .map(|_| dir.clone())
                 .map_err(|source| CgroupError::Create { path: dir, source })
         };
-        let cg = match v2_base(h, &controllers) {
+        let on_v2: Vec<&str> = controllers.iter().map(|c| v2_name(c)).collect();
+        let cg = match v2_base(h, &on_v2) {
             Some(base) => Cgroup {
                 version: Version::V2,
                 dirs: vec![place(base, h.own_path(""))?],
@@ -396,6 +432,15 @@ impl Cgroup {
                 errno,
             })?;
         }
+        match self.version {
+            Version::V1 if !res.unified.is_empty() => return Err(CgroupError::UnifiedOnV1),
+            Version::V1 => {}
+            Version::V2 => {
+                for (name, value) in &res.unified {
+                    set(name, value.clone())?;
+                }
+            }
+        }
         if self.version == Version::V1 && !res.devices.is_empty() {
             // Deny everything, then the rules in order (the kernel keeps the exceptions).
             set("devices.deny", "a".into())?;
@@ -479,6 +524,7 @@ mod tests {
             cpu_shares: Some(1024),
             devices: Vec::new(),
             files: Vec::new(),
+            unified: Default::default(),
         };
         assert_eq!(needed(&all), ["memory", "pids", "cpu"]);
         let shares = Resources {
@@ -573,6 +619,7 @@ mod tests {
             cpu_shares: Some(1024),
             devices: Vec::new(),
             files: Vec::new(),
+            unified: Default::default(),
         }
     }
 
@@ -673,5 +720,30 @@ mod tests {
         };
         let err = Cgroup::create_in(&h, &res, "old").unwrap_err();
         assert!(matches!(err, CgroupError::Create { .. }), "{err}");
+    }
+
+    #[test]
+    fn unified_is_written_on_v2_and_refused_on_v1_and_a_missing_controller_names_its_field() {
+        let mut res = Resources::default();
+        res.unified
+            .insert("memory.high".into(), "1073741824".into());
+        let (fake, h) = Fake::v2("memory", "memory");
+        Cgroup::create_in(&h, &res, "sbx").unwrap().keep();
+        assert_eq!(fake.read("user/me/sbx/memory.high"), "1073741824");
+        let (_fake, h) = Fake::v1(&["memory"]);
+        let e = Cgroup::create_in(&h, &res, "sbx").unwrap_err();
+        assert!(matches!(e, CgroupError::UnifiedOnV1), "{e}");
+        // A v1 host without hugetlb: refused naming the controller and the field.
+        let mut res = Resources::default();
+        res.files.push(crate::security::CgroupFile {
+            v1: Some(("hugetlb.2MB.limit_in_bytes".into(), "4194304".into())),
+            v2: Some(("hugetlb.2MB.max".into(), "4194304".into())),
+        });
+        let (_fake, h) = Fake::v1(&["memory"]);
+        let e = Cgroup::create_in(&h, &res, "sbx").unwrap_err().to_string();
+        assert!(
+            e.contains("hugetlb cgroup controller") && e.contains("linux.resources.hugepageLimits"),
+            "{e}"
+        );
     }
 }

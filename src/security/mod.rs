@@ -4,6 +4,8 @@
 
 pub mod seccomp;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -205,6 +207,10 @@ pub struct Resources {
     /// controller, by root only; not a limit [`Resources::any`] counts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceRule>,
+    /// OCI `linux.resources.unified`: cgroup v2 files written as given (each must be
+    /// written); on cgroup v1 refused, as runc refuses it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unified: BTreeMap<String, String>,
     /// Further controller files (OCI `linux.resources` fields), written in order after the
     /// limits above: on v1 the `v1` one, on v2 the `v2` one; a file the kernel does not
     /// offer is skipped (as runc does).
@@ -234,6 +240,7 @@ impl Resources {
             || self.cpu_milli.is_some()
             || self.cpu_shares.is_some()
             || !self.files.is_empty()
+            || !self.unified.is_empty()
     }
 }
 

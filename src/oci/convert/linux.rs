@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::mounts::absolute_dest;
-use super::{bad, unsupported, ConvertError};
+use super::{bad, ConvertError};
 use crate::oci::spec;
 use crate::plan::{IdMap, MountOp, Namespace, NsJoin, ParentMaps};
 use crate::security::{CgroupFile, DeviceRule, Resources, SeccompProfile};
@@ -218,7 +218,7 @@ fn file(v1: Option<&str>, v2: Option<&str>, value: i64) -> CgroupFile {
     }
 }
 
-/// `linux.resources` as cgroup limits; what cannot be enforced is refused.
+/// `linux.resources` as cgroup limits and files.
 pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, ConvertError> {
     let mut out = Resources::default();
     let Some(r) = r else { return Ok(out) };
@@ -308,21 +308,6 @@ pub(super) fn resources(r: Option<&spec::Resources>) -> Result<Resources, Conver
             out.pids = Some(p.limit as u64);
         }
     }
-    for (set, field) in [
-        (r.block_io.is_some(), "blockIO"),
-        (
-            r.hugepage_limits
-                .as_ref()
-                .is_some_and(|v| v.as_array().map_or(true, |a| !a.is_empty())),
-            "hugepageLimits",
-        ),
-        (r.network.is_some(), "network"),
-        (r.rdma.is_some(), "rdma"),
-        (r.unified.as_ref().is_some_and(|u| !u.is_empty()), "unified"),
-    ] {
-        if set {
-            return Err(unsupported(&format!("linux.resources.{field}")));
-        }
-    }
+    super::cgroup_fields::add(r, &mut out)?;
     Ok(out)
 }

@@ -5,6 +5,7 @@
 //! (`annotations`, `process`, `mounts`, `linux`); `build` assembles the plan.
 
 mod annotations;
+mod cgroup_fields;
 mod linux;
 mod mounts;
 mod process;

@@ -201,12 +201,16 @@ fn unknown_and_unsupported_fields_are_named() {
             "linux.resources.hugepageLimits",
             Box::new(|c| {
                 c["linux"]["resources"]["hugepageLimits"] =
-                    serde_json::json!([{"pageSize": "2MB", "limit": 1 << 21}])
+                    serde_json::json!([{"pageSize": "2MB", "limit": "big"}])
             }),
         ),
         (
             "linux.resources.blockIO",
-            Box::new(|c| c["linux"]["resources"]["blockIO"] = serde_json::json!({})),
+            Box::new(|c| c["linux"]["resources"]["blockIO"] = serde_json::json!({"weight": -1})),
+        ),
+        (
+            "linux.resources.unified.../x: not a cgroup v2 file name",
+            Box::new(|c| c["linux"]["resources"]["unified"] = serde_json::json!({"../x": "1"})),
         ),
         (
             "process.apparmorProfile",
@@ -509,6 +513,61 @@ fn cri_resources_resolve_to_cgroup_limits() {
     // The plan saved by `create` carries the shares for the cgroup code.
     let saved = serde_json::to_value(p.resources).unwrap();
     assert_eq!(saved["cpu_shares"], 256);
+}
+
+/// blockIO, hugepageLimits, network, rdma and unified as the cgroup files runc writes.
+#[test]
+fn block_io_hugepages_network_rdma_and_unified_become_cgroup_files() {
+    let (dir, mut config) = bundle();
+    config["linux"]["resources"] = serde_json::json!({
+        "blockIO": {"weight": 500, "leafWeight": 300,
+            "weightDevice": [{"major": 8, "minor": 0, "weight": 200}],
+            "throttleReadBpsDevice": [{"major": 254, "minor": 0, "rate": 1048576}],
+            "throttleWriteIopsDevice": [{"major": 254, "minor": 0, "rate": 100}]},
+        "hugepageLimits": [{"pageSize": "2MB", "limit": 4194304}],
+        "network": {"classID": 1048577, "priorities": [{"name": "lo", "priority": 2}]},
+        "rdma": {"mlx5_1": {"hcaHandles": 3, "hcaObjects": 10000}},
+        "unified": {"memory.high": "1073741824"}
+    });
+    let r = resolve_json(&dir.path(), &config).unwrap().plan.resources;
+    let pairs: Vec<(Option<String>, Option<String>)> = r
+        .files
+        .iter()
+        .map(|f| {
+            let show = |p: &Option<(String, String)>| p.as_ref().map(|(n, v)| format!("{n}={v}"));
+            (show(&f.v1), show(&f.v2))
+        })
+        .collect();
+    let s = |t: &str| Some(t.to_string());
+    assert_eq!(
+        pairs,
+        [
+            (s("blkio.weight=500"), s("io.weight=default 500")),
+            (s("blkio.weight_device=8:0 200"), s("io.weight=8:0 200")),
+            (
+                s("blkio.throttle.read_bps_device=254:0 1048576"),
+                s("io.max=254:0 rbps=1048576")
+            ),
+            (
+                s("blkio.throttle.write_iops_device=254:0 100"),
+                s("io.max=254:0 wiops=100")
+            ),
+            (
+                s("hugetlb.2MB.limit_in_bytes=4194304"),
+                s("hugetlb.2MB.max=4194304")
+            ),
+            (s("net_cls.classid=1048577"), None),
+            (s("net_prio.ifpriomap=lo 2"), None),
+            (
+                s("rdma.max=mlx5_1 hca_handle=3 hca_object=10000"),
+                s("rdma.max=mlx5_1 hca_handle=3 hca_object=10000")
+            ),
+        ]
+    );
+    assert_eq!(
+        r.unified.get("memory.high").map(String::as_str),
+        Some("1073741824")
+    );
 }
 
 #[test]
