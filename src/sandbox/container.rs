@@ -19,8 +19,9 @@ use nix::unistd::Pid;
 
 use super::init::{self, Lifecycle};
 use super::protocol;
+pub(crate) use super::supervisor::wait_init;
 use super::vdso::LISTENER_TAG;
-use super::{cgroup, notify, signals, vdso, SandboxError};
+use super::{cgroup, notify, vdso, SandboxError};
 use crate::plan::{IdMap, Namespace, Plan};
 
 /// A container whose init waits for the creator's commit.
@@ -582,25 +583,4 @@ fn join_and_run(
             }
         }
     }
-}
-
-/// Waits for a child of this process (init after `reprorun run`, the exec helper),
-/// forwarding signals to it; returns its exit code (128+N for signal N).
-pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
-    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
-    signals::block_supervised().map_err(step("block signals"))?;
-    let mut msgs = Vec::new();
-    let watched = super::supervisor::watch(
-        init,
-        None,
-        || {},
-        super::supervisor::Watch {
-            reap_all: false,
-            sock: None,
-            relay: None,
-            proxy: None,
-        },
-        &mut msgs,
-    )?;
-    Ok(watched.outcome(crate::plan::Isolation::Full).exit_code)
 }

@@ -422,3 +422,24 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     outcome.network = network;
     Ok(outcome)
 }
+
+/// Waits for a child of this process (init after `reprorun run`, the exec helper),
+/// forwarding signals to it; returns its exit code (128+N for signal N).
+pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
+    let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
+    signals::block_supervised().map_err(step("block signals"))?;
+    let mut msgs = Vec::new();
+    let watched = watch(
+        init,
+        None,
+        || {},
+        Watch {
+            reap_all: false,
+            sock: None,
+            relay: None,
+            proxy: None,
+        },
+        &mut msgs,
+    )?;
+    Ok(watched.outcome(crate::plan::Isolation::Full).exit_code)
+}
