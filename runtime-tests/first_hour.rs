@@ -255,22 +255,85 @@ fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
     assert!(!stderr(&o).contains("network is off"), "{}", stderr(&o));
 }
 
-#[test]
-fn a_work_tree_of_another_uid_is_named_when_the_run_fails() {
-    if !is_root() {
-        return;
-    }
-    // An unpacked tarball: the tree belongs to uid 1001, mode 0755.
-    let w = Work::new();
+/// An unpacked tarball: a tree that belongs to uid 1001, mode 0755, in a directory every
+/// user can traverse.
+fn tree_of_uid_1001(w: &Work) -> std::path::PathBuf {
+    std::fs::set_permissions(w.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let tree = w.path().join("project");
     std::fs::create_dir(&tree).unwrap();
     std::os::unix::fs::chown(&tree, Some(1001), Some(1001)).unwrap();
     std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tree
+}
+
+#[test]
+fn a_root_caller_writes_a_work_tree_of_another_uid() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        return;
+    }
+    let w = Work::new();
+    let tree = tree_of_uid_1001(&w);
     let o = w
-        .cmd(&["exec", "--", "python3", "-m", "venv", "/work/.venv"])
+        .cmd(&[
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "python3 -m venv /work/.venv && id -u && stat -c '%u:%g' /work /work/.venv \
+             && stat -c %u /usr",
+        ])
         .current_dir(&tree)
         .output()
         .unwrap();
+    // The workload keeps its pinned uid 0; the tree is its own; the host's root shows as
+    // nobody, as for an unprivileged caller.
+    assert_eq!(expect_code(&o, 0), "0\n0:0\n0:0\n65534\n");
+    assert!(!stderr(&o).contains("belongs to uid"), "{}", stderr(&o));
+    // Outside, what it wrote belongs to the tree's owner.
+    let meta = std::fs::metadata(tree.join(".venv")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (1001, 1001));
+    // --user keeps its id inside; its files are the owner's too.
+    let o = w
+        .cmd(&[
+            "exec",
+            "--user",
+            "1000:1000",
+            "--",
+            "sh",
+            "-c",
+            "id -u; touch /work/mine",
+        ])
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert_eq!(expect_code(&o, 0), "1000\n");
+    assert_eq!(std::fs::metadata(tree.join("mine")).unwrap().uid(), 1001);
+    // A tree of the root caller itself: every id is itself, the workload still uid 0.
+    let o = w.run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "id -u; cat /proc/self/uid_map | tr -s ' '; stat -c %u /work/project",
+    ]);
+    assert_eq!(expect_code(&o, 0), "0\n 0 0 4294967295\n1001\n");
+}
+
+#[test]
+fn an_unprivileged_caller_is_told_whose_tree_it_cannot_write() {
+    let Some(user) = rootless_user() else {
+        return;
+    };
+    let (_bin_dir, bin) = world_readable_binary();
+    let w = Work::new();
+    let tree = tree_of_uid_1001(&w);
+    let o = as_user(
+        user,
+        &bin,
+        &["exec", "--", "python3", "-m", "venv", "/work/.venv"],
+        &tree,
+    );
     assert_ne!(o.status.code(), Some(0));
     let err = stderr(&o);
     assert!(
@@ -281,7 +344,15 @@ fn a_work_tree_of_another_uid_is_named_when_the_run_fails() {
         "{err}"
     );
     // A tree the sandbox maps gets no such hint.
-    let o = w.run(&["exec", "--", "sh", "-c", "touch /work/x && exit 3"]);
+    let own = w.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::os::unix::fs::chown(&own, Some(user.0), Some(user.1)).unwrap();
+    let o = as_user(
+        user,
+        &bin,
+        &["exec", "--", "sh", "-c", "touch /work/x && exit 3"],
+        &own,
+    );
     expect_code(&o, 3);
     assert!(!stderr(&o).contains("belongs to uid"), "{}", stderr(&o));
 }

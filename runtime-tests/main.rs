@@ -20,6 +20,7 @@ mod first_hour;
 mod image;
 mod isolation;
 mod lifecycle;
+mod lineage;
 mod mirror;
 mod net;
 mod oci;

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use super::mix::at_random;
+pub use super::mix::{at_random, KEY_QUERY};
 
 /// `--random`: where the sandbox's random bytes come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -23,6 +23,14 @@ pub enum RandomMode {
 pub const DOMAIN_GETRANDOM: &str = "getrandom";
 /// The `/dev/urandom` and `/dev/random` stream's domain tag (one stream for the sandbox).
 pub const DOMAIN_DEVICE: &str = "urandom";
+
+/// The lineage key of the `ordinal`-th process (from 0) created by the process with key
+/// `parent`: what its streams are keyed by, so that they do not depend on pids, which
+/// threads consume in numbers that vary with timing.
+pub fn child_key(parent: u64, ordinal: u64) -> u64 {
+    // "LINEAGE" as a domain tag.
+    super::mix::splitmix64(super::mix::splitmix64(parent ^ 0x4c49_4e45_4147_4500) ^ ordinal)
+}
 
 /// One deterministic byte stream.
 #[derive(Debug, Clone)]
@@ -106,6 +114,15 @@ mod tests {
             pieces.extend(b);
         }
         assert_eq!(pieces, whole);
+    }
+
+    #[test]
+    fn child_keys_differ_by_parent_and_ordinal() {
+        let k = child_key(2, 0);
+        assert_eq!(k, child_key(2, 0));
+        assert_ne!(k, child_key(2, 1));
+        assert_ne!(k, child_key(3, 0));
+        assert_ne!(child_key(k, 0), k);
     }
 
     #[test]

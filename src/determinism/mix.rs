@@ -11,11 +11,15 @@ pub const fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The 16 bytes a program started by process `pid` (its pid inside the sandbox) finds at
-/// its auxiliary vector's AT_RANDOM under `seed`.
-pub const fn at_random(seed: u64, pid: u32) -> [u8; 16] {
+/// The `getrandom(2)` flags with which the preload library asks the supervisor for its
+/// process's lineage key (8 bytes; the kernel itself refuses these flags with EINVAL).
+pub const KEY_QUERY: u32 = 0x5250_4b00;
+
+/// The 16 bytes a program started by the process with lineage key `key` finds at its
+/// auxiliary vector's AT_RANDOM under `seed` (a root process's key is its pid in the sandbox).
+pub const fn at_random(seed: u64, key: u64) -> [u8; 16] {
     // "AT_RANDOM" as a domain tag, so these bytes are unrelated to the other streams.
-    let base = splitmix64(seed ^ 0x4154_5f52_414e_444f) ^ (pid as u64);
+    let base = splitmix64(seed ^ 0x4154_5f52_414e_444f) ^ key;
     let a = splitmix64(base).to_le_bytes();
     let b = splitmix64(base ^ 0xffff_ffff_0000_0000).to_le_bytes();
     let mut out = [0u8; 16];

@@ -7,6 +7,7 @@
 //! mounts every sandbox gets.
 
 mod base;
+mod idmaps;
 pub mod image;
 pub mod mounts;
 mod request;

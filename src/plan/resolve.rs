@@ -65,19 +65,27 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         .user
         .or(req.image.as_ref().and_then(|i| i.user))
         .unwrap_or((0, 0));
+    let namespaces = namespaces(req.net);
+    // A root caller: the pinned ids are the work tree's owner's, every other id itself
+    // (`idmaps`); the supervisor writes these maps.
+    let owner = (host.uid == 0 && namespaces.contains(&Namespace::User))
+        .then(|| workdir_owner(&roots.workdir));
+    let parent_maps = owner.map(|owner| super::idmaps::root_caller((in_uid, in_gid), owner));
+    let (out_uid, out_gid) = owner.unwrap_or((host.uid, host.gid));
     Ok(Plan {
         isolation,
-        namespaces: namespaces(req.net),
+        namespaces,
         uid_map: IdMap {
             inside: in_uid,
-            outside: host.uid,
+            outside: out_uid,
             count: 1,
         },
         gid_map: IdMap {
             inside: in_gid,
-            outside: host.gid,
+            outside: out_gid,
             count: 1,
         },
+        parent_maps,
         mounts,
         hostname: req.hostname.clone(),
         host_workdir: roots.workdir,
@@ -98,6 +106,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         egress,
         ..Plan::base(roots.rootfs, argv)
     })
+}
+
+/// The owner (uid, gid) of the host directory bound at /work; the host's root when it
+/// cannot be read (the run then reports the directory itself).
+fn workdir_owner(dir: &Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).map_or((0, 0), |m| (m.uid(), m.gid()))
 }
 
 /// The command: the request's, or with an image and none, the image's Entrypoint and Cmd.

@@ -505,3 +505,36 @@ fn the_request_switches_interception_and_directory_order() {
     let plan = resolve(&r, &host(work.path())).unwrap();
     assert!(!plan.intercept && !plan.sorted_dirs);
 }
+
+#[test]
+fn a_root_caller_maps_the_work_trees_owner_and_an_unprivileged_one_itself() {
+    use std::os::unix::fs::MetadataExt;
+    let root = fake_rootfs();
+    let work = tempfile::tempdir().unwrap();
+    let owner = std::fs::metadata(work.path()).unwrap();
+    let mut r = req(&["true"]);
+    r.rootfs = Some(root.path().to_path_buf());
+    r.user = Some((1000, 1000));
+    // An unprivileged caller: its own ids, one line, written by init.
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert_eq!((plan.uid_map.outside, plan.gid_map.outside), (1000, 100));
+    assert_eq!(plan.parent_maps, None);
+    // Root: the pinned ids are the tree owner's; the supervisor writes every range.
+    let root_host = HostFacts {
+        uid: 0,
+        gid: 0,
+        ..host(work.path())
+    };
+    let plan = resolve(&r, &root_host).unwrap();
+    assert_eq!(plan.uid_map.inside, 1000);
+    assert_eq!(
+        (plan.uid_map.outside, plan.gid_map.outside),
+        (owner.uid(), owner.gid())
+    );
+    let maps = plan.parent_maps.expect("maps written by the supervisor");
+    assert!(maps
+        .uid
+        .iter()
+        .any(|m| m.inside == 1000 && m.outside == owner.uid() && m.count == 1));
+    assert!(maps.uid.len() > 1 && maps.gid.len() > 1);
+}

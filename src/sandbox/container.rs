@@ -22,7 +22,7 @@ use super::protocol;
 pub(crate) use super::supervisor::wait_init;
 use super::vdso::LISTENER_TAG;
 use super::{cgroup, notify, vdso, SandboxError};
-use crate::plan::{IdMap, Namespace, Plan};
+use crate::plan::{Namespace, Plan};
 
 /// A container whose init waits for the creator's commit.
 pub(crate) struct Created {
@@ -113,7 +113,7 @@ pub(crate) fn create(
         e
     };
     if let Some(maps) = &plan.parent_maps {
-        write_maps(child, &maps.uid, &maps.gid).map_err(abort)?;
+        super::supervisor::write_maps(child, &maps.uid, &maps.gid, false).map_err(abort)?;
     }
     cg.add(child).map_err(|e| abort(e.into()))?;
     nix::sys::socket::send(
@@ -162,29 +162,6 @@ pub(crate) fn create(
         pidfd,
         proxy_listener,
     })
-}
-
-/// Writes multi-range id maps for `child` (the creator is in the parent user namespace).
-fn write_maps(child: Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), SandboxError> {
-    let text = |m: &[IdMap]| {
-        m.iter()
-            .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
-            .collect::<String>()
-    };
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        std::fs::write(format!("/proc/{child}/setgroups"), "deny").map_err(|source| {
-            SandboxError::IdMap {
-                file: "setgroups",
-                source,
-            }
-        })?;
-    }
-    for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
-        std::fs::write(format!("/proc/{child}/{file}"), text(maps))
-            .map_err(|source| SandboxError::IdMap { file, source })?;
-    }
-    Ok(())
 }
 
 impl Created {

@@ -15,7 +15,7 @@ use super::protocol::{self, drain, InitMsg};
 use super::tty::{self, Relay};
 use super::vdso::LISTENER_TAG;
 use super::{init, notify, signals, tracees, vdso, Outcome, SandboxError};
-use crate::plan::{Isolation, Plan};
+use crate::plan::{IdMap, Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 use std::sync::mpsc::Sender;
 
@@ -334,6 +334,35 @@ pub(super) fn clone_init(
     }
 }
 
+/// Writes multi-range id maps for `child` (the creator is in the parent user namespace).
+/// `setgroups` is denied for an unprivileged creator (the kernel's condition) or when
+/// `deny_setgroups` asks (`exec`'s sandboxes deny it whoever calls).
+pub(super) fn write_maps(
+    child: Pid,
+    uid: &[IdMap],
+    gid: &[IdMap],
+    deny_setgroups: bool,
+) -> Result<(), SandboxError> {
+    let text = |m: &[IdMap]| {
+        m.iter()
+            .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
+            .collect::<String>()
+    };
+    if deny_setgroups || !nix::unistd::geteuid().is_root() {
+        std::fs::write(format!("/proc/{child}/setgroups"), "deny").map_err(|source| {
+            SandboxError::IdMap {
+                file: "setgroups",
+                source,
+            }
+        })?;
+    }
+    for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
+        std::fs::write(format!("/proc/{child}/{file}"), text(maps))
+            .map_err(|source| SandboxError::IdMap { file, source })?;
+    }
+    Ok(())
+}
+
 /// The error a message from init stands for (`None` for `Ready`).
 pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
     match msg {
@@ -355,12 +384,21 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
     let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
-    // Into the cgroup before init forks anything; init waits for the word.
-    if let Some(cg) = res.cgroup {
-        if let Err(e) = cg.add(child) {
+    // A root caller's id maps, then into the cgroup before init forks anything; init waits
+    // for the word.
+    if plan.parent_maps.is_some() || res.cgroup.is_some() {
+        let added = match &plan.parent_maps {
+            Some(m) => write_maps(child, &m.uid, &m.gid, true),
+            None => Ok(()),
+        }
+        .and_then(|()| match res.cgroup {
+            Some(cg) => cg.add(child).map_err(SandboxError::from),
+            None => Ok(()),
+        });
+        if let Err(e) = added {
             let _ = kill(child, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(child, None);
-            return Err(e.into());
+            return Err(e);
         }
         let _ = nix::sys::socket::send(
             std::os::fd::AsRawFd::as_raw_fd(&ours),

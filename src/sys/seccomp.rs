@@ -29,12 +29,20 @@ fn set_filter<F>(prog: &[F], flags: libc::c_ulong) -> Result<libc::c_long, Errno
     Errno::result(r)
 }
 
-/// Installs a filter and returns its notification listener (close-on-exec).
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (Linux 5.19): once the server has received a
+/// notification, only a fatal signal ends the caller's wait. Without it a signal arriving
+/// while the server answers (a child's SIGCHLD) makes the call fail with EINTR when the
+/// handler lacks SA_RESTART.
+const WAIT_KILLABLE_RECV: libc::c_ulong = 1 << 5;
+
+/// Installs a filter and returns its notification listener (close-on-exec). Waits the
+/// server has taken up are killable only (where the kernel knows the flag).
 pub(crate) fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
-    let fd = set_filter(
-        prog,
-        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong,
-    )? as RawFd;
+    let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong;
+    let fd = match set_filter(prog, listener | WAIT_KILLABLE_RECV) {
+        Err(Errno::EINVAL) => set_filter(prog, listener)?,
+        other => other?,
+    } as RawFd;
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     nix::fcntl::fcntl(

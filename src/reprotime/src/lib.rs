@@ -15,7 +15,7 @@
 // time_t and friends differ in width between targets: the casts are for the other ones.
 #![allow(clippy::unnecessary_cast)]
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_char, c_int, c_uint, c_void};
 use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
@@ -125,16 +125,49 @@ fn seed_at_random() {
     if p.flags & FLAG_SEEDED == 0 {
         return;
     }
-    // SAFETY: getauxval and getpid have no preconditions; AT_RANDOM, when present, points to
-    // 16 writable bytes on the initial stack, which live as long as the process.
+    // SAFETY: getauxval and getpid have no preconditions; getrandom writes at most 8 bytes
+    // into the exclusively borrowed `key`; AT_RANDOM, when present, points to 16 writable
+    // bytes on the initial stack, which live as long as the process.
     unsafe {
         let at = libc::getauxval(AT_RANDOM) as *mut u8;
         if at.is_null() {
             return;
         }
-        let bytes = mix::at_random(p.seed, libc::getpid() as u32);
+        // The process's lineage key, which the supervisor answers (see its `lineage`); where
+        // nothing answers (the kernel refuses the flags), the pid, as for a root process.
+        let mut key: u64 = 0;
+        let n = getrandom_restarted(&mut key as *mut u64 as *mut c_void, 8, mix::KEY_QUERY);
+        if n != 8 {
+            key = libc::getpid() as u64;
+        }
+        let bytes = mix::at_random(p.seed, key);
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), at, 16);
     }
+}
+
+/// getrandom(2), taken up again when a signal interrupted it. With seeded entropy the
+/// supervisor answers it, and a signal that arrives before the supervisor has taken the call
+/// up ends it with EINTR (where the handler lacks SA_RESTART), which the kernel's own
+/// getrandom never does for a small request.
+unsafe fn getrandom_restarted(buf: *mut c_void, len: usize, flags: c_uint) -> isize {
+    loop {
+        // SAFETY: the caller's buffer holds `len` bytes, as getrandom(2) requires.
+        let n = unsafe { libc::syscall(libc::SYS_getrandom, buf, len, flags) };
+        // SAFETY: errno is this thread's own.
+        if n != -1 || unsafe { *libc::__errno_location() } != libc::EINTR {
+            return n as isize;
+        }
+    }
+}
+
+/// getrandom(3): the system call, taken up again after EINTR (see [`getrandom_restarted`]).
+///
+/// # Safety
+/// As getrandom(3): `buf` holds `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) -> isize {
+    // SAFETY: the caller's contract is getrandom's.
+    unsafe { getrandom_restarted(buf, len, flags) }
 }
 
 unsafe fn next(name: &[u8]) -> *mut c_void {

@@ -16,15 +16,15 @@ pub(crate) const PROXY_TAG: u8 = b'P';
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Step {
     /// Wait for the supervisor's word: it has put init into the sandbox's cgroup (and, for
-    /// an OCI container, written its id maps). Nothing may be forked before.
+    /// an OCI container or a root caller, written its id maps). Nothing may be forked before.
     AwaitGo,
     /// Join the mount namespace the plan names by path.
     JoinNamespaces,
     /// Write init's one-line uid and gid maps.
     IdMaps,
-    /// Become uid and gid 0 of the new user namespace whose maps the creator wrote (files
-    /// and mounts made next are then owned by the container's root, mapped whatever its
-    /// host id; as the host's root they would be unmapped: EOVERFLOW).
+    /// Become the pinned uid and gid (an OCI container's 0) of the new user namespace whose
+    /// maps the creator wrote (files and mounts made next are then owned by that id, mapped
+    /// whatever its host id; as the host's root they could be unmapped: EOVERFLOW).
     UserRoot,
     /// Set the hostname and domain name (a new uts namespace).
     Hostname,
@@ -47,7 +47,7 @@ pub(super) enum Step {
 /// children forked afterwards live in it).
 pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     let mut steps = Vec::new();
-    if plan.resources.any() || oci {
+    if plan.resources.any() || oci || plan.parent_maps.is_some() {
         steps.push(Step::AwaitGo);
     }
     steps.push(Step::JoinNamespaces);
@@ -92,26 +92,7 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
         // ([`crate::sandbox::userjoin`]).
         Step::JoinNamespaces => join_namespaces(plan, &[Namespace::Mount]),
         Step::IdMaps => write_id_maps(plan),
-        Step::UserRoot => {
-            use nix::unistd::{setresgid, setresuid, Gid, Uid};
-            let root = |r: nix::Result<()>| match r {
-                // Container id 0 is not mapped: init stays as it is.
-                Err(Errno::EINVAL) => Ok(()),
-                other => other.map_err(|errno| InitError::IdMap {
-                    file: "setresuid/setresgid 0",
-                    errno,
-                }),
-            };
-            let zero = (Gid::from_raw(0), Uid::from_raw(0));
-            root(setresgid(zero.0, zero.0, zero.0))?;
-            root(setresuid(zero.1, zero.1, zero.1))?;
-            // A change of ids makes the process non-dumpable, its /proc/self files then the
-            // host root's (unmapped here): writing its time namespace offsets would fail.
-            nix::sys::prctl::set_dumpable(true).map_err(|errno| InitError::IdMap {
-                file: "prctl(PR_SET_DUMPABLE)",
-                errno,
-            })
-        }
+        Step::UserRoot => become_pinned(plan),
         Step::Hostname => {
             nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
             match plan.domainname.is_empty() && !plan.has(Namespace::Uts) {
@@ -162,6 +143,35 @@ fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
         }
     }
     Ok(())
+}
+
+/// Becomes the pinned ids of the new user namespace whose maps the creator wrote: `exec`'s
+/// `--user` (0 by default), an OCI container's 0. Capabilities in the namespace stay: the
+/// change from the host's root to another id would otherwise clear them.
+fn become_pinned(plan: &Plan) -> Result<(), InitError> {
+    use caps::CapSet;
+    use nix::unistd::{setresgid, setresuid, Gid, Uid};
+    let fail = |file: &'static str| move |errno| InitError::IdMap { file, errno };
+    let root = |r: nix::Result<()>| match r {
+        // The id is not mapped: init stays as it is.
+        Err(Errno::EINVAL) => Ok(()),
+        other => other.map_err(fail("setresuid/setresgid")),
+    };
+    let (uid, gid) = match plan.uid_map.count {
+        0 => (0, 0),
+        _ => (plan.uid_map.inside, plan.gid_map.inside),
+    };
+    nix::sys::prctl::set_keepcaps(true).map_err(fail("prctl(PR_SET_KEEPCAPS)"))?;
+    let (u, g) = (Uid::from_raw(uid), Gid::from_raw(gid));
+    root(setresgid(g, g, g))?;
+    root(setresuid(u, u, u))?;
+    let permitted =
+        caps::read(None, CapSet::Permitted).map_err(|_| fail("capget")(Errno::EPERM))?;
+    caps::set(None, CapSet::Effective, &permitted).map_err(|_| fail("capset")(Errno::EPERM))?;
+    nix::sys::prctl::set_keepcaps(false).map_err(fail("prctl(PR_SET_KEEPCAPS)"))?;
+    // A change of ids makes the process non-dumpable, its /proc/self files then the
+    // host root's (unmapped here): writing its time namespace offsets would fail.
+    nix::sys::prctl::set_dumpable(true).map_err(fail("prctl(PR_SET_DUMPABLE)"))
 }
 
 fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
@@ -254,6 +264,16 @@ mod tests {
         p.resources.pids = Some(10);
         assert_eq!(steps(&p, false)[0], Step::AwaitGo);
         assert_eq!(steps(&plan(), true)[0], Step::AwaitGo);
+        // A root caller's maps come from the supervisor: wait for them, then become the
+        // pinned ids instead of writing a map.
+        let mut p = plan();
+        p.parent_maps = Some(crate::plan::ParentMaps {
+            uid: Vec::new(),
+            gid: Vec::new(),
+        });
+        let s = steps(&p, false);
+        assert_eq!(s[0], Step::AwaitGo);
+        assert!(s.contains(&Step::UserRoot) && !s.contains(&Step::IdMaps));
     }
 
     #[test]
@@ -268,12 +288,13 @@ mod tests {
         assert_eq!(
             steps(&p, false),
             [
+                Step::AwaitGo,
                 Step::JoinNamespaces,
                 Step::UserRoot,
                 Step::Root,
                 Step::Chdir
             ],
-            "no id maps of init's own when the creator writes them; init becomes their root"
+            "no id maps of init's own when the creator writes them (init waits for them); init becomes the pinned ids"
         );
     }
 }

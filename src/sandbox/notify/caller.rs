@@ -13,13 +13,6 @@ pub(super) struct Caller {
     pub(super) process: Option<(i32, u64)>,
 }
 
-/// A process's getrandom stream, with a pidfd that tells the process from a later one with
-/// its reused id.
-pub(super) struct ProcessStream {
-    pub(super) pidfd: OwnedFd,
-    pub(super) stream: Stream,
-}
-
 impl Caller {
     /// Opens the caller `tid` of notification `id`: the descriptors first, then the check that
     /// the notification (and so the thread) is still the caller's.
@@ -80,12 +73,6 @@ pub(super) fn status_ids<const N: usize>(tid: Pid, fields: [&str; N]) -> [Option
             .parse()
             .ok()
     })
-}
-
-/// One field of /proc/TID/status (see [`status_ids`]).
-pub(super) fn ns_id(tid: Pid, field: &str) -> Option<u64> {
-    let [id] = status_ids(tid, [field]);
-    id
 }
 
 /// Whether the process or thread behind a pidfd has exited (no pidfd: as good as exited,

@@ -51,6 +51,12 @@ impl Server {
         const GRND_RANDOM: u64 = 2;
         const GRND_INSECURE: u64 = 4;
         let (buf, len, flags) = (args[0], args[1] as usize, args[2] as u32 as u64);
+        if flags == u64::from(entropy::KEY_QUERY) && len == 8 && self.config.seed.is_some() {
+            // The preload library asking for its process's key (for its AT_RANDOM bytes).
+            let (tgid, ns_tgid) = c.process()?;
+            let key = self.lineage.node(tgid, ns_tgid)?.key;
+            return c.put(buf, &key.to_ne_bytes()).map(|_| 8);
+        }
         if flags & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0
             || flags & (GRND_RANDOM | GRND_INSECURE) == (GRND_RANDOM | GRND_INSECURE)
         {
@@ -65,24 +71,12 @@ impl Server {
             return Ok(0);
         }
         let (tgid, ns_tgid) = c.process()?;
-        if self
-            .streams
-            .get(&tgid)
-            .map_or(true, |s| exited(Some(&s.pidfd)))
-        {
-            // The caller is blocked in this call, so its process is alive and `tgid` is it.
-            let pidfd = crate::sys::pidfd_open_process(Pid::from_raw(tgid))?;
-            if self.streams.len() >= self.streams_sweep_at {
-                self.streams.retain(|_, s| !exited(Some(&s.pidfd)));
-                self.streams_sweep_at = (2 * self.streams.len()).max(SWEEP_MIN);
-            }
-            let stream = Stream::new(seed, entropy::DOMAIN_GETRANDOM, ns_tgid);
-            self.streams.insert(tgid, ProcessStream { pidfd, stream });
-        }
+        let node = self.lineage.node(tgid, ns_tgid)?;
+        let stream = node
+            .stream
+            .get_or_insert_with(|| Stream::new(seed, entropy::DOMAIN_GETRANDOM, node.key));
         let mut bytes = vec![0u8; len];
-        if let Some(s) = self.streams.get_mut(&tgid) {
-            s.stream.fill(&mut bytes);
-        }
+        stream.fill(&mut bytes);
         c.put(buf, &bytes).map(|_| len as i64)
     }
 

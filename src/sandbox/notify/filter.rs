@@ -6,8 +6,8 @@ use super::*;
 /// `execve`/`execveat`, `uname`, `sysinfo`, `sched_getaffinity`; with sorted listings
 /// `getdents64`, `getdents`; with a fake clock the realtime clock calls (clock_gettime on REALTIME, REALTIME_COARSE,
 /// TAI; gettimeofday; time), and with a frozen or tick clock the CPU-time clocks too; with
-/// seeded entropy `getrandom`. Everything else, monotonic clocks included, is allowed at
-/// once. With `egress` (`--net allow`), `connect` and a `sendto` that names an address (not
+/// seeded entropy `getrandom`, `wait4` and `waitid`. Everything else, monotonic clocks
+/// included, is allowed at once. With `egress` (`--net allow`), `connect` and a `sendto` that names an address (not
 /// a `send` on a connected socket: its address argument is null). Other architectures' calls
 /// are allowed untouched.
 pub(crate) fn filter(
@@ -55,7 +55,9 @@ pub(crate) fn filter(
         notified.push(libc::SYS_getdents);
     }
     if seeded {
-        notified.push(libc::SYS_getrandom);
+        // wait4/waitid: so that a process's children are counted before they are reaped
+        // (their streams are keyed by their place among their siblings, see `lineage`).
+        notified.extend([libc::SYS_getrandom, libc::SYS_wait4, libc::SYS_waitid]);
     }
     #[cfg(target_arch = "x86_64")]
     if clock {

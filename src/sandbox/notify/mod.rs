@@ -3,8 +3,9 @@
 //! the same on every host, for static and Go programs as much as for dynamic ones:
 //! - realtime clock calls (answered from the sandbox's clock page) and execs (handed to
 //!   `vdso`: the in-process clock and seeded AT_RANDOM for static and Go programs);
-//! - `getrandom(2)`: one seeded stream per process, keyed by its pid in the sandbox (per
-//!   process, not per thread: runtimes such as Go move a goroutine between threads);
+//! - `getrandom(2)`: one seeded stream per process (per process, not per thread: runtimes
+//!   such as Go move a goroutine between threads), keyed by its lineage, not its pid (see
+//!   `lineage`);
 //! - `uname(2)`, `sysinfo(2)`, `sched_getaffinity(2)`: the pinned identity;
 //! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
 //!
@@ -16,6 +17,7 @@
 mod caller;
 mod calls;
 mod filter;
+mod lineage;
 mod page;
 mod server;
 #[cfg(test)]
@@ -100,6 +102,7 @@ impl Config {
 
 use caller::*;
 pub(crate) use filter::filter;
+use lineage::Lineage;
 use page::*;
 use server::*;
 

@@ -10,8 +10,8 @@ pub(super) struct Server {
     pub(super) page: Option<Page>,
     pub(super) callers: HashMap<i32, Caller>,
     pub(super) sweep_at: usize,
-    pub(super) streams: HashMap<i32, ProcessStream>,
-    pub(super) streams_sweep_at: usize,
+    /// Each known process's lineage key and getrandom stream.
+    pub(super) lineage: Lineage,
     pub(super) listings: Listings,
     pub(super) started: Instant,
     /// The kernel's cpumask size in bytes (what sched_getaffinity returns).
@@ -25,8 +25,7 @@ impl Server {
             page,
             callers: HashMap::new(),
             sweep_at: SWEEP_MIN,
-            streams: HashMap::new(),
-            streams_sweep_at: SWEEP_MIN,
+            lineage: Lineage::default(),
             listings: Listings::default(),
             started: Instant::now(),
             cpumask_bytes: cpumask_bytes(),
@@ -129,19 +128,29 @@ impl Server {
                     seeded: false,
                 },
             };
-            let seed = self.config.seed.unwrap_or(0);
+            // The exec'ing process's AT_RANDOM bytes, from its lineage key.
+            let at_random = match self.config.seed {
+                Some(seed) => self.key_of_thread(pid).map(|k| entropy::at_random(seed, k)),
+                None => None,
+            };
             crate::sandbox::vdso::on_exec(
                 pid,
                 nr,
                 &args,
                 patch,
-                // The exec'ing thread's process id in the sandbox, as getpid() will say.
-                || ns_id(pid, "NStgid").map(|p| entropy::at_random(seed, p as u32)),
+                || at_random,
                 || seccomp::id_valid(listener, id),
                 || {
                     let _ = seccomp::respond_continue(listener, id);
                 },
             );
+            return Ok(());
+        }
+        if nr == libc::SYS_wait4 || nr == libc::SYS_waitid {
+            // Routed only so that the waiter's children get their ordinals before one of
+            // them is reaped (see `lineage`); the kernel then waits as asked.
+            self.before_wait(pid);
+            let _ = seccomp::respond_continue(listener, id);
             return Ok(());
         }
         let Some(mut caller) = self.caller(listener, pid, id) else {
@@ -163,12 +172,7 @@ impl Server {
                 // Outside the sandbox: its namespace has no route there. Say so and note it.
                 Some(d) => {
                     if let Some(j) = &self.config.journal {
-                        let what = if nr == libc::SYS_connect {
-                            "direct-connect"
-                        } else {
-                            "direct-sendto"
-                        };
-                        j.direct(what, d.ip(), d.port());
+                        j.direct(direct_what(nr), d.ip(), d.port());
                     }
                     reply(listener, id, Err(Errno::ENETUNREACH))
                 }
@@ -251,6 +255,15 @@ pub(super) fn reply(listener: &OwnedFd, id: u64, result: Result<i64, Errno>) -> 
     };
     let _ = seccomp::respond(listener, id, val, err);
     Ok(())
+}
+
+/// The journal's name for a direct attempt by call `nr`.
+fn direct_what(nr: i64) -> &'static str {
+    if nr == libc::SYS_connect {
+        "direct-connect"
+    } else {
+        "direct-sendto"
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -68,6 +68,18 @@ fn filter_routes_exactly_the_documented_calls() {
             assert_eq!(v(nr, 0) == NOTIFY, sorted, "{nr}");
         }
         assert_eq!(v(libc::SYS_getrandom, 0) == NOTIFY, seeded);
+        // Waits, so that children are counted before they are reaped (lineage keys).
+        assert_eq!(v(libc::SYS_wait4, u64::MAX) == NOTIFY, seeded);
+        assert_eq!(v(libc::SYS_waitid, 0) == NOTIFY, seeded);
+        // Process creation is never routed (a routed fork could fail with EINTR).
+        for nr in [
+            libc::SYS_clone,
+            libc::SYS_clone3,
+            libc::SYS_fork,
+            libc::SYS_vfork,
+        ] {
+            assert_eq!(v(nr, libc::SIGCHLD as u64), ALLOW, "{nr}");
+        }
         for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_clock_nanosleep] {
             assert_eq!(v(nr, 0), ALLOW);
         }
