@@ -1,7 +1,8 @@
 //! Read-only dependency-index mirrors frozen at a date (`spec/mirror.md`): a directory with
 //! `lock.json` (every file, its hash, size and upload time), the files under `pypi/files`,
 //! a PEP 503 HTML + PEP 691 JSON simple index under `pypi/simple`, and a GOPROXY tree under
-//! `go/`. `reprorun exec --mirror DIR` mounts it read-only at `/mirror` and points every
+//! `go/` and an npm registry tree under `npm/`. `reprorun exec --mirror DIR` mounts it
+//! read-only at `/mirror`, serves the npm tree on the sandbox's loopback and points every
 //! client at it.
 
 pub(crate) mod cli;
@@ -9,8 +10,10 @@ pub(crate) mod dist;
 pub(crate) mod go;
 mod into;
 pub(crate) mod layout;
+pub(crate) mod npm;
 mod project;
 pub(crate) mod pull;
+pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};
 
@@ -100,6 +103,9 @@ pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
             ),
         });
     }
+    if let Err(reason) = npm::check_records(&lock.npm) {
+        return Err(MirrorError::BadLock { path, reason });
+    }
     for r in &lock.files {
         if dist::parse(&r.filename).is_none() {
             return Err(MirrorError::BadLock {
@@ -112,7 +118,7 @@ pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
     crate::sys::write_atomic(path, bytes, 0o644).map_err(io("write", path))
 }
 
@@ -124,6 +130,9 @@ pub(crate) fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
         .sort_by(|a, b| (&a.name, &a.filename).cmp(&(&b.name, &b.filename)));
     lock.go
         .sort_by(|a, b| (&a.module, &a.version).cmp(&(&b.module, &b.version)));
+    lock.npm
+        .sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+    npm::write_tree(dir, &lock.npm)?;
     let simple = dir.join(SIMPLE_DIR);
     let pypi = dir.join("pypi");
     std::fs::create_dir_all(&pypi).map_err(io("create", &pypi))?;
@@ -168,6 +177,7 @@ fn empty_lock() -> Lock {
         index: None,
         files: Vec::new(),
         go: Vec::new(),
+        npm: Vec::new(),
     }
 }
 
@@ -296,11 +306,12 @@ pub(crate) fn verify(dir: &Path) -> Result<Vec<String>, MirrorError> {
         }
     });
     problems.extend(go::verify(dir, &lock.go));
+    problems.extend(npm::verify(dir, &lock.npm));
     Ok(problems)
 }
 
 /// Calls `f` with the mirror-relative path of every file below `at`.
-fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
+pub(crate) fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
     let Ok(entries) = std::fs::read_dir(at) else {
         return;
     };
