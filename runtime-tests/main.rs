@@ -21,6 +21,7 @@ mod image;
 mod isolation;
 mod lifecycle;
 mod mirror;
+mod mirror_npm;
 mod net;
 mod oci;
 mod oci_conformance;

@@ -325,20 +325,50 @@ pub(crate) fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
     }
 }
 
-/// What a sandbox needs to use the mirror in `dir`: the clients' environment and the
-/// read-only bind at [`MOUNT`].
-pub(crate) fn attach(
-    dir: &Path,
-) -> Result<(Vec<(String, String)>, crate::parse::BindSpec), MirrorError> {
+/// What a sandbox needs to use a mirror.
+pub(crate) struct Attached {
+    /// The clients' environment.
+    pub(crate) env: Vec<(String, String)>,
+    /// The read-only bind at [`MOUNT`].
+    pub(crate) bind: crate::parse::BindSpec,
+    /// Whether it has an npm part to serve on the sandbox's loopback ([`npm::URL`]).
+    pub(crate) npm: bool,
+}
+
+/// What a sandbox needs to use the mirror in `dir`.
+pub(crate) fn attach(dir: &Path) -> Result<Attached, MirrorError> {
     let lock = read_lock(dir)?;
-    Ok((
-        client_env(&lock),
-        crate::parse::BindSpec {
-            src: dir.to_path_buf(),
+    // The server reads the tree from the host's side: an absolute path, fixed at the start.
+    let src = std::fs::canonicalize(dir).map_err(io("resolve", dir))?;
+    Ok(Attached {
+        env: client_env(&lock),
+        bind: crate::parse::BindSpec {
+            src,
             dest: MOUNT.into(),
             readonly: true,
         },
-    ))
+        npm: !lock.npm.is_empty(),
+    })
+}
+
+/// npm (and yarn and pnpm, which read the same `npm_config_*` variables) pointed at the
+/// mirror's registry on the sandbox's loopback, with a private cache and nothing else
+/// consulted (`spec/mirror.md`).
+fn npm_env() -> Vec<(&'static str, String)> {
+    vec![
+        ("npm_config_registry", format!("{}/", npm::URL)),
+        // Lockfiles name tarballs on the registry they were made with: fetch them from the
+        // mirror whatever host they name.
+        ("npm_config_replace_registry_host", "always".into()),
+        ("npm_config_offline", "false".into()),
+        ("npm_config_prefer_online", "false".into()),
+        ("npm_config_audit", "false".into()),
+        ("npm_config_fund", "false".into()),
+        ("npm_config_update_notifier", "false".into()),
+        ("npm_config_fetch_retries", "0".into()),
+        ("npm_config_userconfig", "/dev/null".into()),
+        ("npm_config_cache", "/tmp/.reprorun-npm-cache".into()),
+    ]
 }
 
 /// The environment of a `--net none` run without a mirror: package clients give up at the
@@ -385,6 +415,9 @@ pub(crate) fn client_env(lock: &Lock) -> Vec<(String, String)> {
     // index as HTML, without upload times, so it would filter every file out.
     if let Some(date) = &lock.date {
         env.push(("REPRORUN_MIRROR_DATE", date.clone()));
+    }
+    if !lock.npm.is_empty() {
+        env.extend(npm_env());
     }
     env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

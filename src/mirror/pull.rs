@@ -127,11 +127,7 @@ fn resolve(
 }
 
 /// `curl -fsSL` to a file or to memory.
-pub(crate) fn curl(
-    url: &str,
-    accept: Option<&str>,
-    to: Option<&Path>,
-) -> Result<Vec<u8>, MirrorError> {
+fn curl(url: &str, accept: Option<&str>, to: Option<&Path>) -> Result<Vec<u8>, MirrorError> {
     let mut cmd = Command::new("curl");
     cmd.args([
         "-fsSL",

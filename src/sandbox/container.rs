@@ -569,6 +569,7 @@ pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
             sock: None,
             relay: None,
             proxy: None,
+            registry: None,
         },
         &mut msgs,
     )?;

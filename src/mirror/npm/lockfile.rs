@@ -87,6 +87,13 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Locked>, String> {
         });
     }
     out.sort();
-    out.dedup_by(|a, b| a.name == b.name && a.version == b.version);
+    // The same version at several places: one entry, with the integrity any of them gives.
+    out.dedup_by(|later, kept| {
+        let same = later.name == kept.name && later.version == kept.version;
+        if same && kept.integrity.is_none() {
+            kept.integrity = later.integrity.take();
+        }
+        same
+    });
     Ok(out)
 }

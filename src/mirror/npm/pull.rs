@@ -111,6 +111,26 @@ fn get(url: &str) -> Result<(u16, Vec<u8>), String> {
     Ok((status, body))
 }
 
+/// `curl -fsSL URL -o DEST`.
+fn download(url: &str, dest: &Path) -> Result<(), String> {
+    let out = Command::new("curl")
+        .args(["-fsSL", "--retry", "2", "--connect-timeout", "10"])
+        .args(["--max-time", "600", "-o"])
+        .arg(dest)
+        .arg(url)
+        .output()
+        .map_err(|e| format!("run curl: {e}; mirror pull fetches with curl"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().rev().find(|l| !l.trim().is_empty());
+    Err(format!(
+        "fetch {url}: {}",
+        line.unwrap_or("curl failed").trim()
+    ))
+}
+
 /// The sha512 token of an SRI string (`sha512-…`), if it has one.
 fn sha512_of(sri: &str) -> Option<&str> {
     sri.split_whitespace().find(|t| t.starts_with("sha512-"))
@@ -332,7 +352,7 @@ fn fetch_one(l: &Locked, date: i64, out: &Path, up: &Upstream) -> Result<NpmReco
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
     }
-    crate::mirror::pull::curl(url, None, Some(&dest)).map_err(|e| e.to_string())?;
+    download(url, &dest)?;
     let (sri, size) = super::integrity_of(&dest).map_err(|e| format!("read {rel}: {e}"))?;
     let shasum = dist["shasum"].as_str().unwrap_or_default().to_string();
     match registry_sha512.or(lock_sha512) {
