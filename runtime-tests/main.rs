@@ -27,5 +27,6 @@ mod oci;
 mod oci_conformance;
 mod oci_containerd;
 mod reproduce;
+mod reproduce_js;
 mod time;
 mod variation;

@@ -1,7 +1,7 @@
 """A loopback npm registry for the mirror tests.
 
 Usage: npm_registry.py SPEC.json. SPEC: {"packages": [{"name", "version", "time", "deps": {},
-"bad_integrity": bool, "bin": bool}]}. Builds each package's tarball (package/package.json,
+"bad_integrity": bool, "bin": bool, "files": {PATH: TEXT}}]}. Builds each package's tarball (package/package.json,
 an index.js exporting its name and version, with "bin" a command NAME-version printing it),
 serves `GET /NAME` (`@scope%2fname` too) as a packument with a `time` map and the tarballs
 where registries keep them (`GET /NAME/-/BASE-VERSION.tgz`), and prints its port on stdout.
@@ -13,7 +13,7 @@ from collections import defaultdict
 spec = json.load(open(sys.argv[1]))
 
 
-def tarball(name, version, deps, bin):
+def tarball(name, version, deps, bin, extra):
     pj = {"name": name, "version": version, "main": "index.js", "dependencies": deps}
     base = name.split("/")[-1]
     files = {}
@@ -25,6 +25,7 @@ def tarball(name, version, deps, bin):
         "package/index.js": ("module.exports = %s;\n" % json.dumps(
             {"name": name, "version": version})).encode(),
     })
+    files.update({"package/" + k: v.encode() for k, v in extra.items()})
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as t:
         for path, data in files.items():
@@ -37,7 +38,7 @@ def tarball(name, version, deps, bin):
 docs, blobs = defaultdict(lambda: {"versions": {}, "time": {}}), {}
 for p in spec["packages"]:
     name, version = p["name"], p["version"]
-    data = tarball(name, version, p.get("deps", {}), p.get("bin"))
+    data = tarball(name, version, p.get("deps", {}), p.get("bin"), p.get("files", {}))
     fname = "%s/-/%s-%s.tgz" % (name, name.split("/")[-1], version)
     blobs[fname] = data
     digest = hashlib.sha512(data if not p.get("bad_integrity") else data + b"x").digest()

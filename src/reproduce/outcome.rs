@@ -194,7 +194,10 @@ pub fn grade_logs(
         .and_then(|x| parse_junit(&String::from_utf8_lossy(x)))
         .unwrap_or_default();
     let out = String::from_utf8_lossy(stdout);
-    for (k, v) in parse_pytest(&out).into_iter().chain(super::tap::parse_tap(&out)) {
+    for (k, v) in parse_pytest(&out)
+        .into_iter()
+        .chain(super::tap::parse_tap(&out))
+    {
         if lookup(&tests, &k).is_none() {
             tests.insert(k, v);
         }
