@@ -331,23 +331,44 @@ pub(crate) struct Attached {
     pub(crate) env: Vec<(String, String)>,
     /// The read-only bind at [`MOUNT`].
     pub(crate) bind: crate::parse::BindSpec,
-    /// Whether it has an npm part to serve on the sandbox's loopback ([`npm::URL`]).
-    pub(crate) npm: bool,
+    /// Whether it is served on the sandbox's loopback ([`npm::URL`]): it has an npm part, or
+    /// the PyPI part is asked for over HTTP.
+    pub(crate) served: bool,
+}
+
+/// `--mirror-serve`: how pip and uv reach the PyPI part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum Serve {
+    /// `file:///mirror/pypi/simple` (PEP 503 HTML as pip reads a directory).
+    #[default]
+    File,
+    /// `http://127.0.0.1:4873/pypi/simple/` (PEP 503 HTML and PEP 691 JSON with upload times).
+    Http,
 }
 
 /// What a sandbox needs to use the mirror in `dir`.
-pub(crate) fn attach(dir: &Path) -> Result<Attached, MirrorError> {
+pub(crate) fn attach(dir: &Path, serve: Serve) -> Result<Attached, MirrorError> {
     let lock = read_lock(dir)?;
     // The server reads the tree from the host's side: an absolute path, fixed at the start.
     let src = std::fs::canonicalize(dir).map_err(io("resolve", dir))?;
+    let mut env = client_env(&lock);
+    if serve == Serve::Http {
+        let url = format!("{}/{SIMPLE_DIR}/", npm::URL);
+        for (k, v) in env.iter_mut() {
+            if ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"].contains(&k.as_str()) {
+                *v = url.clone();
+            }
+        }
+        env.push(("PIP_TRUSTED_HOST".into(), "127.0.0.1".into()));
+    }
     Ok(Attached {
-        env: client_env(&lock),
+        env,
         bind: crate::parse::BindSpec {
             src,
             dest: MOUNT.into(),
             readonly: true,
         },
-        npm: !lock.npm.is_empty(),
+        served: !lock.npm.is_empty() || serve == Serve::Http,
     })
 }
 

@@ -27,8 +27,8 @@ pub(crate) enum Response {
     Status(u16, String),
 }
 
-/// Answers a request path (percent-decoded, without its query).
-pub(crate) type Handler = dyn Fn(&str) -> Response + Send + Sync;
+/// Answers a request path (percent-decoded, without its query) given its `Accept` header.
+pub(crate) type Handler = dyn Fn(&str, &str) -> Response + Send + Sync;
 
 /// Connections served at once; more wait in the listen queue.
 const MAX_CONNS: usize = 64;
@@ -141,7 +141,13 @@ fn serve_one(stream: &TcpStream, handler: &Handler) -> std::io::Result<()> {
         return answer(stream, "GET", Response::Status(405, "read-only".into()));
     }
     let path = percent_decode(target.split(['?', '#']).next().unwrap_or(""));
-    answer(stream, method, handler(&path))
+    let accept = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("accept"))
+        .map_or("", |(_, v)| v.trim());
+    answer(stream, method, handler(&path, accept))
 }
 
 fn answer(mut stream: &TcpStream, method: &str, r: Response) -> std::io::Result<()> {
@@ -173,10 +179,55 @@ fn answer(mut stream: &TcpStream, method: &str, r: Response) -> std::io::Result<
     stream.flush()
 }
 
-/// The handler that serves a mirror's npm tree from `root` (the mirror directory).
-pub(crate) fn npm_tree(root: PathBuf) -> Arc<Handler> {
-    Arc::new(move |path: &str| match super::npm::resolve_request(path) {
-        Some((rel, ctype)) => Response::File(root.join(rel), ctype),
-        None => Response::Status(404, "not in the mirror".into()),
+/// The handler that serves a mirror from `root` (the mirror directory): its npm tree, and its
+/// PyPI simple index and files under `/pypi/`.
+pub(crate) fn mirror_tree(root: PathBuf) -> Arc<Handler> {
+    Arc::new(move |path: &str, accept: &str| {
+        let found = pypi_request(path, accept).or_else(|| super::npm::resolve_request(path));
+        match found {
+            Some((rel, ctype)) => Response::File(root.join(rel), ctype),
+            None => Response::Status(404, "not in the mirror".into()),
+        }
+    })
+}
+
+const PEP691_JSON: &str = "application/vnd.pypi.simple.v1+json";
+
+/// The file a `/pypi/...` request names, relative to the mirror root: `/pypi/simple/` and
+/// `/pypi/simple/PROJECT/` give the page (PEP 691 JSON when `accept` names it before HTML,
+/// else HTML), `/pypi/files/FILE` the file. Nothing else, nothing outside.
+pub(crate) fn pypi_request(path: &str, accept: &str) -> Option<(String, &'static str)> {
+    let rest = path.strip_prefix("/pypi/")?;
+    let safe = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._+!~".contains(c))
+    };
+    if let Some(file) = rest.strip_prefix("files/") {
+        return safe(file).then(|| {
+            (
+                format!("{}/{file}", super::layout::FILES_DIR),
+                "application/octet-stream",
+            )
+        });
+    }
+    let page = rest.strip_prefix("simple")?.trim_matches('/');
+    if !page.is_empty() && !safe(page) {
+        return None;
+    }
+    let dir = match page {
+        "" => super::layout::SIMPLE_DIR.to_string(),
+        p => format!("{}/{p}", super::layout::SIMPLE_DIR),
+    };
+    let json = accept.find(PEP691_JSON).is_some_and(|j| {
+        ["text/html", "application/vnd.pypi.simple.v1+html"]
+            .iter()
+            .filter_map(|h| accept.find(h))
+            .all(|h| j < h)
+    });
+    Some(match json {
+        true => (format!("{dir}/index.json"), PEP691_JSON),
+        false => (format!("{dir}/index.html"), "text/html"),
     })
 }

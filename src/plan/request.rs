@@ -218,9 +218,18 @@ impl ExecRequest {
     /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after
     /// what `env` holds so far, its read-only bind before every other extra mount.
     pub(crate) fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
-        let m = crate::mirror::attach(dir)?;
+        self.attach_mirror_as(dir, crate::mirror::Serve::File)
+    }
+
+    /// [`Self::attach_mirror`], with the PyPI part served as `serve` says (`--mirror-serve`).
+    pub(crate) fn attach_mirror_as(
+        &mut self,
+        dir: &Path,
+        serve: crate::mirror::Serve,
+    ) -> Result<(), crate::mirror::MirrorError> {
+        let m = crate::mirror::attach(dir, serve)?;
         self.env.extend(m.env);
-        self.registry = m.npm.then(|| m.bind.src.clone());
+        self.registry = m.served.then(|| m.bind.src.clone());
         self.extra_mounts.insert(0, ExtraMount::Bind(m.bind));
         Ok(())
     }

@@ -337,7 +337,8 @@ E       DeprecationWarning: 'U' mode is deprecated
         assert_eq!(detect(warning_error), vec![Mode::DependencyDrift]);
         let npm = "npm error notarget No matching version found for padkit@^3.0.0.\n";
         assert_eq!(detect(npm), vec![Mode::DependencyDrift]);
-        let node = "  error: \"Cannot find module 'padkit/pad'\\nRequire stack:\\n- /work/index.js\"\n";
+        let node =
+            "  error: \"Cannot find module 'padkit/pad'\\nRequire stack:\\n- /work/index.js\"\n";
         assert_eq!(detect(node), vec![Mode::DependencyDrift]);
     }
 

@@ -194,10 +194,18 @@ pub fn grade_logs(
         .and_then(|x| parse_junit(&String::from_utf8_lossy(x)))
         .unwrap_or_default();
     let out = String::from_utf8_lossy(stdout);
-    for (k, v) in parse_pytest(&out)
-        .into_iter()
-        .chain(super::tap::parse_tap(&out))
-    {
+    let tap = super::tap::parse_tap(&out).into_iter().map(|(k, t)| {
+        use super::tap::Tap;
+        let status = match t {
+            Tap::Ok => Status::Passed,
+            Tap::NotOk => Status::Failed,
+            Tap::Skip => Status::Skipped,
+            Tap::TodoNotOk => Status::Xfail,
+            Tap::TodoOk => Status::Xpass,
+        };
+        (k, status)
+    });
+    for (k, v) in parse_pytest(&out).into_iter().chain(tap) {
         if lookup(&tests, &k).is_none() {
             tests.insert(k, v);
         }

@@ -4,7 +4,21 @@
 //! ancestors' names and its own joined with ` > ` (`suite > inner`), as node's spec reporter
 //! shows them. Only output that declares itself (`TAP version N`) is read.
 
-use super::outcome::{Status, Tests};
+use std::collections::BTreeMap;
+
+/// A TAP test result (its line and directive); [`super::outcome`] grades it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tap {
+    Ok,
+    NotOk,
+    Skip,
+    /// `# TODO` that failed (expected) or passed.
+    TodoNotOk,
+    TodoOk,
+}
+
+/// Results by test name.
+pub type Tests = BTreeMap<String, Tap>;
 
 /// TAP escapes `#` and `\` in names.
 fn unescape(name: &str) -> String {
@@ -12,7 +26,7 @@ fn unescape(name: &str) -> String {
 }
 
 /// A result line (without its indentation): its status and name.
-fn result(line: &str) -> Option<(Status, String)> {
+fn result(line: &str) -> Option<(Tap, String)> {
     let (ok, rest) = match line.strip_prefix("not ok ") {
         Some(r) => (false, r),
         None => (true, line.strip_prefix("ok ")?),
@@ -34,17 +48,17 @@ fn result(line: &str) -> Option<(Status, String)> {
     };
     let directive = directive.to_ascii_uppercase();
     let status = if directive.starts_with("SKIP") {
-        Status::Skipped
+        Tap::Skip
     } else if directive.starts_with("TODO") {
         if ok {
-            Status::Xpass
+            Tap::TodoOk
         } else {
-            Status::Xfail
+            Tap::TodoNotOk
         }
     } else if ok {
-        Status::Passed
+        Tap::Ok
     } else {
-        Status::Failed
+        Tap::NotOk
     };
     Some((status, unescape(name)))
 }
@@ -86,18 +100,18 @@ mod tests {
     fn node_test_output_gives_each_test_its_status() {
         let out = "TAP version 13\n# Subtest: adds\nok 1 - adds\n  ---\n  duration_ms: 0.5\n  ...\n# Subtest: a \\# hash\nok 2 - a \\# hash\n# Subtest: suite\n    # Subtest: inner\n    ok 1 - inner\n    # Subtest: bad\n    not ok 2 - bad\n      ---\n      error: 'Expected values to be strictly equal'\n      ...\n    1..2\nnot ok 3 - suite\n# Subtest: skipped\nok 4 - skipped # SKIP\n# Subtest: todo\nnot ok 5 - todo # TODO\n# Subtest: fails\nnot ok 6 - fails\n1..6\n# tests 7\n# pass 3\n";
         let t = parse_tap(out);
-        let got: Vec<(&str, Status)> = t.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let got: Vec<(&str, Tap)> = t.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(
             got,
             [
-                ("a # hash", Status::Passed),
-                ("adds", Status::Passed),
-                ("fails", Status::Failed),
-                ("skipped", Status::Skipped),
-                ("suite", Status::Failed),
-                ("suite > bad", Status::Failed),
-                ("suite > inner", Status::Passed),
-                ("todo", Status::Xfail),
+                ("a # hash", Tap::Ok),
+                ("adds", Tap::Ok),
+                ("fails", Tap::NotOk),
+                ("skipped", Tap::Skip),
+                ("suite", Tap::NotOk),
+                ("suite > bad", Tap::NotOk),
+                ("suite > inner", Tap::Ok),
+                ("todo", Tap::TodoNotOk),
             ]
         );
     }

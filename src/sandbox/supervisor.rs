@@ -76,7 +76,7 @@ impl Registry {
 
     fn start(&mut self, listener: OwnedFd) -> Result<(), std::io::Error> {
         let listener = std::net::TcpListener::from(listener);
-        let handler = crate::mirror::serve::npm_tree(self.root.clone());
+        let handler = crate::mirror::serve::mirror_tree(self.root.clone());
         self.running = Some(crate::mirror::serve::Server::start(listener, handler)?);
         Ok(())
     }

@@ -184,7 +184,7 @@ fn resolve(
     let (up, date) = (upstream.clone(), o.date);
     let server = Server::start(
         listener,
-        Arc::new(move |path: &str| cut_view(&up, path, date)),
+        Arc::new(move |path: &str, _accept: &str| cut_view(&up, path, date)),
     )
     .map_err(io("serve on", Path::new("127.0.0.1")))?;
     let mut cmd = Command::new("npm");
