@@ -193,3 +193,39 @@ fn npm_errors_keep_the_reason() {
         "notarget No matching version found for dep@^3.0.0."
     );
 }
+
+#[test]
+fn pypi_requests_are_negotiated_and_kept_inside() {
+    use crate::mirror::serve::pypi_request;
+    let uv = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+    assert_eq!(
+        pypi_request("/pypi/simple/alpha/", uv),
+        Some((
+            "pypi/simple/alpha/index.json".into(),
+            "application/vnd.pypi.simple.v1+json"
+        ))
+    );
+    assert_eq!(
+        pypi_request("/pypi/simple/alpha/", "text/html"),
+        Some(("pypi/simple/alpha/index.html".into(), "text/html"))
+    );
+    assert_eq!(
+        pypi_request("/pypi/simple/", ""),
+        Some(("pypi/simple/index.html".into(), "text/html"))
+    );
+    assert_eq!(
+        pypi_request("/pypi/files/a-1.0-py3-none-any.whl", ""),
+        Some((
+            "pypi/files/a-1.0-py3-none-any.whl".into(),
+            "application/octet-stream"
+        ))
+    );
+    for bad in [
+        "/pypi/files/../lock.json",
+        "/pypi/simple/../../lock.json",
+        "/pypi/files/",
+        "/pypi/x",
+    ] {
+        assert_eq!(pypi_request(bad, ""), None, "{bad:?}");
+    }
+}
