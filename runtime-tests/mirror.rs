@@ -345,6 +345,74 @@ fn add_and_index_build_a_mirror_offline() {
     );
 }
 
+/// `--mirror-serve http`: the PyPI part over HTTP on the sandbox's loopback, HTML for pip,
+/// PEP 691 JSON with upload times for clients that ask for it (uv's --exclude-newer).
+#[test]
+fn the_pypi_part_is_served_over_http_with_upload_times() {
+    if !is_root() {
+        return;
+    }
+    let w = Work::new();
+    let src = tempfile::tempdir().unwrap();
+    let m = w.path().join("m");
+    let ms = m.to_str().unwrap();
+    for (v, t) in [
+        ("1.0", "2020-01-01T00:00:00Z"),
+        ("2.0", "2022-01-01T00:00:00Z"),
+    ] {
+        let f = src.path().join(wheel(src.path(), "alpha", v, &[]));
+        let o = w.run(&["mirror", "add", ms, "--upload-time", t, f.to_str().unwrap()]);
+        expect_code(&o, 0);
+    }
+    let exec = |script: &str| {
+        w.run(&[
+            "exec",
+            "--mirror",
+            ms,
+            "--mirror-serve",
+            "http",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+    };
+    let o = exec("echo $PIP_INDEX_URL; python3 -m pip install -q --target /tmp/t alpha && PYTHONPATH=/tmp/t python3 -c 'import alpha; print(alpha.__version__)'");
+    assert_eq!(
+        expect_code(&o, 0),
+        "http://127.0.0.1:4873/pypi/simple/\n2.0\n"
+    );
+    let o = exec("curl -sf -H 'Accept: application/vnd.pypi.simple.v1+json' http://127.0.0.1:4873/pypi/simple/alpha/; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4873/pypi/files/../lock.json");
+    let out = expect_code(&o, 0);
+    let (json, status) = out.rsplit_once('\n').unwrap();
+    let page: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        page["files"][0]["upload-time"], "2020-01-01T00:00:00Z",
+        "{page}"
+    );
+    assert_eq!(status, "404");
+    // uv itself, not a version manager's shim that needs the rest of the manager.
+    let uv = Command::new("python3")
+        .args(["-c", "import uv; print(uv.find_uv_bin())"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| stdout(&o).trim().to_string());
+    if let Some(uv) = uv {
+        let bind = format!("{uv}:/tmp/uv:ro");
+        let o = w.run(&[
+            "exec", "--mirror", ms, "--mirror-serve", "http", "--bind", &bind, "--", "sh", "-c",
+            "/tmp/uv pip install -q --system --target /tmp/u --exclude-newer 2021-01-01T00:00:00Z alpha && PYTHONPATH=/tmp/u python3 -c 'import alpha; print(alpha.__version__)'",
+        ]);
+        assert_eq!(expect_code(&o, 0), "1.0\n");
+    }
+    expect_usage_error(
+        &w.run(&["exec", "--mirror-serve", "http", "--", "true"]),
+        "--mirror",
+        "reprorun exec",
+    );
+}
+
 /// A GOPROXY fixture: example.com/dep v1.0.0 (2020) and v1.1.0 (2030).
 fn go_fixture(dir: &Path) {
     let script = r#"

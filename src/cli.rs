@@ -75,9 +75,13 @@ pub(crate) struct ExecArgs {
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
     pub(crate) store: Option<PathBuf>,
     /// A dependency mirror (`reprorun mirror`), mounted read-only at /mirror; pip, uv and go
-    /// are pointed at it (`spec/mirror.md`).
+    /// are pointed at it, npm at its npm part served on 127.0.0.1:4873 (`spec/mirror.md`).
     #[arg(long, value_name = "DIR")]
     pub(crate) mirror: Option<PathBuf>,
+    /// How pip and uv reach the mirror's PyPI part: `file` (file:///mirror/pypi/simple) or
+    /// `http` (http://127.0.0.1:4873/pypi/simple/, with PEP 691 JSON and upload times).
+    #[arg(long, value_name = "HOW", default_value = "file", requires = "mirror")]
+    pub(crate) mirror_serve: crate::mirror::Serve,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub(crate) workdir: Option<PathBuf>,
@@ -441,7 +445,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
     }
     if let Some(dir) = &args.mirror {
         // The clients' settings first: the user's --env-file and --env win.
-        req.attach_mirror(dir)?;
+        req.attach_mirror_as(dir, args.mirror_serve)?;
     }
     req.env.extend(env);
     req.env.extend(args.env.iter().cloned());

@@ -10,8 +10,10 @@ need() {
   done
 }
 
-# build_reprorun: the release binary, as $bin.
+# build_reprorun: the release binary, as $bin ($REPRORUN_BIN if set).
 build_reprorun() {
+  # $REPRORUN_BIN: measure this binary instead (e.g. a debug build), building nothing.
+  if [ -n "${REPRORUN_BIN:-}" ]; then bin=$REPRORUN_BIN; return; fi
   (cd "$root" && cargo build --release --quiet)
   bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
 }

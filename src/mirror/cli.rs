@@ -50,6 +50,17 @@ pub(crate) struct PullArgs {
     /// Upstream GOPROXY for --go.
     #[arg(long, value_name = "URL", default_value = DEFAULT_GOPROXY)]
     pub(crate) go_proxy: String,
+    /// Also mirror the npm packages this package.json needs (resolved by npm as of DATE,
+    /// unless --npm-lock gives the versions).
+    #[arg(long, value_name = "PACKAGE.JSON")]
+    pub(crate) npm: Option<PathBuf>,
+    /// With --npm: mirror exactly this lockfile's versions (package-lock.json v2/v3 or
+    /// npm-shrinkwrap.json); one published after DATE fails the pull.
+    #[arg(long, value_name = "LOCKFILE", requires = "npm")]
+    pub(crate) npm_lock: Option<PathBuf>,
+    /// Upstream npm registry for --npm (documents with `time` maps).
+    #[arg(long, value_name = "URL", default_value = super::npm::DEFAULT_REGISTRY)]
+    pub(crate) npm_registry: String,
     /// The mirror directory to create (must not exist).
     #[arg(long, value_name = "DIR", required_unless_present = "into")]
     pub(crate) out: Option<PathBuf>,
@@ -112,9 +123,9 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
     if let Some(dir) = &a.project {
         packages.extend(super::project::requirements(dir, &a.extras, &a.groups)?);
     }
-    if a.requirement.is_none() && packages.is_empty() && a.go.is_none() {
+    if a.requirement.is_none() && packages.is_empty() && a.go.is_none() && a.npm.is_none() {
         return Err(MirrorError::Pull(
-            "nothing to mirror: give -r FILE, package names, --project DIR or --go GO.MOD".into(),
+            "nothing to mirror: give -r FILE, package names, --project DIR, --go GO.MOD or --npm PACKAGE.JSON".into(),
         ));
     }
     let opts = PullOpts {
@@ -127,6 +138,9 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
         out: a.out.clone().unwrap_or_default(),
         go_mod: a.go,
         go_proxy: a.go_proxy,
+        npm: a.npm,
+        npm_lock: a.npm_lock,
+        npm_registry: a.npm_registry,
     };
     let (dir, lock, added) = match (&a.into, &a.out) {
         (Some(into), _) => {
@@ -138,10 +152,11 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
     };
     let added = added.map_or(String::new(), |n| format!("{n} files added, "));
     println!(
-        "{}: {added}{} files, {} Go module versions, as of {}",
+        "{}: {added}{} files, {} Go module versions, {} npm package versions, as of {}",
         dir.display(),
         lock.files.len(),
         lock.go.len(),
+        lock.npm.len(),
         lock.date.as_deref().unwrap_or("?")
     );
     Ok(0)
@@ -180,10 +195,11 @@ pub(crate) fn run(args: MirrorArgs) -> Result<i32, MirrorError> {
             if problems.is_empty() {
                 let lock = super::read_lock(&a.dir)?;
                 println!(
-                    "{}: OK, {} files and {} Go module versions match the lock",
+                    "{}: OK, {} files, {} Go module versions and {} npm package versions match the lock",
                     a.dir.display(),
                     lock.files.len(),
-                    lock.go.len()
+                    lock.go.len(),
+                    lock.npm.len()
                 );
                 Ok(0)
             } else {

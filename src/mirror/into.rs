@@ -21,9 +21,9 @@ pub(crate) fn pull_into_existing(o: PullOpts, into: &Path) -> Result<(Lock, usiz
             lock.date.as_deref().unwrap_or("no date")
         )));
     }
-    if o.go_mod.is_some() {
+    if o.go_mod.is_some() || o.npm.is_some() {
         return Err(MirrorError::Pull(
-            "--into with --go: Go modules cannot be added to a mirror yet; pull another with --out"
+            "--into with --go or --npm: Go modules and npm packages cannot be added to a mirror yet; pull another with --out"
                 .into(),
         ));
     }

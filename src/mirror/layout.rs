@@ -37,6 +37,28 @@ pub(crate) struct Lock {
     /// Go modules (GOPROXY tree under `go/`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) go: Vec<GoRecord>,
+    /// npm package versions (registry tree under `npm/`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) npm: Vec<NpmRecord>,
+}
+
+/// One npm package version in the mirror: everything its packument entry is generated from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct NpmRecord {
+    /// The package name, `@scope/name` for a scoped one.
+    pub(crate) name: String,
+    pub(crate) version: String,
+    /// RFC 3339: the registry's `time[version]`.
+    pub(crate) time: String,
+    /// `dist.integrity` (sha512 SRI) of the tarball, checked at the pull.
+    pub(crate) integrity: String,
+    /// `dist.shasum` (sha1 hex) as the registry gave it, kept for old clients.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) shasum: String,
+    pub(crate) size: u64,
+    /// The fields of the registry's version document clients install from (dependencies,
+    /// bin, engines, os, cpu, ...), keys sorted.
+    pub(crate) manifest: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One Go module version in the mirror.
@@ -56,6 +78,7 @@ pub(crate) const LOCK_VERSION: u32 = 1;
 pub(crate) const FILES_DIR: &str = "pypi/files";
 pub(crate) const SIMPLE_DIR: &str = "pypi/simple";
 pub(crate) const GO_DIR: &str = "go";
+pub(crate) const NPM_DIR: &str = "npm";
 
 /// Every generated index file, as (path relative to the mirror root, contents), sorted.
 pub(crate) fn simple_tree(records: &[Record]) -> Vec<(String, Vec<u8>)> {

@@ -1,7 +1,8 @@
 //! Read-only dependency-index mirrors frozen at a date (`spec/mirror.md`): a directory with
 //! `lock.json` (every file, its hash, size and upload time), the files under `pypi/files`,
 //! a PEP 503 HTML + PEP 691 JSON simple index under `pypi/simple`, and a GOPROXY tree under
-//! `go/`. `reprorun exec --mirror DIR` mounts it read-only at `/mirror` and points every
+//! `go/` and an npm registry tree under `npm/`. `reprorun exec --mirror DIR` mounts it
+//! read-only at `/mirror`, serves the npm tree on the sandbox's loopback and points every
 //! client at it.
 
 pub(crate) mod cli;
@@ -9,8 +10,10 @@ pub(crate) mod dist;
 pub(crate) mod go;
 mod into;
 pub(crate) mod layout;
+pub(crate) mod npm;
 mod project;
 pub(crate) mod pull;
+pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};
 
@@ -100,6 +103,9 @@ pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
             ),
         });
     }
+    if let Err(reason) = npm::check_records(&lock.npm) {
+        return Err(MirrorError::BadLock { path, reason });
+    }
     for r in &lock.files {
         if dist::parse(&r.filename).is_none() {
             return Err(MirrorError::BadLock {
@@ -112,7 +118,7 @@ pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
     crate::sys::write_atomic(path, bytes, 0o644).map_err(io("write", path))
 }
 
@@ -124,6 +130,9 @@ pub(crate) fn write(dir: &Path, lock: &Lock) -> Result<(), MirrorError> {
         .sort_by(|a, b| (&a.name, &a.filename).cmp(&(&b.name, &b.filename)));
     lock.go
         .sort_by(|a, b| (&a.module, &a.version).cmp(&(&b.module, &b.version)));
+    lock.npm
+        .sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+    npm::write_tree(dir, &lock.npm)?;
     let simple = dir.join(SIMPLE_DIR);
     let pypi = dir.join("pypi");
     std::fs::create_dir_all(&pypi).map_err(io("create", &pypi))?;
@@ -168,6 +177,7 @@ fn empty_lock() -> Lock {
         index: None,
         files: Vec::new(),
         go: Vec::new(),
+        npm: Vec::new(),
     }
 }
 
@@ -296,11 +306,12 @@ pub(crate) fn verify(dir: &Path) -> Result<Vec<String>, MirrorError> {
         }
     });
     problems.extend(go::verify(dir, &lock.go));
+    problems.extend(npm::verify(dir, &lock.npm));
     Ok(problems)
 }
 
 /// Calls `f` with the mirror-relative path of every file below `at`.
-fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
+pub(crate) fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
     let Ok(entries) = std::fs::read_dir(at) else {
         return;
     };
@@ -314,20 +325,71 @@ fn walk(at: &Path, root: &Path, f: &mut dyn FnMut(&str)) {
     }
 }
 
-/// What a sandbox needs to use the mirror in `dir`: the clients' environment and the
-/// read-only bind at [`MOUNT`].
-pub(crate) fn attach(
-    dir: &Path,
-) -> Result<(Vec<(String, String)>, crate::parse::BindSpec), MirrorError> {
+/// What a sandbox needs to use a mirror.
+pub(crate) struct Attached {
+    /// The clients' environment.
+    pub(crate) env: Vec<(String, String)>,
+    /// The read-only bind at [`MOUNT`].
+    pub(crate) bind: crate::parse::BindSpec,
+    /// Whether it is served on the sandbox's loopback ([`npm::URL`]): it has an npm part, or
+    /// the PyPI part is asked for over HTTP.
+    pub(crate) served: bool,
+}
+
+/// `--mirror-serve`: how pip and uv reach the PyPI part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum Serve {
+    /// `file:///mirror/pypi/simple` (PEP 503 HTML as pip reads a directory).
+    #[default]
+    File,
+    /// `http://127.0.0.1:4873/pypi/simple/` (PEP 503 HTML and PEP 691 JSON with upload times).
+    Http,
+}
+
+/// What a sandbox needs to use the mirror in `dir`.
+pub(crate) fn attach(dir: &Path, serve: Serve) -> Result<Attached, MirrorError> {
     let lock = read_lock(dir)?;
-    Ok((
-        client_env(&lock),
-        crate::parse::BindSpec {
-            src: dir.to_path_buf(),
+    // The server reads the tree from the host's side: an absolute path, fixed at the start.
+    let src = std::fs::canonicalize(dir).map_err(io("resolve", dir))?;
+    let mut env = client_env(&lock);
+    if serve == Serve::Http {
+        let url = format!("{}/{SIMPLE_DIR}/", npm::URL);
+        for (k, v) in env.iter_mut() {
+            if ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"].contains(&k.as_str()) {
+                *v = url.clone();
+            }
+        }
+        env.push(("PIP_TRUSTED_HOST".into(), "127.0.0.1".into()));
+    }
+    Ok(Attached {
+        env,
+        bind: crate::parse::BindSpec {
+            src,
             dest: MOUNT.into(),
             readonly: true,
         },
-    ))
+        served: !lock.npm.is_empty() || serve == Serve::Http,
+    })
+}
+
+/// npm (and yarn and pnpm, which read the same `npm_config_*` variables) pointed at the
+/// mirror's registry on the sandbox's loopback, with a private cache and nothing else
+/// consulted (`spec/mirror.md`).
+fn npm_env() -> Vec<(&'static str, String)> {
+    vec![
+        ("npm_config_registry", format!("{}/", npm::URL)),
+        // Lockfiles name tarballs on the registry they were made with: fetch them from the
+        // mirror whatever host they name.
+        ("npm_config_replace_registry_host", "always".into()),
+        ("npm_config_offline", "false".into()),
+        ("npm_config_prefer_online", "false".into()),
+        ("npm_config_audit", "false".into()),
+        ("npm_config_fund", "false".into()),
+        ("npm_config_update_notifier", "false".into()),
+        ("npm_config_fetch_retries", "0".into()),
+        ("npm_config_userconfig", "/dev/null".into()),
+        ("npm_config_cache", "/tmp/.reprorun-npm-cache".into()),
+    ]
 }
 
 /// The environment of a `--net none` run without a mirror: package clients give up at the
@@ -374,6 +436,9 @@ pub(crate) fn client_env(lock: &Lock) -> Vec<(String, String)> {
     // index as HTML, without upload times, so it would filter every file out.
     if let Some(date) = &lock.date {
         env.push(("REPRORUN_MIRROR_DATE", date.clone()));
+    }
+    if !lock.npm.is_empty() {
+        env.extend(npm_env());
     }
     env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

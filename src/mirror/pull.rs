@@ -22,6 +22,10 @@ pub(crate) struct PullOpts {
     pub(crate) out: PathBuf,
     pub(crate) go_mod: Option<PathBuf>,
     pub(crate) go_proxy: String,
+    /// `--npm package.json`, its `--npm-lock` and the `--npm-registry`.
+    pub(crate) npm: Option<PathBuf>,
+    pub(crate) npm_lock: Option<PathBuf>,
+    pub(crate) npm_registry: String,
 }
 
 fn fail(msg: impl Into<String>) -> MirrorError {
@@ -432,12 +436,25 @@ fn pull_into(o: &PullOpts, tmp: &Path) -> Result<Lock, MirrorError> {
         Some(m) => super::go::pull(m, &o.go_proxy, o.date, tmp)?,
         None => Vec::new(),
     };
+    let npm = match &o.npm {
+        Some(pj) => super::npm::pull::pull(
+            &super::npm::pull::NpmOpts {
+                package_json: pj,
+                lock: o.npm_lock.as_deref(),
+                registry: &o.npm_registry,
+                date: o.date,
+            },
+            tmp,
+        )?,
+        None => Vec::new(),
+    };
     let lock = Lock {
         lock_version: super::layout::LOCK_VERSION,
         date: Some(rfc3339(o.date)),
         index: Some(o.index.clone()),
         files: records,
         go,
+        npm,
     };
     let _ = std::fs::remove_dir_all(&scratch);
     super::write(tmp, &lock)?;

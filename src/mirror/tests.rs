@@ -111,6 +111,7 @@ fn client_env_points_everything_at_the_mount() {
         index: None,
         files: vec![],
         go: vec![],
+        npm: vec![],
     };
     let env: std::collections::BTreeMap<_, _> = client_env(&lock).into_iter().collect();
     assert_eq!(env["PIP_INDEX_URL"], "file:///mirror/pypi/simple");

@@ -80,6 +80,7 @@ impl Plan {
             join: Vec::new(),
             egress: None,
             net_log: None,
+            registry: None,
             oom_score_adj: None,
             terminal: false,
             parent_maps: None,

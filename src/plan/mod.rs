@@ -106,6 +106,8 @@ pub enum PlanError {
     ImageIsolation,
     #[error("--net allow needs a network namespace of its own: drop --isolation=none")]
     EgressIsolation,
+    #[error("--mirror {0}: its npm part is served on the sandbox's own loopback (127.0.0.1:4873), which needs a network namespace of its own: drop --net host and --isolation=none")]
+    RegistryNet(PathBuf),
     #[error("--allow-host, --allow-file, --add-host and --net-log need --net allow (implied when --net is not given), not --net {0}")]
     EgressNet(&'static str),
 }
@@ -236,6 +238,10 @@ pub struct Plan {
     /// `--net-log`: the file the proxy appends one JSON line to per connection attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_log: Option<PathBuf>,
+    /// `--mirror` with an npm part: the mirror directory whose npm tree the supervisor
+    /// serves on 127.0.0.1:4873 inside the sandbox (`spec/mirror.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<PathBuf>,
 }
 
 fn yes() -> bool {

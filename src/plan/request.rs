@@ -113,6 +113,8 @@ pub struct ExecRequest {
     pub egress: crate::net::Egress,
     /// `--net-log`: where the proxy appends a JSON line per connection attempt.
     pub net_log: Option<PathBuf>,
+    /// `--mirror` with an npm part: the mirror directory to serve on the sandbox's loopback.
+    pub registry: Option<PathBuf>,
     /// User additions, applied in order over the pins.
     pub env: Vec<(String, String)>,
     /// Start from the pinned environment (else from nothing but `HOME`, for a host-like run
@@ -164,6 +166,7 @@ impl ExecRequest {
             net: NetMode::None,
             egress: crate::net::Egress::default(),
             net_log: None,
+            registry: None,
             env: Vec::new(),
             pinned_env: true,
             hostname: DEFAULT_HOSTNAME.into(),
@@ -215,9 +218,19 @@ impl ExecRequest {
     /// Attaches the dependency mirror in `dir` (`--mirror`): its clients' environment after
     /// what `env` holds so far, its read-only bind before every other extra mount.
     pub(crate) fn attach_mirror(&mut self, dir: &Path) -> Result<(), crate::mirror::MirrorError> {
-        let (clients, bind) = crate::mirror::attach(dir)?;
-        self.env.extend(clients);
-        self.extra_mounts.insert(0, ExtraMount::Bind(bind));
+        self.attach_mirror_as(dir, crate::mirror::Serve::File)
+    }
+
+    /// [`Self::attach_mirror`], with the PyPI part served as `serve` says (`--mirror-serve`).
+    pub(crate) fn attach_mirror_as(
+        &mut self,
+        dir: &Path,
+        serve: crate::mirror::Serve,
+    ) -> Result<(), crate::mirror::MirrorError> {
+        let m = crate::mirror::attach(dir, serve)?;
+        self.env.extend(m.env);
+        self.registry = m.served.then(|| m.bind.src.clone());
+        self.extra_mounts.insert(0, ExtraMount::Bind(m.bind));
         Ok(())
     }
 }

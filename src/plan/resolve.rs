@@ -60,6 +60,11 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         }
         _ => None,
     };
+    if let Some(dir) = &req.registry {
+        if req.net == NetMode::Host || isolation == Isolation::None {
+            return Err(PlanError::RegistryNet(dir.clone()));
+        }
+    }
 
     let (in_uid, in_gid) = req
         .user
@@ -103,6 +108,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         intercept: req.intercept,
         sorted_dirs: req.sorted_dirs,
         net_log: egress.as_ref().and(req.net_log.clone()),
+        registry: req.registry.clone(),
         egress,
         ..Plan::base(roots.rootfs, argv)
     })

@@ -110,8 +110,10 @@ fn dependency_drift(line: &str) -> bool {
             "ResolutionImpossible",
             "VersionConflict",
             "DistributionNotFound",
-            // Node, Ruby, the JVM.
+            // Node (and npm's resolver), Ruby, the JVM.
             "Cannot find module '",
+            "No matching version found for",
+            "ERESOLVE unable to resolve dependency tree",
             "cannot load such file",
             "NoClassDefFoundError",
             "ClassNotFoundException",
@@ -333,6 +335,11 @@ ERROR: No matching distribution found for flask==0.10.1
 E       DeprecationWarning: 'U' mode is deprecated
 ";
         assert_eq!(detect(warning_error), vec![Mode::DependencyDrift]);
+        let npm = "npm error notarget No matching version found for padkit@^3.0.0.\n";
+        assert_eq!(detect(npm), vec![Mode::DependencyDrift]);
+        let node =
+            "  error: \"Cannot find module 'padkit/pad'\\nRequire stack:\\n- /work/index.js\"\n";
+        assert_eq!(detect(node), vec![Mode::DependencyDrift]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;
 pub(crate) mod summary;
+pub(crate) mod tap;
 pub(crate) mod tree;
 
 use serde::{Deserialize, Serialize};

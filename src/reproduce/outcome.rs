@@ -1,5 +1,6 @@
 //! A run's outcome: per-test statuses from JUnit XML when the runner wrote it, else from
-//! pytest's output (`-v` lines and the `-rA` summary), and SWE-bench's resolved rule.
+//! pytest's output (`-v` lines and the `-rA` summary) or TAP (`node --test`, [`super::tap`]),
+//! and SWE-bench's resolved rule.
 
 use std::collections::BTreeMap;
 
@@ -192,7 +193,19 @@ pub fn grade_logs(
     let mut tests: Tests = junit
         .and_then(|x| parse_junit(&String::from_utf8_lossy(x)))
         .unwrap_or_default();
-    for (k, v) in parse_pytest(&String::from_utf8_lossy(stdout)) {
+    let out = String::from_utf8_lossy(stdout);
+    let tap = super::tap::parse_tap(&out).into_iter().map(|(k, t)| {
+        use super::tap::Tap;
+        let status = match t {
+            Tap::Ok => Status::Passed,
+            Tap::NotOk => Status::Failed,
+            Tap::Skip => Status::Skipped,
+            Tap::TodoNotOk => Status::Xfail,
+            Tap::TodoOk => Status::Xpass,
+        };
+        (k, status)
+    });
+    for (k, v) in parse_pytest(&out).into_iter().chain(tap) {
         if lookup(&tests, &k).is_none() {
             tests.insert(k, v);
         }

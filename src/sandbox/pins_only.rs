@@ -209,6 +209,7 @@ pub(crate) fn run(
                 .map(|s| (s, server.as_ref().map(|s| s.listener.clone()))),
             relay,
             proxy: None,
+            registry: None,
         },
         &mut Vec::new(),
     )?;

@@ -55,6 +55,31 @@ pub(super) struct Watch<'a> {
     pub(crate) relay: Option<Relay>,
     /// The egress proxy, started on the listening socket init sends (`--net allow`).
     pub(crate) proxy: Option<&'a mut Egress>,
+    /// The mirror's npm registry, started on the listening socket init sends (`--mirror`).
+    pub(crate) registry: Option<&'a mut Registry>,
+}
+
+/// The mirror's npm registry of a `--mirror` run: served read-only from the host's side on
+/// the listening socket init made on the sandbox's loopback; stopped when the run ends.
+pub(super) struct Registry {
+    root: std::path::PathBuf,
+    running: Option<crate::mirror::serve::Server>,
+}
+
+impl Registry {
+    pub(super) fn of(plan: &Plan) -> Option<Registry> {
+        plan.registry.clone().map(|root| Registry {
+            root,
+            running: None,
+        })
+    }
+
+    fn start(&mut self, listener: OwnedFd) -> Result<(), std::io::Error> {
+        let listener = std::net::TcpListener::from(listener);
+        let handler = crate::mirror::serve::mirror_tree(self.root.clone());
+        self.running = Some(crate::mirror::serve::Server::start(listener, handler)?);
+        Ok(())
+    }
 }
 
 /// Opens `path` for appending (created if need be).
@@ -141,6 +166,7 @@ pub(super) fn watch(
     let mut reap = true; // a SIGCHLD may predate the signalfd
     let mut relay = how.relay;
     let mut proxy = how.proxy;
+    let mut registry = how.registry;
     loop {
         // Not while the notification thread has a tracee (see `tracees`): soon after.
         let guard = if reap { tracees::may_reap() } else { None };
@@ -234,6 +260,13 @@ pub(super) fn watch(
                     }
                     (Some(fd), _) if bytes == [tty::MASTER_TAG] => {
                         relay = Some(Relay::new(fd, tty::Terminals::of_caller()));
+                    }
+                    (Some(fd), _) if bytes == [init::REGISTRY_TAG] => {
+                        if let Some(r) = registry.as_deref_mut() {
+                            if let Err(e) = r.start(fd) {
+                                eprintln!("reprorun: mirror registry: {e}; npm cannot reach it");
+                            }
+                        }
                     }
                     (Some(fd), _) if bytes == [init::PROXY_TAG] => {
                         if let Some(p) = proxy.as_deref_mut() {
@@ -424,6 +457,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
     let mut egress = Egress::of(plan);
+    let mut registry = Registry::of(plan);
     let watched = watch(
         child,
         deadline,
@@ -436,6 +470,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             sock: Some((&ours, server.as_ref().map(|s| s.listener.clone()))),
             relay: None,
             proxy: egress.as_mut(),
+            registry: registry.as_mut(),
         },
         &mut msgs,
     );
@@ -476,6 +511,7 @@ pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
             sock: None,
             relay: None,
             proxy: None,
+            registry: None,
         },
         &mut msgs,
     )?;

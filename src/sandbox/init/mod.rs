@@ -14,7 +14,7 @@ use thiserror::Error;
 use super::mounts::MountError;
 use super::protocol::{post, InitMsg};
 mod steps;
-pub(crate) use steps::PROXY_TAG;
+pub(crate) use steps::{PROXY_TAG, REGISTRY_TAG};
 
 use super::tty::{self, Terminals};
 use super::{exec, notify, signals, vdso};
@@ -35,6 +35,8 @@ pub(crate) enum InitError {
     Loopback(Errno),
     #[error("listen on 127.0.0.1:3128 for the egress proxy: {0}")]
     ProxyListener(Errno),
+    #[error("listen on 127.0.0.1:4873 for the mirror's npm registry: {0}")]
+    RegistryListener(Errno),
     #[error("{0}")]
     Mount(#[from] MountError),
     #[error("chdir {0}: {1}")]
@@ -76,6 +78,7 @@ impl InitError {
                     InitError::Hostname(e)
                     | InitError::Loopback(e)
                     | InitError::ProxyListener(e)
+                    | InitError::RegistryListener(e)
                     | InitError::Chdir(_, e)
                     | InitError::TimeNs(e)
                     | InitError::Signals(e)

@@ -11,6 +11,8 @@ use crate::sandbox::mounts::build_root;
 
 /// Tags the egress proxy's listening socket on init's socket.
 pub(crate) const PROXY_TAG: u8 = b'P';
+/// Tags the mirror registry's listening socket on init's socket.
+pub(crate) const REGISTRY_TAG: u8 = b'N';
 
 /// One step of init's setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,9 @@ pub(super) enum Step {
     /// Listen on 127.0.0.1:3128 and hand the socket to the supervisor, which serves the
     /// egress proxy on it from the host's side (`--net allow`).
     ProxyListener,
+    /// Listen on 127.0.0.1:4873 and hand the socket to the supervisor, which serves the
+    /// mirror's npm tree on it from the host's side (`--mirror` with an npm part).
+    RegistryListener,
     /// Build the new root from the plan's mounts and pivot into it.
     Root,
     /// Change to the working directory and check it resolves inside the new root.
@@ -65,6 +70,9 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
         steps.push(Step::Loopback);
         if plan.egress.is_some() {
             steps.push(Step::ProxyListener);
+        }
+        if plan.registry.is_some() {
+            steps.push(Step::RegistryListener);
         }
     }
     steps.extend([Step::Root, Step::Chdir]);
@@ -106,6 +114,11 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
             let listener = crate::sys::listen_loopback(crate::net::PROXY_PORT)
                 .map_err(InitError::ProxyListener)?;
             crate::sys::send_fd(sock, &listener, PROXY_TAG).map_err(InitError::ProxyListener)
+        }
+        Step::RegistryListener => {
+            let listener = crate::sys::listen_loopback(crate::mirror::npm::PORT)
+                .map_err(InitError::RegistryListener)?;
+            crate::sys::send_fd(sock, &listener, REGISTRY_TAG).map_err(InitError::RegistryListener)
         }
         Step::Root => {
             let own =

@@ -1,0 +1,4 @@
+'use strict';
+
+/** The header line of a table: its column names joined by ` | `. */
+exports.header = (cols) => cols.join(' | ');
