@@ -387,3 +387,63 @@ fn npm_pull_bad_input_is_one_line_and_leaves_nothing() {
     ]);
     expect_error(&o, "needs a network namespace of its own");
 }
+
+fn installed(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn yarn_classic_and_pnpm_install_the_dates_versions_from_the_served_mirror() {
+    if !is_root() || !npm_available() || !installed("yarn") || !installed("pnpm") {
+        eprintln!("skipped: needs root, npm, yarn and pnpm");
+        return;
+    }
+    let reg = Registry::start();
+    let w = Work::new();
+    let pj = w.path().join("package.json");
+    std::fs::write(&pj, APP).unwrap();
+    let m = w.path().join("m");
+    expect_code(&pull(&w, &reg.url, "2021-01-01", &pj, None, &m), 0);
+    // Each client with no lockfile of its own resolves against the served packuments: the
+    // registry's `latest` today (top 2.0.0, dep 2.0.0) is not there to be chosen.
+    for (tool, install, lockfile) in [
+        (
+            "yarn",
+            "yarn install --non-interactive --silent",
+            "yarn.lock",
+        ),
+        ("pnpm", "pnpm install --reporter=silent", "pnpm-lock.yaml"),
+    ] {
+        let dir = app(&w, &format!("app-{tool}"), None);
+        let script = format!(
+            "set -e; {install} >/dev/null; \
+             for p in mid @scope/util top; do \
+             node -p \"require('$p/package.json').name + '@' + require('$p/package.json').version\"; done; \
+             node -p \"require(require.resolve('dep/package.json', {{paths: [require.resolve('mid')]}})).version\""
+        );
+        let o = Command::new(BIN)
+            .args(["exec", "--net", "none", "--mirror"])
+            .arg(&m)
+            .arg("--workdir")
+            .arg(&dir)
+            .args(["--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let out = expect_code(&o, 0);
+        assert_eq!(
+            out, "mid@1.0.0\n@scope/util@1.0.0\ntop@1.0.0\n1.0.0\n",
+            "{tool}: {o:?}"
+        );
+        // The client's own lockfile names the sandbox's registry, never the public one.
+        let lock = std::fs::read_to_string(dir.join(lockfile)).unwrap();
+        assert!(!lock.contains("registry.npmjs.org"), "{tool}: {lock}");
+        assert!(!lock.contains("registry.yarnpkg.com"), "{tool}: {lock}");
+        if tool == "yarn" {
+            assert!(lock.contains("resolved \"http://127.0.0.1:4873/"), "{lock}");
+        }
+    }
+}
