@@ -18,6 +18,8 @@ use crate::rootfs_id::{Described, RootfsId};
 use crate::sandbox::{self, SandboxError};
 use crate::security::{self, Resources, Rlimit, SeccompProfile};
 
+mod fast;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "reprorun",
@@ -278,6 +280,9 @@ pub fn main() -> i32 {
     // runc's `exec ID ...` and reprorun's one-shot `exec -- CMD` share a name.
     if let Some(at) = oci::cli::runc_exec_at(&args) {
         args[at] = "oci-exec".into();
+    }
+    if let Some((exec_args, sub)) = fast::exec(&args) {
+        return exec(exec_args, &sub);
     }
     let matches = match crate::help::exec_grouped(Cli::command()).try_get_matches_from(&args) {
         Ok(m) => m,

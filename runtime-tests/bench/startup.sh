@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Start-up benchmark: `reprorun exec -- /bin/true` against bubblewrap, crun and runc on the
-# same busybox bundle, side by side in one hyperfine run. Prints each median and its ratio to
-# reprorun's. Not part of the test suite (timings on a shared machine are noise; ratios are
-# what to read).
-#   sudo runtime-tests/bench/startup.sh [RUNS]
+# same busybox bundle, side by side in one hyperfine run, twice: on an idle machine, and with
+# one busy loop per CPU competing (there the start-up's CPU time turns into wall time, as it
+# does when a study runs many sandboxes at once). Prints, per command, the median wall time
+# and the mean CPU time (user + system of the whole process tree, from hyperfine) and both as
+# ratios of reprorun's to it. Not part of the test suite (timings on a shared machine are
+# noise; ratios from one run are what to read).
+#   sudo runtime-tests/bench/startup.sh [RUNS] [idle|busy|both]
 # Needs root, hyperfine, bubblewrap, crun, runc, busybox-static, python3.
 # crun refuses this host's hybrid cgroup layout while /sys/fs/cgroup/unified is mounted, so
 # the whole benchmark runs in a private mount namespace with it unmounted (same for all).
 set -euo pipefail
 runs=${1:-200}
+modes=${2:-both}
 source "$(dirname "$0")/lib.sh"
 in_private_mount_ns "$@"
 need hyperfine bwrap crun runc python3
@@ -16,21 +20,53 @@ build_reprorun
 make_work
 "$root/images/busybox/build.sh" --bundle "$work/bundle" /bin/true >/dev/null
 cd "$work"
-hyperfine -N --warmup 10 --runs "$runs" --export-json "$work/result.json" \
-  -n reprorun "$bin exec -- /bin/true" \
-  -n "reprorun --date now" "$bin exec --date now -- /bin/true" \
-  -n "reprorun --rootfs" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true" \
-  -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
-  -n crun "crun run --bundle $work/bundle reprorun-bench-crun" \
-  -n runc "runc run --bundle $work/bundle reprorun-bench-runc" >&2
-python3 - "$work/result.json" <<'PY'
+
+busy_pids=()
+stop_busy() {
+  [ ${#busy_pids[@]} -eq 0 ] || kill "${busy_pids[@]}" 2>/dev/null || true
+  busy_pids=()
+}
+trap 'stop_busy; rm -rf "$work"' EXIT
+
+# measure MODE: one hyperfine run of every command, its JSON in $work/MODE.json.
+measure() {
+  local mode=$1 n=$runs
+  if [ "$mode" = busy ]; then
+    # One busy loop per CPU; fewer runs, each is slower.
+    for _ in $(seq "$(nproc)"); do (while :; do :; done) & busy_pids+=($!); done
+    n=$(( (runs + 3) / 4 ))
+  fi
+  hyperfine -N --warmup 10 --runs "$n" --export-json "$work/$mode.json" \
+    -n reprorun "$bin exec -- /bin/true" \
+    -n "reprorun --date now" "$bin exec --date now -- /bin/true" \
+    -n "reprorun --rootfs" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true" \
+    -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
+    -n crun "crun run --bundle $work/bundle reprorun-bench-crun" \
+    -n runc "runc run --bundle $work/bundle reprorun-bench-runc" >&2
+  stop_busy
+}
+
+case $modes in
+  idle|busy) measure "$modes"; set -- "$modes" ;;
+  both) measure idle; measure busy; set -- idle busy ;;
+  *) echo "startup.sh: mode must be idle, busy or both, not $modes" >&2; exit 1 ;;
+esac
+
+python3 - "$work" "$@" <<'PY'
 import json, sys
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-base = results["reprorun"]["median"]
-targets = {"bwrap": 1.0, "crun": 0.5, "runc": 0.15}
-print(f"{'command':<20}{'median ms':>12}{'reprorun / it':>16}{'target':>10}")
-for name, r in results.items():
-    ratio = base / r["median"]
-    target = f"<= {targets[name]}" if name in targets else ""
-    print(f"{name:<20}{r['median'] * 1000:>12.2f}{ratio:>16.2f}{target:>10}")
+work, modes = sys.argv[1], sys.argv[2:]
+targets = {"bwrap": "<= 1.0", "crun": "<= 0.5", "runc": "<= 0.15"}
+cpu_targets = {"bwrap": "<= 1.5"}
+for mode in modes:
+    results = {r["command"]: r for r in json.load(open(f"{work}/{mode}.json"))["results"]}
+    base = results["reprorun"]
+    base_cpu = base["user"] + base["system"]
+    print(f"\n{mode}: {'command':<20}{'median ms':>10}{'CPU ms':>9}{'wall ratio':>12}{'CPU ratio':>11}"
+          f"{'target wall':>13}{'target CPU':>12}")
+    for name, r in results.items():
+        cpu = r["user"] + r["system"]
+        print(f"{'':<{len(mode) + 2}}{name:<20}{r['median'] * 1000:>10.2f}{cpu * 1000:>9.2f}"
+              f"{base['median'] / r['median']:>12.2f}{base_cpu / cpu:>11.2f}"
+              f"{targets.get(name, ''):>13}{cpu_targets.get(name, ''):>12}")
+print("\nratio = reprorun's / the command's (wall: medians; CPU: means of user+system)")
 PY

@@ -64,8 +64,9 @@ impl Uname {
 /// The identity the workload sees: CPUs, memory, uname.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
-    /// CPUs the workload may use and sees: it runs on the last `cpus` CPUs the caller may
-    /// use, and every interface reports CPUs 0..cpus-1.
+    /// CPUs the workload may use and sees: it runs on `cpus` of the CPUs the caller may use
+    /// (the one it starts on, then the last ones), and every interface reports CPUs
+    /// 0..cpus-1.
     pub cpus: u32,
     pub memory_bytes: u64,
     pub uname: Uname,
