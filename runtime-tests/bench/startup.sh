@@ -7,6 +7,8 @@
 # ratios of reprorun's to it. Not part of the test suite (timings on a shared machine are
 # noise; ratios from one run are what to read).
 #   sudo runtime-tests/bench/startup.sh [RUNS] [idle|busy|both]
+# $REPRORUN_BASE_BIN=PATH adds a row for that reprorun binary (an earlier build, to measure a
+# change side by side); $REPRORUN_BIN measures the given binary instead of building one.
 # Needs root, hyperfine, bubblewrap, crun, runc, busybox-static, python3.
 # crun refuses this host's hybrid cgroup layout while /sys/fs/cgroup/unified is mounted, so
 # the whole benchmark runs in a private mount namespace with it unmounted (same for all).
@@ -36,8 +38,10 @@ measure() {
     for _ in $(seq "$(nproc)"); do (while :; do :; done) & busy_pids+=($!); done
     n=$(( (runs + 3) / 4 ))
   fi
+  local base=()
+  [ -z "${REPRORUN_BASE_BIN:-}" ] || base=(-n "reprorun (base)" "$REPRORUN_BASE_BIN exec -- /bin/true")
   hyperfine -N --warmup 10 --runs "$n" --export-json "$work/$mode.json" \
-    -n reprorun "$bin exec -- /bin/true" \
+    -n reprorun "$bin exec -- /bin/true" "${base[@]}" \
     -n "reprorun --date now" "$bin exec --date now -- /bin/true" \
     -n "reprorun --rootfs" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true" \
     -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
