@@ -295,10 +295,26 @@ fn to_ts(ns: i64) -> timespec {
     }
 }
 
+/// `ts` moved by an offset already split into whole seconds and nanoseconds (`0..NS`): two
+/// additions and one carry, no conversion to nanoseconds and back (the split is made before
+/// the clock is read, off the path that waits for the vDSO). `ts` is a kernel timespec, its
+/// nanoseconds in `0..NS`.
 #[inline(always)]
-fn shift(ts: &mut timespec, by: i64) {
-    let ns = ts.tv_sec as i64 * NS + ts.tv_nsec as i64 + by;
-    *ts = to_ts(ns);
+fn shift(ts: &mut timespec, (secs, nanos): (i64, i64)) {
+    let mut ns = ts.tv_nsec as i64 + nanos;
+    let mut s = ts.tv_sec as i64 + secs;
+    if ns >= NS {
+        ns -= NS;
+        s += 1;
+    }
+    ts.tv_sec = s as time_t;
+    ts.tv_nsec = ns as _;
+}
+
+/// An offset in nanoseconds as (whole seconds, nanoseconds in `0..NS`).
+#[inline(always)]
+fn split(by: i64) -> (i64, i64) {
+    (by.div_euclid(NS), by.rem_euclid(NS))
 }
 
 /// The fake realtime clock in nanoseconds, or None when faking is off.
@@ -333,11 +349,12 @@ pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_i
         if let Some(p) = page() {
             if p.mode == MODE_START_AT {
                 // The common case: one real vDSO read plus an addition.
+                let by = split(p.offset_ns);
                 // SAFETY: ts is the caller's non-null out-pointer.
                 let r = unsafe { real_clock(clk, ts) };
                 if r == 0 {
                     // SAFETY: as above.
-                    shift(unsafe { &mut *ts }, p.offset_ns);
+                    shift(unsafe { &mut *ts }, by);
                 }
                 return r;
             }
