@@ -142,6 +142,15 @@ fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
+/// The loopback registry, a work directory and the app's package.json in it.
+fn registry_and_app() -> (Registry, Work, PathBuf) {
+    let reg = Registry::start();
+    let w = Work::new();
+    let pj = w.path().join("package.json");
+    std::fs::write(&pj, APP).unwrap();
+    (reg, w, pj)
+}
+
 /// An app directory holding package.json (and the lockfile given).
 fn app(w: &Work, name: &str, lock: Option<&Path>) -> PathBuf {
     let dir = w.path().join(name);
@@ -160,6 +169,11 @@ fn install_offline(mirror: &Path, dir: &Path) -> std::process::Output {
         npm ci --loglevel=error >/dev/null; for p in dep mid @scope/util top; do \
         node -p \"require('$p/package.json').name + '@' + require('$p/package.json').version\"; done; \
         npx --no-install top-version";
+    offline(mirror, dir, script)
+}
+
+/// `sh -c script` in the sandbox with no network, `mirror` attached and `dir` at /work.
+fn offline(mirror: &Path, dir: &Path, script: &str) -> std::process::Output {
     Command::new(BIN)
         .args(["exec", "--net", "none", "--mirror"])
         .arg(mirror)
@@ -177,10 +191,7 @@ fn npm_pull_takes_the_versions_of_the_date_and_npm_ci_installs_them_offline() {
         eprintln!("skipped: needs root and npm");
         return;
     }
-    let reg = Registry::start();
-    let w = Work::new();
-    let pj = w.path().join("package.json");
-    std::fs::write(&pj, APP).unwrap();
+    let (reg, w, pj) = registry_and_app();
     let (early, late) = (w.path().join("m2021"), w.path().join("m2022"));
     expect_code(&pull(&w, &reg.url, "2021-01-01", &pj, None, &early), 0);
     expect_code(&pull(&w, &reg.url, "2022-12-31", &pj, None, &late), 0);
@@ -401,10 +412,7 @@ fn yarn_classic_and_pnpm_install_the_dates_versions_from_the_served_mirror() {
         eprintln!("skipped: needs root, npm, yarn and pnpm");
         return;
     }
-    let reg = Registry::start();
-    let w = Work::new();
-    let pj = w.path().join("package.json");
-    std::fs::write(&pj, APP).unwrap();
+    let (reg, w, pj) = registry_and_app();
     let m = w.path().join("m");
     expect_code(&pull(&w, &reg.url, "2021-01-01", &pj, None, &m), 0);
     // Each client with no lockfile of its own resolves against the served packuments: the
@@ -424,15 +432,7 @@ fn yarn_classic_and_pnpm_install_the_dates_versions_from_the_served_mirror() {
              node -p \"require('$p/package.json').name + '@' + require('$p/package.json').version\"; done; \
              node -p \"require(require.resolve('dep/package.json', {{paths: [require.resolve('mid')]}})).version\""
         );
-        let o = Command::new(BIN)
-            .args(["exec", "--net", "none", "--mirror"])
-            .arg(&m)
-            .arg("--workdir")
-            .arg(&dir)
-            .args(["--", "sh", "-c", &script])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let o = offline(&m, &dir, &script);
         let out = expect_code(&o, 0);
         assert_eq!(
             out, "mid@1.0.0\n@scope/util@1.0.0\ntop@1.0.0\n1.0.0\n",

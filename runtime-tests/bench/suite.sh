@@ -26,8 +26,8 @@
 # both places (inside the sandbox too), i.e. the largest resident set among the workload's
 # processes (getrusage of the children, in KiB): reprorun's supervisor is a separate process
 # outside the workload tree, and is not counted.
-# The bare run gets the environment the sandbox pins (env -i with PATH, TZ, LANG, LC_ALL,
-# PYTHONHASHSEED), not the caller's, so that the sandbox is the one thing that differs (a
+# The bare run gets the environment the sandbox pins (env -i with what `reprorun exec -- env`
+# prints, HOME aside), not the caller's, so that the sandbox is the one thing that differs (a
 # caller's PYTHONDONTWRITEBYTECODE or random hash seed would change the work done). The
 # outcome counts (pytest's summary line) and exit status of every run must agree between
 # inside and bare, or the script fails.
@@ -120,8 +120,7 @@ run() {
   if [ "$mode" = inside ]; then
     (cd "$dir" && "$bin" exec "${sandbox_opts[@]}" --env PYTHONPYCACHEPREFIX=/work/.pycache -- "${cmd[@]}") >"$out" 2>&1 || status=$?
   else
-    (cd "$dir" && env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      HOME="$work/home" TZ=UTC LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONHASHSEED=0 \
+    (cd "$dir" && env -i "${pinned_env[@]}" HOME="$work/home" \
       PYTHONPYCACHEPREFIX="$dir/.pycache" "${cmd[@]}") >"$out" 2>&1 || status=$?
   fi
   end=$EPOCHREALTIME
@@ -172,6 +171,11 @@ prepare python-dateutil 2.9.0 2024-03-01T23:59:59Z --project DIR -r DIR/requirem
 prepare attrs 23.2.0 2023-12-31T23:59:59Z --project DIR --extras tests
 : >"$logs/results"
 : >"$logs/outcomes"
+
+# The bare runs' environment: the one the sandbox pins (read from it, so the two cannot
+# drift apart), but for HOME, which is the sandbox's own private directory.
+mapfile -t pinned_env < <("$bin" exec -- env | grep -v '^HOME=')
+[ ${#pinned_env[@]} -gt 0 ] || { echo "suite.sh: could not read the sandbox's environment" >&2; exit 1; }
 
 # The sandbox's defaults: fake clock at 2024-01-01, one CPU, seeded randomness, no network.
 # dateutil's outcomes under the pinned date match bare's (bench checks every run), so it

@@ -364,9 +364,8 @@ fn pin_cpus(cpus: u32) -> Result<(), Errno> {
     let current = sched_getaffinity(me)?;
     // SAFETY: sched_getcpu(3) only reads the calling thread's CPU number.
     let now = unsafe { libc::sched_getcpu() };
+    // A CPU outside the mask (or the set's range: `is_set` fails) is skipped by the choice.
     let order = usize::try_from(now)
-        .ok()
-        .filter(|&c| c < CpuSet::count() && current.is_set(c).unwrap_or(false))
         .into_iter()
         .chain((0..CpuSet::count()).rev());
     let pinned = choose_cpus(order, cpus, |c| current.is_set(c).unwrap_or(false))?;

@@ -116,12 +116,7 @@ fn in_child(f: impl FnOnce() -> Result<(), Errno>) -> Result<(), Errno> {
 
 /// Installs a filter that allows everything, with a notification listener, in a child.
 fn probe_listener() -> Result<(), Errno> {
-    let allow = [libc::sock_filter {
-        code: (libc::BPF_RET | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k: libc::SECCOMP_RET_ALLOW,
-    }];
+    let allow = [crate::sys::bpf::ret(libc::SECCOMP_RET_ALLOW)];
     in_child(|| {
         nix::sys::prctl::set_no_new_privs()?;
         crate::sys::seccomp::install_with_listener(&allow).map(drop)

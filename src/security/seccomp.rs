@@ -267,59 +267,6 @@ fn default_programs() -> Result<Vec<BpfProgram>, SeccompError> {
     Ok(vec![tree::program(calls)?])
 }
 
-/// x32 system calls (x86-64's 32-bit-pointer ABI, numbers with bit 30 set) would pass a
-/// filter keyed by x86-64 numbers: refuse them all (ENOSYS).
-fn x32_blocker() -> BpfProgram {
-    enosys_program(None)
-}
-
-/// ENOSYS for every x32 system call and, if given, for the call `also` (one small program:
-/// each filter runs on every system call, so the fewer the better).
-fn enosys_program(also: Option<i64>) -> BpfProgram {
-    const X32_BIT: u32 = 0x4000_0000;
-    let ld = |k: u32| libc::sock_filter {
-        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let ret = |k: u32| libc::sock_filter {
-        code: (libc::BPF_RET | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
-    let mut prog = vec![
-        ld(0), // syscall number
-        libc::sock_filter {
-            code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16,
-            jt: 0,
-            jf: 1,
-            k: X32_BIT,
-        },
-        ret(enosys),
-    ];
-    if let Some(nr) = also {
-        prog.push(libc::sock_filter {
-            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-            jt: 0,
-            jf: 1,
-            k: nr as u32,
-        });
-        prog.push(ret(enosys));
-    }
-    prog.push(ret(libc::SECCOMP_RET_ALLOW));
-    prog.iter()
-        .map(|i| seccompiler::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect()
-}
-
 fn oci_action(
     path: &Path,
     action: &str,
@@ -438,7 +385,7 @@ fn compile_oci(path: &Path, spec: &OciSeccomp) -> Result<Vec<BpfProgram>, Seccom
             programs.push(program(to_rules(matches)?, SeccompAction::Allow, action)?);
         }
     }
-    programs.push(x32_blocker());
+    programs.push(tree::x32_blocker());
     Ok(programs)
 }
 
@@ -538,6 +485,21 @@ mod tests {
             .map_err(|e| SeccompError::Compile(e.to_string()))
     }
 
+    /// ENOSYS for every x32 call and for `also`, as the default profile's second program
+    /// was before the search tree.
+    fn enosys_program(also: i64) -> BpfProgram {
+        use crate::sys::bpf::{self, errno, jump, load, ret};
+        let enosys = errno(libc::ENOSYS as u32);
+        bpf::to_program(&[
+            load(bpf::NR),
+            jump(libc::BPF_JSET, bpf::X32_BIT, 0, 1),
+            ret(enosys),
+            jump(libc::BPF_JEQ, also as u32, 0, 1),
+            ret(enosys),
+            ret(libc::SECCOMP_RET_ALLOW),
+        ])
+    }
+
     /// The default profile as seccompiler lays it out (a linear chain, two programs): what
     /// the search tree of [`default_programs`] must agree with on every call.
     fn seccompiler_reference() -> Vec<BpfProgram> {
@@ -565,7 +527,7 @@ mod tests {
             .unwrap();
         rules.insert(libc::SYS_personality, vec![rule(odd_persona).unwrap()]);
         let denied = program(rules, SeccompAction::Allow, eperm).unwrap();
-        vec![denied, enosys_program(Some(libc::SYS_clone3))]
+        vec![denied, enosys_program(libc::SYS_clone3)]
     }
 
     /// The tree gives every call number (and x32's, and another architecture's), with

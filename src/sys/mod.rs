@@ -8,6 +8,7 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
+pub(crate) mod bpf;
 pub(crate) mod landlock;
 pub(crate) mod seccomp;
 

@@ -18,30 +18,8 @@ pub(crate) fn filter(
 ) -> Vec<libc::sock_filter> {
     let cpu = matches!(clock, Some(ClockMode::Frozen | ClockMode::Tick { .. }));
     let clock = clock.is_some();
-    #[cfg(target_arch = "x86_64")]
-    const ARCH: u32 = 0xc000_003e;
-    #[cfg(target_arch = "aarch64")]
-    const ARCH: u32 = 0xc000_00b7;
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    const ARCH: u32 = 0;
-    let ld = |k: u32| libc::sock_filter {
-        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    };
-    let ret = |k: u32| libc::sock_filter {
-        code: (libc::BPF_RET | libc::BPF_K) as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    };
+    use crate::sys::bpf::{self, load as ld, ret};
+    let jeq = |k: u32, jt: u8, jf: u8| bpf::jump(libc::BPF_JEQ, k, jt, jf);
     let mut notified = vec![
         libc::SYS_execve,
         libc::SYS_execveat,
@@ -70,7 +48,7 @@ pub(crate) fn filter(
     let sendto_checks = if egress { 5 } else { 0 };
     // Layout: arch check, syscall number, one jump per notified call, then the clock_gettime
     // clock-id check, then ALLOW and NOTIFY at the end.
-    let mut prog = vec![ld(4)];
+    let mut prog = vec![ld(bpf::ARCH)];
     let n = notified.len();
     let clock_checks = match (clock, cpu) {
         (false, _) => 0,
@@ -80,8 +58,8 @@ pub(crate) fn filter(
     // Instructions after the arch jump: ld nr, n jumps, sendto checks, clock checks,
     // ALLOW, NOTIFY.
     let total_after = 1 + n + sendto_checks + clock_checks + 2;
-    prog.push(jeq(ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
-    prog.push(ld(0));
+    prog.push(jeq(bpf::AUDIT_ARCH, 0, (total_after - 2) as u8)); // wrong arch: to ALLOW
+    prog.push(ld(bpf::NR));
     for (i, nr) in notified.iter().enumerate() {
         let to_notify = (n - i - 1) + sendto_checks + clock_checks + 1;
         prog.push(jeq(*nr as u32, to_notify as u8, 0));
@@ -90,9 +68,9 @@ pub(crate) fn filter(
         let c = clock_checks as u8;
         // Not sendto: on to the clock checks (the accumulator still holds the number).
         prog.push(jeq(libc::SYS_sendto as u32, 0, 4));
-        prog.push(ld(16 + 8 * 4)); // args[4], low half
+        prog.push(ld(bpf::arg_low(4))); // args[4], low half
         prog.push(jeq(0, 0, c + 3)); // non-zero: NOTIFY
-        prog.push(ld(16 + 8 * 4 + 4)); // high half
+        prog.push(ld(bpf::arg_low(4) + 4)); // high half
         prog.push(jeq(0, c, c + 1)); // null: ALLOW, else NOTIFY
     }
     if clock {
@@ -113,7 +91,7 @@ pub(crate) fn filter(
             0,
             (ids.len() + 1) as u8,
         ));
-        prog.push(ld(16)); // args[0], low half: the clock id
+        prog.push(ld(bpf::arg_low(0))); // args[0], low half: the clock id
         for (i, id) in ids.iter().enumerate() {
             prog.push(jeq(*id as u32, (ids.len() - i) as u8, 0));
         }

@@ -7,9 +7,11 @@
 //! A search tree takes a handful of comparisons per number. At run time both are the same to
 //! the workload: every call the cache marks as allowed skips the filter altogether.
 
-use seccompiler::{sock_filter, BpfProgram};
+use libc::sock_filter;
+use seccompiler::BpfProgram;
 
 use super::SeccompError;
+use crate::sys::bpf::{self, errno, load, ret};
 
 /// What the program does with one listed system call.
 pub(super) enum Leaf {
@@ -33,44 +35,30 @@ pub(super) enum Leaf {
 
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 
-fn ret(k: u32) -> sock_filter {
-    stmt((libc::BPF_RET | libc::BPF_K) as u16, k)
-}
-
-fn stmt(code: u16, k: u32) -> sock_filter {
-    sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-/// `A = seccomp_data[offset]` (a 32-bit word).
-fn load(offset: u32) -> sock_filter {
-    stmt((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, offset)
-}
-
-/// A conditional jump; offsets over 255 (the format's limit) are a compile error.
+/// [`bpf::jump`] with offsets counted in `usize`: over 255 (the format's limit) is a compile
+/// error.
 fn jump(op: u32, k: u32, jt: usize, jf: usize) -> Result<sock_filter, SeccompError> {
     let short = |n: usize| {
         u8::try_from(n).map_err(|_| SeccompError::Compile(format!("jump of {n} instructions")))
     };
-    Ok(sock_filter {
-        code: (libc::BPF_JMP | op | libc::BPF_K) as u16,
-        jt: short(jt)?,
-        jf: short(jf)?,
-        k,
-    })
+    Ok(bpf::jump(op, k, short(jt)?, short(jf)?))
 }
 
-fn errno(e: u32) -> u32 {
-    libc::SECCOMP_RET_ERRNO | (e & libc::SECCOMP_RET_DATA)
+/// ENOSYS for every x32 call (numbers with bit 30 set), which would otherwise pass a filter
+/// keyed by x86-64 numbers; the accumulator holds the call's number.
+fn x32_to_enosys() -> [sock_filter; 2] {
+    [
+        bpf::jump(libc::BPF_JSET, bpf::X32_BIT, 0, 1),
+        ret(errno(libc::ENOSYS as u32)),
+    ]
 }
 
-/// The low 32 bits of argument `index` (little-endian: the first word of the argument).
-fn arg_low(index: u8) -> u32 {
-    16 + 8 * u32::from(index)
+/// The x32 check alone, as a program (OCI profiles, which do not know those numbers).
+pub(super) fn x32_blocker() -> BpfProgram {
+    let mut prog = vec![load(bpf::NR)];
+    prog.extend(x32_to_enosys());
+    prog.push(ret(ALLOW));
+    bpf::to_program(&prog)
 }
 
 /// The instructions for one listed call; each path ends in a return.
@@ -82,7 +70,7 @@ fn block(leaf: &Leaf) -> Result<Vec<sock_filter>, SeccompError> {
             mask,
             errno: e,
         } => vec![
-            load(arg_low(*index)),
+            load(bpf::arg_low(*index)),
             jump(libc::BPF_JSET, *mask, 0, 1)?,
             ret(errno(*e)),
             ret(ALLOW),
@@ -107,7 +95,7 @@ fn in_set(
     inside: u32,
     outside: u32,
 ) -> Result<Vec<sock_filter>, SeccompError> {
-    let mut out = vec![load(arg_low(index))];
+    let mut out = vec![load(bpf::arg_low(index))];
     for (i, v) in values.iter().enumerate() {
         // Taken: past the remaining comparisons and the `outside` return.
         out.push(jump(libc::BPF_JEQ, *v, values.len() - i, 0)?);
@@ -138,22 +126,15 @@ fn search(calls: &[(u32, Vec<sock_filter>)]) -> Result<Vec<sock_filter>, Seccomp
     Ok(out)
 }
 
-/// The audit architecture of this build, and whether it has x32's numbers (bit 30) to shut.
-fn audit_arch() -> Result<(u32, bool), SeccompError> {
-    match std::env::consts::ARCH {
-        "x86_64" => Ok((0xc000_003e, true)),
-        "aarch64" => Ok((0xc000_00b7, false)),
-        "riscv64" => Ok((0xc000_00f3, false)),
-        other => Err(SeccompError::Compile(format!(
-            "no seccomp support for {other}"
-        ))),
-    }
-}
-
 /// One program: another architecture's calls kill the process (as seccompiler's programs
 /// do), x32 calls fail with ENOSYS, each call of `calls` gets its leaf, the rest are allowed.
 pub(super) fn program(calls: Vec<(i64, Leaf)>) -> Result<BpfProgram, SeccompError> {
-    let (arch, x32) = audit_arch()?;
+    if bpf::AUDIT_ARCH == 0 {
+        let arch = std::env::consts::ARCH;
+        return Err(SeccompError::Compile(format!(
+            "no seccomp support for {arch}"
+        )));
+    }
     let mut listed = calls
         .iter()
         .map(|(nr, leaf)| {
@@ -167,15 +148,14 @@ pub(super) fn program(calls: Vec<(i64, Leaf)>) -> Result<BpfProgram, SeccompErro
         return Err(SeccompError::Compile("a system call listed twice".into()));
     }
     let mut prog = vec![
-        load(4),
-        jump(libc::BPF_JEQ, arch, 1, 0)?,
+        load(bpf::ARCH),
+        bpf::jump(libc::BPF_JEQ, bpf::AUDIT_ARCH, 1, 0),
         ret(libc::SECCOMP_RET_KILL_PROCESS),
-        load(0),
+        load(bpf::NR),
     ];
-    if x32 {
-        prog.push(jump(libc::BPF_JSET, 0x4000_0000, 0, 1)?);
-        prog.push(ret(errno(libc::ENOSYS as u32)));
+    if cfg!(target_arch = "x86_64") {
+        prog.extend(x32_to_enosys());
     }
     prog.extend(search(&listed)?);
-    Ok(prog)
+    Ok(bpf::to_program(&prog))
 }
