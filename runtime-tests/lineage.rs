@@ -159,3 +159,61 @@ fn siblings_started_together_keep_their_streams() {
         .collect();
     assert_eq!(values.len(), 3, "each process has its own stream: {only:?}");
 }
+
+#[test]
+fn the_command_s_at_random_is_the_same_dynamic_or_static() {
+    // The command itself is a root of the lineage: the preload library takes its key
+    // without asking the supervisor (pid 2, parent pid 1), the supervisor computes it for a
+    // static program at its exec. Both must give the same bytes, and run after run.
+    use std::os::unix::fs::PermissionsExt;
+    let probes = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/lineage/probe.c");
+    let (dynamic, stat) = (
+        probes.path().join("probe"),
+        probes.path().join("probe-static"),
+    );
+    build_probe(&src, &dynamic, &["-pthread"], scratch.path());
+    build_probe(&src, &stat, &["-pthread", "-static"], scratch.path());
+    for p in [probes.path(), &dynamic, &stat] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bind = format!("{}:/probes:ro", probes.path().display());
+    let w = Work::new();
+    let at_random = |args: &[&str]| {
+        let mut full = vec!["exec", "--bind", &bind, "--seed", "7", "--"];
+        full.extend_from_slice(args);
+        let out = expect_code(&w.run(&full), 0);
+        out.lines()
+            .find(|l| l.starts_with("cmd.at_random "))
+            .unwrap_or_else(|| panic!("no AT_RANDOM line: {out}"))
+            .to_string()
+    };
+    let dyn_first = at_random(&["/probes/probe", "print", "cmd"]);
+    assert_eq!(at_random(&["/probes/probe", "print", "cmd"]), dyn_first);
+    assert_eq!(
+        at_random(&["/probes/probe-static", "print", "cmd"]),
+        dyn_first
+    );
+    // The command after a shell's exec is still the same process: the same key.
+    assert_eq!(
+        at_random(&["sh", "-c", "exec /probes/probe print cmd"]),
+        dyn_first
+    );
+    // Another seed, other bytes.
+    let other = expect_code(
+        &w.run(&[
+            "exec",
+            "--bind",
+            &bind,
+            "--seed",
+            "8",
+            "--",
+            "/probes/probe",
+            "print",
+            "cmd",
+        ]),
+        0,
+    );
+    assert!(!other.contains(&dyn_first), "{other}");
+}

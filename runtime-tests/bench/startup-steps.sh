@@ -4,7 +4,7 @@
 #      runs, median per step (its own duration, and µs since the supervisor's main);
 #   2. the cost of each isolation piece: exec with the piece turned off by its flag, side by
 #      side with the default and bubblewrap (hyperfine, in rounds); median wall time, CPU time
-#      (user+sys), and ratios to bwrap and to the default;
+#      of the whole process tree (treecpu.py), and ratios to bwrap and to the default;
 #   3. system calls: `strace -f -c` totals of reprorun against bwrap.
 # Not part of the test suite: on a shared machine absolute timings are noise, read the ratios.
 #   sudo runtime-tests/bench/startup-steps.sh [RUNS] [HYPERFINE_RUNS]
@@ -90,36 +90,50 @@ echo "== 2. isolation pieces: hyperfine, $rounds rounds of $((hruns / rounds)) r
 mkdir -p "$work/wd"
 t=/bin/true
 n=$(nproc)
+names=("default (full)" "net host" "date now, random real" "seccomp unconfined"
+  "cpus $n (no narrowing pin)" "workdir-mode ro" "workdir-mode overlay" "all five above off"
+  "isolation none" "isolation none, pins off" "reprorun --version" bwrap)
+cmds=("$bin exec -- $t" "$bin exec --net host -- $t" "$bin exec --date now --random real -- $t"
+  "$bin exec --seccomp unconfined -- $t" "$bin exec --cpus $n -- $t"
+  "$bin exec --workdir $work/wd --workdir-mode ro -- $t"
+  "$bin exec --workdir $work/wd --workdir-mode overlay -- $t"
+  "$bin exec --net host --date now --random real --seccomp unconfined --cpus $n -- $t"
+  "$bin exec --isolation none -- $t"
+  "$bin exec --isolation none --date now --random real --seccomp unconfined -- $t"
+  "$bin --version" "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev $t")
+args=()
+for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
 for r in $(seq "$rounds"); do
   hyperfine -N --warmup 3 --runs $((hruns / rounds)) --export-json "$work/pieces.$r.json" \
-    -n "default (full)" "$bin exec -- $t" \
-    -n "net host" "$bin exec --net host -- $t" \
-    -n "date now, random real" "$bin exec --date now --random real -- $t" \
-    -n "seccomp unconfined" "$bin exec --seccomp unconfined -- $t" \
-    -n "cpus $n (no narrowing pin)" "$bin exec --cpus $n -- $t" \
-    -n "workdir-mode ro" "$bin exec --workdir $work/wd --workdir-mode ro -- $t" \
-    -n "workdir-mode overlay" "$bin exec --workdir $work/wd --workdir-mode overlay -- $t" \
-    -n "all five above off" "$bin exec --net host --date now --random real --seccomp unconfined --cpus $n -- $t" \
-    -n "isolation none" "$bin exec --isolation none -- $t" \
-    -n "isolation none, pins off" "$bin exec --isolation none --date now --random real --seccomp unconfined -- $t" \
-    -n "reprorun --version" "$bin --version" \
-    -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev $t" >/dev/null
+    "${args[@]}" >/dev/null
+  # CPU of each command's whole process tree (treecpu.py: what it leaves behind included).
+  for i in "${!names[@]}"; do
+    # shellcheck disable=SC2086
+    printf '%s\t%s\n' "${names[$i]}" \
+      "$(python3 "$root/runtime-tests/bench/treecpu.py" $((hruns / rounds)) ${cmds[$i]})"
+  done >"$work/pieces.$r.cpu"
 done
-python3 - "$work"/pieces.*.json <<'PY'
+python3 - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 med = statistics.median
-rounds = [{r["command"]: r for r in json.load(open(p))["results"]} for p in sys.argv[1:]]
-cpu = lambda r: (r["user"] + r["system"]) * 1000
-wall = lambda r: r["median"] * 1000
+work, n = sys.argv[1], int(sys.argv[2])
+rounds = []
+for r in range(1, n + 1):
+    rs = {x["command"]: {"wall": x["median"] * 1000}
+          for x in json.load(open(f"{work}/pieces.{r}.json"))["results"]}
+    for line in open(f"{work}/pieces.{r}.cpu"):
+        name, ms = line.rstrip("\n").split("\t")
+        rs[name]["cpu"] = float(ms)
+    rounds.append(rs)
 print(f"{'variant':<28}{'wall ms':>9}{'/bwrap':>8}{'/full':>8}{'CPU ms':>9}{'/bwrap':>8}{'/full':>8}")
 for name in rounds[0]:
-    row = [med(f(rs[name]) for rs in rounds) for f in (wall, cpu)]
-    ratios = [med(f(rs[name]) / f(rs[base]) for rs in rounds)
-              for f in (wall, cpu) for base in ("bwrap", "default (full)")]
+    row = [med(rs[name][k] for rs in rounds) for k in ("wall", "cpu")]
+    ratios = [med(rs[name][k] / rs[base][k] for rs in rounds)
+              for k in ("wall", "cpu") for base in ("bwrap", "default (full)")]
     print(f"{name:<28}{row[0]:>9.2f}{ratios[0]:>8.2f}{ratios[1]:>8.2f}"
           f"{row[1]:>9.2f}{ratios[2]:>8.2f}{ratios[3]:>8.2f}")
-print("(wall: median; CPU: hyperfine's mean user+sys of the whole process tree; figures and ratios")
-print(" are medians over the rounds; a piece costs about what 'default' minus its row is)")
+print("(wall: hyperfine's median; CPU: user+system of the whole process tree, treecpu.py; figures")
+print(" and ratios are medians over the rounds; a piece costs about what 'default' minus its row is)")
 PY
 
 # 3. System calls.

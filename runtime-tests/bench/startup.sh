@@ -3,9 +3,15 @@
 # same busybox bundle, side by side in one hyperfine run, twice: on an idle machine, and with
 # one busy loop per CPU competing (there the start-up's CPU time turns into wall time, as it
 # does when a study runs many sandboxes at once). Prints, per command, the median wall time
-# and the mean CPU time (user + system of the whole process tree, from hyperfine) and both as
-# ratios of reprorun's to it. Not part of the test suite (timings on a shared machine are
-# noise; ratios from one run are what to read).
+# and the CPU time of its whole process tree, and both as ratios of reprorun's to it. Not
+# part of the test suite (timings on a shared machine are noise; ratios from one run are what
+# to read).
+# CPU time is user+system of the command's whole process tree, from treecpu.py (a child
+# subreaper that also reaps what the command leaves behind), in rounds that alternate the
+# commands. hyperfine's user+system misses any process the measured one does not wait for:
+# bubblewrap's parent exits without waiting for its namespaced child (the host's init reaps
+# it), so hyperfine shows only bwrap's parent, about a third of its CPU time. That column is
+# printed too, marked.
 #   sudo runtime-tests/bench/startup.sh [RUNS] [idle|busy|both]
 # $REPRORUN_BASE_BIN=PATH adds a row for that reprorun binary (an earlier build, to measure a
 # change side by side); $REPRORUN_BIN measures the given binary instead of building one.
@@ -47,7 +53,31 @@ measure() {
     -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
     -n crun "crun run --bundle $work/bundle reprorun-bench-crun" \
     -n runc "runc run --bundle $work/bundle reprorun-bench-runc" >&2
+  cpu_rounds "$mode" "$n" "${base[@]}"
   stop_busy
+}
+
+# cpu_rounds MODE RUNS [-n NAME CMD]: CPU ms per run of each command's whole process tree
+# (treecpu.py), in 5 rounds that alternate the commands; lines NAME<TAB>MS in $work/MODE.cpu.
+cpu_rounds() {
+  local mode=$1 n=$2 per round name; shift 2
+  local -a names=(reprorun) cmds=("$bin exec -- /bin/true")
+  [ $# -eq 0 ] || { names+=("$2"); cmds+=("$3"); }
+  names+=("reprorun --date now" "reprorun --rootfs" bwrap crun runc)
+  cmds+=("$bin exec --date now -- /bin/true" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true"
+    "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true"
+    "crun run --bundle $work/bundle reprorun-bench-crun"
+    "runc run --bundle $work/bundle reprorun-bench-runc")
+  per=$(( (n + 4) / 5 ))
+  : >"$work/$mode.cpu"
+  for round in 1 2 3 4 5; do
+    for i in "${!cmds[@]}"; do
+      # shellcheck disable=SC2086
+      printf '%s\t%s\n' "${names[$i]}" \
+        "$(python3 "$root/runtime-tests/bench/treecpu.py" "$per" ${cmds[$i]})" >>"$work/$mode.cpu"
+    done
+  done
+  echo "cpu $mode: $per runs x 5 rounds per command" >&2
 }
 
 case $modes in
@@ -57,20 +87,29 @@ case $modes in
 esac
 
 python3 - "$work" "$@" <<'PY'
-import json, sys
+import json, statistics, sys
 work, modes = sys.argv[1], sys.argv[2:]
 targets = {"bwrap": "<= 1.0", "crun": "<= 0.5", "runc": "<= 0.15"}
 cpu_targets = {"bwrap": "<= 1.5"}
 for mode in modes:
     results = {r["command"]: r for r in json.load(open(f"{work}/{mode}.json"))["results"]}
+    rounds = {}
+    for line in open(f"{work}/{mode}.cpu"):
+        name, ms = line.rstrip("\n").split("\t")
+        rounds.setdefault(name, []).append(float(ms))
+    cpu = {name: statistics.mean(v) for name, v in rounds.items()}
     base = results["reprorun"]
-    base_cpu = base["user"] + base["system"]
+    base_rusage = base["user"] + base["system"]
     print(f"\n{mode}: {'command':<20}{'median ms':>10}{'CPU ms':>9}{'wall ratio':>12}{'CPU ratio':>11}"
-          f"{'target wall':>13}{'target CPU':>12}")
+          f"{'target wall':>13}{'target CPU':>12}{'rusage ms*':>12}{'ratio*':>8}")
     for name, r in results.items():
-        cpu = r["user"] + r["system"]
-        print(f"{'':<{len(mode) + 2}}{name:<20}{r['median'] * 1000:>10.2f}{cpu * 1000:>9.2f}"
-              f"{base['median'] / r['median']:>12.2f}{base_cpu / cpu:>11.2f}"
-              f"{targets.get(name, ''):>13}{cpu_targets.get(name, ''):>12}")
-print("\nratio = reprorun's / the command's (wall: medians; CPU: means of user+system)")
+        rusage = r["user"] + r["system"]
+        print(f"{'':<{len(mode) + 2}}{name:<20}{r['median'] * 1000:>10.2f}{cpu[name]:>9.2f}"
+              f"{base['median'] / r['median']:>12.2f}{cpu['reprorun'] / cpu[name]:>11.2f}"
+              f"{targets.get(name, ''):>13}{cpu_targets.get(name, ''):>12}"
+              f"{rusage * 1000:>12.2f}{base_rusage / rusage:>8.2f}")
+print("\nratio = reprorun's / the command's (wall: medians of hyperfine; CPU: user+system of"
+      " the whole process tree, treecpu.py, mean of 5 alternating rounds)")
+print("* hyperfine's user+system (rusage of reaped children): misses what the command does not"
+      " reap, e.g. bwrap's namespaced child, which the host's init reaps")
 PY

@@ -135,10 +135,17 @@ fn seed_at_random() {
         }
         // The process's lineage key, which the supervisor answers (see its `lineage`); where
         // nothing answers (the kernel refuses the flags), the pid, as for a root process.
+        // The command itself needs no answer: pid 2 whose parent is pid 1 (the sandbox's
+        // init, or a supervisor that is pid 1 of its namespace) is the first process the
+        // run started, a root of the lineage, whose key is its pid.
+        let pid = libc::getpid();
         let mut key: u64 = 0;
-        let n = getrandom_restarted(&mut key as *mut u64 as *mut c_void, 8, mix::KEY_QUERY);
+        let n = match pid == 2 && libc::getppid() == 1 {
+            true => 0,
+            false => getrandom_restarted(&mut key as *mut u64 as *mut c_void, 8, mix::KEY_QUERY),
+        };
         if n != 8 {
-            key = libc::getpid() as u64;
+            key = pid as u64;
         }
         let bytes = mix::at_random(p.seed, key);
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), at, 16);

@@ -175,6 +175,7 @@ pub(crate) fn main(
             e.exit_code()
         }
     };
+    crate::trace::step("init", "workload reaped, exit");
     // SAFETY: _exit ends the process at once without running the parent's atexit handlers or
     // flushing stdio buffers copied from it at clone time, which belong to the supervisor.
     unsafe { libc::_exit(code) }

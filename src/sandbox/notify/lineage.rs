@@ -5,8 +5,9 @@
 //! with timing, which would shift the pid (and so the stream) of every later process.
 //!
 //! A parent's children get their ordinals in pid order (the order the kernel created them)
-//! whenever the server *syncs* the parent: when one of them first needs its key (its first
-//! routed call: an exec, a `getrandom`), and whenever the parent waits (`wait4`, `waitid`
+//! whenever the server *syncs* the parent: when one of them first needs its key (the preload
+//! library's query at a dynamic program's start, a static program's exec, a `getrandom`),
+//! and whenever the parent waits (`wait4`, `waitid`
 //! are routed for this, and let through unchanged). A child can only disappear from its
 //! parent's list by being reaped, which takes a wait, so every child is seen before it is
 //! gone: one that exits without a routed call of its own (a subshell running builtins)

@@ -128,17 +128,20 @@ impl Server {
                     seeded: false,
                 },
             };
-            // The exec'ing process's AT_RANDOM bytes, from its lineage key.
-            let at_random = match self.config.seed {
-                Some(seed) => self.key_of_thread(pid).map(|k| entropy::at_random(seed, k)),
-                None => None,
-            };
+            // The exec'ing process's AT_RANDOM bytes, from its lineage key: looked up only
+            // for a program that bypasses libc (a dynamic one's preload library asks itself,
+            // or, as the command, needs no answer), so a dynamic exec waits for no /proc read.
+            let seed = self.config.seed;
             crate::sandbox::vdso::on_exec(
                 pid,
                 nr,
                 &args,
                 patch,
-                || at_random,
+                || {
+                    seed.and_then(|seed| {
+                        self.key_of_thread(pid).map(|k| entropy::at_random(seed, k))
+                    })
+                },
                 || seccomp::id_valid(listener, id),
                 || {
                     let _ = seccomp::respond_continue(listener, id);
