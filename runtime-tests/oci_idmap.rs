@@ -225,3 +225,33 @@ fn oci_features_announce_idmapped_mounts() {
     let options = f["mountOptions"].as_array().unwrap();
     assert!(options.contains(&"idmap".into()) && options.contains(&"ridmap".into()));
 }
+
+#[test]
+fn oci_idmapped_bind_in_a_root_built_in_place() {
+    if !is_root() || !Path::new("/usr/bin/unshare").exists() {
+        return;
+    }
+    // No mount namespace of the container's own: the tree is attached in the caller's
+    // (a private copy of the host's, so that nothing stays on the host).
+    let b = Bundle::new(SHOW, |c| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|n| n["type"] != "mount");
+        let linux = c["linux"].as_object_mut().unwrap();
+        linux.remove("maskedPaths");
+        linux.remove("readonlyPaths");
+        idmapped_data(
+            c,
+            &["bind"],
+            Some(serde_json::json!([map(0, 0, 1), map(1000, 2000, 1)])),
+        );
+    });
+    let data = data_dir(&b, 0, 1000);
+    let o = b.run_under(
+        &["unshare", "--mount", "--propagation", "private"],
+        &["run", "p1"],
+    );
+    assert_eq!(expect_code(&o, 0), "0:0\n2000:2000\nmade\n");
+    assert_eq!(owner(&data.join("new")), (0, 0));
+}

@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
+use super::{bad, ConvertError};
 use crate::oci::spec;
 use crate::plan::mounts::MountIdmap;
-use crate::plan::{IdMap, ParentMaps};
+use crate::plan::{IdMap, Namespace, NsJoin, ParentMaps};
 
 /// The most lines a `uid_map` may have (the kernel's `UID_GID_MAP_MAX_EXTENTS`).
 const MAX_LINES: usize = 340;
@@ -118,6 +119,25 @@ pub(super) fn lines(field: &str, maps: &[spec::IdMapping]) -> Result<Vec<IdMap>,
             count: m.size,
         })
         .collect())
+}
+
+/// Refuses idmapped mounts in a container that joins a mount namespace by path: `create`
+/// makes their trees from its own mount namespace, where the sources could be other files
+/// than in the joined one (where every other bind's source is looked up).
+pub(super) fn own_mount_namespace(
+    mounts: &[spec::Mount],
+    join: &[NsJoin],
+) -> Result<(), ConvertError> {
+    if !join.iter().any(|j| j.ns == Namespace::Mount) {
+        return Ok(());
+    }
+    match mounts.iter().position(is_idmapped) {
+        Some(i) => Err(bad(
+            format!("mounts[{i}]"),
+            "idmapped mounts in a container that joins a mount namespace by path are not supported",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether `m` is an idmapped mount (see [`mount_idmap`]); `create` names a mount whose

@@ -964,3 +964,26 @@ fn idmapped_mounts_are_counted_in_config_order() {
     assert!(is_idmapped(&m(&["ridmap"], false)));
     assert!(is_idmapped(&m(&["bind"], true)));
 }
+
+#[test]
+fn idmapped_mounts_need_a_mount_namespace_not_joined_by_path() {
+    let (dir, mut config) = bundle();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let one = serde_json::json!([{"containerID": 0, "hostID": 1000, "size": 1}]);
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["bind"],
+            "uidMappings": one, "gidMappings": one
+        }));
+    for n in config["linux"]["namespaces"].as_array_mut().unwrap() {
+        if n["type"] == "mount" {
+            n["path"] = "/proc/1/ns/mnt".into();
+        }
+    }
+    assert_eq!(
+        resolve_json(&dir.path(), &config).unwrap_err(),
+        "mounts[5]: idmapped mounts in a container that joins a mount namespace by path are not supported"
+    );
+}

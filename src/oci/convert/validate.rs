@@ -92,6 +92,7 @@ pub(crate) fn validate<'a>(
         (None, None) => idmap::Userns::None,
     };
     let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle, userns)?;
+    idmap::own_mount_namespace(&spec.mounts, &join)?;
     if det.seeded_dev() && !dev_tmpfs {
         return Err(bad(
             "mounts",
