@@ -27,6 +27,7 @@ mod net;
 mod oci;
 mod oci_conformance;
 mod oci_containerd;
+mod oci_idmap;
 mod reproduce;
 mod reproduce_js;
 mod time;

@@ -61,6 +61,10 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     if c.plan.parent_maps.is_some() || in_user_ns {
         super::premake::mount_points(&c.plan);
     }
+    // Idmapped binds: their trees made now, so that a filesystem that refuses the mapping
+    // fails here, naming the mount, before anything is created.
+    let trees =
+        crate::sandbox::idmap::detached_trees(&c.plan.mounts).map_err(|f| tree_failed(&spec, f))?;
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;
     let mut dir = root.create(&o.id)?;
@@ -107,7 +111,7 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
             .map_or(0, |d| d.subsec_nanos());
         format!("reprorun/{}-{}-{nanos}", o.id, std::process::id())
     });
-    let created = match container::create(&c.plan, &cg_path, &fifo, console) {
+    let created = match container::create(&c.plan, &cg_path, &fifo, console, trees) {
         Ok(x) => x,
         Err(e) => return Err(cleanup(dir, e.into())),
     };
@@ -154,6 +158,22 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
         return Err(fail(dir, &saved, e.into()));
     }
     Ok(Made { dir, saved })
+}
+
+/// An idmapped bind whose tree could not be made, named by its place in the config's
+/// `mounts` (the plan's idmapped binds are the config's idmapped mounts, in order).
+fn tree_failed(spec: &super::spec::Spec, f: crate::sandbox::idmap::TreeFailed) -> OciError {
+    let at = spec
+        .mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| convert::is_idmapped(m))
+        .nth(f.nth)
+        .map_or(f.nth, |(i, _)| i);
+    OciError::Convert(convert::ConvertError::Field {
+        field: format!("mounts[{at}]"),
+        reason: f.error.to_string(),
+    })
 }
 
 /// `create`: the container made and its process waiting for `start`.

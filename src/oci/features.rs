@@ -35,6 +35,8 @@ pub fn features() -> serde_json::Value {
         "rslave",
         "unbindable",
         "runbindable",
+        "idmap",
+        "ridmap",
     ];
     mount_options.sort_unstable();
     let caps: Vec<String> = caps::all().iter().map(|c| c.to_string()).collect();
@@ -58,6 +60,7 @@ pub fn features() -> serde_json::Value {
             "apparmor": {"enabled": false},
             "selinux": {"enabled": false},
             "intelRdt": {"enabled": false},
+            "mountExtensions": {"idmap": {"enabled": true}},
         },
         "annotations": {
             "org.reprorun.determinism": "on|off (default on)",

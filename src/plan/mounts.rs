@@ -108,13 +108,17 @@ pub enum MountOp {
         data: String,
     },
     /// OCI: a bind (recursive with `rbind`) with flag words applied to it afterwards
-    /// (`ro`, `nosuid`, `nodev`, `noexec`, propagation).
+    /// (`ro`, `nosuid`, `nodev`, `noexec`, propagation). With `idmap` it is an idmapped
+    /// mount: the creator clones `src` as a detached tree with the id mapping applied
+    /// (`open_tree`, `mount_setattr(MOUNT_ATTR_IDMAP)`), and init moves that tree here.
     FlagBind {
         src: PathBuf,
         dest: PathBuf,
         recursive: bool,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         flags: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idmap: Option<MountIdmap>,
     },
     /// OCI: writes `value` to `/proc/sys/KEY` (dots as slashes) before /proc/sys is made
     /// read-only.
@@ -158,6 +162,27 @@ pub enum MountOp {
         etc: PathBuf,
         lib: PathBuf,
     },
+}
+
+/// The id mapping of an idmapped bind (OCI `mounts[].uidMappings`/`gidMappings`, or the
+/// container's own for a bare `idmap`/`ridmap` option). A file whose owner on the source
+/// filesystem is `inside` + k appears (and a file created through the mount is stored) as
+/// host id `outside` + k; ids outside every range appear as the overflow id and cannot be
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountIdmap {
+    /// The lines of the mapping user namespace's `uid_map` (empty with `userns`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uid: Vec<super::IdMap>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gid: Vec<super::IdMap>,
+    /// A user namespace joined by path whose mapping is used instead (a bare `idmap` in a
+    /// container that joins its user namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub userns: Option<PathBuf>,
+    /// `ridmap`: the mapping applies to every mount of a recursive bind, not only its top.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
 }
 
 /// What one OCI mount option word means to `mount(2)`: flags it sets, flags it clears, or a

@@ -45,12 +45,15 @@ fn no_fallback(e: SandboxError) -> SandboxError {
 }
 
 /// Creates the container: namespaces, id maps, cgroup, root, and a pid 1 that waits. On
-/// error nothing is left behind (init is killed, the cgroup removed).
+/// error nothing is left behind (init is killed, the cgroup removed). `trees`: the detached
+/// idmapped trees of the plan's idmapped binds ([`super::idmap::detached_trees`]), which
+/// init inherits and attaches.
 pub(crate) fn create(
     plan: &Plan,
     cgroup_path: &str,
     exec_fifo: &Path,
     console: Option<OwnedFd>,
+    trees: Vec<super::idmap::Tree>,
 ) -> Result<Created, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     super::raise_nofile();
@@ -98,6 +101,7 @@ pub(crate) fn create(
     let lifecycle = Lifecycle {
         exec_fifo: fifo,
         console,
+        trees: std::cell::Cell::new(trees),
     };
     let user = plan.join.iter().find(|j| j.ns == Namespace::User);
     let (child, ours) = match user {

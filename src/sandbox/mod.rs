@@ -12,6 +12,7 @@ mod dirs;
 mod elf;
 mod exec;
 mod fakeclock;
+pub(crate) mod idmap;
 mod init;
 mod mounts;
 mod notify;

@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 
 pub(crate) mod bpf;
 pub(crate) mod landlock;
+pub(crate) mod newmount;
 pub(crate) mod seccomp;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].

@@ -6,6 +6,7 @@
 
 mod annotations;
 mod cgroup_fields;
+mod idmap;
 mod linux;
 mod mounts;
 mod process;
@@ -18,6 +19,7 @@ use thiserror::Error;
 
 use annotations::Determinism;
 pub use annotations::STRICT_ANNOTATION;
+pub(crate) use idmap::is_idmapped;
 pub use process::{process_privilege, unraisable};
 pub use validate::check_process;
 

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::idmap::{mount_idmap, Userns};
 use super::{bad, bundle_path, ConvertError};
 use crate::determinism::clock::{ClockMode, ClockPlan, PRELOAD_PATH};
 use crate::oci::spec;
@@ -27,14 +28,17 @@ pub(super) fn absolute_dest(p: &str) -> Result<PathBuf, String> {
 }
 
 /// The config's `mounts` as mount operations, and whether one of them is a tmpfs at /dev.
+/// `userns`: the container's user namespace (a bare `idmap` option takes its mapping).
 pub(super) fn spec_mounts(
     mounts: &[spec::Mount],
     bundle: &Path,
+    userns: Userns,
 ) -> Result<(Vec<MountOp>, bool), ConvertError> {
     let mut ops = Vec::new();
     let mut dev_tmpfs = false;
     for (i, m) in mounts.iter().enumerate() {
-        let op = mount_op(m, bundle).map_err(|reason| bad(format!("mounts[{i}]"), reason))?;
+        let op =
+            mount_op(m, bundle, userns).map_err(|reason| bad(format!("mounts[{i}]"), reason))?;
         if matches!(&op, MountOp::Fs { fstype, dest, .. } if fstype == "tmpfs" && dest == Path::new("/dev"))
         {
             dev_tmpfs = true;
@@ -45,14 +49,13 @@ pub(super) fn spec_mounts(
 }
 
 /// One entry of `mounts` as a mount operation.
-fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
-    if !m.uid_mappings.is_empty() || !m.gid_mappings.is_empty() {
-        return Err("idmapped mounts (uidMappings/gidMappings) are not supported".into());
-    }
+fn mount_op(m: &spec::Mount, bundle: &Path, userns: Userns) -> Result<MountOp, String> {
     let dest = absolute_dest(&m.destination)?;
     let mut flags = Vec::new();
     let mut data = Vec::new();
     let (mut bind, mut recursive) = (false, false);
+    // `idmap` (Some(false)) or `ridmap` (Some(true)); the recursive one wins.
+    let mut idmap_option = None;
     for o in &m.options {
         match o.as_str() {
             "bind" => bind = true,
@@ -60,18 +63,32 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
                 bind = true;
                 recursive = true
             }
+            "idmap" => idmap_option = Some(idmap_option == Some(true)),
+            "ridmap" => idmap_option = Some(true),
+            w if w.starts_with("idmap=") || w.starts_with("ridmap=") => {
+                return Err(format!(
+                    "option {o:?} (crun's inline mapping) is not supported; give uidMappings and gidMappings"
+                ))
+            }
             w if crate::plan::mounts::flag_word(w).is_some() => flags.push(w.to_string()),
             "remount" => return Err("option \"remount\" is not supported".into()),
             // The directory's contents copied into the new tmpfs (podman's --tmpfs and
             // --read-only): a word the executor reads, no mount flag.
             "tmpcopyup" if m.kind.as_deref() == Some("tmpfs") => flags.push(o.clone()),
-            "tmpcopyup" | "idmap" | "ridmap" | "copy-symlink" => {
+            "tmpcopyup" | "copy-symlink" => {
                 return Err(format!("option {o:?} is not supported"))
             }
             other => data.push(other.to_string()),
         }
     }
     let kind = m.kind.as_deref().unwrap_or(if bind { "bind" } else { "" });
+    let idmap = mount_idmap(m, idmap_option, userns)?;
+    if idmap.is_some() && !(bind || kind == "bind") {
+        return Err(
+            "uidMappings, gidMappings, idmap and ridmap apply to bind mounts only (options bind or rbind)"
+                .into(),
+        );
+    }
     if bind || kind == "bind" {
         // Filesystem data of a bind (`mode=755`, …): ignored, as mount(2) ignores it for a
         // bind (runc passes it on, to the same effect).
@@ -84,6 +101,7 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
             dest,
             recursive,
             flags,
+            idmap,
         });
     }
     if kind == "cgroup" || kind == "cgroup2" {
@@ -97,6 +115,7 @@ fn mount_op(m: &spec::Mount, bundle: &Path) -> Result<MountOp, String> {
             dest,
             recursive: true,
             flags,
+            idmap: None,
         });
     }
     if !FS_TYPES.contains(&kind) {

@@ -123,6 +123,7 @@ fn podman_config_resolves_to_a_plan() {
         dest: "/etc/hosts".into(),
         recursive: false,
         flags: vec!["rprivate".into(), "ro".into()],
+        idmap: None,
     }));
     // Default devices on the fresh /dev (urandom the host's), the preload file, the sysctl,
     // the config's masked and read-only paths (not reprorun's defaults).
@@ -701,4 +702,288 @@ fn a_capability_the_caller_lacks_is_named_at_create() {
     // The bounding set only limits: a capability missing there is no error.
     let held = ["CAP_KILL".to_string(), "CAP_NET_ADMIN".to_string()];
     assert!(super::unraisable(&sets, &held).is_ok());
+}
+
+/// The idmapped bind of `config`'s last mount.
+fn last_idmap(
+    dir: &Path,
+    config: &serde_json::Value,
+) -> Result<crate::plan::mounts::MountIdmap, String> {
+    let c = resolve_json(dir, config)?;
+    c.plan
+        .mounts
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            MountOp::FlagBind { idmap: Some(i), .. } => Some(i.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| "no idmapped bind".to_string())
+}
+
+#[test]
+fn idmapped_binds_carry_their_mapping_in_the_plan() {
+    use crate::plan::IdMap;
+    let (dir, mut config) = bundle();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // The mount's own mappings (no option: runc's non-recursive idmap).
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["rbind"],
+            "uidMappings": [{"containerID": 1000, "hostID": 100000, "size": 1},
+                            {"containerID": 0, "hostID": 200000, "size": 1000}],
+            "gidMappings": [{"containerID": 1000, "hostID": 100000, "size": 1}]
+        }));
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let bind = c
+        .plan
+        .mounts
+        .iter()
+        .find(|m| m.dest() == Some(Path::new("/data")))
+        .unwrap();
+    let want = MountOp::FlagBind {
+        src: data.clone(),
+        dest: "/data".into(),
+        recursive: true,
+        flags: Vec::new(),
+        idmap: Some(crate::plan::mounts::MountIdmap {
+            uid: vec![
+                IdMap {
+                    inside: 1000,
+                    outside: 100000,
+                    count: 1,
+                },
+                IdMap {
+                    inside: 0,
+                    outside: 200000,
+                    count: 1000,
+                },
+            ],
+            gid: vec![IdMap {
+                inside: 1000,
+                outside: 100000,
+                count: 1,
+            }],
+            userns: None,
+            recursive: false,
+        }),
+    };
+    assert_eq!(bind, &want);
+    // The plan prints it and reads it back.
+    let text = serde_json::to_string(bind).unwrap();
+    assert!(
+        text.contains(r#""idmap":{"uid":[{"inside":1000,"outside":100000,"count":1}"#),
+        "{text}"
+    );
+    assert_eq!(&serde_json::from_str::<MountOp>(&text).unwrap(), bind);
+    // A plain bind prints no idmap field.
+    let mut plain = want.clone();
+    if let MountOp::FlagBind { idmap, .. } = &mut plain {
+        *idmap = None;
+    }
+    assert!(!serde_json::to_string(&plain).unwrap().contains("idmap"));
+    // `ridmap`: recursive; with `idmap` too, the recursive one wins.
+    let last = config["mounts"].as_array_mut().unwrap().last_mut().unwrap();
+    last["options"] = serde_json::json!(["rbind", "idmap", "ridmap", "idmap"]);
+    assert!(last_idmap(&dir.path(), &config).unwrap().recursive);
+}
+
+#[test]
+fn a_bare_idmap_option_takes_the_containers_mapping() {
+    use crate::plan::IdMap;
+    let (dir, mut config) = bundle();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["bind", "idmap"]
+        }));
+    // No user namespace: nothing to take the mapping from.
+    let e = resolve_json(&dir.path(), &config).unwrap_err();
+    assert_eq!(
+        e,
+        "mounts[5]: option \"idmap\" without uidMappings and gidMappings takes the container's user namespace mapping, and the container has no user namespace; give the mount uidMappings and gidMappings"
+    );
+    // A new user namespace: its maps.
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "user"}));
+    config["linux"]["uidMappings"] =
+        serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    config["linux"]["gidMappings"] =
+        serde_json::json!([{"containerID": 0, "hostID": 300000, "size": 65536}]);
+    let m = last_idmap(&dir.path(), &config).unwrap();
+    assert_eq!(
+        m.uid,
+        [IdMap {
+            inside: 0,
+            outside: 100000,
+            count: 65536
+        }]
+    );
+    assert_eq!(
+        m.gid,
+        [IdMap {
+            inside: 0,
+            outside: 300000,
+            count: 65536
+        }]
+    );
+    assert!(!m.recursive && m.userns.is_none());
+    // A user namespace joined by path: that namespace.
+    let (dir, mut config) = bundle();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["rbind", "ridmap"]
+        }));
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "user", "path": "/proc/1/ns/user"}));
+    let m = last_idmap(&dir.path(), &config).unwrap();
+    assert_eq!(m.userns.as_deref(), Some(Path::new("/proc/1/ns/user")));
+    assert!(m.uid.is_empty() && m.recursive);
+}
+
+/// Mappings the kernel would refuse, refused at create with one line naming the mount.
+#[test]
+fn bad_mount_mappings_are_refused_naming_the_mount() {
+    let map =
+        |c: u32, h: u32, n: u32| serde_json::json!({"containerID": c, "hostID": h, "size": n});
+    let one = serde_json::json!([map(0, 100000, 1)]);
+    let cases: Vec<(serde_json::Value, serde_json::Value, Vec<&str>, &str)> = vec![
+        (one.clone(), serde_json::json!([]), vec!["bind"], "uidMappings and gidMappings must be given together"),
+        (serde_json::json!([map(0, 100000, 0)]), one.clone(), vec!["bind"], "uidMappings[0]: size must be at least 1"),
+        (
+            serde_json::json!([map(4294967000, 0, 1000)]),
+            one.clone(),
+            vec!["bind"],
+            "uidMappings[0]: containerID 4294967000 + size 1000 goes past the largest id, 4294967294",
+        ),
+        (
+            one.clone(),
+            serde_json::json!([map(0, 4294967295, 1)]),
+            vec!["bind"],
+            "gidMappings[0]: hostID 4294967295 + size 1 goes past the largest id, 4294967294",
+        ),
+        (
+            serde_json::json!([map(0, 100000, 10), map(5, 200000, 10)]),
+            one.clone(),
+            vec!["bind"],
+            "uidMappings[0] and uidMappings[1]: their containerID ranges overlap",
+        ),
+        (
+            one.clone(),
+            serde_json::json!([map(0, 100000, 10), map(20, 100009, 1)]),
+            vec!["bind"],
+            "gidMappings[0] and gidMappings[1]: their hostID ranges overlap",
+        ),
+        (
+            serde_json::Value::Array((0..341).map(|i| map(i, 100000 + i, 1)).collect()),
+            one.clone(),
+            vec!["bind"],
+            "uidMappings: 341 ranges; the kernel takes at most 340",
+        ),
+        (
+            one.clone(),
+            one.clone(),
+            vec!["bind", "idmap=uids=0-1-10;gids=0-1-10"],
+            "option \"idmap=uids=0-1-10;gids=0-1-10\" (crun's inline mapping) is not supported; give uidMappings and gidMappings",
+        ),
+    ];
+    for (uid, gid, options, message) in cases {
+        let (dir, mut config) = bundle();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        config["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "destination": "/data", "type": "bind", "source": "data", "options": options,
+                "uidMappings": uid, "gidMappings": gid
+            }));
+        let e = resolve_json(&dir.path(), &config).unwrap_err();
+        assert_eq!(e, format!("mounts[5]: {message}"));
+    }
+    // Not a bind: refused.
+    let (dir, mut config) = bundle();
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "tmpfs", "source": "tmpfs",
+            "uidMappings": one, "gidMappings": one
+        }));
+    assert_eq!(
+        resolve_json(&dir.path(), &config).unwrap_err(),
+        "mounts[5]: uidMappings, gidMappings, idmap and ridmap apply to bind mounts only (options bind or rbind)"
+    );
+    // The largest range that fits is taken.
+    let (dir, mut config) = bundle();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let all = serde_json::json!([map(0, 0, 4294967295)]);
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["bind"],
+            "uidMappings": all, "gidMappings": all
+        }));
+    assert_eq!(
+        last_idmap(&dir.path(), &config).unwrap().uid[0].count,
+        u32::MAX
+    );
+}
+
+#[test]
+fn idmapped_mounts_are_counted_in_config_order() {
+    let m = |options: &[&str], mapped: bool| spec::Mount {
+        destination: "/x".into(),
+        kind: Some("bind".into()),
+        source: Some("/x".into()),
+        options: options.iter().map(|o| o.to_string()).collect(),
+        uid_mappings: match mapped {
+            true => vec![spec::IdMapping {
+                container_id: 0,
+                host_id: 1,
+                size: 1,
+            }],
+            false => Vec::new(),
+        },
+        gid_mappings: Vec::new(),
+    };
+    assert!(!is_idmapped(&m(&["rbind"], false)));
+    assert!(is_idmapped(&m(&["rbind", "idmap"], false)));
+    assert!(is_idmapped(&m(&["ridmap"], false)));
+    assert!(is_idmapped(&m(&["bind"], true)));
+}
+
+#[test]
+fn idmapped_mounts_need_a_mount_namespace_not_joined_by_path() {
+    let (dir, mut config) = bundle();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let one = serde_json::json!([{"containerID": 0, "hostID": 1000, "size": 1}]);
+    config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": "data", "options": ["bind"],
+            "uidMappings": one, "gidMappings": one
+        }));
+    for n in config["linux"]["namespaces"].as_array_mut().unwrap() {
+        if n["type"] == "mount" {
+            n["path"] = "/proc/1/ns/mnt".into();
+        }
+    }
+    assert_eq!(
+        resolve_json(&dir.path(), &config).unwrap_err(),
+        "mounts[5]: idmapped mounts in a container that joins a mount namespace by path are not supported"
+    );
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::annotations::{self, Determinism, ANNOTATION_PREFIX};
-use super::{bad, bundle_path, linux, mounts, process, unsupported, ConvertError};
+use super::{bad, bundle_path, idmap, linux, mounts, process, unsupported, ConvertError};
 use crate::oci::spec::{self, Spec};
 use crate::plan::{MountOp, Namespace, NsJoin, ParentMaps, DEFAULT_DOMAINNAME, DEFAULT_HOSTNAME};
 use crate::security::{CapSets, Resources, Rlimit, SeccompProfile};
@@ -86,7 +86,13 @@ pub(crate) fn validate<'a>(
     let (hostname, domainname) = names(spec, &namespaces, uts_joined)?;
     let parent_maps = id_mappings(&linux, &namespaces)?;
     unsupported_linux(&linux)?;
-    let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle)?;
+    let userns = match (&parent_maps, join.iter().find(|j| j.ns == Namespace::User)) {
+        (Some(maps), _) => idmap::Userns::Maps(maps),
+        (None, Some(j)) => idmap::Userns::Joined(&j.path),
+        (None, None) => idmap::Userns::None,
+    };
+    let (mounts, dev_tmpfs) = mounts::spec_mounts(&spec.mounts, bundle, userns)?;
+    idmap::own_mount_namespace(&spec.mounts, &join)?;
     if det.seeded_dev() && !dev_tmpfs {
         return Err(bad(
             "mounts",

@@ -148,6 +148,9 @@ pub(crate) struct Lifecycle {
     /// The connected `--console-socket`: with `process.terminal`, the pty's master goes
     /// out on it.
     pub(crate) console: Option<OwnedFd>,
+    /// The detached idmapped trees the creator made, in the order of the plan's idmapped
+    /// binds; taken when the root is built (the copy in the creator is dropped with it).
+    pub(crate) trees: std::cell::Cell<Vec<super::idmap::Tree>>,
 }
 
 /// Runs as pid 1 and never returns.
@@ -212,8 +215,9 @@ fn run(
     }
     crate::trace::step("init", "new session, check the supervisor");
 
+    let mut trees = lifecycle.map(|l| l.trees.take()).unwrap_or_default();
     for step in steps::steps(plan, lifecycle.is_some()) {
-        steps::perform(step, plan, sock)?;
+        steps::perform(step, plan, sock, &mut trees)?;
         crate::trace::step_with("init", || format!("{step:?}"));
     }
 

@@ -82,8 +82,13 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     steps
 }
 
-/// Performs one step.
-pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), InitError> {
+/// Performs one step. `trees`: the creator's idmapped trees, attached by [`Step::Root`].
+pub(super) fn perform(
+    step: Step,
+    plan: &Plan,
+    sock: &OwnedFd,
+    trees: &mut Vec<crate::sandbox::idmap::Tree>,
+) -> Result<(), InitError> {
     match step {
         Step::AwaitGo => {
             let mut byte = [0u8; 1];
@@ -123,7 +128,7 @@ pub(super) fn perform(step: Step, plan: &Plan, sock: &OwnedFd) -> Result<(), Ini
         Step::Root => {
             let own =
                 plan.has(Namespace::Mount) || plan.join.iter().any(|j| j.ns == Namespace::Mount);
-            Ok(build_root(&plan.mounts, own)?)
+            Ok(build_root(&plan.mounts, own, std::mem::take(trees))?)
         }
         Step::Chdir => {
             let cwd = plan.cwd.to_string_lossy().to_string();

@@ -22,7 +22,7 @@ pub(super) const DEVICE_BIND: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUN
 const HARDENED: MsFlags = MsFlags::MS_NOSUID.union(MsFlags::MS_NODEV);
 
 /// The error of one step on `dest`.
-fn fail(kind: &'static str, dest: &Path) -> impl Fn(Errno) -> MountError {
+pub(super) fn fail(kind: &'static str, dest: &Path) -> impl Fn(Errno) -> MountError {
     let dest = dest.to_path_buf();
     move |errno| MountError::Op {
         kind,
@@ -39,7 +39,7 @@ fn target_error(dest: &Path) -> impl Fn(std::io::Error) -> MountError + '_ {
 }
 
 /// `MOUNT_ATTR_*` (set, clear) for the flag words of a bind.
-fn bind_attrs(words: &[String]) -> (u64, u64) {
+pub(super) fn bind_attrs(words: &[String]) -> (u64, u64) {
     const ATIME_MASK: u64 = 0x70;
     const NOATIME: u64 = 0x10;
     const STRICTATIME: u64 = 0x20;
@@ -118,7 +118,7 @@ impl Builder<'_> {
     }
 
     /// Applies a propagation change (`MS_PRIVATE`, `MS_SLAVE`, ... with `MS_REC`).
-    fn propagate(
+    pub(super) fn propagate(
         &self,
         path: &Path,
         propagation: Option<u64>,
@@ -281,7 +281,8 @@ impl Builder<'_> {
                 dest,
                 recursive,
                 flags,
-            } => self.flag_bind(src, dest, *recursive, flags),
+                idmap,
+            } => self.flag_bind(src, dest, *recursive, flags, idmap.is_some()),
             MountOp::RootBind { src } => self.root_bind(src),
             MountOp::Overlay { lower, dest, keep } => self.overlay(lower, dest, keep.as_deref()),
             MountOp::Mask { dest } => self.mask(dest),
@@ -403,16 +404,21 @@ impl Builder<'_> {
         self.propagate(&path, propagation, dest)
     }
 
-    /// OCI: a bind with flag words applied to it afterwards.
+    /// OCI: a bind with flag words applied to it afterwards; `idmapped`: the creator's
+    /// detached idmapped tree of `src` is attached instead ([`Builder::attach_tree`]).
     fn flag_bind(
         &mut self,
         src: &Path,
         dest: &Path,
         recursive: bool,
         flags: &[String],
+        idmapped: bool,
     ) -> Result<(), MountError> {
         let (source, path) = self.bind_point(src, dest)?;
-        self.bind_with(&source, &path, recursive, bind_attrs(flags), "bind", dest)?;
+        match idmapped {
+            true => self.attach_tree(&path, recursive, bind_attrs(flags), dest)?,
+            false => self.bind_with(&source, &path, recursive, bind_attrs(flags), "bind", dest)?,
+        }
         let propagation = crate::plan::mounts::flag_bits(flags).1;
         self.propagate(&path, propagation, dest)
     }

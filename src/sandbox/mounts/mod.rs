@@ -7,6 +7,7 @@
 //! them as an ordinary user under a temporary directory with a recording fake.
 
 mod apply;
+mod attach;
 mod copy_up;
 mod syscall;
 /// Opens the host's `/dev/null` (at `path`) without following links and checks it is the
@@ -79,6 +80,8 @@ pub(crate) enum MountError {
         "no root filesystem to build in place (a container without a mount namespace of its own)"
     )]
     NoRootfs,
+    #[error("idmapped mount on {dest}: no idmapped tree was made for it by the creator")]
+    NoTree { dest: PathBuf },
 }
 
 impl MountError {
@@ -92,6 +95,7 @@ impl MountError {
             | MountError::Op { errno: e, .. }
             | MountError::Target { errno: e, .. } => *e,
             MountError::NoStaging | MountError::NoRootfs => Errno::ENOENT,
+            MountError::NoTree { .. } => Errno::EINVAL,
             MountError::Link { .. } => Errno::ELOOP,
         }
     }
@@ -152,6 +156,8 @@ pub(crate) struct Builder<'a> {
     null: Option<std::os::fd::OwnedFd>,
     /// The staging directory of generated files, once made.
     generated: Option<PathBuf>,
+    /// The creator's detached idmapped trees, in the order of the idmapped binds.
+    trees: std::collections::VecDeque<crate::sandbox::idmap::Tree>,
 }
 
 impl<'a> Builder<'a> {
@@ -162,7 +168,14 @@ impl<'a> Builder<'a> {
             checked: HashMap::new(),
             null: None,
             generated: None,
+            trees: Default::default(),
         }
+    }
+
+    /// The builder with the creator's idmapped trees to attach.
+    pub(crate) fn with_trees(mut self, trees: Vec<crate::sandbox::idmap::Tree>) -> Builder<'a> {
+        self.trees = trees.into();
+        self
     }
 
     /// Performs `ops` in order.
@@ -300,10 +313,14 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
 /// Builds the new root from `ops` and pivots into it. On return the process's root is the
 /// new root, the host's root is detached, and the working directory is `/`. Without a mount
 /// namespace of the process's own (`own_namespace` false) the root is built in place
-/// ([`build_root_in_place`]).
-pub(crate) fn build_root(ops: &[MountOp], own_namespace: bool) -> Result<(), MountError> {
+/// ([`build_root_in_place`]). `trees`: the creator's idmapped trees.
+pub(crate) fn build_root(
+    ops: &[MountOp],
+    own_namespace: bool,
+    trees: Vec<crate::sandbox::idmap::Tree>,
+) -> Result<(), MountError> {
     if !own_namespace {
-        return build_root_in_place(ops);
+        return build_root_in_place(ops, trees);
     }
     let sys = Host;
     sys.mount(
@@ -316,7 +333,7 @@ pub(crate) fn build_root(ops: &[MountOp], own_namespace: bool) -> Result<(), Mou
     .map_err(MountError::Private)?;
     enter_staging(&sys)?;
     crate::trace::step("init", "  mount staging root");
-    let mut builder = Builder::new(&sys, Layout::sandbox());
+    let mut builder = Builder::new(&sys, Layout::sandbox()).with_trees(trees);
     builder.run(ops)?;
     let newroot = builder.newroot();
     drop(builder);
@@ -356,7 +373,10 @@ fn root_propagation(sys: &dyn Syscall, ops: &[MountOp]) -> Result<(), MountError
 /// made private, so nothing mounted in it propagates to the host's peers; generated files
 /// live on a tmpfs on a fresh directory of the host's that is detached before the chroot
 /// (the binds of its files keep them).
-fn build_root_in_place(ops: &[MountOp]) -> Result<(), MountError> {
+fn build_root_in_place(
+    ops: &[MountOp],
+    trees: Vec<crate::sandbox::idmap::Tree>,
+) -> Result<(), MountError> {
     let sys = Host;
     let root = ops
         .iter()
@@ -388,7 +408,7 @@ fn build_root_in_place(ops: &[MountOp]) -> Result<(), MountError> {
         newroot: root.clone(),
         private_root: true,
     };
-    let built = Builder::new(&sys, layout).run(ops);
+    let built = Builder::new(&sys, layout).with_trees(trees).run(ops);
     let detached = sys.umount2(dir.path(), MntFlags::MNT_DETACH);
     drop(dir);
     built?;

@@ -2,6 +2,7 @@
 //! tests' recording fake (in `tests.rs`) writes them down, so the order and flags of every
 //! mount a plan leads to can be checked without root (youki's `Syscall` seam).
 
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -27,6 +28,8 @@ pub(crate) trait Syscall {
         set: u64,
         clear: u64,
     ) -> Result<(), Errno>;
+    /// `move_mount(2)`: attaches the detached tree `tree` at `target`.
+    fn move_mount(&self, tree: BorrowedFd, target: &Path) -> Result<(), Errno>;
     /// `pivot_root(2)`.
     fn pivot_root(&self, new_root: &Path, put_old: &Path) -> Result<(), Errno>;
     /// `umount2(2)`.
@@ -56,6 +59,10 @@ impl Syscall for Host {
         clear: u64,
     ) -> Result<(), Errno> {
         crate::sys::mount_setattr(path, recursive, set, clear)
+    }
+
+    fn move_mount(&self, tree: BorrowedFd, target: &Path) -> Result<(), Errno> {
+        crate::sys::newmount::move_mount(tree, target)
     }
 
     fn pivot_root(&self, new_root: &Path, put_old: &Path) -> Result<(), Errno> {

@@ -28,6 +28,9 @@ enum Call {
         set: u64,
         clear: u64,
     },
+    MoveMount {
+        target: PathBuf,
+    },
 }
 
 /// Writes every call down; fails the ones `refuse` names by filesystem type.
@@ -71,6 +74,13 @@ impl Syscall for Recorder {
             recursive,
             set,
             clear,
+        });
+        Ok(())
+    }
+
+    fn move_mount(&self, _: std::os::fd::BorrowedFd, target: &Path) -> Result<(), Errno> {
+        self.calls.borrow_mut().push(Call::MoveMount {
+            target: target.to_path_buf(),
         });
         Ok(())
     }
@@ -289,5 +299,119 @@ fn a_root_built_in_place_is_bound_on_itself_and_made_private_before_anything_els
             if t == "proc" && target == &rootfs.path().join("proc"))),
             "{calls:?}"
         );
+    }
+}
+
+/// An idmapped bind of `/usr` at `dest` with the flag words `flags`.
+fn idmapped_bind(dest: &str, recursive: bool, flags: &[&str]) -> MountOp {
+    MountOp::FlagBind {
+        src: "/usr".into(),
+        dest: dest.into(),
+        recursive,
+        flags: flags.iter().map(|f| f.to_string()).collect(),
+        idmap: Some(crate::plan::mounts::MountIdmap {
+            uid: vec![crate::plan::IdMap {
+                inside: 0,
+                outside: 100000,
+                count: 65536,
+            }],
+            gid: Vec::new(),
+            userns: None,
+            recursive: false,
+        }),
+    }
+}
+
+/// A stand-in for a detached tree made by the creator.
+fn tree(dest: &str) -> crate::sandbox::idmap::Tree {
+    crate::sandbox::idmap::Tree {
+        dest: dest.into(),
+        fd: std::fs::File::open("/dev/null").unwrap().into(),
+    }
+}
+
+#[test]
+fn an_idmapped_bind_attaches_the_creators_tree_made_private() {
+    let rec = Recorder::default();
+    let staging = tempfile::tempdir().unwrap();
+    let layout = Layout {
+        staging: staging.path().to_path_buf(),
+        oldroot: "/".into(),
+        newroot: staging.path().join("newroot"),
+        private_root: false,
+    };
+    let ops = [
+        idmapped_bind("/data", true, &["ro", "rslave"]),
+        idmapped_bind("/more", false, &[]),
+    ];
+    Builder::new(&rec, layout)
+        .with_trees(vec![tree("/data"), tree("/more")])
+        .run(&ops)
+        .unwrap();
+    let (data, more) = (
+        staging.path().join("newroot/data"),
+        staging.path().join("newroot/more"),
+    );
+    assert!(
+        data.is_dir(),
+        "a directory as the mount point of a directory"
+    );
+    let private = |target: &PathBuf, flags| Call::Mount {
+        source: None,
+        target: target.clone(),
+        fstype: None,
+        flags,
+        data: None,
+    };
+    assert_eq!(
+        *rec.calls.borrow(),
+        vec![
+            Call::MoveMount {
+                target: data.clone()
+            },
+            private(&data, MsFlags::MS_PRIVATE | MsFlags::MS_REC),
+            Call::Setattr {
+                path: data.clone(),
+                recursive: true,
+                set: crate::sys::MOUNT_ATTR_RDONLY,
+                clear: 0,
+            },
+            private(&data, MsFlags::MS_SLAVE | MsFlags::MS_REC),
+            Call::MoveMount {
+                target: more.clone()
+            },
+            private(&more, MsFlags::MS_PRIVATE),
+            Call::Setattr {
+                path: more,
+                recursive: false,
+                set: 0,
+                clear: 0,
+            },
+        ],
+        "no plain bind: the tree is attached, then the bind's flags and propagation"
+    );
+}
+
+#[test]
+fn an_idmapped_bind_without_its_tree_is_refused_not_bound_plainly() {
+    for trees in [Vec::new(), vec![tree("/elsewhere")]] {
+        let rec = Recorder::default();
+        let staging = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            staging: staging.path().to_path_buf(),
+            oldroot: "/".into(),
+            newroot: staging.path().join("newroot"),
+            private_root: false,
+        };
+        let ops = [idmapped_bind("/data", false, &[])];
+        let result = Builder::new(&rec, layout).with_trees(trees).run(&ops);
+        match result {
+            Err(e @ MountError::NoTree { .. }) => assert_eq!(
+                e.to_string(),
+                "idmapped mount on /data: no idmapped tree was made for it by the creator"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(rec.calls.borrow().is_empty());
     }
 }

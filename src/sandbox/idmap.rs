@@ -1,0 +1,214 @@
+//! Idmapped mounts, the creator's half: for every idmapped bind of a plan
+//! ([`MountIdmap`]) a detached copy of its source with the id mapping applied, made before
+//! init is cloned. It must be made here: the mapping's user namespace is written with host
+//! ids only a privileged caller owns, and `MOUNT_ATTR_IDMAP` on a host filesystem needs
+//! `CAP_SYS_ADMIN` in the initial user namespace, which init (inside the container's user
+//! namespace) does not have. Init inherits the descriptors and attaches each tree at its
+//! step of the mount list (`move_mount`), as runc's init does with the trees its parent
+//! sends; a filesystem that refuses the mapping fails `create`, before any container exists.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use thiserror::Error;
+
+use crate::plan::mounts::MountIdmap;
+use crate::plan::{IdMap, MountOp};
+
+/// The detached idmapped tree of one idmapped bind, for init to attach at `dest`.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    pub(crate) dest: PathBuf,
+    pub(crate) fd: OwnedFd,
+}
+
+#[derive(Debug, Error)]
+pub(crate) enum IdmapError {
+    #[error("idmapped mounts need a root caller (the mapping's user namespace is written with host ids, as runc requires)")]
+    NotRoot,
+    #[error("the mapping's user namespace: {step}: {errno}")]
+    Userns { step: &'static str, errno: Errno },
+    #[error("open the user namespace {path}: {errno}")]
+    JoinedUserns { path: PathBuf, errno: Errno },
+    #[error("clone {src} (open_tree): {errno}")]
+    OpenTree { src: PathBuf, errno: Errno },
+    #[error("id mapping of {src} (mount_setattr MOUNT_ATTR_IDMAP): {errno}{hint}")]
+    SetIdmap {
+        src: PathBuf,
+        errno: Errno,
+        hint: &'static str,
+    },
+}
+
+/// One idmapped bind whose tree could not be made: `nth` counts the plan's idmapped binds
+/// from 0 (the OCI layer turns it back into the config's `mounts[i]`).
+#[derive(Debug, Error)]
+#[error("{error}")]
+pub(crate) struct TreeFailed {
+    pub(crate) nth: usize,
+    pub(crate) error: IdmapError,
+}
+
+/// The detached idmapped trees of `ops`' idmapped binds, in order. One user namespace is
+/// made per distinct mapping and dropped once the trees are made (a mount keeps its
+/// mapping).
+pub(crate) fn detached_trees(ops: &[MountOp]) -> Result<Vec<Tree>, TreeFailed> {
+    let mut namespaces: Vec<(&MountIdmap, OwnedFd)> = Vec::new();
+    let mut trees = Vec::new();
+    let binds = ops.iter().filter_map(|op| match op {
+        MountOp::FlagBind {
+            src,
+            dest,
+            recursive,
+            idmap: Some(idmap),
+            ..
+        } => Some((src, dest, *recursive, idmap)),
+        _ => None,
+    });
+    for (nth, (src, dest, recursive, idmap)) in binds.enumerate() {
+        let failed = |error| TreeFailed { nth, error };
+        if !nix::unistd::geteuid().is_root() {
+            return Err(failed(IdmapError::NotRoot));
+        }
+        let known = namespaces.iter().position(|(m, _)| same_mapping(m, idmap));
+        let at = match known {
+            Some(at) => at,
+            None => {
+                namespaces.push((idmap, mapping_userns(idmap).map_err(failed)?));
+                namespaces.len() - 1
+            }
+        };
+        let fd =
+            idmapped_tree(src, recursive, idmap.recursive, &namespaces[at].1).map_err(failed)?;
+        trees.push(Tree {
+            dest: dest.clone(),
+            fd,
+        });
+    }
+    Ok(trees)
+}
+
+fn same_mapping(a: &MountIdmap, b: &MountIdmap) -> bool {
+    a.uid == b.uid && a.gid == b.gid && a.userns == b.userns
+}
+
+/// A detached copy of `src` (recursive for `rbind`) with the mapping of `userns` set on its
+/// top mount, or on all of them for `ridmap`.
+fn idmapped_tree(
+    src: &Path,
+    rbind: bool,
+    ridmap: bool,
+    userns: &OwnedFd,
+) -> Result<OwnedFd, IdmapError> {
+    use crate::sys::newmount::{open_tree_clone, set_idmap};
+    let tree = open_tree_clone(src, rbind).map_err(|errno| IdmapError::OpenTree {
+        src: src.to_path_buf(),
+        errno,
+    })?;
+    set_idmap(tree.as_fd(), userns.as_fd(), ridmap).map_err(|errno| IdmapError::SetIdmap {
+        src: src.to_path_buf(),
+        errno,
+        hint: match errno {
+            Errno::EINVAL => " (its filesystem does not support idmapped mounts on this kernel, or the mapping is refused)",
+            Errno::EPERM => " (the caller lacks CAP_SYS_ADMIN over the source's mount)",
+            _ => "",
+        },
+    })?;
+    Ok(tree)
+}
+
+/// The user namespace whose maps are `idmap`'s (or the one it names by path), as a
+/// close-on-exec descriptor.
+fn mapping_userns(idmap: &MountIdmap) -> Result<OwnedFd, IdmapError> {
+    if let Some(path) = &idmap.userns {
+        return std::fs::File::open(path).map(OwnedFd::from).map_err(|e| {
+            IdmapError::JoinedUserns {
+                path: path.clone(),
+                errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        });
+    }
+    let step = |step| move |errno| IdmapError::Userns { step, errno };
+    let (wait_r, wait_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(step("pipe"))?;
+    // A child born in a new user namespace holds it while its maps are written and it is
+    // opened; it exits once the pipe's write end closes.
+    match crate::sys::clone_process(libc::CLONE_NEWUSER).map_err(step("clone"))? {
+        None => {
+            drop(wait_w);
+            let mut byte = [0u8; 1];
+            let _ = nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&wait_r), &mut byte);
+            // SAFETY: _exit ends the helper at once, without the creator's atexit handlers.
+            unsafe { libc::_exit(0) }
+        }
+        Some(child) => {
+            drop(wait_r);
+            let opened = write_maps(child, &idmap.uid, &idmap.gid).and_then(|()| {
+                std::fs::File::open(format!("/proc/{child}/ns/user"))
+                    .map(OwnedFd::from)
+                    .map_err(|e| io_step("open ns/user", &e))
+            });
+            drop(wait_w);
+            let _ = nix::sys::wait::waitpid(child, None);
+            opened
+        }
+    }
+}
+
+fn io_step(step: &'static str, e: &std::io::Error) -> IdmapError {
+    IdmapError::Userns {
+        step,
+        errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+/// Writes `child`'s uid and gid maps (the caller is root in the parent user namespace).
+fn write_maps(child: nix::unistd::Pid, uid: &[IdMap], gid: &[IdMap]) -> Result<(), IdmapError> {
+    for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
+        std::fs::write(format!("/proc/{child}/{file}"), map_text(maps))
+            .map_err(|e| io_step(file, &e))?;
+    }
+    Ok(())
+}
+
+/// The text of a `uid_map` or `gid_map`: one `inside outside count` line per range.
+pub(crate) fn map_text(maps: &[IdMap]) -> String {
+    maps.iter()
+        .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapping_is_written_one_range_a_line() {
+        let maps = [
+            IdMap {
+                inside: 1000,
+                outside: 100000,
+                count: 1,
+            },
+            IdMap {
+                inside: 0,
+                outside: 200000,
+                count: 1000,
+            },
+        ];
+        assert_eq!(map_text(&maps), "1000 100000 1\n0 200000 1000\n");
+    }
+
+    #[test]
+    fn a_plan_without_idmapped_binds_makes_no_tree() {
+        let ops = [MountOp::FlagBind {
+            src: "/tmp".into(),
+            dest: "/data".into(),
+            recursive: true,
+            flags: Vec::new(),
+            idmap: None,
+        }];
+        assert!(detached_trees(&ops).unwrap().is_empty());
+    }
+}
