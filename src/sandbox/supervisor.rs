@@ -376,11 +376,6 @@ pub(super) fn write_maps(
     gid: &[IdMap],
     deny_setgroups: bool,
 ) -> Result<(), SandboxError> {
-    let text = |m: &[IdMap]| {
-        m.iter()
-            .map(|m| format!("{} {} {}\n", m.inside, m.outside, m.count))
-            .collect::<String>()
-    };
     if deny_setgroups || !nix::unistd::geteuid().is_root() {
         std::fs::write(format!("/proc/{child}/setgroups"), "deny").map_err(|source| {
             SandboxError::IdMap {
@@ -390,8 +385,11 @@ pub(super) fn write_maps(
         })?;
     }
     for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
-        std::fs::write(format!("/proc/{child}/{file}"), text(maps))
-            .map_err(|source| SandboxError::IdMap { file, source })?;
+        std::fs::write(
+            format!("/proc/{child}/{file}"),
+            super::idmap::map_text(maps),
+        )
+        .map_err(|source| SandboxError::IdMap { file, source })?;
     }
     Ok(())
 }
