@@ -255,3 +255,65 @@ fn oci_idmapped_bind_in_a_root_built_in_place() {
     assert_eq!(expect_code(&o, 0), "0:0\n2000:2000\nmade\n");
     assert_eq!(owner(&data.join("new")), (0, 0));
 }
+
+#[test]
+fn oci_idmapped_bind_in_a_joined_user_namespace() {
+    if !is_root() {
+        return;
+    }
+    // A: holds a user namespace whose root is host 100000.
+    let a = Bundle::new(&["sleep", "1000"], user_namespace);
+    let a_pid_file = a.work.path().join("pid");
+    expect_code(
+        &a.run(&["create", "--pid-file", a_pid_file.to_str().unwrap(), "ja"]),
+        0,
+    );
+    let a_pid = std::fs::read_to_string(&a_pid_file).unwrap();
+    let user = format!("/proc/{a_pid}/ns/user");
+    let joining = |c: &mut serde_json::Value| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "user", "path": user}));
+    };
+    // B joins it; a bare `idmap` takes the joined namespace's mapping (0 -> 100000), so the
+    // host's ids show as themselves and B's root writes as the host's root.
+    let b = Bundle::new(SHOW, |c| {
+        joining(c);
+        idmapped_data(c, &["rbind", "idmap"], None);
+    });
+    let data = data_dir(&b, 0, 1000);
+    let bare = b.run(&["run", "jb"]);
+    let bare_owner = std::fs::metadata(data.join("new"))
+        .ok()
+        .map(|m| (m.uid(), m.gid()));
+    // C joins it with the mount's own mapping: host 1000's directory is C's root's.
+    let c = Bundle::new(SHOW, |c| {
+        joining(c);
+        idmapped_data(
+            c,
+            &["bind"],
+            Some(serde_json::json!([map(1000, 100000, 1)])),
+        );
+    });
+    let data_c = data_dir(&c, 1000, 1000);
+    let own = c.run(&["run", "jc"]);
+    let own_owner = std::fs::metadata(data_c.join("new"))
+        .ok()
+        .map(|m| (m.uid(), m.gid()));
+    // D joins it with a plain bind: the host's root shows as the overflow id there, which
+    // is what the idmap above changes.
+    let d = Bundle::new(&["stat", "-c", "%u:%g", "/data"], |c| {
+        joining(c);
+        idmapped_data(c, &["rbind"], None);
+    });
+    data_dir(&d, 0, 0);
+    let plain = d.run(&["run", "jd"]);
+    let _ = a.run(&["delete", "--force", "ja"]);
+    assert_eq!(expect_code(&plain, 0), "65534:65534\n");
+    assert_eq!(expect_code(&bare, 0), "0:0\n1000:1000\nmade\n");
+    assert_eq!(bare_owner, Some((0, 0)));
+    assert_eq!(expect_code(&own, 0), "0:0\n0:0\nmade\n");
+    assert_eq!(own_owner, Some((1000, 1000)));
+    assert_eq!(owner(&data), (0, 0), "the host's view is unchanged");
+}
