@@ -28,6 +28,7 @@ mod oci;
 mod oci_conformance;
 mod oci_containerd;
 mod oci_idmap;
+mod oci_sched;
 mod reproduce;
 mod reproduce_js;
 mod time;

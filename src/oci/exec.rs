@@ -60,6 +60,7 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
         user: plan.process_user.clone(),
         cwd: plan.cwd.clone(),
         tty: o.tty,
+        scheduling: plan.scheduling.clone(),
     };
     let argv = match &o.process {
         Some(path) => {
@@ -113,6 +114,7 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
         cwd: s.cwd,
         user: s.user,
         security: s.security,
+        scheduling: s.scheduling,
         console,
         plan: &plan,
         cgroup_dirs: &saved.cgroup_dirs,
@@ -133,6 +135,9 @@ struct Settings {
     user: Option<ProcessUser>,
     cwd: PathBuf,
     tty: bool,
+    /// The container's scheduling; a `--process` file's own replaces it (as runc takes
+    /// the whole process from the file).
+    scheduling: Option<crate::plan::sched::Scheduling>,
 }
 
 impl Settings {
@@ -152,6 +157,7 @@ impl Settings {
         if p.capabilities.is_some() {
             self.security.caps = Some(caps);
         }
+        self.scheduling = convert::scheduling(&p, true).map_err(|e| bad(e.to_string()))?;
         if !rlimits.is_empty() {
             self.security.rlimits = rlimits;
         }

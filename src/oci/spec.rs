@@ -57,15 +57,52 @@ pub struct Process {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selinux_label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduler: Option<serde_json::Value>,
+    pub scheduler: Option<Scheduler>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io_priority: Option<serde_json::Value>,
+    pub io_priority: Option<IoPriority>,
     #[serde(
         rename = "execCPUAffinity",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub exec_cpu_affinity: Option<serde_json::Value>,
+    pub exec_cpu_affinity: Option<ExecCpuAffinity>,
+}
+
+/// `process.scheduler` (runtime-spec 1.2): `sched_setattr(2)`'s attributes by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scheduler {
+    #[serde(default)]
+    pub policy: String,
+    #[serde(default)]
+    pub nice: i32,
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    #[serde(default)]
+    pub runtime: u64,
+    #[serde(default)]
+    pub deadline: u64,
+    #[serde(default)]
+    pub period: u64,
+}
+
+/// `process.ioPriority` (runtime-spec 1.2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoPriority {
+    pub class: String,
+    #[serde(default)]
+    pub priority: i32,
+}
+
+/// `process.execCPUAffinity` (runtime-spec 1.2): CPU lists for a process `exec`'d into a
+/// container.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecCpuAffinity {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<String>,
+    #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
+    pub final_: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

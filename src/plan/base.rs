@@ -82,6 +82,7 @@ impl Plan {
             net_log: None,
             registry: None,
             oom_score_adj: None,
+            scheduling: None,
             terminal: false,
             parent_maps: None,
             intercept: true,

@@ -12,6 +12,7 @@ pub mod image;
 pub mod mounts;
 mod request;
 mod resolve;
+pub mod sched;
 mod sockets;
 pub(crate) mod system;
 
@@ -213,6 +214,9 @@ pub struct Plan {
     /// OCI `process.oomScoreAdj`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_score_adj: Option<i32>,
+    /// OCI `process.scheduler`, `ioPriority` (and `execCPUAffinity` for `exec --process`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<sched::Scheduling>,
     /// OCI `process.terminal`: the workload runs on a new pseudo-terminal.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub terminal: bool,

@@ -326,6 +326,8 @@ pub(crate) struct ExecProcess<'a> {
     pub(crate) cwd: PathBuf,
     pub(crate) user: Option<crate::plan::ProcessUser>,
     pub(crate) security: crate::security::Security,
+    /// `process.scheduler`, `ioPriority`, `execCPUAffinity` of `exec --process`.
+    pub(crate) scheduling: Option<crate::plan::sched::Scheduling>,
     /// A connected console socket: the process runs on a new pty whose master goes there.
     pub(crate) console: Option<OwnedFd>,
     /// The container's plan (clock, seed, identity, umask, CPUs).
@@ -531,6 +533,7 @@ fn join_and_run(
                     seccomp,
                     user: p.user.as_ref(),
                     oom_score_adj: None,
+                    scheduling: p.scheduling.as_ref(),
                     scoped: false,
                     aslr_off: true,
                 };

@@ -31,6 +31,8 @@ pub(crate) enum Prep {
     Rlimits,
     Signals,
     OomScore,
+    Scheduler,
+    IoPriority,
     Capabilities,
     User,
     NoNewPrivs,
@@ -41,7 +43,7 @@ pub(crate) enum Prep {
 }
 
 impl Prep {
-    const ALL: [Prep; 15] = [
+    const ALL: [Prep; 17] = [
         Prep::Exec,
         Prep::Setup,
         Prep::Session,
@@ -50,6 +52,8 @@ impl Prep {
         Prep::Rlimits,
         Prep::Signals,
         Prep::OomScore,
+        Prep::Scheduler,
+        Prep::IoPriority,
         Prep::Capabilities,
         Prep::User,
         Prep::NoNewPrivs,
@@ -70,6 +74,8 @@ impl Prep {
             Prep::Rlimits => "set resource limits",
             Prep::Signals => "reset signals",
             Prep::OomScore => "set oom_score_adj",
+            Prep::Scheduler => "set the scheduler (sched_setattr)",
+            Prep::IoPriority => "set the I/O priority (ioprio_set)",
             Prep::Capabilities => "drop capabilities",
             Prep::User => "switch user",
             Prep::NoNewPrivs => "set no_new_privs",
@@ -109,6 +115,9 @@ pub(crate) struct ProcessPins<'a> {
     pub(crate) user: Option<&'a crate::plan::ProcessUser>,
     /// OCI `process.oomScoreAdj`.
     pub(crate) oom_score_adj: Option<i32>,
+    /// OCI `process.scheduler`, `ioPriority`, `execCPUAffinity` (its CPUs replace the pin of
+    /// `cpus`: the config's wins).
+    pub(crate) scheduling: Option<&'a crate::plan::sched::Scheduling>,
     /// Landlock-scope the workload (signals and abstract sockets stay inside its domain):
     /// `reprorun exec` runs, not OCI containers (a process `exec`'d into a container later
     /// would be in a sibling domain and could not signal the container's processes).
@@ -130,6 +139,7 @@ impl<'a> ProcessPins<'a> {
             seccomp,
             user: plan.process_user.as_ref(),
             oom_score_adj: plan.oom_score_adj,
+            scheduling: plan.scheduling.as_ref(),
             scoped: false,
             aslr_off: true,
         }
@@ -372,6 +382,15 @@ fn pin_cpus(cpus: u32) -> Result<(), Errno> {
     sched_setaffinity(me, &pinned)
 }
 
+/// Runs on exactly `cpus` (OCI `execCPUAffinity`).
+fn set_cpus(cpus: &[u32]) -> Result<(), Errno> {
+    let mut set = nix::sched::CpuSet::new();
+    for c in cpus {
+        set.set(*c as usize)?;
+    }
+    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
+}
+
 /// The first `cpus` distinct CPUs of `order` that `allowed` accepts.
 fn choose_cpus(
     order: impl Iterator<Item = usize>,
@@ -440,7 +459,11 @@ fn prepare_and_exec(
         pin_personality().map_err(at(Prep::Personality))?;
     }
     crate::trace::step("workload", "session, umask, personality");
-    pin_cpus(pins.cpus).map_err(at(Prep::Cpus))?;
+    match pins.scheduling.and_then(|s| s.cpus.as_deref()) {
+        Some(cpus) => set_cpus(cpus),
+        None => pin_cpus(pins.cpus),
+    }
+    .map_err(at(Prep::Cpus))?;
     crate::trace::step("workload", "pin CPUs");
     set_rlimits(&pins.security.rlimits).map_err(at(Prep::Rlimits))?;
     crate::trace::step("workload", "rlimits");
@@ -450,6 +473,16 @@ fn prepare_and_exec(
         std::fs::write("/proc/self/oom_score_adj", adj.to_string())
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
             .map_err(at(Prep::OomScore))?;
+    }
+    // Before the capabilities go: a real-time policy or a raised priority needs
+    // CAP_SYS_NICE (runc's order).
+    if let Some(s) = pins.scheduling {
+        if let Some(attr) = &s.scheduler {
+            crate::sys::sched::set_scheduler(attr).map_err(at(Prep::Scheduler))?;
+        }
+        if let Some(prio) = s.io_priority {
+            crate::sys::sched::set_io_priority(prio).map_err(at(Prep::IoPriority))?;
+        }
     }
     // OCI noNewPrivileges false: the filters go in while CAP_SYS_ADMIN still allows that
     // without no_new_privs (runc's order); a process without it gets no_new_privs.

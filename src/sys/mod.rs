@@ -11,6 +11,7 @@ use nix::unistd::Pid;
 pub(crate) mod bpf;
 pub(crate) mod landlock;
 pub(crate) mod newmount;
+pub(crate) mod sched;
 pub(crate) mod seccomp;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].

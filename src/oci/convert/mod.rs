@@ -10,6 +10,7 @@ mod idmap;
 mod linux;
 mod mounts;
 mod process;
+mod sched;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use annotations::Determinism;
 pub use annotations::STRICT_ANNOTATION;
 pub(crate) use idmap::is_idmapped;
 pub use process::{process_privilege, unraisable};
+pub(crate) use sched::scheduling;
 pub use validate::check_process;
 
 use super::spec::{self, Spec};
@@ -149,6 +151,7 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
         }),
         join: c.join,
         oom_score_adj: c.process.oom_score_adj,
+        scheduling: c.scheduling,
         terminal: c.process.terminal,
         parent_maps: c.parent_maps,
         intercept: det.enabled,

@@ -194,6 +194,24 @@ fn annotations_drive_the_determinism_layer() {
     }
 }
 
+/// `process.scheduler` and `ioPriority` reach the plan (the process sets them on itself);
+/// `execCPUAffinity` is accepted and left to `exec` (not applicable to init).
+#[test]
+fn scheduling_reaches_the_plan() {
+    let (dir, mut config) = bundle();
+    config["process"]["scheduler"] = serde_json::json!({"policy": "SCHED_IDLE"});
+    config["process"]["ioPriority"] = serde_json::json!({"class": "IOPRIO_CLASS_IDLE"});
+    config["process"]["execCPUAffinity"] = serde_json::json!({"final": "0"});
+    let plan = resolve_json(&dir.path(), &config).unwrap().plan;
+    let s = plan.scheduling.expect("scheduling in the plan");
+    assert_eq!(s.scheduler.map(|a| a.policy), Some(5));
+    assert_eq!(s.io_priority.map(|p| (p.class, p.level)), Some((3, 0)));
+    assert_eq!(s.cpus, None);
+    config["process"]["ioPriority"]["priority"] = 9.into();
+    let e = resolve_json(&dir.path(), &config).unwrap_err();
+    assert!(e.contains("process.ioPriority.priority"), "{e}");
+}
+
 #[test]
 fn unknown_and_unsupported_fields_are_named() {
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;

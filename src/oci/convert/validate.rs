@@ -41,6 +41,7 @@ pub(crate) struct Checked<'a> {
     pub resources: Resources,
     pub hooks: spec::Hooks,
     pub cgroups_path: Option<String>,
+    pub scheduling: Option<crate::plan::sched::Scheduling>,
 }
 
 /// Checks `spec` (read from `bundle`); `cpus_available` bounds the `org.reprorun.cpus`
@@ -118,6 +119,7 @@ pub(crate) fn validate<'a>(
     resources.devices = linux::device_rules(rules, &linux.devices)?;
     let hooks = hooks(spec)?;
     let cgroups_path = cgroups_path(&linux)?;
+    let scheduling = super::sched::scheduling(process, false)?;
     Ok(Checked {
         process,
         rootfs,
@@ -142,6 +144,7 @@ pub(crate) fn validate<'a>(
         resources,
         hooks,
         cgroups_path,
+        scheduling,
     })
 }
 
@@ -319,12 +322,6 @@ pub fn check_process(process: &spec::Process) -> Result<(), ConvertError> {
         return Err(bad("process.cwd", "must be an absolute path"));
     }
     for (set, field) in [
-        (process.scheduler.is_some(), "process.scheduler"),
-        (process.io_priority.is_some(), "process.ioPriority"),
-        (
-            process.exec_cpu_affinity.is_some(),
-            "process.execCPUAffinity",
-        ),
         (process.command_line.is_some(), "process.commandLine"),
         (process.user.username.is_some(), "process.user.username"),
         (
