@@ -202,7 +202,19 @@ fn scheduling_reaches_the_plan() {
     config["process"]["scheduler"] = serde_json::json!({"policy": "SCHED_IDLE"});
     config["process"]["ioPriority"] = serde_json::json!({"class": "IOPRIO_CLASS_IDLE"});
     config["process"]["execCPUAffinity"] = serde_json::json!({"final": "0"});
+    // Windows' command line: ignored on Linux (args run), as runc and crun ignore it.
+    config["process"]["commandLine"] = "other.exe".into();
     let plan = resolve_json(&dir.path(), &config).unwrap().plan;
+    assert_eq!(
+        plan.argv,
+        config["process"]["args"]
+            .as_array()
+            .map(|a| a
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect::<Vec<_>>())
+            .unwrap()
+    );
     let s = plan.scheduling.expect("scheduling in the plan");
     assert_eq!(s.scheduler.map(|a| a.policy), Some(5));
     assert_eq!(s.io_priority.map(|p| (p.class, p.level)), Some((3, 0)));

@@ -322,7 +322,6 @@ pub fn check_process(process: &spec::Process) -> Result<(), ConvertError> {
         return Err(bad("process.cwd", "must be an absolute path"));
     }
     for (set, field) in [
-        (process.command_line.is_some(), "process.commandLine"),
         (process.user.username.is_some(), "process.user.username"),
         (
             process
