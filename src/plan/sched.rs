@@ -21,17 +21,11 @@ pub struct Scheduling {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedAttr {
     pub policy: u32,
-    #[serde(default)]
     pub flags: u64,
-    #[serde(default)]
     pub nice: i32,
-    #[serde(default)]
     pub priority: u32,
-    #[serde(default)]
     pub runtime: u64,
-    #[serde(default)]
     pub deadline: u64,
-    #[serde(default)]
     pub period: u64,
 }
 
@@ -50,41 +44,9 @@ impl IoPriority {
     }
 }
 
-/// The CPUs of a Linux CPU list (`0-3,7`, as in cpuset files); `None` when it does not
-/// parse or names a CPU past `max`.
-pub fn cpu_list(text: &str, max: u32) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',') {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
-            None => {
-                let c = part.trim().parse::<u32>().ok()?;
-                (c, c)
-            }
-        };
-        if a > b || b >= max {
-            return None;
-        }
-        cpus.extend(a..=b);
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_read_as_cpuset_files_write_them() {
-        assert_eq!(cpu_list("0-3,7", 1024), Some(vec![0, 1, 2, 3, 7]));
-        assert_eq!(cpu_list(" 2 ", 1024), Some(vec![2]));
-        assert_eq!(cpu_list("1,1-2", 1024), Some(vec![1, 2]));
-        for bad in ["", "3-1", "a", "1,", "-1", "0-1024", "1024"] {
-            assert_eq!(cpu_list(bad, 1024), None, "{bad:?}");
-        }
-    }
 
     #[test]
     fn an_io_priority_is_class_and_level_in_one_word() {

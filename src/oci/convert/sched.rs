@@ -4,7 +4,7 @@
 
 use super::{bad, ConvertError};
 use crate::oci::spec;
-use crate::plan::sched::{cpu_list, IoPriority, SchedAttr, Scheduling};
+use crate::plan::sched::{IoPriority, SchedAttr, Scheduling};
 
 /// The scheduling `process` asks for. `exec` is `exec --process`: only there does
 /// `execCPUAffinity` apply (the runtime-spec: not to the container's init process).
@@ -140,6 +140,28 @@ fn affinity(a: &spec::ExecCpuAffinity) -> Result<Option<Vec<u32>>, ConvertError>
         })
 }
 
+/// The CPUs of a Linux CPU list (`0-3,7`, as in cpuset files); `None` when it does not
+/// parse or names a CPU past `max`.
+fn cpu_list(text: &str, max: u32) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
+            None => {
+                let c = part.trim().parse::<u32>().ok()?;
+                (c, c)
+            }
+        };
+        if a > b || b >= max {
+            return None;
+        }
+        cpus.extend(a..=b);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +226,16 @@ mod tests {
             scheduling(&p, true).unwrap().unwrap().cpus,
             Some(vec![0, 2, 3])
         );
+    }
+
+    #[test]
+    fn cpu_lists_read_as_cpuset_files_write_them() {
+        assert_eq!(cpu_list("0-3,7", 1024), Some(vec![0, 1, 2, 3, 7]));
+        assert_eq!(cpu_list(" 2 ", 1024), Some(vec![2]));
+        assert_eq!(cpu_list("1,1-2", 1024), Some(vec![1, 2]));
+        for bad in ["", "3-1", "a", "1,", "-1", "0-1024", "1024"] {
+            assert_eq!(cpu_list(bad, 1024), None, "{bad:?}");
+        }
     }
 
     #[test]
