@@ -1,6 +1,7 @@
 //! OCI `process.scheduler`, `ioPriority` and `execCPUAffinity` (runtime-spec 1.2, runc
-//! 1.2): the container's process and its execs run with them; bad values fail `create` with
-//! one line naming the field, and a value the kernel refuses fails before the program runs.
+//! 1.2), and `linux.personality` (as crun applies it): the container's process and its execs
+//! run with them; bad values fail `create` with one line naming the field, and a value the
+//! kernel refuses fails before the program runs.
 
 use crate::common::*;
 use crate::oci::Bundle;
@@ -80,4 +81,42 @@ fn oci_bad_scheduling_fails_with_one_line() {
     let _ = b.run(&["delete", "--force", "s4"]);
     expect_error(&o, "set the scheduler (sched_setattr)");
     assert!(!stdout(&o).contains("ran"));
+}
+
+/// `linux.personality` `LINUX32`: the process and an exec into the container run in the
+/// 32-bit execution domain (`uname -m` says i686, as under crun), with the determinism
+/// layer's address-space randomization off on top (`0x0040008`); an unknown domain fails
+/// `create` with one line.
+#[test]
+fn oci_personality_sets_the_execution_domain() {
+    if !is_root() {
+        return;
+    }
+    const SHOW: &str = "busybox uname -m; busybox cat /proc/self/personality";
+    let script = format!("({SHOW}) > /shared/out; exec sleep 1000");
+    let b = Bundle::new(&["sh", "-c", &script], |c| {
+        c["linux"]["personality"] = serde_json::json!({"domain": "LINUX32"});
+    });
+    let out = b.shared().join("out");
+    let o = b.run(&["create", "p1"]);
+    let started = o.status.success()
+        && b.run(&["start", "p1"]).status.success()
+        && wait_until(std::time::Duration::from_secs(10), || {
+            std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 2)
+        });
+    let init = std::fs::read_to_string(&out).unwrap_or_default();
+    let exec = b.run(&["exec", "p1", "sh", "-c", SHOW]);
+    let _ = b.run(&["delete", "--force", "p1"]);
+    assert!(started, "{o:?}");
+    assert_eq!(init, "i686\n00040008\n");
+    assert_eq!(expect_code(&exec, 0), "i686\n00040008\n");
+
+    let bad = Bundle::new(&["true"], |c| {
+        c["linux"]["personality"] = serde_json::json!({"domain": "LINUX64"});
+    });
+    let o = bad.run(&["create", "p2"]);
+    assert_eq!(o.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("linux.personality.domain"), "{err}");
 }

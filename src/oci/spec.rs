@@ -169,6 +169,15 @@ pub struct Mount {
     pub gid_mappings: Vec<IdMapping>,
 }
 
+/// `linux.personality`: the execution domain the container's process runs in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Personality {
+    pub domain: String,
+    /// The runtime-spec defines no flag values yet: accepted and not applied (as crun does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hooks {
@@ -225,7 +234,7 @@ pub struct Linux {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub personality: Option<serde_json::Value>,
+    pub personality: Option<Personality>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intel_rdt: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

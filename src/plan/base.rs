@@ -83,6 +83,7 @@ impl Plan {
             registry: None,
             oom_score_adj: None,
             scheduling: None,
+            personality: None,
             terminal: false,
             parent_maps: None,
             intercept: true,

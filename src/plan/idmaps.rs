@@ -30,11 +30,7 @@ pub(crate) fn one_to_one_but(pinned: u32, owner: u32) -> Vec<IdMap> {
     let mut maps: Vec<IdMap> = pairs
         .iter()
         .filter(|(i, o)| i != o)
-        .map(|&(inside, outside)| IdMap {
-            inside,
-            outside,
-            count: 1,
-        })
+        .map(|&(inside, outside)| IdMap::new(inside, outside, 1))
         .collect();
     // The identity between the taken ids (a pair of equal ids is part of it).
     let mut start = 0u32;
@@ -44,11 +40,7 @@ pub(crate) fn one_to_one_but(pinned: u32, owner: u32) -> Vec<IdMap> {
             continue;
         }
         if bound > start {
-            maps.push(IdMap {
-                inside: start,
-                outside: start,
-                count: bound - start,
-            });
+            maps.push(IdMap::new(start, start, bound - start));
         }
         start = bound.saturating_add(1);
     }
@@ -126,14 +118,7 @@ mod tests {
     #[test]
     fn the_same_id_is_the_whole_range() {
         let m = one_to_one_but(0, 0);
-        assert_eq!(
-            m,
-            [IdMap {
-                inside: 0,
-                outside: 0,
-                count: u32::MAX
-            }]
-        );
+        assert_eq!(m, [IdMap::new(0, 0, u32::MAX)]);
         let m = root_caller((1000, 1000), (1000, 0));
         no_overlap(&m.uid);
         assert_eq!(apply(&m.uid, 1000), Some(1000));

@@ -173,6 +173,18 @@ pub struct IdMap {
     pub count: u32,
 }
 
+impl IdMap {
+    /// `count` ids from `inside` in the namespace onto `outside` in its parent, as a
+    /// `uid_map` line reads: `inside outside count`.
+    pub const fn new(inside: u32, outside: u32, count: u32) -> IdMap {
+        IdMap {
+            inside,
+            outside,
+            count,
+        }
+    }
+}
+
 /// The sandbox, fully resolved. `reprorun exec --dry-run` prints this as JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -217,6 +229,10 @@ pub struct Plan {
     /// OCI `process.scheduler`, `ioPriority` (and `execCPUAffinity` for `exec --process`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<sched::Scheduling>,
+    /// OCI `linux.personality`: the execution domain (`personality(2)`'s `PER_LINUX` 0 or
+    /// `PER_LINUX32` 8) the container's processes run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub personality: Option<u32>,
     /// OCI `process.terminal`: the workload runs on a new pseudo-terminal.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub terminal: bool,

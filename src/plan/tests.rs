@@ -225,22 +225,8 @@ fn environment_is_exactly_the_pins_plus_user_values() {
 fn identity_namespaces_and_limits() {
     let work = tempfile::tempdir().unwrap();
     let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
-    assert_eq!(
-        plan.uid_map,
-        IdMap {
-            inside: 0,
-            outside: 1000,
-            count: 1
-        }
-    );
-    assert_eq!(
-        plan.gid_map,
-        IdMap {
-            inside: 0,
-            outside: 100,
-            count: 1
-        }
-    );
+    assert_eq!(plan.uid_map, IdMap::new(0, 1000, 1));
+    assert_eq!(plan.gid_map, IdMap::new(0, 100, 1));
     assert_eq!(plan.namespaces.len(), 8);
     assert_eq!(
         plan.clone_flags() & libc::CLONE_NEWTIME,
@@ -258,14 +244,7 @@ fn identity_namespaces_and_limits() {
     r.timeout = Some(Duration::from_millis(1500));
     r.hostname = "box".into();
     let plan = resolve(&r, &host(work.path())).unwrap();
-    assert_eq!(
-        plan.uid_map,
-        IdMap {
-            inside: 1000,
-            outside: 1000,
-            count: 1
-        }
-    );
+    assert_eq!(plan.uid_map, IdMap::new(1000, 1000, 1));
     assert!(!plan.has(Namespace::Net));
     assert_eq!(plan.clone_flags() & libc::CLONE_NEWNET, 0);
     assert_eq!(plan.timeout_ms, Some(1500));

@@ -536,6 +536,7 @@ fn join_and_run(
                     scheduling: p.scheduling.as_ref(),
                     scoped: false,
                     aslr_off: true,
+                    domain: p.plan.personality,
                 };
                 let notify = notify_sock.map(|sock| super::exec::Notify {
                     sock,

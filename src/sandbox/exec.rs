@@ -69,7 +69,7 @@ impl Prep {
             Prep::Exec => "exec",
             Prep::Setup => "set up the workload process",
             Prep::Session => "new session",
-            Prep::Personality => "turn address-space randomization off (personality)",
+            Prep::Personality => "set the execution domain (personality)",
             Prep::Cpus => "pin CPUs (sched_setaffinity)",
             Prep::Rlimits => "set resource limits",
             Prep::Signals => "reset signals",
@@ -125,6 +125,8 @@ pub(crate) struct ProcessPins<'a> {
     /// Turn address-space randomization off (a pins-only run skips it where the host refuses
     /// `personality`).
     pub(crate) aslr_off: bool,
+    /// OCI `linux.personality`: the execution domain to run in (`PER_LINUX32`, …).
+    pub(crate) domain: Option<u32>,
 }
 
 impl<'a> ProcessPins<'a> {
@@ -142,6 +144,7 @@ impl<'a> ProcessPins<'a> {
             scheduling: plan.scheduling.as_ref(),
             scoped: false,
             aslr_off: true,
+            domain: plan.personality,
         }
     }
 }
@@ -354,11 +357,13 @@ pub(crate) fn exec(
     }
 }
 
-/// Address-space layout randomisation off, and nothing else of the caller's personality
-/// (`setarch --uname-2.6` and the like) kept.
-fn pin_personality() -> Result<(), Errno> {
+/// The execution domain `domain` (`PER_LINUX` 0 unless an OCI config asks for another), with
+/// address-space layout randomisation off when `aslr_off`, and nothing else of the caller's
+/// personality (`setarch --uname-2.6` and the like) kept.
+fn set_personality(domain: u32, aslr_off: bool) -> Result<(), Errno> {
+    let flags = if aslr_off { libc::ADDR_NO_RANDOMIZE } else { 0 };
     // SAFETY: personality(2) only sets the calling process's execution domain flags.
-    let r = unsafe { libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong) };
+    let r = unsafe { libc::personality((domain | flags as u32) as libc::c_ulong) };
     Errno::result(r).map(drop)
 }
 
@@ -455,8 +460,8 @@ fn prepare_and_exec(
         Err(e) => return Err(at(Prep::Session)(e)),
     }
     umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
-    if pins.aslr_off {
-        pin_personality().map_err(at(Prep::Personality))?;
+    if pins.aslr_off || pins.domain.is_some() {
+        set_personality(pins.domain.unwrap_or(0), pins.aslr_off).map_err(at(Prep::Personality))?;
     }
     crate::trace::step("workload", "session, umask, personality");
     match pins.scheduling.and_then(|s| s.cpus.as_deref()) {

@@ -185,18 +185,7 @@ mod tests {
 
     #[test]
     fn a_mapping_is_written_one_range_a_line() {
-        let maps = [
-            IdMap {
-                inside: 1000,
-                outside: 100000,
-                count: 1,
-            },
-            IdMap {
-                inside: 0,
-                outside: 200000,
-                count: 1000,
-            },
-        ];
+        let maps = [IdMap::new(1000, 100000, 1), IdMap::new(0, 200000, 1000)];
         assert_eq!(map_text(&maps), "1000 100000 1\n0 200000 1000\n");
     }
 

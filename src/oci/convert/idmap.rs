@@ -111,14 +111,7 @@ pub(super) fn lines(field: &str, maps: &[spec::IdMapping]) -> Result<Vec<IdMap>,
             }
         }
     }
-    Ok(maps
-        .iter()
-        .map(|m| IdMap {
-            inside: m.container_id,
-            outside: m.host_id,
-            count: m.size,
-        })
-        .collect())
+    Ok(maps.iter().map(super::linux::id_map).collect())
 }
 
 /// Refuses idmapped mounts in a container that joins a mount namespace by path: `create`

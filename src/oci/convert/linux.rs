@@ -42,17 +42,14 @@ pub(super) fn namespaces(
     Ok((namespaces, join))
 }
 
+/// One OCI id mapping (`containerID`, `hostID`, `size`) as a `uid_map` line.
+pub(super) fn id_map(m: &spec::IdMapping) -> IdMap {
+    IdMap::new(m.container_id, m.host_id, m.size)
+}
+
 /// `linux.uidMappings` and `gidMappings`, as the creating process writes them.
 pub(super) fn parent_maps(linux: &spec::Linux) -> ParentMaps {
-    let maps = |m: &[spec::IdMapping]| {
-        m.iter()
-            .map(|m| IdMap {
-                inside: m.container_id,
-                outside: m.host_id,
-                count: m.size,
-            })
-            .collect::<Vec<_>>()
-    };
+    let maps = |m: &[spec::IdMapping]| m.iter().map(id_map).collect::<Vec<_>>();
     ParentMaps {
         uid: maps(&linux.uid_mappings),
         gid: maps(&linux.gid_mappings),
@@ -60,6 +57,32 @@ pub(super) fn parent_maps(linux: &spec::Linux) -> ParentMaps {
 }
 
 /// `linux.devices` as nodes made in the container.
+/// `linux.personality` as the execution domain `personality(2)` takes: `LINUX` (`PER_LINUX`,
+/// 0) or `LINUX32` (`PER_LINUX32`, 8); another domain is refused, as crun refuses it. Its
+/// `flags` (the runtime-spec defines none yet) are not applied, as crun does not apply them.
+pub(super) fn personality(p: Option<&spec::Personality>) -> Result<Option<u32>, ConvertError> {
+    let Some(p) = p else {
+        return Ok(None);
+    };
+    match p.domain.as_str() {
+        "LINUX" => Ok(Some(0)),
+        "LINUX32" => Ok(Some(0x0008)),
+        other => Err(bad(
+            "linux.personality.domain",
+            format!("{other:?}: must be LINUX or LINUX32"),
+        )),
+    }
+}
+
+/// The machine `uname` reports in execution domain `domain`: under `PER_LINUX32` an x86_64
+/// kernel says `i686` (its `override_architecture`); anything else is reported as it is.
+pub(super) fn machine_in(domain: Option<u32>, machine: &str) -> String {
+    match (domain, machine) {
+        (Some(0x0008), "x86_64") => "i686".into(),
+        _ => machine.into(),
+    }
+}
+
 pub(super) fn devices(list: &[spec::Device]) -> Result<Vec<MountOp>, ConvertError> {
     let mut ops = Vec::new();
     for (i, d) in list.iter().enumerate() {

@@ -81,7 +81,9 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
         namespaces.push(Namespace::Time);
     }
     let seeded = det.seeded();
-    let identity = crate::plan::pinned_identity(det.cpus, &c.hostname, &c.domainname);
+    let mut identity = crate::plan::pinned_identity(det.cpus, &c.hostname, &c.domainname);
+    // The pinned `uname` says what the kernel says in the config's execution domain.
+    identity.uname.machine = linux::machine_in(c.personality, &identity.uname.machine);
     let clock = match (det.enabled, det.date) {
         (false, _) | (true, DateChoice::Now) => None,
         (true, DateChoice::Pinned(epoch)) => Some(ClockPlan {
@@ -152,6 +154,7 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
         join: c.join,
         oom_score_adj: c.process.oom_score_adj,
         scheduling: c.scheduling,
+        personality: c.personality,
         terminal: c.process.terminal,
         parent_maps: c.parent_maps,
         intercept: det.enabled,

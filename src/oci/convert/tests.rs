@@ -195,6 +195,33 @@ fn annotations_drive_the_determinism_layer() {
 }
 
 /// `process.scheduler` and `ioPriority` reach the plan (the process sets them on itself);
+/// `linux.personality`'s domain reaches the plan as `personality(2)`'s number (crun's
+/// behaviour); its flags, which the runtime-spec does not define yet, are accepted.
+#[test]
+fn personality_reaches_the_plan() {
+    let (dir, mut config) = bundle();
+    assert_eq!(
+        resolve_json(&dir.path(), &config).unwrap().plan.personality,
+        None
+    );
+    for (domain, number) in [("LINUX", 0), ("LINUX32", 8)] {
+        config["linux"]["personality"] =
+            serde_json::json!({"domain": domain, "flags": ["ADDR_NO_RANDOMIZE"]});
+        let plan = resolve_json(&dir.path(), &config).unwrap().plan;
+        assert_eq!(plan.personality, Some(number), "{domain}");
+        // The pinned uname follows the domain, as the kernel's does.
+        let machine = match (domain, std::env::consts::ARCH) {
+            ("LINUX32", "x86_64") => "i686",
+            (_, arch) => arch,
+        };
+        assert_eq!(plan.identity.uname.machine, machine, "{domain}");
+    }
+    // `domain` is required.
+    config["linux"]["personality"] = serde_json::json!({"flags": []});
+    let e = resolve_json(&dir.path(), &config).unwrap_err();
+    assert!(e.contains("domain"), "{e}");
+}
+
 /// `execCPUAffinity` is accepted and left to `exec` (not applicable to init).
 #[test]
 fn scheduling_reaches_the_plan() {
@@ -478,8 +505,8 @@ fn validation_refuses_with_one_line_each() {
             }),
         ),
         (
-            format!("linux.personality: {unsupported}"),
-            Box::new(|c| c["linux"]["personality"] = serde_json::json!({"domain": "LINUX"})),
+            "linux.personality.domain: \"FOO\": must be LINUX or LINUX32".into(),
+            Box::new(|c| c["linux"]["personality"] = serde_json::json!({"domain": "FOO"})),
         ),
         (
             "mounts: a seeded /dev/urandom (org.reprorun.dev-urandom=seeded) needs a tmpfs mounted at /dev (reprorun puts it there); add one, or leave the annotation out".into(),
@@ -780,23 +807,8 @@ fn idmapped_binds_carry_their_mapping_in_the_plan() {
         recursive: true,
         flags: Vec::new(),
         idmap: Some(crate::plan::mounts::MountIdmap {
-            uid: vec![
-                IdMap {
-                    inside: 1000,
-                    outside: 100000,
-                    count: 1,
-                },
-                IdMap {
-                    inside: 0,
-                    outside: 200000,
-                    count: 1000,
-                },
-            ],
-            gid: vec![IdMap {
-                inside: 1000,
-                outside: 100000,
-                count: 1,
-            }],
+            uid: vec![IdMap::new(1000, 100000, 1), IdMap::new(0, 200000, 1000)],
+            gid: vec![IdMap::new(1000, 100000, 1)],
             userns: None,
             recursive: false,
         }),
@@ -848,22 +860,8 @@ fn a_bare_idmap_option_takes_the_containers_mapping() {
     config["linux"]["gidMappings"] =
         serde_json::json!([{"containerID": 0, "hostID": 300000, "size": 65536}]);
     let m = last_idmap(&dir.path(), &config).unwrap();
-    assert_eq!(
-        m.uid,
-        [IdMap {
-            inside: 0,
-            outside: 100000,
-            count: 65536
-        }]
-    );
-    assert_eq!(
-        m.gid,
-        [IdMap {
-            inside: 0,
-            outside: 300000,
-            count: 65536
-        }]
-    );
+    assert_eq!(m.uid, [IdMap::new(0, 100000, 65536)]);
+    assert_eq!(m.gid, [IdMap::new(0, 300000, 65536)]);
     assert!(!m.recursive && m.userns.is_none());
     // A user namespace joined by path: that namespace.
     let (dir, mut config) = bundle();

@@ -42,6 +42,7 @@ pub(crate) struct Checked<'a> {
     pub hooks: spec::Hooks,
     pub cgroups_path: Option<String>,
     pub scheduling: Option<crate::plan::sched::Scheduling>,
+    pub personality: Option<u32>,
 }
 
 /// Checks `spec` (read from `bundle`); `cpus_available` bounds the `org.reprorun.cpus`
@@ -120,6 +121,7 @@ pub(crate) fn validate<'a>(
     let hooks = hooks(spec)?;
     let cgroups_path = cgroups_path(&linux)?;
     let scheduling = super::sched::scheduling(process, false)?;
+    let personality = linux::personality(linux.personality.as_ref())?;
     Ok(Checked {
         process,
         rootfs,
@@ -145,6 +147,7 @@ pub(crate) fn validate<'a>(
         hooks,
         cgroups_path,
         scheduling,
+        personality,
     })
 }
 
@@ -254,7 +257,6 @@ fn selinux_enabled() -> bool {
 /// `linux` fields reprorun has no way to honour.
 fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
     for (set, field) in [
-        (linux.personality.is_some(), "linux.personality"),
         (linux.intel_rdt.is_some(), "linux.intelRdt"),
         (linux.time_offsets.is_some(), "linux.timeOffsets"),
         (

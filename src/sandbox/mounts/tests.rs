@@ -310,11 +310,7 @@ fn idmapped_bind(dest: &str, recursive: bool, flags: &[&str]) -> MountOp {
         recursive,
         flags: flags.iter().map(|f| f.to_string()).collect(),
         idmap: Some(crate::plan::mounts::MountIdmap {
-            uid: vec![crate::plan::IdMap {
-                inside: 0,
-                outside: 100000,
-                count: 65536,
-            }],
+            uid: vec![crate::plan::IdMap::new(0, 100000, 65536)],
             gid: Vec::new(),
             userns: None,
             recursive: false,
