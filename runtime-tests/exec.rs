@@ -483,6 +483,24 @@ fn record_describes_the_run() {
     assert!(rec["rusage"]["max_rss_kib"].as_u64().unwrap() > 0);
     assert!(rec["error"].is_null());
 
+    // The CPU of every process the sandbox ran reaches the record, grandchildren included: a
+    // shell counting in a loop (a child of the workload) spends about 0.3 s of CPU here,
+    // which the record shows (without the grandchild it would read a few milliseconds).
+    let o = w.run(&[
+        "exec",
+        "--record",
+        "busy.json",
+        "--",
+        "sh",
+        "-c",
+        "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'",
+    ]);
+    expect_code(&o, 0);
+    let rec: serde_json::Value = read_json(&w.path().join("busy.json"));
+    let usage = &rec["rusage"];
+    let cpu = usage["user_s"].as_f64().unwrap() + usage["sys_s"].as_f64().unwrap();
+    assert!(cpu >= 0.05, "rusage of a counting loop: {usage}");
+
     let o = w.run(&[
         "exec",
         "--record",
