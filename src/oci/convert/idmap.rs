@@ -68,6 +68,11 @@ pub(super) fn mount_idmap(
     }
 }
 
+/// One OCI id mapping (`containerID`, `hostID`, `size`) as a `uid_map` line.
+pub(super) fn id_map(m: &spec::IdMapping) -> IdMap {
+    IdMap::new(m.container_id, m.host_id, m.size)
+}
+
 /// `maps` (the list at `field`) as `uid_map` lines, refused as the kernel would refuse
 /// them: no empty or wrapping range, no two ranges overlapping on either side, at most
 /// [`MAX_LINES`].
@@ -111,7 +116,7 @@ pub(super) fn lines(field: &str, maps: &[spec::IdMapping]) -> Result<Vec<IdMap>,
             }
         }
     }
-    Ok(maps.iter().map(super::linux::id_map).collect())
+    Ok(maps.iter().map(id_map).collect())
 }
 
 /// Refuses idmapped mounts in a container that joins a mount namespace by path: `create`

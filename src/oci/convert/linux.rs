@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::mounts::absolute_dest;
 use super::{bad, ConvertError};
 use crate::oci::spec;
-use crate::plan::{IdMap, MountOp, Namespace, NsJoin, ParentMaps};
+use crate::plan::{MountOp, Namespace, NsJoin, ParentMaps};
 use crate::security::{CgroupFile, DeviceRule, Resources, SeccompProfile};
 
 /// `linux.namespaces`: the namespaces to create, and those to join by path.
@@ -42,21 +42,18 @@ pub(super) fn namespaces(
     Ok((namespaces, join))
 }
 
-/// One OCI id mapping (`containerID`, `hostID`, `size`) as a `uid_map` line.
-pub(super) fn id_map(m: &spec::IdMapping) -> IdMap {
-    IdMap::new(m.container_id, m.host_id, m.size)
-}
-
 /// `linux.uidMappings` and `gidMappings`, as the creating process writes them.
 pub(super) fn parent_maps(linux: &spec::Linux) -> ParentMaps {
-    let maps = |m: &[spec::IdMapping]| m.iter().map(id_map).collect::<Vec<_>>();
+    let maps = |m: &[spec::IdMapping]| m.iter().map(super::idmap::id_map).collect::<Vec<_>>();
     ParentMaps {
         uid: maps(&linux.uid_mappings),
         gid: maps(&linux.gid_mappings),
     }
 }
 
-/// `linux.devices` as nodes made in the container.
+/// `personality(2)`'s 32-bit Linux execution domain.
+const PER_LINUX32: u32 = 0x0008;
+
 /// `linux.personality` as the execution domain `personality(2)` takes: `LINUX` (`PER_LINUX`,
 /// 0) or `LINUX32` (`PER_LINUX32`, 8); another domain is refused, as crun refuses it. Its
 /// `flags` (the runtime-spec defines none yet) are not applied, as crun does not apply them.
@@ -66,7 +63,7 @@ pub(super) fn personality(p: Option<&spec::Personality>) -> Result<Option<u32>, 
     };
     match p.domain.as_str() {
         "LINUX" => Ok(Some(0)),
-        "LINUX32" => Ok(Some(0x0008)),
+        "LINUX32" => Ok(Some(PER_LINUX32)),
         other => Err(bad(
             "linux.personality.domain",
             format!("{other:?}: must be LINUX or LINUX32"),
@@ -78,11 +75,12 @@ pub(super) fn personality(p: Option<&spec::Personality>) -> Result<Option<u32>, 
 /// kernel says `i686` (its `override_architecture`); anything else is reported as it is.
 pub(super) fn machine_in(domain: Option<u32>, machine: &str) -> String {
     match (domain, machine) {
-        (Some(0x0008), "x86_64") => "i686".into(),
+        (Some(PER_LINUX32), "x86_64") => "i686".into(),
         _ => machine.into(),
     }
 }
 
+/// `linux.devices` as nodes made in the container.
 pub(super) fn devices(list: &[spec::Device]) -> Result<Vec<MountOp>, ConvertError> {
     let mut ops = Vec::new();
     for (i, d) in list.iter().enumerate() {
