@@ -15,6 +15,7 @@ mod fakeclock;
 pub(crate) mod idmap;
 mod init;
 mod mounts;
+mod netns;
 mod notify;
 mod pins_only;
 mod probe;

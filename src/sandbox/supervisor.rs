@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use super::protocol::{self, drain, InitMsg};
 use super::tty::{self, Relay};
 use super::vdso::LISTENER_TAG;
-use super::{init, notify, signals, tracees, vdso, Outcome, SandboxError};
+use super::{init, netns, notify, signals, tracees, vdso, Outcome, SandboxError};
 use crate::plan::{IdMap, Isolation, Plan};
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 use std::sync::mpsc::Sender;
@@ -347,7 +347,11 @@ pub(super) fn clone_init(
         .ok()
         .filter(|g| !g.is_empty() && nix::unistd::setgroups(&[]).is_ok());
     crate::trace::step("supervisor", "socketpair, groups");
-    let cloned = clone_process(plan.clone_flags() | extra);
+    let mut flags = plan.clone_flags() | extra;
+    if netns::by_helper(plan, lifecycle.is_some()) {
+        flags &= !libc::CLONE_NEWNET; // made beside init (`netns`)
+    }
+    let cloned = clone_process(flags);
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
     }
@@ -437,6 +441,12 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
     }
+    // The network namespace, made beside init while it builds the root (before the
+    // notification thread starts: the helper is forked from a single-threaded process).
+    let net_helper = netns::by_helper(plan, false)
+        .then(|| netns::spawn_helper(child, &ours))
+        .flatten();
+    crate::trace::step("supervisor", "fork the network namespace's helper");
     // Direct attempts at addresses outside the sandbox, noted by the notification server.
     let journal = plan
         .egress
@@ -476,6 +486,9 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         egress.map(Egress::stop).unwrap_or_default(),
         journal.map(|j| j.take()).unwrap_or_default(),
     );
+    if let Some(helper) = net_helper {
+        let _ = nix::sys::wait::waitpid(helper, None); // long done: it exits once it has sent
+    }
     let watched = watched?;
     msgs.extend(drain(&ours));
     crate::trace::step("supervisor", "drain init's socket");

@@ -217,7 +217,7 @@ fn run(
 
     let mut trees = lifecycle.map(|l| l.trees.take()).unwrap_or_default();
     for step in steps::steps(plan, lifecycle.is_some()) {
-        steps::perform(step, plan, sock, &mut trees)?;
+        steps::perform(step, plan, (sock, lifecycle.is_some()), &mut trees)?;
         crate::trace::step_with("init", || format!("{step:?}"));
     }
 

@@ -66,7 +66,8 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     if plan.has(Namespace::Uts) || (uts_joined && !plan.hostname.is_empty()) {
         steps.push(Step::Hostname);
     }
-    if plan.has(Namespace::Net) {
+    // A network namespace made beside init is joined while the root is built (`netns`).
+    if plan.has(Namespace::Net) && !crate::sandbox::netns::by_helper(plan, oci) {
         steps.push(Step::Loopback);
         if plan.egress.is_some() {
             steps.push(Step::ProxyListener);
@@ -82,11 +83,12 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
     steps
 }
 
-/// Performs one step. `trees`: the creator's idmapped trees, attached by [`Step::Root`].
+/// Performs one step (`oci`: in an OCI container's init). `trees`: the creator's idmapped
+/// trees, attached by [`Step::Root`].
 pub(super) fn perform(
     step: Step,
     plan: &Plan,
-    sock: &OwnedFd,
+    (sock, oci): (&OwnedFd, bool),
     trees: &mut Vec<crate::sandbox::idmap::Tree>,
 ) -> Result<(), InitError> {
     match step {
@@ -128,7 +130,17 @@ pub(super) fn perform(
         Step::Root => {
             let own =
                 plan.has(Namespace::Mount) || plan.join.iter().any(|j| j.ns == Namespace::Mount);
-            Ok(build_root(&plan.mounts, own, std::mem::take(trees))?)
+            let join = || crate::sandbox::netns::join(sock);
+            let join_net = match crate::sandbox::netns::by_helper(plan, oci) {
+                true => Some(&join as &dyn Fn() -> Result<(), Errno>),
+                false => None,
+            };
+            Ok(build_root(
+                &plan.mounts,
+                own,
+                std::mem::take(trees),
+                join_net,
+            )?)
         }
         Step::Chdir => {
             let cwd = plan.cwd.to_string_lossy().to_string();
@@ -252,18 +264,15 @@ mod tests {
     #[test]
     fn an_exec_sandbox_sets_up_in_the_documented_order() {
         use Step::*;
+        // The network namespace is made beside init and joined during `Root` (`netns`).
         assert_eq!(
             steps(&plan(), false),
-            [
-                JoinNamespaces,
-                IdMaps,
-                Hostname,
-                Loopback,
-                Root,
-                Chdir,
-                TimeNamespace
-            ]
+            [JoinNamespaces, IdMaps, Hostname, Root, Chdir, TimeNamespace]
         );
+        // An OCI container's init makes its own and brings loopback up before its root.
+        let oci = steps(&plan(), true);
+        let lo = oci.iter().position(|s| *s == Loopback).unwrap();
+        assert_eq!(oci[lo + 1], Root);
     }
 
     #[test]

@@ -82,6 +82,8 @@ pub(crate) enum MountError {
     NoRootfs,
     #[error("idmapped mount on {dest}: no idmapped tree was made for it by the creator")]
     NoTree { dest: PathBuf },
+    #[error("join the network namespace: {0}")]
+    Network(Errno),
 }
 
 impl MountError {
@@ -91,6 +93,7 @@ impl MountError {
             | MountError::Staging(_, e)
             | MountError::Pivot(e)
             | MountError::Detach(e)
+            | MountError::Network(e)
             | MountError::Chroot(e)
             | MountError::Op { errno: e, .. }
             | MountError::Target { errno: e, .. } => *e,
@@ -180,7 +183,24 @@ impl<'a> Builder<'a> {
 
     /// Performs `ops` in order.
     pub(crate) fn run(&mut self, ops: &[MountOp]) -> Result<(), MountError> {
+        self.run_joining(ops, None)
+    }
+
+    /// [`Builder::run`] that calls `join_net` once, before the first `sysfs` mount (which
+    /// needs the network namespace the sandbox's user namespace owns), or after the last
+    /// operation when there is none.
+    pub(crate) fn run_joining(
+        &mut self,
+        ops: &[MountOp],
+        mut join_net: Option<&dyn Fn() -> Result<(), Errno>>,
+    ) -> Result<(), MountError> {
         for op in ops {
+            if matches!(op, MountOp::Sysfs { .. }) {
+                if let Some(join) = join_net.take() {
+                    join().map_err(MountError::Network)?;
+                    crate::trace::step("init", "  join the network namespace");
+                }
+            }
             self.apply(op)?;
             if let Some(dest) = op.dest() {
                 self.forget_below(dest);
@@ -192,7 +212,10 @@ impl<'a> Builder<'a> {
                 format!("  mount {kind} {}", dest.unwrap_or_default())
             });
         }
-        Ok(())
+        match join_net {
+            Some(join) => join().map_err(MountError::Network),
+            None => Ok(()),
+        }
     }
 
     /// The directory that becomes the new root.
@@ -318,8 +341,12 @@ pub(crate) fn build_root(
     ops: &[MountOp],
     own_namespace: bool,
     trees: Vec<crate::sandbox::idmap::Tree>,
+    join_net: Option<&dyn Fn() -> Result<(), Errno>>,
 ) -> Result<(), MountError> {
     if !own_namespace {
+        if let Some(join) = join_net {
+            join().map_err(MountError::Network)?;
+        }
         return build_root_in_place(ops, trees);
     }
     let sys = Host;
@@ -334,7 +361,7 @@ pub(crate) fn build_root(
     enter_staging(&sys)?;
     crate::trace::step("init", "  mount staging root");
     let mut builder = Builder::new(&sys, Layout::sandbox()).with_trees(trees);
-    builder.run(ops)?;
+    builder.run_joining(ops, join_net)?;
     let newroot = builder.newroot();
     drop(builder);
     std::env::set_current_dir(&newroot).map_err(|e| MountError::Pivot(io_errno(&e)))?;

@@ -94,15 +94,20 @@ impl Syscall for Recorder {
     }
 }
 
-/// Runs `ops` with the host's root as the source side and a temporary staging root.
-fn run(rec: &Recorder, ops: &[MountOp]) -> (tempfile::TempDir, Result<(), MountError>) {
-    let staging = tempfile::tempdir().unwrap();
-    let layout = Layout {
+/// The host's root as the source side, `staging` as the staging root.
+fn layout_in(staging: &tempfile::TempDir) -> Layout {
+    Layout {
         staging: staging.path().to_path_buf(),
         oldroot: "/".into(),
         newroot: staging.path().join("newroot"),
         private_root: false,
-    };
+    }
+}
+
+/// Runs `ops` with the host's root as the source side and a temporary staging root.
+fn run(rec: &Recorder, ops: &[MountOp]) -> (tempfile::TempDir, Result<(), MountError>) {
+    let staging = tempfile::tempdir().unwrap();
+    let layout = layout_in(&staging);
     let result = Builder::new(rec, layout).run(ops);
     (staging, result)
 }
@@ -222,6 +227,52 @@ fn a_refused_sysfs_falls_back_to_the_hosts_read_only() {
     assert!(matches!(&calls[1], Call::Setattr { set, .. } if *set == READ_ONLY));
 }
 
+/// The network namespace made beside init is joined right before `sysfs` is mounted (sysfs
+/// shows the namespace of the mounter), once; with no `sysfs` in the plan, after the last
+/// operation; a failed join stops the build there.
+#[test]
+fn the_network_namespace_is_joined_once_before_sysfs() {
+    let tmpfs = |dest: &str| MountOp::Tmpfs {
+        dest: dest.into(),
+        mode: 0o755,
+        size: None,
+    };
+    let ops = [
+        tmpfs("/tmp"),
+        MountOp::Sysfs {
+            dest: "/sys".into(),
+        },
+        tmpfs("/run"),
+    ];
+    for (ops, joined_after) in [(&ops[..], 1), (&ops[..1], 1)] {
+        let rec = Recorder::default();
+        let staging = tempfile::tempdir().unwrap();
+        let layout = layout_in(&staging);
+        let joins = RefCell::new(Vec::new());
+        let join = || {
+            joins.borrow_mut().push(rec.calls.borrow().len());
+            Ok(())
+        };
+        Builder::new(&rec, layout)
+            .run_joining(ops, Some(&join))
+            .unwrap();
+        assert_eq!(*joins.borrow(), [joined_after], "{ops:?}");
+    }
+    let rec = Recorder::default();
+    let staging = tempfile::tempdir().unwrap();
+    let layout = layout_in(&staging);
+    let refused = || Err(Errno::EPERM);
+    let e = Builder::new(&rec, layout)
+        .run_joining(&ops, Some(&refused))
+        .unwrap_err();
+    assert!(matches!(e, MountError::Network(Errno::EPERM)), "{e}");
+    assert_eq!(
+        rec.calls.borrow().len(),
+        1,
+        "nothing mounted after the failed join"
+    );
+}
+
 #[test]
 fn generated_files_live_beside_the_new_root_and_are_bound_read_only() {
     let rec = Recorder::default();
@@ -330,12 +381,7 @@ fn tree(dest: &str) -> crate::sandbox::idmap::Tree {
 fn an_idmapped_bind_attaches_the_creators_tree_made_private() {
     let rec = Recorder::default();
     let staging = tempfile::tempdir().unwrap();
-    let layout = Layout {
-        staging: staging.path().to_path_buf(),
-        oldroot: "/".into(),
-        newroot: staging.path().join("newroot"),
-        private_root: false,
-    };
+    let layout = layout_in(&staging);
     let ops = [
         idmapped_bind("/data", true, &["ro", "rslave"]),
         idmapped_bind("/more", false, &[]),
@@ -393,12 +439,7 @@ fn an_idmapped_bind_without_its_tree_is_refused_not_bound_plainly() {
     for trees in [Vec::new(), vec![tree("/elsewhere")]] {
         let rec = Recorder::default();
         let staging = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            staging: staging.path().to_path_buf(),
-            oldroot: "/".into(),
-            newroot: staging.path().join("newroot"),
-            private_root: false,
-        };
+        let layout = layout_in(&staging);
         let ops = [idmapped_bind("/data", false, &[])];
         let result = Builder::new(&rec, layout).with_trees(trees).run(&ops);
         match result {

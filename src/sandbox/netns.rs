@@ -1,0 +1,140 @@
+//! The sandbox's network namespace, made beside init instead of by init's `clone` (issue 20):
+//! a new network namespace is the costliest part of the clone (about 0.4–0.6 ms here). For a
+//! one-shot run (`reprorun exec`, the pipelines), the supervisor clones init without
+//! `CLONE_NEWNET` and forks a helper that joins init's user namespace, makes the network
+//! namespace there (so it belongs to the sandbox's user namespace, exactly as one made by the
+//! clone would) and brings its loopback up, while init builds the new root. The helper hands
+//! the namespace to init over init's socket; init joins it before it mounts `sysfs` (which
+//! needs the network namespace its user namespace owns). Where the helper fails, init makes
+//! the namespace itself, as before: the sandbox is the same either way.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::sched::CloneFlags;
+use nix::unistd::Pid;
+
+use crate::plan::{Namespace, Plan};
+
+/// Tags the helper's network namespace on init's socket.
+const NET_TAG: u8 = b'E';
+/// The helper could not make the namespace: init makes it.
+const FAILED_TAG: u8 = b'F';
+
+/// Whether `plan`'s network namespace is made by the helper: a new one with nothing inside
+/// that init must set up before it forks (no egress proxy or registry listener, which init
+/// opens in the namespace before its root is built), for a run, not an OCI container.
+pub(crate) fn by_helper(plan: &Plan, oci: bool) -> bool {
+    !oci && plan.has(Namespace::Net)
+        && !plan.join.iter().any(|j| j.ns == Namespace::Net)
+        && plan.egress.is_none()
+        && plan.registry.is_none()
+}
+
+/// Forks the helper (the caller must be single-threaded: the child joins a user namespace).
+/// Returns its pid for the caller to reap; where the fork fails, tells init to make the
+/// namespace itself and returns `None`.
+pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
+    // SAFETY: the caller is single-threaded (see above); the child only makes system calls
+    // and ends with _exit, never returning into the caller's code.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Parent { child }) => Some(child),
+        Ok(nix::unistd::ForkResult::Child) => {
+            if make(init)
+                .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))
+                .is_err()
+            {
+                let _ = nix::sys::socket::send(
+                    sock.as_raw_fd(),
+                    &[FAILED_TAG],
+                    nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+                );
+            }
+            // SAFETY: _exit ends the forked child at once, without the parent's atexit
+            // handlers or stdio buffers.
+            unsafe { libc::_exit(0) }
+        }
+        Err(_) => {
+            let _ = nix::sys::socket::send(
+                sock.as_raw_fd(),
+                &[FAILED_TAG],
+                nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+            );
+            None
+        }
+    }
+}
+
+/// In the helper: joins init's user namespace, makes a network namespace there with its
+/// loopback up, and returns a descriptor of it.
+fn make(init: Pid) -> Result<OwnedFd, Errno> {
+    let open = |path: &str| -> Result<OwnedFd, Errno> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+            .map(OwnedFd::from)
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+    };
+    let user = open(&format!("/proc/{init}/ns/user"))?;
+    nix::sched::setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWNET)?;
+    crate::sys::loopback_up()?;
+    open("/proc/self/ns/net")
+}
+
+/// In init: waits for the helper's namespace and joins it; where the helper failed, makes a
+/// new one (loopback up) itself.
+pub(crate) fn join(sock: &OwnedFd) -> Result<(), Errno> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+        match crate::sys::recv_packet(sock)? {
+            None => {
+                if fds[0]
+                    .revents()
+                    .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+                {
+                    return Err(Errno::EPIPE); // the supervisor is gone
+                }
+            }
+            Some((bytes, Some(ns))) if bytes == [NET_TAG] => {
+                return nix::sched::setns(ns.as_fd(), CloneFlags::CLONE_NEWNET);
+            }
+            Some(_) => {
+                nix::sched::unshare(CloneFlags::CLONE_NEWNET)?;
+                return crate::sys::loopback_up();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_runs_plain_new_network_namespace_is_made_beside_init() {
+        let plan = Plan::base("/".into(), vec!["true".into()]);
+        assert!(plan.has(Namespace::Net));
+        assert!(by_helper(&plan, false));
+        assert!(
+            !by_helper(&plan, true),
+            "an OCI container's init makes its own"
+        );
+        let mut host = plan.clone();
+        host.namespaces.retain(|n| *n != Namespace::Net);
+        assert!(!by_helper(&host, false), "--net host: no namespace at all");
+        let mut joined = plan.clone();
+        joined.join.push(crate::plan::NsJoin {
+            ns: Namespace::Net,
+            path: "/proc/1/ns/net".into(),
+        });
+        assert!(!by_helper(&joined, false));
+    }
+}
