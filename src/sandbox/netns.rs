@@ -31,14 +31,18 @@ pub(crate) fn by_helper(plan: &Plan, oci: bool) -> bool {
         && plan.registry.is_none()
 }
 
-/// Forks the helper (the caller must be single-threaded: the child joins a user namespace).
+/// Forks the helper (a fork is single-threaded, as joining a user namespace requires).
 /// Returns its pid for the caller to reap; where the fork fails, tells init to make the
 /// namespace itself and returns `None`.
 pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
-    // SAFETY: the caller is single-threaded (see above); the child only makes system calls
+    // SAFETY: the child, the forking thread alone, makes system calls and small allocations
+    // (glibc's malloc is fork-safe, also when the caller has other threads: a pipeline's)
     // and ends with _exit, never returning into the caller's code.
     match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Parent { child }) => Some(child),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            crate::trace::step("supervisor", "fork the network namespace's helper");
+            Some(child)
+        }
         Ok(nix::unistd::ForkResult::Child) => {
             if make(init)
                 .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))

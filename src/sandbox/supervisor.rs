@@ -441,12 +441,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
     }
-    // The network namespace, made beside init while it builds the root (before the
-    // notification thread starts: the helper is forked from a single-threaded process).
+    // The network namespace, made beside init while it builds the root.
     let net_helper = netns::by_helper(plan, false)
         .then(|| netns::spawn_helper(child, &ours))
         .flatten();
-    crate::trace::step("supervisor", "fork the network namespace's helper");
     // Direct attempts at addresses outside the sandbox, noted by the notification server.
     let journal = plan
         .egress
