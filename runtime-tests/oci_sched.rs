@@ -10,6 +10,21 @@ use crate::oci::Bundle;
 /// then its I/O priority as `ionice` prints it.
 const SHOW: &str = "busybox cut -d' ' -f19,41 /proc/$$/stat; busybox ionice -p $$";
 
+/// A container of `b` (whose process writes `show`'s two lines to /shared/out, then sleeps)
+/// created and started as `id`: the create's output, whether it started and wrote them, and
+/// what it wrote.
+fn start_showing(b: &Bundle, id: &str) -> (std::process::Output, bool, String) {
+    let out = b.shared().join("out");
+    let o = b.run(&["create", id]);
+    let started = o.status.success()
+        && b.run(&["start", id]).status.success()
+        && wait_until(std::time::Duration::from_secs(10), || {
+            std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 2)
+        });
+    let shown = std::fs::read_to_string(&out).unwrap_or_default();
+    (o, started, shown)
+}
+
 #[test]
 fn oci_scheduler_and_io_priority_apply_to_the_process_and_its_execs() {
     if !is_root() {
@@ -21,14 +36,7 @@ fn oci_scheduler_and_io_priority_apply_to_the_process_and_its_execs() {
         c["process"]["ioPriority"] = serde_json::json!({"class": "IOPRIO_CLASS_BE", "priority": 4});
         c["process"]["execCPUAffinity"] = serde_json::json!({"final": "0"});
     });
-    let out = b.shared().join("out");
-    let o = b.run(&["create", "s1"]);
-    let started = o.status.success()
-        && b.run(&["start", "s1"]).status.success()
-        && wait_until(std::time::Duration::from_secs(10), || {
-            std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 2)
-        });
-    let init = std::fs::read_to_string(&out).unwrap_or_default();
+    let (o, started, init) = start_showing(&b, "s1");
     // An exec without --process takes the container's process settings (as runc's does).
     let inherited = b.run(&["exec", "s1", "sh", "-c", SHOW]);
     // One with --process takes the file's: SCHED_IDLE, no I/O class, CPU 0 only.
@@ -97,14 +105,7 @@ fn oci_personality_sets_the_execution_domain() {
     let b = Bundle::new(&["sh", "-c", &script], |c| {
         c["linux"]["personality"] = serde_json::json!({"domain": "LINUX32"});
     });
-    let out = b.shared().join("out");
-    let o = b.run(&["create", "p1"]);
-    let started = o.status.success()
-        && b.run(&["start", "p1"]).status.success()
-        && wait_until(std::time::Duration::from_secs(10), || {
-            std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 2)
-        });
-    let init = std::fs::read_to_string(&out).unwrap_or_default();
+    let (o, started, init) = start_showing(&b, "p1");
     let exec = b.run(&["exec", "p1", "sh", "-c", SHOW]);
     let _ = b.run(&["delete", "--force", "p1"]);
     assert!(started, "{o:?}");
