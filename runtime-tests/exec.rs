@@ -138,6 +138,36 @@ fn host_root_is_read_only() {
 }
 
 #[test]
+fn masks_generated_files_and_runtime_files_are_read_only_binds() {
+    let w = Work::new();
+    // The mount options of each path (the last mount there wins), then what writes do.
+    let script = r#"
+        for p in /proc/cpuinfo /sys/devices/system/cpu/online /proc/acpi /sys/firmware \
+                 /proc/keys /run/reprorun /dev /dev/shm; do
+            o=$(awk -v p="$p" '$5 == p { o = $6 } END { print o }' /proc/self/mountinfo)
+            echo "$p ${o:-none}"
+        done
+        for p in /proc/acpi/x /sys/firmware/x /run/reprorun/x; do
+            touch "$p" 2>/dev/null && echo "wrote $p"
+        done
+        ls -A /proc/acpi /sys/firmware | grep -v : | grep -c . 
+        cat /proc/keys 2>/dev/null | wc -c
+        stat -c %a /dev/shm; touch /dev/shm/x && echo shm-ok
+    "#;
+    let o = w.run(&["exec", "--", "sh", "-c", script]);
+    let out = expect_code(&o, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    for line in &lines[..6] {
+        let opts = line.split_once(' ').map(|(_, o)| o).unwrap_or_default();
+        assert!(opts.starts_with("ro,nosuid,nodev"), "{out}");
+    }
+    // /dev is a writable tmpfs and /dev/shm a sticky directory of it, not a mount of its own.
+    assert!(lines[6].starts_with("/dev rw,nosuid,nodev"), "{out}");
+    assert_eq!(lines[7], "/dev/shm none", "{out}");
+    assert_eq!(lines[8..], ["0", "0", "1777", "shm-ok"], "{out}");
+}
+
+#[test]
 fn work_is_writable_and_results_land_on_the_host() {
     let w = Work::new();
     std::fs::write(w.path().join("input.txt"), "in").unwrap();

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::system::{runtime_mounts, system_mounts};
+use super::system::{runtime_mounts, sysfs_last, system_mounts};
 use super::{
     base, image, sockets, ExecRequest, ExtraMount, HostFacts, IdMap, Isolation, MountOp, Namespace,
     NetMode, Plan, PlanError, MASKED, PROVIDED, READONLY, UPTIME_START_SECS, WORKDIR,
@@ -32,11 +32,12 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     let seeded = req.random == RandomMode::Seeded;
 
     let mut mounts = root_mounts(req, &roots)?;
-    mounts.extend(system_mounts(seeded, req.tmpfs_size));
-    mounts.extend(pinned_files(&identity, boot_epoch(req, host)));
+    let mut system = system_mounts(seeded, req.tmpfs_size);
+    system.extend(pinned_files(&identity, boot_epoch(req, host)));
     if clock.is_some() || seeded {
-        mounts.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
+        system.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
+    mounts.extend(sysfs_last(system));
     mounts.extend(caller_mounts(req, host, &roots)?);
     if req.image.is_some() {
         image::writable_etc(&mut mounts);

@@ -29,10 +29,11 @@ pub(super) fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp>
         dest: "/dev/pts".into(),
     });
     ops.extend(dev_links());
-    ops.push(MountOp::Tmpfs {
+    // A directory of /dev's tmpfs, as bubblewrap makes it: the same filesystem type, and no
+    // superblock of its own to make and tear down per run (issue 20).
+    ops.push(MountOp::Dir {
         dest: "/dev/shm".into(),
         mode: 0o1777,
-        size: None,
     });
     ops.push(MountOp::Tmpfs {
         dest: "/run".into(),
@@ -54,6 +55,18 @@ pub(super) fn system_mounts(seeded: bool, tmp_size: Option<u64>) -> Vec<MountOp>
         mode: 0o755,
     });
     ops
+}
+
+/// `ops` with `/sys` and everything placed under it moved after the rest, in their order.
+/// The network namespace is made beside init while it builds the root and joined right
+/// before the `sysfs` mount (which needs it): the later that mount comes, the less init
+/// waits for it.
+pub(super) fn sysfs_last(ops: Vec<MountOp>) -> Vec<MountOp> {
+    let (mut rest, sys): (Vec<_>, Vec<_>) = ops
+        .into_iter()
+        .partition(|op| !op.dest().is_some_and(|d| d.starts_with("/sys")));
+    rest.extend(sys);
+    rest
 }
 
 /// The device nodes of every sandbox and OCI container (runc's list), as binds of the
@@ -96,17 +109,33 @@ pub(crate) fn dev_links() -> Vec<MountOp> {
     .collect()
 }
 
-/// The runtime page (clock, seed) and preload library in a private tmpfs, and
-/// `/etc/ld.so.preload` naming the library. The tmpfs stays writable only in `tick` mode (the
-/// shared read counter).
+/// The runtime page (clock, seed) and preload library in a private directory of `/run`, and
+/// `/etc/ld.so.preload` naming the library. The directory stays writable only in `tick` mode
+/// (the shared read counter).
 pub(super) fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
-    let mut ops = runtime_dir(clock, seed);
-    ops.push(MountOp::Preload {
-        etc: "/etc".into(),
-        lib: PRELOAD_PATH.into(),
-    });
+    // A directory of the sandbox's own /run tmpfs, bound on itself read-only once written:
+    // a bind, not a tmpfs of its own (a superblock made and torn down per run, issue 20).
+    let mut ops = vec![
+        MountOp::Dir {
+            dest: RUN_DIR.into(),
+            mode: 0o755,
+        },
+        MountOp::RuntimeFiles {
+            dir: RUN_DIR.into(),
+            clock,
+            seed,
+        },
+        MountOp::Preload {
+            etc: "/etc".into(),
+            lib: PRELOAD_PATH.into(),
+        },
+    ];
     let tick = clock.is_some_and(|c| matches!(c.mode, ClockMode::Tick { .. }));
-    ops.extend(runtime_dir_readonly(tick));
+    if !tick {
+        ops.push(MountOp::ReadonlyPath {
+            dest: RUN_DIR.into(),
+        });
+    }
     ops
 }
 

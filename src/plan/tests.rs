@@ -324,10 +324,9 @@ fn clock_defaults_dates_and_time_mounts() {
     assert_eq!(
         plan.mounts[i - 1..i + 3],
         [
-            MountOp::Tmpfs {
+            MountOp::Dir {
                 dest: run_dir.clone(),
                 mode: 0o755,
-                size: Some(1 << 20)
             },
             MountOp::RuntimeFiles {
                 dir: run_dir.clone(),
@@ -338,7 +337,7 @@ fn clock_defaults_dates_and_time_mounts() {
                 etc: "/etc".into(),
                 lib: PRELOAD_PATH.into()
             },
-            MountOp::Readonly {
+            MountOp::ReadonlyPath {
                 dest: run_dir.clone()
             },
         ]
@@ -369,8 +368,13 @@ fn clock_defaults_dates_and_time_mounts() {
     );
     assert!(plan.env.contains(&"SOURCE_DATE_EPOCH=1234".to_string()));
     // Tick mode keeps the page writable (its read counter is shared).
-    assert!(!plan.mounts.contains(&MountOp::Readonly {
+    assert!(!plan.mounts.contains(&MountOp::ReadonlyPath {
         dest: run_dir.clone()
+    }));
+    assert!(plan.mounts.contains(&MountOp::RuntimeFiles {
+        dir: run_dir.clone(),
+        clock: plan.clock,
+        seed: Some(0)
     }));
 
     // --date now: no fake clock, SOURCE_DATE_EPOCH is the real time; the page and the
@@ -435,7 +439,26 @@ fn seed_random_and_cpus_resolve() {
             _ => None,
         })
         .collect();
-    assert!(files.iter().all(|(i, _, _)| *i > proc_at && *i > sys_at));
+    assert!(files
+        .iter()
+        .all(|(i, d, _)| *i > proc_at && (*i > sys_at || !d.starts_with("/sys"))));
+    // /sys and what is placed under it come after every other system mount (init joins the
+    // network namespace, made beside it, right before sysfs), and before the caller's.
+    let under_sys = |m: &MountOp| m.dest().is_some_and(|d| d.starts_with("/sys"));
+    let last_other = plan.mounts[..sys_at]
+        .iter()
+        .rposition(|m| !under_sys(m))
+        .unwrap();
+    assert!(matches!(
+        plan.mounts[last_other],
+        MountOp::ReadonlyPath { ref dest } if dest == Path::new(crate::determinism::clock::RUN_DIR)
+    ));
+    let sys_ops: Vec<_> = plan.mounts.iter().filter(|m| under_sys(m)).collect();
+    assert_eq!(sys_ops.len(), 7, "{sys_ops:?}");
+    assert!(plan.mounts[sys_at..sys_at + 7].iter().all(under_sys));
+    assert!(
+        matches!(plan.mounts[sys_at + 7], MountOp::Bind { ref dest, .. } if dest == Path::new(WORKDIR))
+    );
     let online = files
         .iter()
         .find(|(_, d, _)| d == Path::new("/sys/devices/system/cpu/online"))

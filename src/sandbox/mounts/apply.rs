@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::mount::MsFlags;
 
-use super::{io_errno, write_file, Builder, MountError};
+use super::{io_errno, write_file, Builder, Found, MountError};
 use crate::plan::MountOp;
 use crate::sys::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 
@@ -83,7 +83,7 @@ impl Builder<'_> {
 
     /// Binds `src` onto `path` (with everything mounted below it when `recursive`) and sets
     /// `attrs` (MOUNT_ATTR_*) on the new mount — and, when recursive, on every mount below.
-    fn bind(
+    pub(super) fn bind(
         &self,
         src: &Path,
         path: &Path,
@@ -150,38 +150,15 @@ impl Builder<'_> {
         self.bind(&sys, path, true, READ_ONLY, "sysfs", dest)
     }
 
-    /// Hides `dest`: a directory under an empty read-only tmpfs, anything else under the
-    /// host's null device. The device is opened without following links and checked to be
-    /// the real `/dev/null` (character device 1:3) before it is bound, through its
-    /// descriptor, so a replaced node cannot turn the mask into a bind of something else
-    /// (CVE-2025-31133).
+    /// Hides `dest`: a directory under an empty read-only directory, anything else under
+    /// the host's null device (both bound from the read-only sources, `sources.rs`).
     fn mask(&mut self, dest: &Path) -> Result<(), MountError> {
-        use std::os::fd::AsRawFd;
         let path = self.staged(dest);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            return Ok(()); // nothing there on this kernel
-        };
-        self.reject_links(dest)?;
-        if meta.is_dir() {
-            let flags = HARDENED | MsFlags::MS_RDONLY | MsFlags::MS_NOEXEC;
-            return self
-                .fs("tmpfs", &path, flags, Some("mode=0555"))
-                .map_err(fail("mask", dest));
+        match self.reject_links(dest)? {
+            Found::Missing => Ok(()), // nothing there on this kernel
+            Found::Dir => self.mask_dir(&path, dest),
+            Found::Other => self.mask_file(&path, dest),
         }
-        if self.null.is_none() {
-            let null = super::open_null_device(&self.host(Path::new("/dev/null"))).map_err(
-                |(kind, errno)| MountError::Op {
-                    kind,
-                    dest: dest.to_path_buf(),
-                    errno,
-                },
-            )?;
-            self.null = Some(null);
-        }
-        let raw = self.null.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-        // Through the sandbox's own procfs (mounted already): the staging root has none.
-        let src = self.staged(Path::new(&format!("/proc/self/fd/{raw}")));
-        self.bind(&src, &path, false, READ_ONLY, "mask", dest)
     }
 
     /// Makes a device node (OCI `linux.devices`); where mknod is refused (a user namespace),
@@ -287,11 +264,10 @@ impl Builder<'_> {
             MountOp::Overlay { lower, dest, keep } => self.overlay(lower, dest, keep.as_deref()),
             MountOp::Mask { dest } => self.mask(dest),
             MountOp::ReadonlyPath { dest } => {
-                let path = self.staged(dest);
-                if std::fs::symlink_metadata(&path).is_err() {
+                if self.reject_links(dest)? == Found::Missing {
                     return Ok(()); // nothing there on this kernel
                 }
-                self.reject_links(dest)?;
+                let path = self.staged(dest);
                 self.bind(&path, &path, true, READ_ONLY, "read-only bind", dest)
             }
             MountOp::Readonly { dest } => self
@@ -440,26 +416,6 @@ impl Builder<'_> {
         self.sys
             .mount_setattr(&newroot, true, MOUNT_ATTR_NODEV, 0)
             .map_err(fail("root bind", root))
-    }
-
-    /// A generated file bound read-only over `dest`. It lives in the staging root, which is
-    /// detached later; the bind keeps it.
-    fn generated(&mut self, dest: &Path, contents: &str) -> Result<(), MountError> {
-        if self.generated.is_none() {
-            let dir = self.beside("generated");
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| fail("generated file", dest)(io_errno(&e)))?;
-            self.generated = Some(dir);
-        }
-        let dir = self.generated.clone().unwrap_or_default();
-        let name = dest
-            .to_string_lossy()
-            .trim_start_matches('/')
-            .replace('/', "_");
-        let src = dir.join(name);
-        write_file(&src, contents.as_bytes(), 0o444, dest)?;
-        let path = self.ensure_file(dest)?;
-        self.bind(&src, &path, false, READ_ONLY, "bind", dest)
     }
 
     /// A FIFO at `dest` with hard links at `links`.

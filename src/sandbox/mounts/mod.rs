@@ -9,6 +9,7 @@
 mod apply;
 mod attach;
 mod copy_up;
+mod sources;
 mod syscall;
 /// Opens the host's `/dev/null` (at `path`) without following links and checks it is the
 /// null device.
@@ -154,11 +155,8 @@ pub(crate) struct Builder<'a> {
     /// every mount forgets what it covers ([`Builder::forget_below`]); a mount on a path keeps
     /// its kind (the kernel mounts a directory only on a directory).
     checked: HashMap<PathBuf, bool>,
-    /// The host's null device, opened and checked once for every mask (close-on-exec; the
-    /// workload's exec drops it).
-    null: Option<std::os::fd::OwnedFd>,
-    /// The staging directory of generated files, once made.
-    generated: Option<PathBuf>,
+    /// The read-only sources of generated files and masks, once made.
+    sources: sources::Sources,
     /// The creator's detached idmapped trees, in the order of the idmapped binds.
     trees: std::collections::VecDeque<crate::sandbox::idmap::Tree>,
 }
@@ -169,8 +167,7 @@ impl<'a> Builder<'a> {
             sys,
             layout,
             checked: HashMap::new(),
-            null: None,
-            generated: None,
+            sources: Default::default(),
             trees: Default::default(),
         }
     }

@@ -282,14 +282,111 @@ fn generated_files_live_beside_the_new_root_and_are_bound_read_only() {
     }];
     let (staging, result) = run(&rec, &ops);
     result.unwrap();
-    let src = staging.path().join("generated/proc_loadavg");
+    let written = staging.path().join("generated");
+    let view = staging.path().join("generated-ro");
     assert_eq!(
-        std::fs::read_to_string(&src).unwrap(),
+        std::fs::read_to_string(written.join("proc_loadavg")).unwrap(),
         "0.00 0.00 0.00 1/1 1\n"
     );
+    // The written directory is bound read-only once; each file is bound from that view
+    // (inheriting its flags), with no mount_setattr of its own.
     let calls = rec.calls.borrow();
-    assert!(matches!(&calls[0], Call::Mount { source: Some(s), .. } if *s == src));
-    assert!(matches!(&calls[1], Call::Setattr { set, .. } if *set == READ_ONLY));
+    assert_eq!(
+        calls[..2],
+        [
+            Call::Mount {
+                source: Some(written.clone()),
+                target: view.clone(),
+                fstype: None,
+                flags: MsFlags::MS_BIND,
+                data: None,
+            },
+            Call::Setattr {
+                path: view.clone(),
+                recursive: false,
+                set: READ_ONLY,
+                clear: 0,
+            },
+        ]
+    );
+    assert_eq!(
+        calls[2..],
+        [Call::Mount {
+            source: Some(view.join("proc_loadavg")),
+            target: staging.path().join("newroot/proc/loadavg"),
+            fstype: None,
+            flags: MsFlags::MS_BIND,
+            data: None,
+        }]
+    );
+}
+
+#[test]
+fn masks_bind_an_empty_directory_and_the_null_device_from_one_read_only_view() {
+    let rec = Recorder::default();
+    let staging = tempfile::tempdir().unwrap();
+    let layout = layout_in(&staging);
+    let newroot = layout.newroot.clone();
+    for dir in ["proc/acpi", "proc/scsi", "proc/self/fd"] {
+        std::fs::create_dir_all(newroot.join(dir)).unwrap();
+    }
+    std::fs::write(newroot.join("proc/kcore"), "").unwrap();
+    std::fs::write(newroot.join("proc/keys"), "").unwrap();
+    let ops: Vec<_> = ["/proc/acpi", "/proc/kcore", "/proc/scsi", "/proc/keys"]
+        .into_iter()
+        .map(|d| MountOp::Mask { dest: d.into() })
+        .collect();
+    Builder::new(&rec, layout).run(&ops).unwrap();
+    let view = staging.path().join("generated-ro");
+    let calls = rec.calls.borrow();
+    let binds: Vec<_> = calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Mount {
+                source: Some(s),
+                target,
+                fstype: None,
+                flags,
+                ..
+            } if *flags == MsFlags::MS_BIND => Some((s.clone(), target.clone())),
+            _ => None,
+        })
+        .collect();
+    let null = view.join("null");
+    let empty = view.join("empty");
+    let at = |d: &str| newroot.join(d);
+    // The view, then one plain bind per mask; the null device is bound onto the view (from
+    // this process's descriptor) before the first file's mask.
+    assert_eq!(binds[0].1, view);
+    assert_eq!(binds[1], (empty.clone(), at("proc/acpi")));
+    assert_eq!(binds[2].1, null);
+    assert!(binds[2].0.starts_with(newroot.join("proc/self/fd")));
+    assert_eq!(
+        binds[3..],
+        [
+            (null.clone(), at("proc/kcore")),
+            (empty.clone(), at("proc/scsi")),
+            (null.clone(), at("proc/keys")),
+        ]
+    );
+    // Only the view and the null device get attributes; no tmpfs is mounted.
+    let setattrs: Vec<_> = calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Setattr { path, set, .. } => Some((path.clone(), *set)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(setattrs, [(view.clone(), READ_ONLY), (null, READ_ONLY)]);
+    assert!(!calls.iter().any(|c| matches!(
+        c,
+        Call::Mount {
+            fstype: Some(_),
+            ..
+        }
+    )));
+    let empty_dir = staging.path().join("generated/empty");
+    assert_eq!(std::fs::read_dir(&empty_dir).unwrap().count(), 0);
 }
 
 #[test]
