@@ -44,7 +44,10 @@ impl Builder<'_> {
                 .mode(mode)
                 .create(path)
         };
-        made(&written.join(EMPTY), 0o555)
+        // `generated/` itself writable by its owner (a recursive create would give it the
+        // empty directory's mode).
+        made(&written, 0o755)
+            .and_then(|()| made(&written.join(EMPTY), 0o555))
             .and_then(|()| made(&view, 0o755))
             .and_then(|()| std::fs::File::create(written.join(NULL)).map(drop))
             .map_err(|e| fail("generated files", dest)(io_errno(&e)))?;

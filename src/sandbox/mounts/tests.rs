@@ -387,6 +387,11 @@ fn masks_bind_an_empty_directory_and_the_null_device_from_one_read_only_view() {
     )));
     let empty_dir = staging.path().join("generated/empty");
     assert_eq!(std::fs::read_dir(&empty_dir).unwrap().count(), 0);
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&p.metadata().unwrap().permissions()) & 0o777
+    };
+    assert_eq!(mode(&empty_dir), 0o555);
+    assert_eq!(mode(&staging.path().join("generated")), 0o755);
 }
 
 #[test]
