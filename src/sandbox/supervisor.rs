@@ -485,7 +485,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         journal.map(|j| j.take()).unwrap_or_default(),
     );
     if let Some(helper) = net_helper {
-        helper.reap(); // long done: it exits once it has sent
+        let _ = nix::sys::wait::waitpid(helper, None); // long done: it exits once it has sent
     }
     let watched = watched?;
     msgs.extend(drain(&ours));
