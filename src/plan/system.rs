@@ -139,8 +139,9 @@ pub(super) fn runtime_mounts(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec
     ops
 }
 
-/// The private tmpfs at `RUN_DIR` holding the runtime page and the preload library (exec
-/// sandboxes and OCI containers alike).
+/// The private tmpfs at `RUN_DIR` holding the runtime page and the preload library, for OCI
+/// containers (whose `/run` is the bundle's; an exec sandbox's is a directory of its own
+/// `/run` tmpfs, [`runtime_mounts`]).
 pub(crate) fn runtime_dir(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<MountOp> {
     vec![
         MountOp::Tmpfs {
@@ -156,8 +157,8 @@ pub(crate) fn runtime_dir(clock: Option<ClockPlan>, seed: Option<u64>) -> Vec<Mo
     ]
 }
 
-/// The runtime directory made read-only once written, except in `tick` mode (its page holds
-/// the shared read counter).
+/// An OCI container's runtime tmpfs made read-only once written, except in `tick` mode (its
+/// page holds the shared read counter).
 pub(crate) fn runtime_dir_readonly(tick: bool) -> Option<MountOp> {
     (!tick).then(|| MountOp::Readonly {
         dest: RUN_DIR.into(),

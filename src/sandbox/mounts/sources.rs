@@ -15,15 +15,19 @@ use std::path::{Path, PathBuf};
 use super::apply::{fail, READ_ONLY};
 use super::{io_errno, write_file, Builder, MountError};
 
-/// The paths of the sources, once made.
+/// Which sources are made (their paths follow from the staging root).
 #[derive(Debug, Default)]
 pub(super) struct Sources {
-    /// `generated/`: where generated files are written.
-    written: Option<PathBuf>,
-    /// Whether the null device is bound at `generated-ro/null`.
+    /// `generated/` and its read-only view `generated-ro/`.
+    view: bool,
+    /// The null device, bound at `generated-ro/null`.
     null: bool,
 }
 
+/// Where generated files are written, beside the new root.
+const WRITTEN: &str = "generated";
+/// `WRITTEN` bound read-only: what is bound from.
+const VIEW: &str = "generated-ro";
 /// The directory name of the empty directory in `generated/`.
 const EMPTY: &str = "empty";
 /// The file name the null device is bound on in `generated-ro/`.
@@ -33,11 +37,11 @@ impl Builder<'_> {
     /// `generated-ro/`, made (with `generated/`, its empty directory and the null device's
     /// mount point) on first use.
     fn view(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
-        let view = self.beside("generated-ro");
-        if self.sources.written.is_some() {
+        let view = self.beside(VIEW);
+        if self.sources.view {
             return Ok(view);
         }
-        let written = self.beside("generated");
+        let written = self.beside(WRITTEN);
         let made = |path: &Path, mode: u32| {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -52,7 +56,7 @@ impl Builder<'_> {
             .and_then(|()| std::fs::File::create(written.join(NULL)).map(drop))
             .map_err(|e| fail("generated files", dest)(io_errno(&e)))?;
         self.bind(&written, &view, false, READ_ONLY, "generated files", dest)?;
-        self.sources.written = Some(written);
+        self.sources.view = true;
         Ok(view)
     }
 
@@ -63,8 +67,8 @@ impl Builder<'_> {
             .to_string_lossy()
             .trim_start_matches('/')
             .replace('/', "_");
-        let written = self.sources.written.clone().unwrap_or_default();
-        write_file(&written.join(&name), contents.as_bytes(), 0o444, dest)?;
+        let written = self.beside(WRITTEN).join(&name);
+        write_file(&written, contents.as_bytes(), 0o444, dest)?;
         let path = self.ensure_file(dest)?;
         self.bind_as_is(&view.join(name), &path, "bind", dest)
     }
