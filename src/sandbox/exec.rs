@@ -2,7 +2,6 @@
 //! signals, and a `PATH` search over the sandbox's own `PATH` (not the caller's).
 
 use std::ffi::CString;
-use std::io::Read;
 use std::os::fd::OwnedFd;
 
 use caps::CapSet;
@@ -86,11 +85,11 @@ impl Prep {
         }
     }
 
-    fn code(self) -> u8 {
+    pub(super) fn code(self) -> u8 {
         Prep::ALL.iter().position(|p| *p == self).unwrap_or(0) as u8
     }
 
-    fn of_code(code: u8) -> Prep {
+    pub(super) fn of_code(code: u8) -> Prep {
         Prep::ALL.get(code as usize).copied().unwrap_or(Prep::Exec)
     }
 }
@@ -153,75 +152,6 @@ impl<'a> ProcessPins<'a> {
 pub(crate) struct Notify<'a> {
     pub(crate) sock: &'a OwnedFd,
     pub(crate) filter: &'a [libc::sock_filter],
-}
-
-/// A forked workload whose exec is not confirmed yet.
-pub(crate) struct Spawned {
-    pub(crate) pid: Pid,
-    status: OwnedFd,
-}
-
-impl Spawned {
-    /// Waits until the workload's exec happened (`Ok`), or failed (`Err` with the step and
-    /// its errno; the child is reaped).
-    pub(crate) fn confirm(self) -> Result<Pid, Failed> {
-        let mut buf = [0u8; 5];
-        match std::fs::File::from(self.status).read(&mut buf) {
-            Ok(5) => {
-                let _ = nix::sys::wait::waitpid(self.pid, None);
-                let errno = [buf[0], buf[1], buf[2], buf[3]];
-                Err(Failed {
-                    step: Prep::of_code(buf[4]),
-                    errno: Errno::from_raw(i32::from_ne_bytes(errno)),
-                })
-            }
-            _ => Ok(self.pid),
-        }
-    }
-}
-
-/// Forks the workload: the child runs `setup`, then [`exec`]s; a failure of either reaches the
-/// parent through a close-on-exec pipe (see [`Spawned::confirm`]).
-///
-/// # Safety
-/// The caller must be single-threaded: the child allocates before it execs.
-pub(crate) unsafe fn spawn(
-    setup: impl FnOnce() -> Result<(), Errno>,
-    argv: &[String],
-    env: &[String],
-    pins: ProcessPins,
-    sandboxed: bool,
-    notify: Option<Notify>,
-) -> Result<Spawned, Errno> {
-    let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    // SAFETY: the caller guarantees a single-threaded process.
-    match unsafe { nix::unistd::fork() }? {
-        nix::unistd::ForkResult::Child => {
-            crate::trace::step("workload", "forked");
-            drop(status_r);
-            let failed = match setup() {
-                Ok(()) => match prepare_and_exec(argv, env, pins, sandboxed, notify) {
-                    Ok(never) => match never {},
-                    Err(f) => f,
-                },
-                Err(errno) => Failed {
-                    step: Prep::Setup,
-                    errno,
-                },
-            };
-            let mut msg = [0u8; 5];
-            msg[..4].copy_from_slice(&(failed.errno as i32).to_ne_bytes());
-            msg[4] = failed.step.code();
-            let _ = nix::unistd::write(&status_w, &msg);
-            // SAFETY: _exit ends the failed child at once, without the parent's cleanup
-            // (atexit handlers, stdio buffers copied at fork).
-            unsafe { libc::_exit(exit_code_for(failed.errno as i32)) }
-        }
-        nix::unistd::ForkResult::Parent { child } => Ok(Spawned {
-            pid: child,
-            status: status_r,
-        }),
-    }
 }
 
 /// Drops every capability but `keep` (bounding, inheritable, effective, permitted; `keep` is
@@ -444,7 +374,7 @@ fn install_filters(
     Ok(())
 }
 
-fn prepare_and_exec(
+pub(super) fn prepare_and_exec(
     argv: &[String],
     env: &[String],
     pins: ProcessPins,

@@ -22,6 +22,7 @@ mod probe;
 mod procpath;
 mod protocol;
 mod signals;
+mod spawn;
 mod supervisor;
 mod throttle;
 mod tracees;

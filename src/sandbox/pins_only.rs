@@ -26,7 +26,7 @@ use crate::sys::recv_packet;
 
 use super::supervisor::{watch, Watch};
 use super::tty;
-use super::{exec, notify, probe, signals, vdso, Outcome, SandboxError};
+use super::{exec, notify, probe, signals, spawn, vdso, Outcome, SandboxError};
 use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::{ClockPlan, RandomMode};
 use crate::plan::{Isolation, Plan};
@@ -158,8 +158,18 @@ pub(crate) fn run(
         ..exec::ProcessPins::from_plan(plan, res.seccomp)
     };
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).
-    let spawned = unsafe { exec::spawn(setup, &plan.argv, &env, pins, false, notify_to) }
-        .map_err(step("fork"))?;
+    let spawned = unsafe {
+        spawn::spawn(
+            spawn::Start::Fork,
+            setup,
+            &plan.argv,
+            &env,
+            pins,
+            false,
+            notify_to,
+        )
+    }
+    .map_err(step("fork"))?;
     let child = spawned.pid;
     drop(theirs);
     let relay = pty.map(|(master, _slave)| tty::Relay::new(master, ttys));

@@ -13,6 +13,7 @@ pub(crate) mod landlock;
 pub(crate) mod newmount;
 pub(crate) mod sched;
 pub(crate) mod seccomp;
+pub(crate) mod stack;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
 pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;

@@ -17,7 +17,7 @@ mod steps;
 pub(crate) use steps::{PROXY_TAG, REGISTRY_TAG};
 
 use super::tty::{self, Terminals};
-use super::{exec, notify, signals, vdso};
+use super::{exec, notify, signals, spawn, vdso};
 use crate::determinism::entropy::{self, Stream};
 use crate::determinism::RandomMode;
 use crate::plan::{Plan, ENTROPY_FIFO};
@@ -265,9 +265,11 @@ fn run(
         sock,
         filter: &filter,
     });
-    // SAFETY: init is single-threaded.
+    // SAFETY: init is single-threaded, and the workload's exec is answered by the
+    // supervisor, not by init (which only waits for it).
     let spawned = unsafe {
-        exec::spawn(
+        spawn::spawn(
+            spawn::Start::Borrow,
             || match &pty_slave {
                 Some((slave, on)) => tty::take_terminal(slave, *on),
                 None => Ok(()),
@@ -283,7 +285,7 @@ fn run(
         )
     }
     .map_err(InitError::Fork)?;
-    crate::trace::step("init", "fork the workload");
+    crate::trace::step("init", "start the workload (until its exec)");
     let confirmed = spawned.confirm();
     crate::trace::step("init", "workload exec confirmed");
     if let Some(fifo) = started {
