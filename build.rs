@@ -8,7 +8,9 @@ use std::process::Command;
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let target = std::env::var("TARGET").unwrap();
+    // The library is loaded into the workload's programs, which link glibc: a musl build of
+    // reprorun still builds it for the matching glibc target.
+    let target = std::env::var("TARGET").unwrap().replace("-musl", "-gnu");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for path in [
         "src/reprotime/src",

@@ -209,14 +209,25 @@ fn the_readme_installs_reprorun_before_its_first_use() {
         .find_map(|l| l.trim().strip_prefix("target = "))
         .map(|t| t.trim_matches('"'))
         .expect("build target in .cargo/config.toml");
-    // The first command shown installs reprorun; the copied binary is where cargo puts it.
-    let first = readme
-        .lines()
-        .find(|l| l.starts_with("$ "))
-        .expect("a command in the README");
+    // The commands shown before reprorun's first use: the build target's standard library,
+    // then the install; the copied binary is where cargo puts it.
+    let commands: Vec<&str> = readme.lines().filter(|l| l.starts_with("$ ")).collect();
+    let uses_reprorun = |l: &&str| l.split('#').next().unwrap_or("").contains("reprorun");
+    let first_use = commands
+        .iter()
+        .position(uses_reprorun)
+        .expect("a command that runs reprorun");
+    let install = commands
+        .iter()
+        .position(|l| l.starts_with("$ cargo install --locked --path ."))
+        .expect("the install command");
+    assert!(install < first_use, "{:?}", &commands[..=first_use]);
+    let add_target = format!("$ rustup target add {target}");
     assert!(
-        first.starts_with("$ cargo install --locked --path ."),
-        "{first}"
+        commands[..install]
+            .iter()
+            .any(|l| l.starts_with(&add_target)),
+        "README lacks {add_target} before the install"
     );
     let binary = format!("target/{target}/release/reprorun");
     assert!(readme.contains(&binary), "README lacks {binary}");

@@ -10,8 +10,9 @@ root=$(cd "$here/../.." && pwd)
 dir=${1:-$(mktemp -d /tmp/reprorun-audit-demo.XXXXXX)}
 
 if [ -z "${REPRORUN:-}" ]; then
+  "$root/.ci/musl"
   (cd "$root" && cargo build --release --quiet)
-  REPRORUN=$root/target/x86_64-unknown-linux-gnu/release/reprorun
+  REPRORUN=$root/target/x86_64-unknown-linux-musl/release/reprorun
 fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)

@@ -25,8 +25,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if [ -z "${REPRORUN:-}" ]; then
+  "$root/.ci/musl"
   (cd "$root" && cargo build --release --quiet)
-  REPRORUN=$root/target/x86_64-unknown-linux-gnu/release/reprorun
+  REPRORUN=$root/target/x86_64-unknown-linux-musl/release/reprorun
 fi
 export REPRORUN
 mkdir -p "$dir"

@@ -14,8 +14,9 @@ need() {
 build_reprorun() {
   # $REPRORUN_BIN: measure this binary instead (e.g. a debug build), building nothing.
   if [ -n "${REPRORUN_BIN:-}" ]; then bin=$REPRORUN_BIN; return; fi
+  "$root/.ci/musl"
   (cd "$root" && cargo build --release --quiet)
-  bin="$root/target/x86_64-unknown-linux-gnu/release/reprorun"
+  bin="$root/target/x86_64-unknown-linux-musl/release/reprorun"
 }
 
 # make_work: a scratch directory, as $work, removed on exit.

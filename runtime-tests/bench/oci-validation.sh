@@ -18,10 +18,11 @@ in_private_mount_ns "$rt" "$out" "$@"
 need go runc crun timeout
 rt=$(cd "$rt" && pwd)
 
+"$root/.ci/musl"
 (cd "$root" && cargo build --quiet)
 bindir=$(mktemp -d)
 trap 'rm -rf "$bindir"' EXIT
-ln -s "$root/target/x86_64-unknown-linux-gnu/debug/reprorun" "$bindir/reprorun"
+ln -s "$root/target/x86_64-unknown-linux-musl/debug/reprorun" "$bindir/reprorun"
 
 (cd "$rt" && GOFLAGS=-mod=vendor GOPROXY=off make --quiet runtimetest validation-executables >/dev/null)
 

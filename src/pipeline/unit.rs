@@ -149,12 +149,16 @@ pub(crate) fn read_untrusted(dir: &Path, name: &str) -> Option<Vec<u8>> {
 /// [`read_untrusted`], with the file's full size.
 fn read_untrusted_sized(dir: &Path, name: &str) -> Option<(Vec<u8>, u64)> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let probe = File::options()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(name))
-        .ok()?;
+    // Opened with nix, not std's OpenOptions: std drops O_PATH from custom flags on musl
+    // (whose O_ACCMODE includes it), and the probe would open a FIFO for reading, blocking.
+    let probe = nix::fcntl::open(
+        &dir.join(name),
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .ok()?;
+    // SAFETY: `open` just returned this descriptor, which nothing else owns.
+    let probe = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(probe) };
     let file = crate::sys::reopen_regular(&probe, false).ok()?;
     let size = file.metadata().ok()?.len();
     let mut bytes = Vec::new();

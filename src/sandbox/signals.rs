@@ -27,10 +27,13 @@ pub(crate) fn supervised_set() -> SigSet {
     }
     set.add(Signal::SIGCHLD);
     let mut raw: libc::sigset_t = *set.as_ref();
-    for signo in libc::SIGRTMIN()..=libc::SIGRTMAX() {
-        // SAFETY: sigaddset writes into the sigset_t we own; signo is a valid signal number.
-        unsafe { libc::sigaddset(&mut raw, signo) };
-    }
+    // Signals 34 to 64 whichever libc reprorun is built with: glibc's SIGRTMIN is 34, musl's
+    // 35 (it keeps 34 for itself, and its sigaddset refuses it), and a caller's `kill -RTMIN`
+    // sends 34. Bits 33 to 63 of the mask's first word, as the kernel reads it.
+    let rt = (34..=64).fold(0u64, |m, signo| m | 1 << (signo - 1));
+    // SAFETY: sigset_t begins with the kernel's 64-bit mask (glibc and musl alike: an array
+    // of unsigned longs, at least 1024 bits), which this only sets bits of.
+    unsafe { *(&mut raw as *mut libc::sigset_t).cast::<u64>() |= rt };
     // SAFETY: `raw` was initialised from a valid SigSet and changed only by sigaddset.
     unsafe { SigSet::from_sigset_t_unchecked(raw) }
 }
@@ -119,5 +122,24 @@ pub(crate) fn pass_to_workload(workload: Pid, signo: u32, code: i32) {
         let _ = killpg(workload, sig);
     } else {
         let _ = kill(workload, sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_real_time_signal_the_kernel_has_is_supervised_whatever_the_libc() {
+        let set = supervised_set();
+        let raw: &libc::sigset_t = set.as_ref();
+        // SAFETY: sigismember reads the sigset_t we hold.
+        let member = |signo| unsafe { libc::sigismember(raw, signo) } == 1;
+        for signo in 34..=64 {
+            assert!(member(signo), "signal {signo}");
+        }
+        assert!(member(libc::SIGCHLD) && member(libc::SIGTERM) && member(libc::SIGWINCH));
+        // Not the ones only the kernel or the runtime itself may act on.
+        assert!(!member(libc::SIGKILL) && !member(libc::SIGSTOP) && !member(libc::SIGSEGV));
     }
 }

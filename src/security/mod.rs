@@ -50,23 +50,26 @@ pub struct Rlimit {
 }
 
 /// The rlimit names `--rlimit` takes, with their resources.
+// (`as u32`: glibc declares the resources unsigned, musl `int`; a cast to the same type on
+// glibc.)
+#[allow(clippy::unnecessary_cast)]
 const RLIMITS: &[(&str, u32)] = &[
-    ("as", libc::RLIMIT_AS),
-    ("core", libc::RLIMIT_CORE),
-    ("cpu", libc::RLIMIT_CPU),
-    ("data", libc::RLIMIT_DATA),
-    ("fsize", libc::RLIMIT_FSIZE),
-    ("locks", libc::RLIMIT_LOCKS),
-    ("memlock", libc::RLIMIT_MEMLOCK),
-    ("msgqueue", libc::RLIMIT_MSGQUEUE),
-    ("nice", libc::RLIMIT_NICE),
-    ("nofile", libc::RLIMIT_NOFILE),
-    ("nproc", libc::RLIMIT_NPROC),
-    ("rss", libc::RLIMIT_RSS),
-    ("rtprio", libc::RLIMIT_RTPRIO),
-    ("rttime", libc::RLIMIT_RTTIME),
-    ("sigpending", libc::RLIMIT_SIGPENDING),
-    ("stack", libc::RLIMIT_STACK),
+    ("as", libc::RLIMIT_AS as u32),
+    ("core", libc::RLIMIT_CORE as u32),
+    ("cpu", libc::RLIMIT_CPU as u32),
+    ("data", libc::RLIMIT_DATA as u32),
+    ("fsize", libc::RLIMIT_FSIZE as u32),
+    ("locks", libc::RLIMIT_LOCKS as u32),
+    ("memlock", libc::RLIMIT_MEMLOCK as u32),
+    ("msgqueue", libc::RLIMIT_MSGQUEUE as u32),
+    ("nice", libc::RLIMIT_NICE as u32),
+    ("nofile", libc::RLIMIT_NOFILE as u32),
+    ("nproc", libc::RLIMIT_NPROC as u32),
+    ("rss", libc::RLIMIT_RSS as u32),
+    ("rtprio", libc::RLIMIT_RTPRIO as u32),
+    ("rttime", libc::RLIMIT_RTTIME as u32),
+    ("sigpending", libc::RLIMIT_SIGPENDING as u32),
+    ("stack", libc::RLIMIT_STACK as u32),
 ];
 /// The names `--rlimit` takes, for messages.
 fn rlimit_names() -> String {

@@ -246,8 +246,15 @@ pub(crate) fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
 /// ones below `first` reach an exec'd program.
 pub(crate) fn cloexec_from(first: u32) -> Result<(), Errno> {
     // SAFETY: close_range takes integers only; CLOSE_RANGE_CLOEXEC changes flags, closes none.
-    let ret =
-        unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
+    // (The system call itself: musl has no wrapper.)
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     Errno::result(ret).map(drop)
 }
 
@@ -312,11 +319,11 @@ pub(crate) fn loopback_up() -> Result<(), Errno> {
     use std::os::fd::AsRawFd;
     // SAFETY: SIOCGIFFLAGS reads the interface name from and writes the flags into `req`,
     // a valid ifreq we own.
-    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) })?;
+    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) })?;
     // SAFETY: the union's flags member is what SIOCGIFFLAGS just filled in.
     unsafe { req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short };
     // SAFETY: as above; SIOCSIFFLAGS only reads `req`.
-    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) })?;
+    Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS as _, &req) })?;
     Ok(())
 }
 

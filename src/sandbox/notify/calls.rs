@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// The size of the kernel's struct sysinfo (112 bytes on 64-bit): libc's may be larger
+/// (musl's adds 256 reserved bytes), and written whole into the caller's buffer it would
+/// overrun it. mem_unit ends the kernel's fields, then a pad to 20 bytes from totalhigh,
+/// then the alignment of a long.
+pub(super) const KERNEL_SYSINFO_LEN: usize = {
+    let word = std::mem::size_of::<libc::c_ulong>();
+    let fields = std::mem::offset_of!(libc::sysinfo, mem_unit) + 4 + (20 - 2 * word - 4);
+    fields.div_ceil(word) * word
+};
+
 impl Server {
     pub(super) fn clock_call(
         &self,
@@ -99,13 +109,15 @@ impl Server {
         let id = &self.config.identity;
         // SAFETY: sysinfo is plain old data; all-zero is a valid value.
         let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
-        info.uptime = self.config.uptime_start_secs + self.started.elapsed().as_secs() as i64;
+        info.uptime =
+            (self.config.uptime_start_secs + self.started.elapsed().as_secs() as i64) as _;
         info.totalram = id.memory_bytes as _;
         info.freeram = (id.memory_bytes / 2) as _;
         info.procs = 1;
         info.mem_unit = 1;
-        let size = std::mem::size_of::<libc::sysinfo>();
-        // SAFETY: reads the bytes of a fully initialised plain-old-data struct.
+        let size = KERNEL_SYSINFO_LEN;
+        // SAFETY: reads the first `size` bytes of a fully initialised plain-old-data struct,
+        // which is at least that large (libc's layout begins with the kernel's).
         unsafe { std::slice::from_raw_parts(&info as *const libc::sysinfo as *const u8, size) }
             .to_vec()
     }

@@ -97,3 +97,15 @@ fn filter_routes_exactly_the_documented_calls() {
         assert_eq!(verdict(&prog, 0x4000_0003, libc::SYS_execve, 0), ALLOW);
     }
 }
+
+#[test]
+fn sysinfo_is_answered_with_as_many_bytes_as_the_kernel_writes() {
+    // The kernel fills its whole struct (padding zeroed): the last byte it wrote is the
+    // last one that is not the fill.
+    let mut buf = [0xaau8; 1024];
+    // SAFETY: sysinfo writes one kernel struct sysinfo, far smaller than `buf`.
+    let ret = unsafe { libc::syscall(libc::SYS_sysinfo, buf.as_mut_ptr()) };
+    assert_eq!(ret, 0);
+    let written = buf.iter().rposition(|b| *b != 0xaa).unwrap() + 1;
+    assert_eq!(calls::KERNEL_SYSINFO_LEN, written);
+}
