@@ -217,7 +217,8 @@ fn oci_start_returns_once_the_program_runs_and_real_time_signals_reach_it() {
     expect_code(&b.run(&["kill", "s1", "36"]), 0);
     assert!(wait_for(&b.shared().join("rt")), "signal 36 not forwarded");
     std::fs::remove_file(b.shared().join("rt")).unwrap();
-    let name = format!("RTMIN+{}", 36 - libc::SIGRTMIN());
+    // RTMIN is 34, as runc numbers it.
+    let name = "RTMIN+2".to_string();
     expect_code(&b.run(&["kill", "s1", &name]), 0);
     assert!(wait_for(&b.shared().join("rt")), "{name} not forwarded");
     expect_error(&b.run(&["kill", "s1", "RTMAX+1"]), "signal");

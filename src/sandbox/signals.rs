@@ -18,7 +18,7 @@ pub(crate) const FORWARDED: [Signal; 9] = [
     Signal::SIGALRM,
 ];
 
-/// The forwarded signals, the real-time ones (SIGRTMIN..=SIGRTMAX, forwarded too, as runc
+/// The forwarded signals, the real-time ones (34 to 64, forwarded too, as runc
 /// does) plus SIGCHLD: blocked, and read through a signalfd.
 pub(crate) fn supervised_set() -> SigSet {
     let mut set = SigSet::empty();
@@ -27,10 +27,12 @@ pub(crate) fn supervised_set() -> SigSet {
     }
     set.add(Signal::SIGCHLD);
     let mut raw: libc::sigset_t = *set.as_ref();
-    // Signals 34 to 64 whichever libc reprorun is built with: glibc's SIGRTMIN is 34, musl's
-    // 35 (it keeps 34 for itself, and its sigaddset refuses it), and a caller's `kill -RTMIN`
-    // sends 34. Bits 33 to 63 of the mask's first word, as the kernel reads it.
-    let rt = (34..=64).fold(0u64, |m, signo| m | 1 << (signo - 1));
+    // Signals 34 to 64 whichever libc reprorun is built with (`sys::SIGRT_FIRST`): a
+    // caller's `kill -RTMIN` sends 34, which musl's sigaddset refuses. Bits 33 to 63 of the
+    // mask's first word, as the kernel reads it. (musl unblocks 34 again in a process that
+    // starts a thread, for its own use: the exec supervisor does not keep it; init does.)
+    let rt = (crate::sys::SIGRT_FIRST..=crate::sys::SIGRT_LAST)
+        .fold(0u64, |m, signo| m | 1 << (signo - 1));
     // SAFETY: sigset_t begins with the kernel's 64-bit mask (glibc and musl alike: an array
     // of unsigned longs, at least 1024 bits), which this only sets bits of.
     unsafe { *(&mut raw as *mut libc::sigset_t).cast::<u64>() |= rt };

@@ -30,6 +30,12 @@ struct MountAttr {
     userns_fd: u64,
 }
 
+/// The kernel's real-time signals, numbered as glibc and runc number them (`RTMIN` is 34):
+/// musl's `SIGRTMIN()` is 35, as it keeps 34 for itself, so reprorun does not ask its libc.
+pub(crate) const SIGRT_FIRST: i32 = 34;
+/// The last real-time signal (`RTMAX`).
+pub(crate) const SIGRT_LAST: i32 = 64;
+
 fn cpath(path: &Path) -> Result<CString, Errno> {
     CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)
 }
