@@ -3,7 +3,9 @@
 # same busybox bundle, side by side in one hyperfine run, twice: on an idle machine, and with
 # one busy loop per CPU competing (there the start-up's CPU time turns into wall time, as it
 # does when a study runs many sandboxes at once). Prints, per command, the median wall time
-# and the CPU time of its whole process tree, and both as ratios of reprorun's to it. Not
+# and the CPU time of its whole process tree, and both as ratios of reprorun's to it, and the
+# median wall time of single starts (the commands in turn, 30 ms apart: single.py), which
+# hyperfine's back-to-back runs can flatter for a command that leaves work behind. Not
 # part of the test suite (timings on a shared machine are noise; ratios from one run are what
 # to read).
 # CPU time is user+system of the command's whole process tree, from treecpu.py (a child
@@ -85,6 +87,12 @@ cpu_rounds() {
     done
   done
   echo "cpu $mode: $per runs x 5 rounds per command" >&2
+  # Single starts: the same commands in turn, 30 ms apart, so that what one leaves to finish
+  # after it exits is done before the next is timed (single.py); lines NAME<TAB>MS.
+  local -a pairs=()
+  for i in "${!cmds[@]}"; do pairs+=("${names[$i]}=${cmds[$i]}"); done
+  python3 "$root/runtime-tests/bench/single.py" "$n" 30 "${pairs[@]}" >"$work/$mode.single"
+  echo "single $mode: $n runs per command, 30 ms apart" >&2
 }
 
 case $modes in
@@ -105,18 +113,26 @@ for mode in modes:
         name, ms = line.rstrip("\n").split("\t")
         rounds.setdefault(name, []).append(float(ms))
     cpu = {name: statistics.mean(v) for name, v in rounds.items()}
+    single = dict((n, float(ms)) for n, ms in
+                  (line.rstrip("\n").split("\t") for line in open(f"{work}/{mode}.single")))
     base = results["reprorun"]
     base_rusage = base["user"] + base["system"]
     print(f"\n{mode}: {'command':<20}{'median ms':>10}{'CPU ms':>9}{'wall ratio':>12}{'CPU ratio':>11}"
-          f"{'target wall':>13}{'target CPU':>12}{'rusage ms*':>12}{'ratio*':>8}")
+          f"{'target wall':>13}{'target CPU':>12}{'single ms':>11}{'ratio':>7}"
+          f"{'rusage ms*':>12}{'ratio*':>8}")
     for name, r in results.items():
         rusage = r["user"] + r["system"]
         print(f"{'':<{len(mode) + 2}}{name:<20}{r['median'] * 1000:>10.2f}{cpu[name]:>9.2f}"
               f"{base['median'] / r['median']:>12.2f}{cpu['reprorun'] / cpu[name]:>11.2f}"
               f"{targets.get(name, ''):>13}{cpu_targets.get(name, ''):>12}"
+              f"{single[name]:>11.2f}{single['reprorun'] / single[name]:>7.2f}"
               f"{rusage * 1000:>12.2f}{base_rusage / rusage:>8.2f}")
-print("\nratio = reprorun's / the command's (wall: medians of hyperfine; CPU: user+system of"
-      " the whole process tree, treecpu.py, mean of 5 alternating rounds)")
+print("\nratio = reprorun's / the command's (wall: medians of hyperfine, each command's runs"
+      " back to back; CPU: user+system of the whole process tree, treecpu.py, mean of 5"
+      " alternating rounds; single: medians of single starts in turn, 30 ms apart, single.py)")
+print("back to back, what a command leaves to finish after it exits lands on its own next run"
+      " (bwrap's parent does not wait for its sandbox's teardown); single starts time only what"
+      " the caller waits for")
 print("* hyperfine's user+system (rusage of reaped children): misses what the command does not"
       " reap, e.g. bwrap's namespaced child, which the host's init reaps")
 PY
