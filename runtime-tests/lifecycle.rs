@@ -70,13 +70,34 @@ fn background_processes_end_with_the_workload() {
         &format!("setsid sleep {mark} & echo started"),
     ]);
     assert_eq!(expect_code(&o, 0), "started\n");
-    // Gone by the time `exec` has returned, not some time later: the pid namespace ends with
-    // init, and reprorun returns only once init is reaped, after the kernel has killed
-    // everything else in it.
     assert!(
         !host_cmdlines().iter().any(|c| c.contains(&mark)),
         "a background process outlived `exec`"
     );
+    // Gone by the time `exec` has returned, not some time later, also where reprorun returns
+    // before init's exit (init kills and reaps everything left, then reports the end): with
+    // output to a file, nothing holds a pipe of the caller's open until init has exited.
+    let mark = marker(5);
+    let out = w.dir.path().join("out");
+    let status = w
+        .cmd(&[
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            &format!("setsid sleep {mark} >/dev/null 2>&1 & echo started"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !host_cmdlines().iter().any(|c| c.contains(&mark)),
+        "a background process outlived `exec`"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "started\n");
 }
 
 #[test]

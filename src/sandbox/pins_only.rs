@@ -220,6 +220,7 @@ pub(crate) fn run(
             relay,
             proxy: None,
             registry: None,
+            return_on_done: false,
         },
         &mut Vec::new(),
     )?;

@@ -19,6 +19,16 @@ pub(crate) enum InitMsg {
     ExecFailed { program: String, errno: i32 },
     /// OCI create: the container is set up and waits for `start`.
     Ready,
+    /// An `exec` sandbox's end: the workload has exited and every other process of the
+    /// sandbox is gone; its exit code (128+N for signal N) and the resource usage of init and
+    /// everything it reaped. init's own exit, the teardown of the sandbox's namespaces,
+    /// follows: the supervisor need not wait for it (bubblewrap's parent does not either).
+    Done {
+        code: i32,
+        user_us: u64,
+        sys_us: u64,
+        max_rss_kib: u64,
+    },
 }
 
 /// Sends one message; failures are ignored (the supervisor then sees only the exit status).

@@ -57,6 +57,9 @@ pub(super) struct Watch<'a> {
     pub(crate) proxy: Option<&'a mut Egress>,
     /// The mirror's npm registry, started on the listening socket init sends (`--mirror`).
     pub(crate) registry: Option<&'a mut Registry>,
+    /// Return on init's `Done` rather than wait for its exit (the namespaces' teardown): an
+    /// `exec` sandbox without a cgroup to remove afterwards.
+    pub(crate) return_on_done: bool,
 }
 
 /// The mirror's npm registry of a `--mirror` run: served read-only from the host's side on
@@ -167,6 +170,7 @@ pub(super) fn watch(
     let mut relay = how.relay;
     let mut proxy = how.proxy;
     let mut registry = how.registry;
+    let return_on_done = how.return_on_done;
     loop {
         // Not while the notification thread has a tracee (see `tracees`): soon after.
         let guard = if reap { tracees::may_reap() } else { None };
@@ -277,7 +281,30 @@ pub(super) fn watch(
                             }
                         }
                     }
-                    _ => msgs.extend(protocol::parse(&bytes)),
+                    _ => match protocol::parse(&bytes) {
+                        Some(InitMsg::Done {
+                            code,
+                            user_us,
+                            sys_us,
+                            max_rss_kib,
+                        }) if return_on_done => {
+                            crate::trace::step("supervisor", "done");
+                            if let Some(r) = relay.as_mut() {
+                                r.drain();
+                            }
+                            return Ok(Watched {
+                                status: (code & 0xff) << 8,
+                                usage: Usage {
+                                    user_us,
+                                    sys_us,
+                                    max_rss_kib,
+                                },
+                                timed_out,
+                            });
+                        }
+                        Some(InitMsg::Done { .. }) => {}
+                        other => msgs.extend(other),
+                    },
                 },
                 _ => sock_open = false, // hung up, or nothing more will come
             }
@@ -410,7 +437,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
             program,
             errno: Errno::from_raw(errno),
         }),
-        InitMsg::Ready => None,
+        InitMsg::Ready | InitMsg::Done { .. } => None,
     }
 }
 
@@ -477,6 +504,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             relay: None,
             proxy: egress.as_mut(),
             registry: registry.as_mut(),
+            return_on_done: res.cgroup.is_none(),
         },
         &mut msgs,
     );
@@ -489,6 +517,8 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     }
     let watched = watched?;
     msgs.extend(drain(&ours));
+    // A `Done` that came with the exit, or after it, is no failure.
+    msgs.retain(|m| !matches!(m, InitMsg::Done { .. }));
     crate::trace::step("supervisor", "drain init's socket");
     if let Some(msg) = msgs.into_iter().next() {
         // The workload never ran: end the server thread before anything else (e.g. a
@@ -521,6 +551,7 @@ pub(crate) fn wait_init(init: Pid) -> Result<i32, SandboxError> {
             relay: None,
             proxy: None,
             registry: None,
+            return_on_done: false,
         },
         &mut msgs,
     )?;

@@ -279,6 +279,24 @@ pub(crate) struct Usage {
     pub(crate) max_rss_kib: u64,
 }
 
+/// This process's resource usage together with that of every child it has waited for: what
+/// its parent's `wait4` would show once it exits (less what the exit itself costs).
+pub(crate) fn usage_so_far() -> Usage {
+    let of = |who| nix::sys::resource::getrusage(who).ok();
+    let (me, children) = (
+        of(nix::sys::resource::UsageWho::RUSAGE_SELF),
+        of(nix::sys::resource::UsageWho::RUSAGE_CHILDREN),
+    );
+    let us = |tv: nix::sys::time::TimeVal| tv.tv_sec() as u64 * 1_000_000 + tv.tv_usec() as u64;
+    let mut usage = Usage::default();
+    for u in [me, children].into_iter().flatten() {
+        usage.user_us += us(u.user_time());
+        usage.sys_us += us(u.system_time());
+        usage.max_rss_kib = usage.max_rss_kib.max(u.max_rss() as u64);
+    }
+    usage
+}
+
 /// `wait4(2)`: waits for `pid` (or any child or tracee with -1) with `flags`; returns the
 /// pid, raw wait status and resource usage (the child's own and that of every descendant it
 /// waited for), or `None` with WNOHANG when nothing is ready.

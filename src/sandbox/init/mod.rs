@@ -179,6 +179,10 @@ pub(crate) fn main(
         }
     };
     crate::trace::step("init", "workload reaped, exit");
+    if lifecycle.is_none() {
+        // An `exec` sandbox: the supervisor may return now, before the teardown.
+        steps::finish(&sock, code);
+    }
     // SAFETY: _exit ends the process at once without running the parent's atexit handlers or
     // flushing stdio buffers copied from it at clone time, which belong to the supervisor.
     unsafe { libc::_exit(code) }

@@ -14,6 +14,30 @@ pub(crate) const PROXY_TAG: u8 = b'P';
 /// Tags the mirror registry's listening socket on init's socket.
 pub(crate) const REGISTRY_TAG: u8 = b'N';
 
+/// The end of an `exec` sandbox, before init exits: every process left in the pid namespace
+/// (daemons the workload started) killed and reaped, as the kernel would at init's exit, then
+/// [`InitMsg::Done`](crate::sandbox::protocol::InitMsg::Done) with the exit code and init's
+/// usage so far (its own and everything it reaped). The supervisor may return on it rather
+/// than wait for init's exit, which tears the sandbox's mounts and namespaces down.
+pub(super) fn finish(sock: &OwnedFd, code: i32) {
+    // SAFETY: kill(-1) from pid 1 signals every other process of its pid namespace.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+    // Until ECHILD: none left.
+    while let Ok(_) | Err(Errno::EINTR) =
+        nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(-1), None)
+    {}
+    let usage = crate::sys::usage_so_far();
+    crate::sandbox::protocol::post(
+        sock,
+        &crate::sandbox::protocol::InitMsg::Done {
+            code,
+            user_us: usage.user_us,
+            sys_us: usage.sys_us,
+            max_rss_kib: usage.max_rss_kib,
+        },
+    );
+}
+
 /// One step of init's setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Step {
