@@ -23,12 +23,7 @@ pub(crate) enum InitMsg {
     /// sandbox is gone; its exit code (128+N for signal N) and the resource usage of init and
     /// everything it reaped. init's own exit, the teardown of the sandbox's namespaces,
     /// follows: the supervisor need not wait for it (bubblewrap's parent does not either).
-    Done {
-        code: i32,
-        user_us: u64,
-        sys_us: u64,
-        max_rss_kib: u64,
-    },
+    Done { code: i32, usage: crate::sys::Usage },
 }
 
 /// Sends one message; failures are ignored (the supervisor then sees only the exit status).

@@ -190,14 +190,7 @@ pub(super) fn watch(
             })? {
                 if pid == child && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
                     crate::trace::step("supervisor", "reap");
-                    if let Some(r) = relay.as_mut() {
-                        r.drain();
-                    }
-                    return Ok(Watched {
-                        status,
-                        usage,
-                        timed_out,
-                    });
+                    return Ok(ended(relay.as_mut(), status, usage, timed_out));
                 }
             }
         }
@@ -282,33 +275,30 @@ pub(super) fn watch(
                         }
                     }
                     _ => match protocol::parse(&bytes) {
-                        Some(InitMsg::Done {
-                            code,
-                            user_us,
-                            sys_us,
-                            max_rss_kib,
-                        }) if return_on_done => {
+                        // init's exit status, as `wait4` would have given it.
+                        Some(InitMsg::Done { code, usage }) if return_on_done => {
                             crate::trace::step("supervisor", "done");
-                            if let Some(r) = relay.as_mut() {
-                                r.drain();
-                            }
-                            return Ok(Watched {
-                                status: (code & 0xff) << 8,
-                                usage: Usage {
-                                    user_us,
-                                    sys_us,
-                                    max_rss_kib,
-                                },
-                                timed_out,
-                            });
+                            let status = (code & 0xff) << 8;
+                            return Ok(ended(relay.as_mut(), status, usage, timed_out));
                         }
-                        Some(InitMsg::Done { .. }) => {}
                         other => msgs.extend(other),
                     },
                 },
                 _ => sock_open = false, // hung up, or nothing more will come
             }
         }
+    }
+}
+
+/// The watched child's end: what the terminal relay still holds is passed on first.
+fn ended(relay: Option<&mut Relay>, status: libc::c_int, usage: Usage, timed_out: bool) -> Watched {
+    if let Some(r) = relay {
+        r.drain();
+    }
+    Watched {
+        status,
+        usage,
+        timed_out,
     }
 }
 

@@ -272,29 +272,43 @@ pub(crate) fn setdomainname(name: &str) -> Result<(), Errno> {
 }
 
 /// Resource usage of a reaped child.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Usage {
     pub(crate) user_us: u64,
     pub(crate) sys_us: u64,
     pub(crate) max_rss_kib: u64,
 }
 
+impl Usage {
+    fn of(ru: &libc::rusage) -> Usage {
+        let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+        Usage {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss as u64,
+        }
+    }
+}
+
 /// This process's resource usage together with that of every child it has waited for: what
 /// its parent's `wait4` would show once it exits (less what the exit itself costs).
 pub(crate) fn usage_so_far() -> Usage {
-    let of = |who| nix::sys::resource::getrusage(who).ok();
-    let (me, children) = (
-        of(nix::sys::resource::UsageWho::RUSAGE_SELF),
-        of(nix::sys::resource::UsageWho::RUSAGE_CHILDREN),
-    );
-    let us = |tv: nix::sys::time::TimeVal| tv.tv_sec() as u64 * 1_000_000 + tv.tv_usec() as u64;
-    let mut usage = Usage::default();
-    for u in [me, children].into_iter().flatten() {
-        usage.user_us += us(u.user_time());
-        usage.sys_us += us(u.system_time());
-        usage.max_rss_kib = usage.max_rss_kib.max(u.max_rss() as u64);
+    let of = |who| {
+        // SAFETY: rusage is plain old data; getrusage fills the one we own.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a valid, exclusively borrowed out-pointer.
+        if unsafe { libc::getrusage(who, &mut ru) } == 0 {
+            Usage::of(&ru)
+        } else {
+            Usage::default()
+        }
+    };
+    let (me, children) = (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN));
+    Usage {
+        user_us: me.user_us + children.user_us,
+        sys_us: me.sys_us + children.sys_us,
+        max_rss_kib: me.max_rss_kib.max(children.max_rss_kib),
     }
-    usage
 }
 
 /// `wait4(2)`: waits for `pid` (or any child or tracee with -1) with `flags`; returns the
@@ -319,13 +333,7 @@ pub(crate) fn wait4(
     if ret == 0 {
         return Ok(None);
     }
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    let usage = Usage {
-        user_us: us(ru.ru_utime),
-        sys_us: us(ru.ru_stime),
-        max_rss_kib: ru.ru_maxrss as u64,
-    };
-    Ok(Some((Pid::from_raw(ret), status, usage)))
+    Ok(Some((Pid::from_raw(ret), status, Usage::of(&ru))))
 }
 
 /// Brings the loopback interface up in the current network namespace.

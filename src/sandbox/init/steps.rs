@@ -29,12 +29,7 @@ pub(super) fn finish(sock: &OwnedFd, code: i32) {
     let usage = crate::sys::usage_so_far();
     crate::sandbox::protocol::post(
         sock,
-        &crate::sandbox::protocol::InitMsg::Done {
-            code,
-            user_us: usage.user_us,
-            sys_us: usage.sys_us,
-            max_rss_kib: usage.max_rss_kib,
-        },
+        &crate::sandbox::protocol::InitMsg::Done { code, usage },
     );
 }
 
