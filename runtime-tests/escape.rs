@@ -883,6 +883,7 @@ host_side_tests!(
     host_clock_unchanged => attempt_settime_host,
     kill_caller_group => attempt_kill_caller_group,
     change_caller_terminal => attempt_change_caller_terminal,
+    open_caller_terminal => attempt_open_caller_terminal,
     chmod_host_devices => attempt_chmod_host_devices,
     planted_source_link => attempt_planted_source_link,
     host_unix_socket => attempt_host_unix_socket,

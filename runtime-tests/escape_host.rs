@@ -133,6 +133,64 @@ impl CallerTty {
     }
 }
 
+/// With the caller on a terminal (its controlling terminal) but its standard descriptors
+/// elsewhere (no pty is made), nothing inside reaches that terminal through `/dev/tty`: not
+/// the workload, not its children, not a new session made inside. Full isolation, `--share-tty`
+/// and pins-only runs.
+pub(crate) fn attempt_open_caller_terminal() -> Result<String, String> {
+    // `true 3<>/dev/tty` opens the terminal in the shell itself (a failed redirection of a
+    // regular builtin does not end the shell).
+    let script = "for who in workload child session; do case $who in \
+        workload) true 3<>/dev/tty ;; child) sh -c 'true 3<>/dev/tty' ;; \
+        session) setsid -w sh -c 'true 3<>/dev/tty' ;; esac 2>/dev/null \
+        && { echo opened-$who; printf INJECTED-$who >/dev/tty; }; done; echo tried";
+    let mut seen = Vec::new();
+    for flags in [&[][..], &["--share-tty"][..], &["--isolation", "none"][..]] {
+        let tty = CallerTty::new();
+        let slave = tty.slave.as_raw_fd();
+        let mut cmd = Command::new(BIN);
+        cmd.arg("exec").args(flags).args(["--", "sh", "-c", script]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: setsid and ioctl are async-signal-safe; `slave` stays open until the spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setsid();
+                if libc::ioctl(slave, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = cmd.output().unwrap();
+        let out = stdout(&o);
+        if !out.contains("tried") {
+            return Err(format!(
+                "{flags:?}: the check did not run: {out} {}",
+                stderr(&o)
+            ));
+        }
+        nix::fcntl::fcntl(
+            tty.master.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .unwrap();
+        let mut buf = [0u8; 4096];
+        let echoed = match nix::unistd::read(tty.master.as_raw_fd(), &mut buf) {
+            Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            Err(_) => String::new(),
+        };
+        if out.contains("opened") || echoed.contains("INJECTED") {
+            return Err(format!(
+                "{flags:?}: the caller's terminal was reached: {out:?}, on it: {echoed:?}"
+            ));
+        }
+        seen.push(format!("{flags:?}: /dev/tty refused"));
+    }
+    Ok(seen.join("; "))
+}
+
 /// `stty` inside changes the sandbox's own pty, never the caller's terminal, and the caller's
 /// ^C still reaches the workload (and its children) through the relay.
 pub(crate) fn attempt_change_caller_terminal() -> Result<String, String> {

@@ -537,6 +537,7 @@ fn join_and_run(
                     scoped: false,
                     aslr_off: true,
                     domain: p.plan.personality,
+                    leave: super::tty::Leave::Session,
                 };
                 let notify = notify_sock.map(|sock| super::exec::Notify {
                     sock,

@@ -67,7 +67,7 @@ impl Prep {
         match self {
             Prep::Exec => "exec",
             Prep::Setup => "set up the workload process",
-            Prep::Session => "new session",
+            Prep::Session => "leave the caller's session",
             Prep::Personality => "set the execution domain (personality)",
             Prep::Cpus => "pin CPUs (sched_setaffinity)",
             Prep::Rlimits => "set resource limits",
@@ -126,6 +126,8 @@ pub(crate) struct ProcessPins<'a> {
     pub(crate) aslr_off: bool,
     /// OCI `linux.personality`: the execution domain to run in (`PER_LINUX32`, …).
     pub(crate) domain: Option<u32>,
+    /// How the process leaves the caller's session (`tty::leave_caller`).
+    pub(crate) leave: super::tty::Leave,
 }
 
 impl<'a> ProcessPins<'a> {
@@ -144,6 +146,7 @@ impl<'a> ProcessPins<'a> {
             scoped: false,
             aslr_off: true,
             domain: plan.personality,
+            leave: super::tty::Leave::Session,
         }
     }
 }
@@ -382,13 +385,10 @@ pub(super) fn prepare_and_exec(
     notify: Option<Notify>,
 ) -> Result<std::convert::Infallible, Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
-    // A session (and process group) of its own: `kill(0, …)` and the terminal's job control
-    // reach only the workload's processes, never the caller's (EPERM: already a session
-    // leader, e.g. on a pty of its own).
-    match nix::unistd::setsid() {
-        Ok(_) | Err(Errno::EPERM) => {}
-        Err(e) => return Err(at(Prep::Session)(e)),
-    }
+    // A process group of its own (a session of its own in a container) without the caller's
+    // terminal: `kill(0, …)` and the terminal's job control reach only the workload's
+    // processes, never the caller's (a workload on a pty of its own leads its session).
+    super::tty::leave_caller(pins.leave).map_err(at(Prep::Session))?;
     umask(Mode::from_bits_truncate(pins.umask as libc::mode_t));
     if pins.aslr_off || pins.domain.is_some() {
         set_personality(pins.domain.unwrap_or(0), pins.aslr_off).map_err(at(Prep::Personality))?;

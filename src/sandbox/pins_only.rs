@@ -155,6 +155,7 @@ pub(crate) fn run(
     let pins = exec::ProcessPins {
         scoped: true,
         aslr_off: refused.personality.is_none(),
+        leave: tty::Leave::Group,
         ..exec::ProcessPins::from_plan(plan, res.seccomp)
     };
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).

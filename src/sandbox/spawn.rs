@@ -170,6 +170,7 @@ mod tests {
             scoped: false,
             aslr_off: false,
             domain: None,
+            leave: crate::sandbox::tty::Leave::Session,
         }
     }
 

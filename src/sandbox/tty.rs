@@ -1,10 +1,11 @@
 //! The workload's terminal. A sandbox never shares the caller's terminal by default: the
-//! workload runs in a session of its own, and where the caller's standard input, output or
+//! workload runs without the caller's controlling terminal, in a process group of its own
+//! (a session of its own in an OCI container), and where the caller's standard input, output or
 //! error is a terminal, those descriptors are replaced by a pseudo-terminal of the sandbox's
 //! own, relayed by the supervisor (as `docker run -t` does). Nothing inside can then change the
 //! caller's terminal settings (`stty`), push input into it, or signal the caller's process
-//! group. `--share-tty` hands the caller's terminal descriptors over as they are (still in a
-//! new session, with `TIOCSTI` refused by the seccomp profile).
+//! group. `--share-tty` hands the caller's terminal descriptors over as they are (still not
+//! the workload's controlling terminal, with `TIOCSTI` refused by the seccomp profile).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
@@ -67,6 +68,52 @@ pub(super) fn take_terminal(slave: &OwnedFd, on: Terminals) -> Result<(), Errno>
         }
     }
     Ok(())
+}
+
+/// How a process of the sandbox leaves the caller's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leave {
+    /// A session of its own (`setsid`), as runc makes for a container's process.
+    Session,
+    /// A process group of its own in the caller's session, without the caller's controlling
+    /// terminal: what `setsid` gives against the terminal and `kill(0, …)`, but no new
+    /// session, which on a kernel with scheduler autogroups (most distributions) is a new
+    /// scheduling group of its own, slow to get the CPU back under load (bubblewrap without
+    /// `--new-session` stays in the caller's group as well).
+    Group,
+}
+
+/// Out of the caller's process group and away from its terminal, as `how` says. A process
+/// that already leads a session of its own (it took a pty as its terminal) stays as it is.
+/// With [`Leave::Group`], a controlling terminal is dropped with `TIOCNOTTY`, which for a
+/// process that does not lead its session clears that process's terminal only (the caller
+/// keeps it); whatever the process forks then has none, `/dev/tty` fails with ENXIO, and
+/// only a session leader can take a terminal again. Where the terminal cannot be dropped so,
+/// a new session after all.
+pub(crate) fn leave_caller(how: Leave) -> Result<(), Errno> {
+    use nix::unistd::{getpid, getsid, setpgid, setsid, Pid};
+    if getsid(None)? == getpid() {
+        return Ok(());
+    }
+    match how {
+        Leave::Group if drop_controlling_terminal().is_ok() => {
+            setpgid(Pid::from_raw(0), Pid::from_raw(0))
+        }
+        _ => setsid().map(drop),
+    }
+}
+
+/// Drops this process's controlling terminal, if it has one (ENXIO from `/dev/tty`: none).
+fn drop_controlling_terminal() -> Result<(), Errno> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let raw = match nix::fcntl::open("/dev/tty", flags, nix::sys::stat::Mode::empty()) {
+        Err(Errno::ENXIO) => return Ok(()),
+        other => other?,
+    };
+    // SAFETY: open returned a fresh descriptor nothing else owns.
+    let tty = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: TIOCNOTTY takes no argument; the descriptor is this process's terminal.
+    Errno::result(unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) }).map(drop)
 }
 
 /// Copies the window size of the caller's terminal `from` to the pty `to`.

@@ -200,10 +200,15 @@ fn run(
     // values).
     hide_command_line();
     crate::trace::step("init", "pdeathsig, hide the command line");
-    // Out of the caller's session and process group: the supervisor, which stays there,
-    // passes the caller's signals on; nothing in the sandbox can signal the caller's group.
-    nix::unistd::setsid().map_err(|errno| InitError::Terminal {
-        step: "new session",
+    // Out of the caller's process group and away from its terminal: the supervisor, which
+    // stays there, passes the caller's signals on; nothing in the sandbox can signal the
+    // caller's group. A container's init leads a session of its own, as runc's does.
+    let leave = match lifecycle {
+        Some(_) => tty::Leave::Session,
+        None => tty::Leave::Group,
+    };
+    tty::leave_caller(leave).map_err(|errno| InitError::Terminal {
+        step: "leave the caller's session",
         errno,
     })?;
     let mut fds = [nix::poll::PollFd::new(
@@ -217,7 +222,7 @@ fn run(
     {
         return Err(InitError::ParentGone);
     }
-    crate::trace::step("init", "new session, check the supervisor");
+    crate::trace::step("init", "leave the caller's session, check the supervisor");
 
     let mut trees = lifecycle.map(|l| l.trees.take()).unwrap_or_default();
     for step in steps::steps(plan, lifecycle.is_some()) {
@@ -282,6 +287,7 @@ fn run(
             &plan.env,
             exec::ProcessPins {
                 scoped: lifecycle.is_none(),
+                leave,
                 ..exec::ProcessPins::from_plan(plan, seccomp)
             },
             true,
