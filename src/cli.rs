@@ -281,8 +281,8 @@ pub fn main() -> i32 {
     if let Some(at) = oci::cli::runc_exec_at(&args) {
         args[at] = "oci-exec".into();
     }
-    if let Some((exec_args, sub)) = fast::exec(&args) {
-        return exec(exec_args, &sub);
+    if let Some((exec_args, mounts)) = fast::exec(&args) {
+        return exec(exec_args, mounts);
     }
     let matches = match crate::help::exec_grouped(Cli::command()).try_get_matches_from(&args) {
         Ok(m) => m,
@@ -295,7 +295,8 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Exec(args) => {
             let sub = matches.subcommand_matches("exec").expect("exec matched");
-            exec(args, sub)
+            let mounts = extra_mounts(&args, sub);
+            exec(args, mounts)
         }
         Command::Oci(c) => report(oci::cli::dispatch(&cli.global, c).map_err(Error::from)),
         Command::Image(args) => report(
@@ -392,7 +393,8 @@ fn egress(args: &ExecArgs) -> Result<crate::net::Egress, Error> {
 }
 
 /// Builds the request from parsed arguments (reads --env-file files).
-pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Error> {
+/// `mounts`: `--bind` and `--tmpfs` in command-line order.
+pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRequest, Error> {
     let mut env = Vec::new();
     for path in &args.env_file {
         let text = std::fs::read_to_string(path).map_err(|source| Error::EnvFile {
@@ -406,7 +408,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
         workdir: args.workdir.clone(),
         workdir_mode: args.workdir_mode,
         keep_changes: args.keep_changes.clone(),
-        extra_mounts: extra_mounts(args, m),
+        extra_mounts: mounts,
         net: args.net.unwrap_or(if wants_egress(args) {
             NetMode::Allow
         } else {
@@ -460,7 +462,7 @@ pub(crate) fn request(args: &ExecArgs, m: &ArgMatches) -> Result<ExecRequest, Er
     Ok(req)
 }
 
-fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
+fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let fail = |e: Error| {
         eprintln!("reprorun: {e}");
         e.exit_code()
@@ -471,7 +473,7 @@ fn exec(args: ExecArgs, m: &ArgMatches) -> i32 {
         )));
     }
     crate::trace::step("supervisor", "parse the command line");
-    let (plan, image) = match request(&args, m).and_then(|req| {
+    let (plan, image) = match request(&args, mounts).and_then(|req| {
         crate::trace::step("supervisor", "request");
         let host = HostFacts::current()?;
         crate::trace::step("supervisor", "host facts");
