@@ -35,9 +35,11 @@ pub(crate) fn by_helper(plan: &Plan, oci: bool) -> bool {
 /// Returns its pid for the caller to reap; where the fork fails, tells init to make the
 /// namespace itself and returns `None`.
 pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
-    // SAFETY: the child, the forking thread alone, makes system calls and small allocations
-    // (glibc's malloc is fork-safe, also when the caller has other threads: a pipeline's)
-    // and ends with _exit, never returning into the caller's code.
+    // SAFETY: the caller is single-threaded here (`run` starts its notification thread after
+    // this fork; a pipeline's units run in workers forked single-threaded), so no lock of
+    // the allocator (dlmalloc's is not taken around a fork) can be held by a thread missing
+    // in the child, which makes system calls and small allocations and ends with _exit,
+    // never returning into the caller's code.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             crate::trace::step("supervisor", "fork the network namespace's helper");

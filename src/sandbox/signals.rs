@@ -36,7 +36,7 @@ pub(crate) fn supervised_set() -> SigSet {
     // SAFETY: sigset_t begins with the kernel's 64-bit mask (glibc and musl alike: an array
     // of unsigned longs, at least 1024 bits), which this only sets bits of.
     unsafe { *(&mut raw as *mut libc::sigset_t).cast::<u64>() |= rt };
-    // SAFETY: `raw` was initialised from a valid SigSet and changed only by sigaddset.
+    // SAFETY: `raw` was initialised from a valid SigSet and only had signal bits set since.
     unsafe { SigSet::from_sigset_t_unchecked(raw) }
 }
 
