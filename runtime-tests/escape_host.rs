@@ -73,20 +73,31 @@ impl CallerTty {
         }
     }
 
+    /// `reprorun ARGS` in a session of its own whose controlling terminal is this one (its
+    /// standard descriptors are the caller's to choose).
+    fn controlling(&self, args: &[&str]) -> Command {
+        let slave = self.slave.as_raw_fd();
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        // SAFETY: setsid and ioctl are async-signal-safe; `slave` stays open until the exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setsid();
+                if libc::ioctl(slave, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd
+    }
+
     /// Runs reprorun on the terminal; writes `send` once `when` was printed. Returns the
     /// output and the exit code.
     fn run(&self, args: &[&str], when: &str, send: &[u8]) -> (String, Option<i32>) {
         let io = || Stdio::from(self.slave.try_clone().unwrap());
-        let mut cmd = Command::new(BIN);
-        cmd.args(args).stdin(io()).stdout(io()).stderr(io());
-        // SAFETY: setsid and ioctl are async-signal-safe; the slave is fd 0 by then.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                libc::ioctl(0, libc::TIOCSCTTY, 0);
-                Ok(())
-            });
-        }
+        let mut cmd = self.controlling(args);
+        cmd.stdin(io()).stdout(io()).stderr(io());
         let mut child = cmd.spawn().unwrap();
         let mut out = Vec::new();
         let mut sent = false;
@@ -147,22 +158,11 @@ pub(crate) fn attempt_open_caller_terminal() -> Result<String, String> {
     let mut seen = Vec::new();
     for flags in [&[][..], &["--share-tty"][..], &["--isolation", "none"][..]] {
         let tty = CallerTty::new();
-        let slave = tty.slave.as_raw_fd();
-        let mut cmd = Command::new(BIN);
-        cmd.arg("exec").args(flags).args(["--", "sh", "-c", script]);
+        let mut cmd =
+            tty.controlling(&[&["exec"][..], flags, &["--", "sh", "-c", script]].concat());
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: setsid and ioctl are async-signal-safe; `slave` stays open until the spawn.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::setsid();
-                if libc::ioctl(slave, libc::TIOCSCTTY, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         let o = cmd.output().unwrap();
         let out = stdout(&o);
         if !out.contains("tried") {

@@ -194,10 +194,11 @@ pub(crate) struct ExecArgs {
     /// Size limit of the sandbox's /tmp (e.g. 256m).
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--tmpfs-size", v))]
     pub(crate) tmpfs_size: Option<u64>,
-    /// Hand the caller's terminal to the command as it is. By default the command runs in a
-    /// session of its own and, where standard input, output or error is a terminal, on a
-    /// pseudo-terminal of the sandbox's own that reprorun relays (so nothing inside can change
-    /// or read back the caller's terminal).
+    /// Hand the caller's terminal to the command as it is (still not its controlling
+    /// terminal). By default the command runs without the caller's controlling terminal and,
+    /// where standard input, output or error is a terminal, on a pseudo-terminal of the
+    /// sandbox's own that reprorun relays (so nothing inside can change or read back the
+    /// caller's terminal).
     #[arg(long)]
     pub(crate) share_tty: bool,
     /// Allow --workdir and --bind sources whose path crosses a symbolic link (by default such

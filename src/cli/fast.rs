@@ -58,7 +58,7 @@ fn parse_exec(
             None => (long, None),
         };
         if given.contains(&name) {
-            return None; // given twice: clap refuses it, or appends (kept in order below)
+            return None; // a once-only option given twice: clap refuses it
         }
         if let Some(flag) = flag(&mut a, name) {
             if inline.is_some() {

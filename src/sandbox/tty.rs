@@ -81,6 +81,9 @@ pub(crate) enum Leave {
     /// scheduling group of its own, slow to get the CPU back under load (bubblewrap without
     /// `--new-session` stays in the caller's group as well).
     Group,
+    /// A process group of its own, for a child of a process that has no controlling terminal
+    /// any more (init's workload, after init's [`Leave::Group`]): nothing to drop.
+    GroupOnly,
 }
 
 /// Out of the caller's process group and away from its terminal, as `how` says. A process
@@ -96,6 +99,7 @@ pub(crate) fn leave_caller(how: Leave) -> Result<(), Errno> {
         return Ok(());
     }
     match how {
+        Leave::GroupOnly => setpgid(Pid::from_raw(0), Pid::from_raw(0)),
         Leave::Group if drop_controlling_terminal().is_ok() => {
             setpgid(Pid::from_raw(0), Pid::from_raw(0))
         }

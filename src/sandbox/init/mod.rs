@@ -287,7 +287,11 @@ fn run(
             &plan.env,
             exec::ProcessPins {
                 scoped: lifecycle.is_none(),
-                leave,
+                // init has no controlling terminal now, whichever way it left.
+                leave: match leave {
+                    tty::Leave::Session => tty::Leave::Session,
+                    _ => tty::Leave::GroupOnly,
+                },
                 ..exec::ProcessPins::from_plan(plan, seccomp)
             },
             true,
