@@ -75,4 +75,36 @@ mod tests {
         drop(a);
         assert_eq!(drain(&b), vec![m1, m2]);
     }
+
+    /// init may exit with a datagram of ours unread (the network helper's namespace, when a
+    /// step before the network failed): the kernel then marks our end ECONNRESET, which the
+    /// first receive reports before the messages init left. They must still be read.
+    #[test]
+    fn messages_survive_a_peer_that_closed_with_our_datagram_unread() {
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let failed = InitMsg::SetupFailed {
+            step: "set hostname: EPERM".into(),
+            errno: 1,
+            refusal: true,
+        };
+        let done = InitMsg::Done {
+            code: 125,
+            usage: crate::sys::Usage::default(),
+        };
+        send(ours.as_raw_fd(), b"n", MsgFlags::MSG_NOSIGNAL).unwrap(); // never read
+        post(&theirs, &failed);
+        post(&theirs, &done);
+        drop(theirs);
+        assert_eq!(drain(&ours), vec![failed, done]);
+        assert!(
+            matches!(crate::sys::recv_packet(&ours), Ok(None)),
+            "then the hang-up"
+        );
+    }
 }

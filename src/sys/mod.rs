@@ -389,21 +389,30 @@ pub(crate) type Packet = (Vec<u8>, Option<OwnedFd>);
 
 /// One datagram from a SOCK_SEQPACKET socket without blocking: its bytes and any descriptor
 /// passed with it (received close-on-exec). `Ok(None)` when nothing is queued or the peer hung up.
+///
+/// A peer that closed with datagrams of ours unread marks this end ECONNRESET, which the
+/// kernel reports (once) before the datagrams the peer sent: those are still read (init's
+/// last report when it failed before reading the network helper's namespace).
 pub(crate) fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     use std::os::fd::AsRawFd;
     let mut buf = vec![0u8; 8192];
     let mut cmsg = nix::cmsg_space!([RawFd; 1]);
     let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-    let msg = match recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
-    ) {
-        Ok(m) => m,
-        Err(Errno::EAGAIN) => return Ok(None),
-        Err(e) => return Err(e),
+    let mut reset_seen = false;
+    let msg = loop {
+        match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(m) => break m,
+            Err(Errno::EAGAIN) => return Ok(None),
+            // The error is cleared by reporting it: the next receive reads what is queued.
+            Err(Errno::ECONNRESET) if !reset_seen => reset_seen = true,
+            Err(e) => return Err(e),
+        }
     };
     let n = msg.bytes;
     let mut fd = None;
