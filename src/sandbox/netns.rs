@@ -1,7 +1,8 @@
 //! The sandbox's network namespace, made beside init instead of by init's `clone` (issue 20):
 //! a new network namespace is the costliest part of the clone (about 0.4–0.6 ms here). For a
 //! one-shot run (`reprorun exec`, the pipelines), the supervisor clones init without
-//! `CLONE_NEWNET` and forks a helper that joins init's user namespace, makes the network
+//! `CLONE_NEWNET` and starts a helper (in its own memory, suspended meanwhile: see
+//! [`spawn_helper`]) that joins init's user namespace, makes the network
 //! namespace there (so it belongs to the sandbox's user namespace, exactly as one made by the
 //! clone would) and brings its loopback up, while init builds the new root. The helper hands
 //! the namespace to init over init's socket; init joins it before it mounts `sysfs` (which
@@ -31,45 +32,60 @@ pub(crate) fn by_helper(plan: &Plan, oci: bool) -> bool {
         && plan.registry.is_none()
 }
 
-/// Forks the helper (a fork is single-threaded, as joining a user namespace requires).
-/// Returns its pid for the caller to reap; where the fork fails, tells init to make the
-/// namespace itself and returns `None`.
+/// Starts the helper in the supervisor's memory (`CLONE_VM | CLONE_VFORK`, as `posix_spawn`
+/// starts a child, on a stack of its own), the supervisor suspended until it has sent the
+/// namespace and exited: nothing is copied to start it, and the supervisor's pages are not
+/// made copy-on-write by it. Returns its pid for the caller to reap; where it cannot start,
+/// tells init to make the namespace itself and returns `None`.
 pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
+    let failed = || {
+        let _ = nix::sys::socket::send(
+            sock.as_raw_fd(),
+            &[FAILED_TAG],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+    };
+    let Ok(mut stack) = crate::sys::stack::Stack::new(HELPER_STACK) else {
+        failed();
+        return None;
+    };
+    let run = || -> isize {
+        if make(init)
+            .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))
+            .is_err()
+        {
+            failed();
+        }
+        0
+    };
     // SAFETY: the caller is single-threaded here (`run` starts its notification thread after
-    // this fork; a pipeline's units run in workers forked single-threaded), so no lock of
-    // the allocator (dlmalloc's is not taken around a fork) can be held by a thread missing
-    // in the child, which makes system calls and small allocations and ends with _exit,
-    // never returning into the caller's code.
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            crate::trace::step("supervisor", "fork the network namespace's helper");
+    // this; a pipeline's units run in workers forked single-threaded), and CLONE_VFORK
+    // suspends it until the child has exited, so the child runs in this memory as this
+    // thread would, with nothing else running in it (the allocator's lock is free); it runs
+    // on `stack`, which outlives it (dropped once clone has returned). What it allocates it
+    // frees; its descriptors are its own (no CLONE_FILES).
+    let cloned = unsafe {
+        nix::sched::clone(
+            Box::new(run),
+            stack.as_mut_slice(),
+            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
+            Some(libc::SIGCHLD),
+        )
+    };
+    match cloned {
+        Ok(child) => {
+            crate::trace::step("supervisor", "the network namespace's helper (done)");
             Some(child)
         }
-        Ok(nix::unistd::ForkResult::Child) => {
-            if make(init)
-                .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))
-                .is_err()
-            {
-                let _ = nix::sys::socket::send(
-                    sock.as_raw_fd(),
-                    &[FAILED_TAG],
-                    nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
-                );
-            }
-            // SAFETY: _exit ends the forked child at once, without the parent's atexit
-            // handlers or stdio buffers.
-            unsafe { libc::_exit(0) }
-        }
         Err(_) => {
-            let _ = nix::sys::socket::send(
-                sock.as_raw_fd(),
-                &[FAILED_TAG],
-                nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
-            );
+            failed();
             None
         }
     }
 }
+
+/// The helper's stack: `make`'s calls need little.
+const HELPER_STACK: usize = 256 << 10;
 
 /// In the helper: joins init's user namespace, makes a network namespace there with its
 /// loopback up, and returns a descriptor of it.
