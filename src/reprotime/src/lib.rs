@@ -68,6 +68,9 @@ type FutimesatFn = unsafe extern "C" fn(c_int, *const c_char, *const timeval) ->
 /// The next definition of each symbol (libc's), resolved once at load time.
 struct Real {
     clock_gettime: AtomicPtr<c_void>,
+    /// The vDSO's own `__vdso_clock_gettime` (null without a vDSO): the faked clocks call it
+    /// directly, without libc's wrapper in between.
+    vdso_clock_gettime: AtomicPtr<c_void>,
     stat: AtomicPtr<c_void>,
     lstat: AtomicPtr<c_void>,
     fstat: AtomicPtr<c_void>,
@@ -88,6 +91,7 @@ struct Real {
 const NULL: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 static REAL: Real = Real {
     clock_gettime: NULL,
+    vdso_clock_gettime: NULL,
     stat: NULL,
     lstat: NULL,
     fstat: NULL,
@@ -177,6 +181,24 @@ pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) 
     unsafe { getrandom_restarted(buf, len, flags) }
 }
 
+/// `name` in the vDSO the loader has already mapped and parsed (null without one).
+unsafe fn vdso_symbol(name: &core::ffi::CStr) -> *mut c_void {
+    // SAFETY: RTLD_NOLOAD only looks the vDSO up among the loaded objects, loading nothing;
+    // the handle is released at once (the vDSO is never unloaded, so the address stays).
+    unsafe {
+        let h = libc::dlopen(
+            c"linux-vdso.so.1".as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+        );
+        if h.is_null() {
+            return core::ptr::null_mut();
+        }
+        let f = libc::dlsym(h, name.as_ptr());
+        libc::dlclose(h);
+        f
+    }
+}
+
 unsafe fn next(name: &[u8]) -> *mut c_void {
     // SAFETY: name is NUL-terminated; RTLD_NEXT finds the definition after ours (libc's).
     unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) }
@@ -217,8 +239,11 @@ fn init() {
         ] {
             slot.store(next(name), Ordering::Relaxed);
         }
+        REAL.vdso_clock_gettime
+            .store(vdso_symbol(c"__vdso_clock_gettime"), Ordering::Relaxed);
     }
-    PAGE.store(map_page(), Ordering::Relaxed);
+    // Release: a thread that finds the page set also finds the functions above.
+    PAGE.store(map_page(), Ordering::Release);
     STATE.store(READY, Ordering::Release);
 }
 
@@ -283,6 +308,30 @@ fn page() -> Option<&'static Page> {
     }
 }
 
+/// The real clock straight from the vDSO, without libc's wrapper; where the vDSO fails
+/// (it returns a negative errno, not -1), or there is none, through libc, which sets errno.
+#[inline(always)]
+unsafe fn vdso_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
+    let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
+    if !f.is_null() {
+        // SAFETY: f is the vDSO's clock_gettime, which takes the same arguments.
+        if unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) } == 0 {
+            return 0;
+        }
+    }
+    // SAFETY: the caller's arguments, passed through.
+    unsafe { real_clock(clk, ts) }
+}
+
+/// The page once [`init`] has set it, with no other check: the fast path's only load
+/// before the clock is read. `None` before `init` or without a page ([`page`] then).
+#[inline(always)]
+fn page_fast() -> Option<&'static Page> {
+    let p = PAGE.load(Ordering::Acquire);
+    // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
 #[inline(always)]
 unsafe fn real_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     let f = REAL.clock_gettime.load(Ordering::Relaxed);
@@ -303,9 +352,8 @@ fn to_ts(ns: i64) -> timespec {
 }
 
 /// `ts` moved by an offset already split into whole seconds and nanoseconds (`0..NS`): two
-/// additions and one carry, no conversion to nanoseconds and back (the split is made before
-/// the clock is read, off the path that waits for the vDSO). `ts` is a kernel timespec, its
-/// nanoseconds in `0..NS`.
+/// additions and one carry, no conversion to nanoseconds and back. `ts` is a kernel
+/// timespec, its nanoseconds in `0..NS`.
 #[inline(always)]
 fn shift(ts: &mut timespec, (secs, nanos): (i64, i64)) {
     let mut ns = ts.tv_nsec as i64 + nanos;
@@ -343,6 +391,49 @@ fn fake_now(p: &Page) -> Option<i64> {
     }
 }
 
+/// A faked clock (`clk` REALTIME, REALTIME_COARSE or TAI) into the non-null `ts`. The
+/// common case, a clock started at a date, is one vDSO read plus an addition, and nothing
+/// before the read but loading the vDSO's address: the vDSO's read of the time stamp
+/// counter waits for every instruction before it to finish, so a check of the page made
+/// before the call lengthened every call (about 1 ns of 28). The page is looked at after.
+#[inline(always)]
+unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
+    // SAFETY: ts is the caller's non-null out-pointer.
+    let r = unsafe { vdso_clock(clk, ts) };
+    match page_fast() {
+        Some(p) if r == 0 && p.mode == MODE_START_AT => {
+            // SAFETY: as above.
+            shift(unsafe { &mut *ts }, split(p.offset_ns));
+            0
+        }
+        // SAFETY: as above.
+        _ => unsafe { faked_clock_rest(r, ts) },
+    }
+}
+
+/// [`faked_clock`] before `init`, without a page, with a frozen or ticking clock, or where
+/// the real clock failed (`r`).
+#[cold]
+#[inline(never)]
+unsafe fn faked_clock_rest(r: c_int, ts: *mut timespec) -> c_int {
+    let Some(p) = page() else { return r };
+    if p.mode == MODE_START_AT {
+        if r == 0 {
+            // SAFETY: ts is the caller's non-null out-pointer.
+            shift(unsafe { &mut *ts }, split(p.offset_ns));
+        }
+        return r;
+    }
+    match fake_now(p) {
+        Some(ns) => {
+            // SAFETY: as above.
+            unsafe { *ts = to_ts(ns) };
+            0
+        }
+        None => r,
+    }
+}
+
 /// # Safety
 /// Pointer arguments are as for the C library's `clock_gettime`: valid for the call, or null where
 /// it allows null.
@@ -353,24 +444,8 @@ pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_i
         libc::CLOCK_REALTIME | libc::CLOCK_REALTIME_COARSE | libc::CLOCK_TAI
     );
     if faked && !ts.is_null() {
-        if let Some(p) = page() {
-            if p.mode == MODE_START_AT {
-                // The common case: one real vDSO read plus an addition.
-                let by = split(p.offset_ns);
-                // SAFETY: ts is the caller's non-null out-pointer.
-                let r = unsafe { real_clock(clk, ts) };
-                if r == 0 {
-                    // SAFETY: as above.
-                    shift(unsafe { &mut *ts }, by);
-                }
-                return r;
-            }
-            if let Some(ns) = fake_now(p) {
-                // SAFETY: as above.
-                unsafe { *ts = to_ts(ns) };
-                return 0;
-            }
-        }
+        // SAFETY: ts is the caller's non-null out-pointer.
+        return unsafe { faked_clock(clk, ts) };
     }
     let cpu = matches!(
         clk,
