@@ -348,6 +348,58 @@ fn bad_date_and_clock_input_is_refused() {
 }
 
 #[test]
+fn every_kind_of_program_gets_the_clock_as_the_sandbox_s_first_exec() {
+    // The workload's own exec of a dynamic program skips the server (see spec/time.md); a
+    // static or Go one, found directly or through a PATH search past missing directories,
+    // still gets its clock at that exec (its AT_RANDOM: lineage.rs).
+    let p = probes();
+    let w = Work::new();
+    let bind = format!("{}:/probes:ro", p.dir.path().display());
+    std::fs::write(
+        w.dir.path().join("bb.sh"),
+        "#!/bin/busybox sh\nbusybox date +'script %s'\n",
+    )
+    .unwrap();
+    std::fs::write(w.dir.path().join("sh.sh"), "#!/bin/sh\ndate +'script %s'\n").unwrap();
+    for f in ["bb.sh", "sh.sh"] {
+        use std::os::unix::fs::PermissionsExt;
+        let perm = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(w.dir.path().join(f), perm).unwrap();
+    }
+    let search = "PATH=/nonexistent:/etc/passwd:/probes:/bin";
+    let cases: [(&[&str], &[&str], &str); 8] = [
+        (&[], &["/probes/clock-dynamic"], "realtime"),
+        (&[], &["/probes/clock-static"], "realtime"),
+        (&[], &["/probes/clock-go"], "go"),
+        (&["--env", search], &["clock-static"], "realtime"),
+        (&["--env", search], &["clock-go"], "go"),
+        (
+            &["--env", search],
+            &["busybox", "date", "+busybox %s"],
+            "busybox",
+        ),
+        (&[], &["./bb.sh"], "script"),
+        (&[], &["./sh.sh"], "script"),
+    ];
+    for (flags, cmd, name) in cases {
+        let mut args = vec![
+            "exec",
+            "--bind",
+            &bind,
+            "--date",
+            "@1700000000",
+            "--clock",
+            "frozen",
+        ];
+        args.extend_from_slice(flags);
+        args.push("--");
+        args.extend_from_slice(cmd);
+        let out = expect_code(&w.run(&args), 0);
+        assert_eq!(values(&out).get(name), Some(&vec![DATE]), "{cmd:?}:\n{out}");
+    }
+}
+
+#[test]
 fn static_programs_started_from_threads_and_posix_spawn_get_the_clock() {
     // An exec from a non-leader thread (its exec stop arrives under the leader's pid), and
     // posix_spawn (vfork-style clone).

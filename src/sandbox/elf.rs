@@ -84,11 +84,13 @@ pub(super) fn name_at(table: &[u8], at: usize, max: usize) -> &[u8] {
 
 /// Reads `len` bytes at `at` from a program file, if the file holds them: never more than
 /// the file's size and never more than 64 MiB (a crafted header must not make the supervisor
-/// allocate or read gigabytes).
+/// allocate or read gigabytes). A read of at most 64 KiB (every header of an ordinary
+/// program) is not checked against the size first: a short file fails the read itself.
 pub(super) fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
     const LIMIT: usize = 64 << 20;
-    let size = exe.metadata().ok()?.len() as usize;
-    if len > LIMIT || at.checked_add(len)? > size {
+    const UNCHECKED: usize = 64 << 10;
+    let end = at.checked_add(len)?;
+    if len > LIMIT || (len > UNCHECKED && end > exe.metadata().ok()?.len() as usize) {
         return None;
     }
     let mut buf = vec![0u8; len];

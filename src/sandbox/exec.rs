@@ -1,7 +1,6 @@
 //! The last steps of the workload process before `execve`: identity hygiene, descriptors,
 //! signals, and a `PATH` search over the sandbox's own `PATH` (not the caller's).
 
-use std::ffi::CString;
 use std::os::fd::OwnedFd;
 
 use caps::CapSet;
@@ -429,7 +428,22 @@ pub(super) fn prepare_and_exec(
             .is_some_and(|c| c.allow_new_privs)
         && caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SYS_ADMIN).unwrap_or(false);
     let preserve_fds = pins.security.preserve_fds;
-    let mut notify = notify;
+    // The program found and classified while nothing is filtered yet: a first exec that
+    // needs nothing of the server is let through by the notification filter.
+    let exec =
+        super::program::Exec::resolve(argv, env, notify.is_some()).map_err(at(Prep::Exec))?;
+    let passing;
+    let mut notify = match (notify, exec.passing_call()) {
+        (Some(n), Some(call)) => {
+            passing = super::notify::passing_exec(n.filter, call);
+            Some(Notify {
+                sock: n.sock,
+                filter: &passing,
+            })
+        }
+        (n, _) => n,
+    };
+    crate::trace::step("workload", "find and classify the program");
     if allow_new_privs {
         install_filters(notify.take(), pins.seccomp, preserve_fds)?;
     }
@@ -454,35 +468,7 @@ pub(super) fn prepare_and_exec(
         crate::trace::step("workload", "no_new_privs, landlock");
         install_filters(notify, pins.seccomp, preserve_fds)?;
     }
-    execute(argv, env).map_err(at(Prep::Exec))
-}
-
-/// `execve` of `argv[0]`, searched in the `PATH` of `env` when it has no slash.
-fn execute(argv: &[String], env: &[String]) -> Result<std::convert::Infallible, Errno> {
-    let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
-    let args = argv
-        .iter()
-        .map(|a| cstr(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    let envp = env.iter().map(|e| cstr(e)).collect::<Result<Vec<_>, _>>()?;
-    let program = &argv[0];
-    if program.contains('/') {
-        return nix::unistd::execve(&args[0], &args, &envp);
-    }
-    let path = env
-        .iter()
-        .find_map(|e| e.strip_prefix("PATH="))
-        .unwrap_or(crate::determinism::FROZEN_PATH);
-    let mut denied = None;
-    for dir in path.split(':').filter(|d| !d.is_empty()) {
-        let candidate = cstr(&format!("{dir}/{program}"))?;
-        match nix::unistd::execve(&candidate, &args, &envp) {
-            Err(Errno::ENOENT | Errno::ENOTDIR) => continue,
-            Err(Errno::EACCES) => denied = Some(Errno::EACCES),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(denied.unwrap_or(Errno::ENOENT))
+    Err(at(Prep::Exec)(exec.run()))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod notify;
 mod pins_only;
 mod probe;
 mod procpath;
+mod program;
 mod protocol;
 mod signals;
 mod spawn;

@@ -403,7 +403,7 @@ fn exec_bypasses_libc(
 }
 
 /// The interpreter named by a `#!` line (`head` starts with `#!`).
-fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
+pub(super) fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
     let line = head.get(2..)?;
     let line = &line[..line.iter().position(|b| *b == b'\n').unwrap_or(line.len())];
     line.split(|b| *b == b' ' || *b == b'\t')

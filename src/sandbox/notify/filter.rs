@@ -100,3 +100,33 @@ pub(crate) fn filter(
     prog.push(ret(libc::SECCOMP_RET_USER_NOTIF));
     prog
 }
+
+/// `prog` behind a check that lets one `execve` through unrouted: the call whose path, `argv`
+/// and `envp` pointers are `call` (the workload's own first exec, when its program needs
+/// nothing at the exec: see `sandbox::program`). Every other call goes on to `prog`.
+pub(crate) fn passing_exec(prog: &[libc::sock_filter], call: [u64; 3]) -> Vec<libc::sock_filter> {
+    use crate::sys::bpf::{self, load as ld, ret};
+    // nr, its check, arch, its check, two loads and two checks per pointer, ALLOW. The
+    // number first: every other call costs two instructions more than `prog` alone (the
+    // number means execve only with the arch checked, which comes before the pointers).
+    const LEN: usize = 4 + 3 * 4 + 1;
+    let mut out = Vec::with_capacity(LEN + prog.len());
+    // A jump from the instruction about to be pushed to the first of `prog`.
+    let to_prog = |out: &Vec<libc::sock_filter>| (LEN - out.len() - 1) as u8;
+    let jeq = |k: u32, jf: u8| bpf::jump(libc::BPF_JEQ, k, 0, jf);
+    out.push(ld(bpf::NR));
+    out.push(jeq(libc::SYS_execve as u32, to_prog(&out)));
+    out.push(ld(bpf::ARCH));
+    out.push(jeq(bpf::AUDIT_ARCH, to_prog(&out)));
+    for (i, value) in call.into_iter().enumerate() {
+        let low = bpf::arg_low(i as u8);
+        out.push(ld(low));
+        out.push(jeq(value as u32, to_prog(&out)));
+        out.push(ld(low + 4));
+        out.push(jeq((value >> 32) as u32, to_prog(&out)));
+    }
+    out.push(ret(libc::SECCOMP_RET_ALLOW));
+    debug_assert_eq!(out.len(), LEN);
+    out.extend_from_slice(prog);
+    out
+}

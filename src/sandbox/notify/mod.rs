@@ -101,7 +101,7 @@ impl Config {
 }
 
 use caller::*;
-pub(crate) use filter::filter;
+pub(crate) use filter::{filter, passing_exec};
 use lineage::Lineage;
 use page::*;
 use server::*;
@@ -159,8 +159,8 @@ pub(crate) fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
         .name("reprorun-notify".into())
         .spawn(move || {
             let Ok(listener) = rx.recv() else { return };
-            // The workload sent its listener just before its first exec, which now waits for
-            // us: map the page before answering anything.
+            // The workload sent its listener just before its first exec, which may wait for
+            // us (see `program`): map the page before answering anything.
             let page = match config.clock.map(|c| c.mode) {
                 None | Some(ClockMode::Frozen) => None,
                 Some(mode) => Page::open(&at, matches!(mode, ClockMode::Tick { .. })).ok(),

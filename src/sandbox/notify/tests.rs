@@ -7,11 +7,16 @@ fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
 }
 
 fn verdict4(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64, arg4: u64) -> u32 {
+    verdict_args(prog, arch, nr, [arg0, 0, 0, 0, arg4, 0])
+}
+
+fn verdict_args(prog: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 6]) -> u32 {
     let mut data = [0u8; 64];
     data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
     data[4..8].copy_from_slice(&arch.to_ne_bytes());
-    data[16..24].copy_from_slice(&arg0.to_ne_bytes());
-    data[48..56].copy_from_slice(&arg4.to_ne_bytes());
+    for (i, a) in args.iter().enumerate() {
+        data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
+    }
     let (mut pc, mut acc) = (0usize, 0u32);
     loop {
         let ins = prog[pc];
@@ -32,11 +37,13 @@ fn verdict4(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64, arg4: u64
 }
 
 #[cfg(target_arch = "x86_64")]
+const X86_64: u32 = 0xc000_003e;
+const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
+const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn filter_routes_exactly_the_documented_calls() {
-    const X86_64: u32 = 0xc000_003e;
-    const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
-    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
     let always = [
         libc::SYS_execve,
         libc::SYS_execveat,
@@ -95,6 +102,51 @@ fn filter_routes_exactly_the_documented_calls() {
         assert_eq!(v(libc::SYS_time, 0) == NOTIFY, faked);
         // Another architecture's calls are not ours to interpret.
         assert_eq!(verdict(&prog, 0x4000_0003, libc::SYS_execve, 0), ALLOW);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn only_the_workload_s_own_exec_passes_unrouted() {
+    let call = [0x7f12_3456_7000, 0x7f12_3456_7010, 0x7f12_3456_7040];
+    let inner = filter(Some(ClockMode::StartAt), true, true, true);
+    let prog = passing_exec(&inner, call);
+    let v = |nr: i64, args: [u64; 6]| verdict_args(&prog, X86_64, nr, args);
+    let with = |c: [u64; 3]| [c[0], c[1], c[2], 0, 0, 0];
+    assert_eq!(v(libc::SYS_execve, with(call)), ALLOW);
+    // Any other pointer, in either half of any of the three, is routed as before.
+    for i in 0..3 {
+        for flip in [1u64, 1 << 12, 1 << 32, 1 << 45] {
+            let mut other = call;
+            other[i] ^= flip;
+            assert_eq!(v(libc::SYS_execve, with(other)), NOTIFY, "{i} {flip:#x}");
+        }
+    }
+    // The same pointers to execveat (whose first argument is a directory), or from
+    // another ABI, are not the call.
+    assert_eq!(v(libc::SYS_execveat, with(call)), NOTIFY);
+    let x32 = (libc::SYS_execve as u32 | crate::sys::bpf::X32_BIT) as i64;
+    assert_eq!(
+        verdict_args(&prog, X86_64, x32, with(call)),
+        verdict_args(&inner, X86_64, x32, with(call))
+    );
+    assert_eq!(verdict_args(&prog, 0x4000_0003, 11, with(call)), ALLOW);
+    // Everything else gets exactly the inner filter's verdict.
+    for nr in 0..460 {
+        for args in [
+            [0u64; 6],
+            with(call),
+            [libc::CLOCK_REALTIME as u64, 0, 0, 0, 1, 0],
+        ] {
+            if nr == libc::SYS_execve && args == with(call) {
+                continue;
+            }
+            assert_eq!(
+                v(nr, args),
+                verdict_args(&inner, X86_64, nr, args),
+                "{nr} {args:?}"
+            );
+        }
     }
 }
 

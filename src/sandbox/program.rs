@@ -1,0 +1,365 @@
+//! The workload's program, found and classified before its filters go in.
+//!
+//! Every `execve` of a sandboxed process goes to the supervisor's notification server, which
+//! classifies the program and patches a static or Go one at its exec (`vdso`). The workload's
+//! own first exec need not wait for that round trip when its program is a dynamic, non-Go ELF
+//! (or a script run by one): the server would let it through untouched. So the workload looks
+//! its program up itself, classifies it as the server would, and when nothing is to be done
+//! the notification filter lets exactly that one call through: an `execve` whose path, `argv`
+//! and `envp` pointers are the ones laid out here, in a mapping made for it at a random
+//! address (a later program, with its own memory, passing the same three pointers by chance
+//! is as unlikely as guessing the address; and the only effect would be a static program's
+//! exec not patched, never a call the security profile refuses let through). A `PATH` search
+//! skips the directories where the program is not, without an `execve` (and its round trip)
+//! for each.
+
+use std::ffi::{CStr, CString};
+use std::os::unix::fs::FileExt;
+
+use nix::errno::Errno;
+
+use super::elf::{self, Budget};
+
+/// The exec the workload is about to make: its arguments, environment and the paths to try.
+pub(super) struct Exec {
+    args: Vec<CString>,
+    envp: Vec<CString>,
+    /// The paths to try in order: the program itself, or its `PATH` candidates (those seen
+    /// missing left out).
+    candidates: Vec<CString>,
+    /// The first candidate, laid out for an unrouted exec when it needs nothing at its exec.
+    passing: Option<Passing>,
+}
+
+impl Exec {
+    /// `argv` run with exactly `env`, looked up in `env`'s `PATH` (else the frozen one) when
+    /// it has no slash. With `classify`, the first candidate's program is examined.
+    pub(super) fn resolve(argv: &[String], env: &[String], classify: bool) -> Result<Exec, Errno> {
+        let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
+        let args = argv
+            .iter()
+            .map(|a| cstr(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let envp = env.iter().map(|e| cstr(e)).collect::<Result<Vec<_>, _>>()?;
+        let program = argv.first().ok_or(Errno::ENOENT)?;
+        let candidates = if program.contains('/') {
+            vec![args[0].clone()]
+        } else {
+            let path = env
+                .iter()
+                .find_map(|e| e.strip_prefix("PATH="))
+                .unwrap_or(crate::determinism::FROZEN_PATH);
+            search(path, program)?
+        };
+        let passing = match candidates.first() {
+            Some(first) if classify && needs_nothing_at_exec(first) => {
+                Passing::lay_out(first, &args, &envp)
+            }
+            _ => None,
+        };
+        Ok(Exec {
+            args,
+            envp,
+            candidates,
+            passing,
+        })
+    }
+
+    /// The pointers of the exec the notification filter lets through: `[path, argv, envp]`.
+    pub(super) fn passing_call(&self) -> Option<[u64; 3]> {
+        self.passing.as_ref().map(Passing::call)
+    }
+
+    /// `execve` of each candidate in turn, as `execvp` does: on to the next where the program
+    /// is missing or not executable there. Returns only on failure.
+    pub(super) fn run(self) -> Errno {
+        let mut denied = None;
+        for (i, candidate) in self.candidates.iter().enumerate() {
+            let errno = match (&self.passing, i) {
+                (Some(p), 0) => p.execve(),
+                _ => match nix::unistd::execve(candidate, &self.args, &self.envp) {
+                    Ok(never) => match never {},
+                    Err(e) => e,
+                },
+            };
+            match errno {
+                Errno::ENOENT | Errno::ENOTDIR => continue,
+                Errno::EACCES => denied = Some(Errno::EACCES),
+                e => return e,
+            }
+        }
+        denied.unwrap_or(Errno::ENOENT)
+    }
+}
+
+/// `program`'s candidates in the directories of `path`, in order, without those where it
+/// certainly is not: a `stat` that fails with `ENOENT` or `ENOTDIR` is what `execve` would
+/// have said, and a `PATH` search goes on from both.
+fn search(path: &str, program: &str) -> Result<Vec<CString>, Errno> {
+    let mut found = Vec::new();
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = CString::new(format!("{dir}/{program}")).map_err(|_| Errno::EINVAL)?;
+        match nix::sys::stat::stat(candidate.as_c_str()) {
+            Err(Errno::ENOENT | Errno::ENOTDIR) => {}
+            _ => found.push(candidate),
+        }
+    }
+    Ok(found)
+}
+
+/// The program at `path` (links followed, as `execve` follows them), opened for reading if
+/// it is a regular file: nothing else (a FIFO, a device) is opened, or read if one is
+/// swapped in between the look and the open.
+fn open_program(path: &CStr) -> Option<std::fs::File> {
+    let st = nix::sys::stat::stat(path).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return None;
+    }
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+    // SAFETY: openat reads the NUL-terminated path; the descriptor it returns (atomically
+    // close-on-exec) is owned by the File. (The system call itself: musl's open adds an
+    // fcntl for kernels that ignored O_CLOEXEC.)
+    let fd = unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags) };
+    let fd = Errno::result(fd).ok()? as std::os::fd::RawFd;
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // What was opened is what is read: still a regular file (not one swapped in since).
+    let st = nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&file)).ok()?;
+    (st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(file)
+}
+
+/// Whether the server would let an exec of `path` through untouched: a dynamic ELF program
+/// not built by Go, or a `#!` script whose interpreter is one. Anything unknown (unreadable,
+/// another format, a script of a script) is left to the server.
+fn needs_nothing_at_exec(path: &CStr) -> bool {
+    let Some(file) = open_program(path) else {
+        return false;
+    };
+    let mut head = [0u8; 256];
+    let n = file.read_at(&mut head, 0).unwrap_or(0);
+    let mut budget = Budget::per_exec();
+    let program = if head[..n].starts_with(b"#!") {
+        let interp = super::vdso::script_interpreter(&head[..n])
+            .and_then(|i| CString::new(i).ok())
+            .and_then(|i| open_program(&i));
+        match interp {
+            Some(interp) => interp,
+            None => return false,
+        }
+    } else {
+        file
+    };
+    elf::program_kind(&program, &mut budget).is_some_and(|k| !k.bypasses_libc())
+}
+
+/// The exec's path and pointer arrays in a private mapping at a random address.
+struct Passing {
+    base: *mut libc::c_void,
+    len: usize,
+    path: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+}
+
+impl Passing {
+    /// Lays out `path` and the pointers to `args` and `envp` (which must outlive the exec);
+    /// `None` when no memory could be mapped (the exec is then routed as any other).
+    fn lay_out(path: &CStr, args: &[CString], envp: &[CString]) -> Option<Passing> {
+        let ptr = std::mem::size_of::<*const libc::c_char>();
+        let path_len = path.to_bytes_with_nul().len().next_multiple_of(ptr);
+        let len = path_len + (args.len() + 1 + envp.len() + 1) * ptr;
+        let base = map_at_random(len)?;
+        let at = base as *mut u8;
+        // SAFETY: the mapping is `len` bytes, writable and ours: the path fills its first
+        // `path_len` bytes (the rest of them zero), then the two NULL-terminated arrays of
+        // `args.len() + 1` and `envp.len() + 1` pointers, aligned (a page start plus a
+        // multiple of the pointer size).
+        unsafe {
+            std::ptr::copy_nonoverlapping(path.as_ptr() as *const u8, at, path.to_bytes().len());
+            let argv = at.add(path_len) as *mut *const libc::c_char;
+            for (i, a) in args.iter().enumerate() {
+                *argv.add(i) = a.as_ptr();
+            }
+            *argv.add(args.len()) = std::ptr::null();
+            let env = argv.add(args.len() + 1);
+            for (i, e) in envp.iter().enumerate() {
+                *env.add(i) = e.as_ptr();
+            }
+            *env.add(envp.len()) = std::ptr::null();
+            Some(Passing {
+                base,
+                len,
+                path: at as *const libc::c_char,
+                argv,
+                envp: env,
+            })
+        }
+    }
+
+    fn call(&self) -> [u64; 3] {
+        [self.path as u64, self.argv as u64, self.envp as u64]
+    }
+
+    /// The exec itself; returns its error.
+    fn execve(&self) -> Errno {
+        // SAFETY: the path and both arrays were laid out by `lay_out` and are NUL/NULL
+        // terminated; the strings they point to are the caller's, alive until the exec.
+        let r = unsafe { libc::execve(self.path, self.argv, self.envp) };
+        debug_assert_eq!(r, -1);
+        Errno::last()
+    }
+}
+
+impl Drop for Passing {
+    fn drop(&mut self) {
+        // SAFETY: `base` and `len` are the mapping made by `map_at_random`; nothing points
+        // into it once the exec has failed.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// A private, readable and writable anonymous mapping of `len` bytes, asked for at a random
+/// page-aligned address between 4 GiB and 64 TiB (taken as a hint: where it is not free, the
+/// kernel places it elsewhere, which is only likelier to be found again).
+fn map_at_random(len: usize) -> Option<*mut libc::c_void> {
+    let mut r = [0u8; 8];
+    // SAFETY: getrandom writes at most r.len() bytes into r.
+    let got = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), libc::GRND_NONBLOCK) };
+    if got != r.len() as isize {
+        return None;
+    }
+    const LOW: u64 = 1 << 32;
+    const HIGH: u64 = 1 << 46;
+    let hint = (LOW + u64::from_ne_bytes(r) % (HIGH - LOW)) & !0xfff;
+    // SAFETY: a new anonymous mapping without MAP_FIXED replaces nothing; the result is
+    // checked.
+    let base = unsafe {
+        libc::mmap(
+            hint as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    (base != libc::MAP_FAILED).then_some(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    fn script(dir: &std::path::Path, name: &str, text: &str) -> CString {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        c(path.to_str().unwrap())
+    }
+
+    #[test]
+    fn dynamic_programs_and_their_scripts_need_nothing_and_the_rest_go_to_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Debian's coreutils and sh are dynamic; busybox-static is static.
+        assert!(needs_nothing_at_exec(&c("/bin/true")));
+        assert!(needs_nothing_at_exec(&script(d, "sh", "#!/bin/sh\ntrue\n")));
+        assert!(needs_nothing_at_exec(&script(d, "tab", "#!\t/bin/sh -e\n")));
+        if std::path::Path::new("/bin/busybox").exists() {
+            assert!(!needs_nothing_at_exec(&c("/bin/busybox")));
+            assert!(!needs_nothing_at_exec(&script(
+                d,
+                "bb",
+                "#!/bin/busybox sh\n"
+            )));
+        }
+        // Unknown: not ELF, a script of a script, missing, a directory, a FIFO.
+        assert!(!needs_nothing_at_exec(&script(d, "text", "echo hi\n")));
+        let inner = script(d, "inner", "#!/bin/sh\n");
+        let outer = format!("#!{}\n", inner.to_str().unwrap());
+        assert!(!needs_nothing_at_exec(&script(d, "outer", &outer)));
+        assert!(!needs_nothing_at_exec(&c("/nonexistent/x")));
+        assert!(!needs_nothing_at_exec(&script(
+            d,
+            "noint",
+            "#!/nonexistent\n"
+        )));
+        assert!(!needs_nothing_at_exec(&script(d, "empty", "#!\n")));
+        assert!(!needs_nothing_at_exec(&c(d.to_str().unwrap())));
+        let fifo = d.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o755)).unwrap();
+        assert!(!needs_nothing_at_exec(&c(fifo.to_str().unwrap())));
+    }
+
+    #[test]
+    fn the_search_leaves_out_only_directories_without_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for sub in ["a", "b", "c"] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("b/prog"), "not executable").unwrap();
+        std::fs::write(d.join("c/prog"), "").unwrap();
+        std::fs::write(d.join("file"), "").unwrap();
+        let p = |s: &str| d.join(s).display().to_string();
+        // Missing (a), a file where a directory should be (ENOTDIR), empty entries: left
+        // out; a non-executable candidate stays (execve says EACCES and the search goes on).
+        let path = format!("{}::{}:{}:{}", p("a"), p("file"), p("b"), p("c"));
+        let found = search(&path, "prog").unwrap();
+        assert_eq!(found, vec![c(&p("b/prog")), c(&p("c/prog"))]);
+        assert!(search(&p("a"), "prog").unwrap().is_empty());
+        assert_eq!(search(&p("a"), "nul\0").unwrap_err(), Errno::EINVAL);
+    }
+
+    #[test]
+    fn the_passing_call_points_at_the_program_and_its_arrays() {
+        let argv = ["/bin/true".to_string(), "x".into()];
+        let env = ["A=1".to_string(), "PATH=/bin".into()];
+        let exec = Exec::resolve(&argv, &env, true).unwrap();
+        let [path, args, envp] = exec.passing_call().expect("/bin/true is dynamic");
+        let strings = |at: u64| {
+            let mut out = Vec::new();
+            // SAFETY: `at` is one of the NULL-terminated arrays laid out by `lay_out`, whose
+            // strings `exec` keeps alive.
+            unsafe {
+                let mut p = at as *const *const libc::c_char;
+                while !(*p).is_null() {
+                    out.push(CStr::from_ptr(*p).to_str().unwrap().to_string());
+                    p = p.add(1);
+                }
+            }
+            out
+        };
+        // SAFETY: `path` points at the NUL-terminated path in the mapping `exec` holds.
+        let path = unsafe { CStr::from_ptr(path as *const libc::c_char) };
+        assert_eq!(path.to_str().unwrap(), "/bin/true");
+        assert_eq!(strings(args), argv);
+        assert_eq!(strings(envp), env);
+        // Not classified, a static program, a search that finds nothing: routed.
+        assert!(Exec::resolve(&argv, &env, false)
+            .unwrap()
+            .passing_call()
+            .is_none());
+        if std::path::Path::new("/bin/busybox").exists() {
+            let bb = ["busybox".to_string()];
+            assert!(Exec::resolve(&bb, &env, true)
+                .unwrap()
+                .passing_call()
+                .is_none());
+        }
+        let none = ["no-such-program".to_string()];
+        let exec = Exec::resolve(&none, &env, true).unwrap();
+        assert!(exec.passing_call().is_none());
+        assert_eq!(exec.run(), Errno::ENOENT);
+        assert_eq!(
+            Exec::resolve(&["a\0b".to_string()], &env, true).err(),
+            Some(Errno::EINVAL)
+        );
+        assert_eq!(Exec::resolve(&[], &env, true).err(), Some(Errno::ENOENT));
+    }
+}
