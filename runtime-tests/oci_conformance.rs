@@ -560,9 +560,10 @@ fn oci_user_network_ipc_and_time_namespaces_joined_by_path() {
         0,
     );
     let a_pid = std::fs::read_to_string(&a_pid_file).unwrap();
-    // A time namespace held by a helper.
+    // A time namespace held by a helper (its forked `sleep` killed with it: no process is
+    // left behind to hold the test's output open).
     let mut clock = std::process::Command::new("unshare")
-        .args(["--time", "--fork", "sleep", "1000"])
+        .args(["--time", "--fork", "--kill-child", "sleep", "1000"])
         .spawn()
         .unwrap();
     let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
