@@ -308,21 +308,6 @@ fn page() -> Option<&'static Page> {
     }
 }
 
-/// The real clock straight from the vDSO, without libc's wrapper; where the vDSO fails
-/// (it returns a negative errno, not -1), or there is none, through libc, which sets errno.
-#[inline(always)]
-unsafe fn vdso_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
-    let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
-    if !f.is_null() {
-        // SAFETY: f is the vDSO's clock_gettime, which takes the same arguments.
-        if unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) } == 0 {
-            return 0;
-        }
-    }
-    // SAFETY: the caller's arguments, passed through.
-    unsafe { real_clock(clk, ts) }
-}
-
 /// The page once [`init`] has set it, with no other check: the fast path's only load
 /// before the clock is read. `None` before `init` or without a page ([`page`] then).
 #[inline(always)]
@@ -398,8 +383,18 @@ fn fake_now(p: &Page) -> Option<i64> {
 /// before the call lengthened every call (about 1 ns of 28). The page is looked at after.
 #[inline(always)]
 unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
-    // SAFETY: ts is the caller's non-null out-pointer.
-    let r = unsafe { vdso_clock(clk, ts) };
+    let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
+    if f.is_null() {
+        // SAFETY: ts is the caller's non-null out-pointer.
+        return unsafe { faked_clock_cold(clk, ts) };
+    }
+    // SAFETY: f is the vDSO's clock_gettime, which takes the same arguments; where it fails
+    // (a negative errno, not -1), libc's answers and sets errno.
+    let r = match unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) } {
+        0 => 0,
+        // SAFETY: as above.
+        _ => unsafe { real_clock(clk, ts) },
+    };
     match page_fast() {
         Some(p) if r == 0 && p.mode == MODE_START_AT => {
             // SAFETY: as above.
@@ -409,6 +404,24 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
         // SAFETY: as above.
         _ => unsafe { faked_clock_rest(r, ts) },
     }
+}
+
+/// [`faked_clock`] with no vDSO address: before `init` (a clock read from a constructor
+/// that runs before ours), which is run first, so that the clock is never read through the
+/// raw system call here, which the sandbox's server would already fake (shifting it again
+/// would add the offset twice); or on a host without a vDSO (libc's clock, as before).
+#[cold]
+#[inline(never)]
+unsafe fn faked_clock_cold(clk: clockid_t, ts: *mut timespec) -> c_int {
+    let _ = page();
+    if !REAL.vdso_clock_gettime.load(Ordering::Relaxed).is_null() {
+        // SAFETY: the caller's arguments; the vDSO is known now, so this does not return here.
+        return unsafe { faked_clock(clk, ts) };
+    }
+    // SAFETY: as above.
+    let r = unsafe { real_clock(clk, ts) };
+    // SAFETY: as above.
+    unsafe { faked_clock_rest(r, ts) }
 }
 
 /// [`faked_clock`] before `init`, without a page, with a frozen or ticking clock, or where
