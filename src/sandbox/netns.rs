@@ -1,8 +1,8 @@
 //! The sandbox's network namespace, made beside init instead of by init's `clone` (issue 20):
 //! a new network namespace is the costliest part of the clone (about 0.4–0.6 ms here). For a
 //! one-shot run (`reprorun exec`, the pipelines), the supervisor clones init without
-//! `CLONE_NEWNET` and starts a helper (in its own memory, suspended meanwhile: see
-//! [`spawn_helper`]) that joins init's user namespace, makes the network
+//! `CLONE_NEWNET` and starts a helper (in the supervisor's memory, the supervisor suspended
+//! meanwhile: see [`spawn_helper`]) that joins init's user namespace, makes the network
 //! namespace there (so it belongs to the sandbox's user namespace, exactly as one made by the
 //! clone would) and brings its loopback up, while init builds the new root. The helper hands
 //! the namespace to init over init's socket; init joins it before it mounts `sysfs` (which
@@ -49,6 +49,9 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
         failed();
         return None;
     };
+    // Set by the helper once it has told init either way: a helper killed before that (a
+    // signal from outside) would leave init waiting for a word that never comes.
+    let told = std::cell::Cell::new(false);
     let run = || -> isize {
         if make(init)
             .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))
@@ -56,6 +59,7 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
         {
             failed();
         }
+        told.set(true);
         0
     };
     // SAFETY: the caller is single-threaded here (`run` starts its notification thread after
@@ -63,7 +67,10 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
     // suspends it until the child has exited, so the child runs in this memory as this
     // thread would, with nothing else running in it (the allocator's lock is free); it runs
     // on `stack`, which outlives it (dropped once clone has returned). What it allocates it
-    // frees; its descriptors are its own (no CLONE_FILES).
+    // frees; its descriptors are its own (no CLONE_FILES). It also runs with this thread's
+    // thread-local storage (no CLONE_SETTLS), so it must not abort: musl's abort signals the
+    // thread id cached there, the supervisor's. Nothing in `make` and `send_fd` panics (their
+    // errors are values; an allocation failure would abort either process alike).
     let cloned = unsafe {
         nix::sched::clone(
             Box::new(run),
@@ -74,6 +81,9 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
     };
     match cloned {
         Ok(child) => {
+            if !told.get() {
+                failed();
+            }
             crate::trace::step("supervisor", "the network namespace's helper (done)");
             Some(child)
         }
