@@ -345,13 +345,18 @@ pub(crate) fn attempt_planted_source_link() -> Result<String, String> {
 /// has it).
 pub(crate) fn attempt_host_unix_socket() -> Result<String, String> {
     use std::os::linux::net::SocketAddrExt;
-    let dir = std::path::PathBuf::from(format!("/var/tmp/reprorun-escape-{}", std::process::id()));
+    // Unique per call: the summary test runs every attempt while this one's own test may
+    // run it at the same time, in the same process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = format!("{}-{n}", std::process::id());
+    let dir = std::path::PathBuf::from(format!("/var/tmp/reprorun-escape-{id}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("service.sock");
     let named = std::os::unix::net::UnixListener::bind(&path).unwrap();
     named.set_nonblocking(true).unwrap();
-    let name = format!("reprorun-escape-{}", std::process::id());
+    let name = format!("reprorun-escape-{id}");
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let abstract_ = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
     abstract_.set_nonblocking(true).unwrap();
