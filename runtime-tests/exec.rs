@@ -586,6 +586,24 @@ fn trace_steps_time_every_process_and_stay_out_of_the_workload() {
         assert!(last.contains_key(who), "no steps of {who}: {err}");
     }
     assert!(err.contains(" init ") && err.contains(" Root\n"), "{err}");
+    // The server is told of every exec but the workload's own of a dynamic program (let
+    // through): none for /bin/true, sh's two and not sh's own, busybox's (static) own.
+    let execs = |cmd: &[&str]| {
+        let mut args = vec!["exec", "--"];
+        args.extend_from_slice(cmd);
+        let o = w
+            .cmd(&args)
+            .env("REPRORUN_TRACE_STEPS", "1")
+            .output()
+            .unwrap();
+        expect_code(&o, 0);
+        stderr(&o).matches(" server ").count()
+    };
+    assert_eq!(execs(&["/bin/true"]), 0);
+    assert_eq!(execs(&["sh", "-c", "/bin/true; /bin/true"]), 2);
+    if std::path::Path::new("/bin/busybox").exists() {
+        assert_eq!(execs(&["busybox", "true"]), 1);
+    }
     // Off (unset, or 0): nothing on stderr.
     for value in [None, Some("0")] {
         let mut cmd = w.cmd(&["exec", "--", "true"]);

@@ -45,6 +45,21 @@ fn probes() -> &'static Probes {
             &[],
             scratch,
         );
+        // A library whose constructor reads the clock, and a program that links it.
+        let lib = dir.path().join("libctor.so");
+        build_probe(
+            &src.join("ctor.c"),
+            &lib,
+            &["-DLIB", "-shared", "-fPIC", "-Wl,-soname,libctor.so"],
+            scratch,
+        );
+        let lib = lib.to_str().unwrap().to_string();
+        build_probe(
+            &src.join("ctor.c"),
+            &dir.path().join("ctor"),
+            &["-Wl,--no-as-needed", &lib, "-Wl,-rpath,/probes"],
+            scratch,
+        );
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         Probes { dir }
@@ -367,7 +382,22 @@ fn every_kind_of_program_gets_the_clock_as_the_sandbox_s_first_exec() {
         std::fs::set_permissions(w.dir.path().join(f), perm).unwrap();
     }
     let search = "PATH=/nonexistent:/etc/passwd:/probes:/bin";
-    let cases: [(&[&str], &[&str], &str); 8] = [
+    // A dynamic program first on PATH that cannot be exec'd (not executable): its exec is
+    // the one let through, fails, and the static one after it is still patched.
+    std::fs::create_dir(w.dir.path().join("bin")).unwrap();
+    std::fs::copy("/bin/true", w.dir.path().join("bin/busybox")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let perm = std::fs::Permissions::from_mode(0o644);
+        std::fs::set_permissions(w.dir.path().join("bin/busybox"), perm).unwrap();
+    }
+    let shadowed = "PATH=/work/bin:/bin";
+    let cases: [(&[&str], &[&str], &str); 9] = [
+        (
+            &["--env", shadowed],
+            &["busybox", "date", "+busybox %s"],
+            "busybox",
+        ),
         (&[], &["/probes/clock-dynamic"], "realtime"),
         (&[], &["/probes/clock-static"], "realtime"),
         (&[], &["/probes/clock-go"], "go"),
@@ -396,6 +426,29 @@ fn every_kind_of_program_gets_the_clock_as_the_sandbox_s_first_exec() {
         args.extend_from_slice(cmd);
         let out = expect_code(&w.run(&args), 0);
         assert_eq!(values(&out).get(name), Some(&vec![DATE]), "{cmd:?}:\n{out}");
+    }
+}
+
+#[test]
+fn a_clock_read_before_the_preload_library_s_constructor_is_shifted_once() {
+    // glibc runs a program's own libraries' constructors before LD_PRELOAD ones': the
+    // library's first clock read comes before the time library has set itself up.
+    for (flags, exact) in [
+        (&["--date", "@1700000000", "--clock", "frozen"][..], true),
+        (&["--date", "2023-11-14T22:13:20Z"][..], false),
+    ] {
+        let out = run_clock(flags, "/probes/ctor");
+        let v = values(&out);
+        for name in ["ctor-realtime", "ctor-time", "main-time"] {
+            let got = v.get(name).and_then(|r| r.first()).copied();
+            match exact {
+                true => assert_eq!(got, Some(DATE), "{name}:\n{out}"),
+                false => assert!(
+                    got.is_some_and(|t| (DATE..DATE + 30).contains(&t)),
+                    "{name} read {got:?}, expected just after {DATE}:\n{out}"
+                ),
+            }
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! reprorun-trace <who> <µs since the supervisor started> <step>
 //! ```
 //!
-//! `who` is `supervisor`, `init` or `workload` (the forked process before its `execve`). The
+//! `who` is `supervisor`, `init`, `workload` (the forked process before its `execve`) or
+//! `server` (the supervisor's notification thread: each exec it is told of). The
 //! clock is `CLOCK_REALTIME`, the one clock a time namespace does not shift, so lines of all
 //! three processes share one origin. A debug facility, not an interface: the variable is
 //! read once, and with it unset a step costs one load and one branch.

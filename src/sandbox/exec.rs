@@ -350,18 +350,29 @@ fn choose_cpus(
 
 /// The notification filter (its listener sent to the supervisor), then the security profile
 /// last: nothing before must be refused by it.
+/// With `quiet`, nothing is traced once the notification filter is in: the step trace reads
+/// the realtime clock, which the filter may route to the server, and the server must see no
+/// call of this process before an exec it is not told of (it would keep this process's
+/// memory, which is init's, for the program the exec starts).
 fn install_filters(
     notify: Option<Notify>,
     seccomp: &[seccompiler::BpfProgram],
     preserve_fds: u32,
+    quiet: bool,
 ) -> Result<(), Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
+    let routed = notify.is_some();
+    let trace = |what: &str| {
+        if !(quiet && routed) {
+            crate::trace::step("workload", what);
+        }
+    };
     if let Some(notify) = notify {
         let listener =
             crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
         crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
             .map_err(at(Prep::Notify))?;
-        crate::trace::step("workload", "notification filter, send the listener");
+        trace("notification filter, send the listener");
     }
     crate::sys::cloexec_from(3 + preserve_fds).map_err(at(Prep::Descriptors))?;
     // The security profile last: nothing above must be refused by it (a profile may lack
@@ -369,11 +380,38 @@ fn install_filters(
     for prog in seccomp {
         crate::sys::seccomp::install(prog).map_err(at(Prep::Seccomp))?;
     }
-    crate::trace::step(
-        "workload",
-        "close descriptors, seccomp profile (then execve)",
-    );
+    trace("close descriptors, seccomp profile (then execve)");
     Ok(())
+}
+
+/// The program found and classified (with the final ids when `final_ids`: then directories
+/// without it are skipped), then the filters: a first exec that needs nothing of the server
+/// is let through by the notification filter.
+fn resolve_and_filter(
+    argv: &[String],
+    env: &[String],
+    notify: Option<Notify>,
+    pins: &ProcessPins,
+    final_ids: bool,
+) -> Result<super::program::Exec, Failed> {
+    let at = |step: Prep| move |errno: Errno| Failed { step, errno };
+    let exec = super::program::Exec::resolve(argv, env, notify.is_some(), final_ids)
+        .map_err(at(Prep::Exec))?;
+    crate::trace::step("workload", "find and classify the program");
+    let passing;
+    let notify = match (notify, exec.passing_call()) {
+        (Some(n), Some(call)) => {
+            passing = super::notify::passing_exec(n.filter, call);
+            Some(Notify {
+                sock: n.sock,
+                filter: &passing,
+            })
+        }
+        (n, _) => n,
+    };
+    let quiet = exec.passing_call().is_some();
+    install_filters(notify, pins.seccomp, pins.security.preserve_fds, quiet)?;
+    Ok(exec)
 }
 
 pub(super) fn prepare_and_exec(
@@ -427,26 +465,12 @@ pub(super) fn prepare_and_exec(
             .as_ref()
             .is_some_and(|c| c.allow_new_privs)
         && caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SYS_ADMIN).unwrap_or(false);
-    let preserve_fds = pins.security.preserve_fds;
-    // The program found and classified while nothing is filtered yet: a first exec that
-    // needs nothing of the server is let through by the notification filter.
-    let exec =
-        super::program::Exec::resolve(argv, env, notify.is_some()).map_err(at(Prep::Exec))?;
-    let passing;
-    let mut notify = match (notify, exec.passing_call()) {
-        (Some(n), Some(call)) => {
-            passing = super::notify::passing_exec(n.filter, call);
-            Some(Notify {
-                sock: n.sock,
-                filter: &passing,
-            })
-        }
-        (n, _) => n,
+    let mut notify = notify;
+    let early = match allow_new_privs {
+        // Before the ids change: a directory the final user may not search is not skipped.
+        true => Some(resolve_and_filter(argv, env, notify.take(), &pins, false)?),
+        false => None,
     };
-    crate::trace::step("workload", "find and classify the program");
-    if allow_new_privs {
-        install_filters(notify.take(), pins.seccomp, preserve_fds)?;
-    }
     if let (true, Some(sets)) = (sandboxed, &pins.security.caps) {
         // Dropping from the bounding set needs CAP_SETPCAP, which a switch away from uid 0
         // takes from the effective set: first the bounding set, then the ids, then the rest.
@@ -459,15 +483,19 @@ pub(super) fn prepare_and_exec(
         drop_privileges(pins.security).map_err(at(Prep::Capabilities))?;
         crate::trace::step("workload", "drop capabilities");
     }
-    if !allow_new_privs {
-        // Installing a filter without privilege needs no_new_privs (set already in a sandbox).
-        nix::sys::prctl::set_no_new_privs().map_err(at(Prep::NoNewPrivs))?;
-        if pins.scoped {
-            crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
+    let exec = match early {
+        Some(exec) => exec,
+        None => {
+            // Installing a filter without privilege needs no_new_privs (set already in a
+            // sandbox).
+            nix::sys::prctl::set_no_new_privs().map_err(at(Prep::NoNewPrivs))?;
+            if pins.scoped {
+                crate::sys::landlock::scope_self().map_err(at(Prep::Landlock))?;
+            }
+            crate::trace::step("workload", "no_new_privs, landlock");
+            resolve_and_filter(argv, env, notify, &pins, true)?
         }
-        crate::trace::step("workload", "no_new_privs, landlock");
-        install_filters(notify, pins.seccomp, preserve_fds)?;
-    }
+    };
     Err(at(Prep::Exec)(exec.run()))
 }
 

@@ -187,8 +187,9 @@ pub(crate) fn run(
         }
         None => None,
     };
-    // The workload's first exec waits for the server, which needs the listener the
-    // workload sends just before: take it now, before waiting for the exec's outcome.
+    // The workload's first exec may wait for the server (a static or Go program, see
+    // `program`), which needs the listener the workload sends just before: take it now,
+    // before waiting for the exec's outcome.
     if let (Some(sock), Some(server)) = (&ours, &server) {
         let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
         let _ = poll(&mut fds, PollTimeout::NONE);

@@ -33,8 +33,15 @@ pub(super) struct Exec {
 
 impl Exec {
     /// `argv` run with exactly `env`, looked up in `env`'s `PATH` (else the frozen one) when
-    /// it has no slash. With `classify`, the first candidate's program is examined.
-    pub(super) fn resolve(argv: &[String], env: &[String], classify: bool) -> Result<Exec, Errno> {
+    /// it has no slash. With `classify`, the first candidate's program is examined. With
+    /// `skip_missing` (the caller has the ids the exec will have), directories where the
+    /// program is not are left out of the search.
+    pub(super) fn resolve(
+        argv: &[String],
+        env: &[String],
+        classify: bool,
+        skip_missing: bool,
+    ) -> Result<Exec, Errno> {
         let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
         let args = argv
             .iter()
@@ -49,7 +56,7 @@ impl Exec {
                 .iter()
                 .find_map(|e| e.strip_prefix("PATH="))
                 .unwrap_or(crate::determinism::FROZEN_PATH);
-            search(path, program)?
+            search(path, program, skip_missing)?
         };
         let passing = match candidates.first() {
             Some(first) if classify && needs_nothing_at_exec(first) => {
@@ -92,15 +99,16 @@ impl Exec {
     }
 }
 
-/// `program`'s candidates in the directories of `path`, in order, without those where it
-/// certainly is not: a `stat` that fails with `ENOENT` or `ENOTDIR` is what `execve` would
-/// have said, and a `PATH` search goes on from both.
-fn search(path: &str, program: &str) -> Result<Vec<CString>, Errno> {
+/// `program`'s candidates in the directories of `path`, in order; with `skip_missing`,
+/// without those where it certainly is not: a `stat` that fails with `ENOENT` or `ENOTDIR`
+/// is what `execve` would have said (with the same ids), and a `PATH` search goes on from
+/// both.
+fn search(path: &str, program: &str, skip_missing: bool) -> Result<Vec<CString>, Errno> {
     let mut found = Vec::new();
     for dir in path.split(':').filter(|d| !d.is_empty()) {
         let candidate = CString::new(format!("{dir}/{program}")).map_err(|_| Errno::EINVAL)?;
         match nix::sys::stat::stat(candidate.as_c_str()) {
-            Err(Errno::ENOENT | Errno::ENOTDIR) => {}
+            Err(Errno::ENOENT | Errno::ENOTDIR) if skip_missing => {}
             _ => found.push(candidate),
         }
     }
@@ -108,24 +116,23 @@ fn search(path: &str, program: &str) -> Result<Vec<CString>, Errno> {
 }
 
 /// The program at `path` (links followed, as `execve` follows them), opened for reading if
-/// it is a regular file: nothing else (a FIFO, a device) is opened, or read if one is
-/// swapped in between the look and the open.
+/// it is a regular file: looked at through an `O_PATH` descriptor first, so nothing else (a
+/// FIFO, a device) is ever opened.
 fn open_program(path: &CStr) -> Option<std::fs::File> {
-    let st = nix::sys::stat::stat(path).ok()?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return None;
-    }
-    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     // SAFETY: openat reads the NUL-terminated path; the descriptor it returns (atomically
-    // close-on-exec) is owned by the File. (The system call itself: musl's open adds an
-    // fcntl for kernels that ignored O_CLOEXEC.)
-    let fd = unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags) };
+    // close-on-exec; musl's open would add an fcntl) is owned by the File below.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC,
+        )
+    };
     let fd = Errno::result(fd).ok()? as std::os::fd::RawFd;
     // SAFETY: `fd` was just opened and is owned by nothing else.
-    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    // What was opened is what is read: still a regular file (not one swapped in since).
-    let st = nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&file)).ok()?;
-    (st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(file)
+    let probe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    crate::sys::reopen_regular(&probe, false).ok()
 }
 
 /// Whether the server would let an exec of `path` through untouched: a dynamic ELF program
@@ -169,6 +176,8 @@ impl Passing {
         let path_len = path.to_bytes_with_nul().len().next_multiple_of(ptr);
         let len = path_len + (args.len() + 1 + envp.len() + 1) * ptr;
         let base = map_at_random(len)?;
+        LEFT[0].store(base as usize, std::sync::atomic::Ordering::SeqCst);
+        LEFT[1].store(len, std::sync::atomic::Ordering::SeqCst);
         let at = base as *mut u8;
         // SAFETY: the mapping is `len` bytes, writable and ours: the path fills its first
         // `path_len` bytes (the rest of them zero), then the two NULL-terminated arrays of
@@ -210,8 +219,33 @@ impl Passing {
     }
 }
 
+/// The mapping of the last [`Passing`] laid out by a child sharing this process's memory
+/// (`spawn::Start::Borrow`): its exec leaves the mapping here, in the parent, which unmaps
+/// it once the child has exec'd ([`unmap_left`]), so nothing of it stays to be found.
+static LEFT: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+];
+
+/// In the parent, after a child that shared its memory has exec'd or failed: unmaps what the
+/// child's [`Passing`] left.
+pub(super) fn unmap_left() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let base = LEFT[0].swap(0, SeqCst);
+    let len = LEFT[1].swap(0, SeqCst);
+    if base != 0 {
+        // SAFETY: `base` and `len` are a mapping `map_at_random` made in this memory, which
+        // the child (now exec'd or gone) was the only user of; it is unmapped once (swapped
+        // out above). A failed exec unmapped it already and cleared the record.
+        unsafe { libc::munmap(base as *mut libc::c_void, len) };
+    }
+}
+
 impl Drop for Passing {
     fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        LEFT[0].store(0, SeqCst);
+        LEFT[1].store(0, SeqCst);
         // SAFETY: `base` and `len` are the mapping made by `map_at_random`; nothing points
         // into it once the exec has failed.
         unsafe { libc::munmap(self.base, self.len) };
@@ -310,17 +344,19 @@ mod tests {
         // Missing (a), a file where a directory should be (ENOTDIR), empty entries: left
         // out; a non-executable candidate stays (execve says EACCES and the search goes on).
         let path = format!("{}::{}:{}:{}", p("a"), p("file"), p("b"), p("c"));
-        let found = search(&path, "prog").unwrap();
+        let found = search(&path, "prog", true).unwrap();
         assert_eq!(found, vec![c(&p("b/prog")), c(&p("c/prog"))]);
-        assert!(search(&p("a"), "prog").unwrap().is_empty());
-        assert_eq!(search(&p("a"), "nul\0").unwrap_err(), Errno::EINVAL);
+        assert!(search(&p("a"), "prog", true).unwrap().is_empty());
+        // Without the final ids, every directory is tried by execve itself.
+        assert_eq!(search(&path, "prog", false).unwrap().len(), 4);
+        assert_eq!(search(&p("a"), "nul\0", true).unwrap_err(), Errno::EINVAL);
     }
 
     #[test]
     fn the_passing_call_points_at_the_program_and_its_arrays() {
         let argv = ["/bin/true".to_string(), "x".into()];
         let env = ["A=1".to_string(), "PATH=/bin".into()];
-        let exec = Exec::resolve(&argv, &env, true).unwrap();
+        let exec = Exec::resolve(&argv, &env, true, true).unwrap();
         let [path, args, envp] = exec.passing_call().expect("/bin/true is dynamic");
         let strings = |at: u64| {
             let mut out = Vec::new();
@@ -341,25 +377,28 @@ mod tests {
         assert_eq!(strings(args), argv);
         assert_eq!(strings(envp), env);
         // Not classified, a static program, a search that finds nothing: routed.
-        assert!(Exec::resolve(&argv, &env, false)
+        assert!(Exec::resolve(&argv, &env, false, true)
             .unwrap()
             .passing_call()
             .is_none());
         if std::path::Path::new("/bin/busybox").exists() {
             let bb = ["busybox".to_string()];
-            assert!(Exec::resolve(&bb, &env, true)
+            assert!(Exec::resolve(&bb, &env, true, true)
                 .unwrap()
                 .passing_call()
                 .is_none());
         }
         let none = ["no-such-program".to_string()];
-        let exec = Exec::resolve(&none, &env, true).unwrap();
+        let exec = Exec::resolve(&none, &env, true, true).unwrap();
         assert!(exec.passing_call().is_none());
         assert_eq!(exec.run(), Errno::ENOENT);
         assert_eq!(
-            Exec::resolve(&["a\0b".to_string()], &env, true).err(),
+            Exec::resolve(&["a\0b".to_string()], &env, true, true).err(),
             Some(Errno::EINVAL)
         );
-        assert_eq!(Exec::resolve(&[], &env, true).err(), Some(Errno::ENOENT));
+        assert_eq!(
+            Exec::resolve(&[], &env, true, true).err(),
+            Some(Errno::ENOENT)
+        );
     }
 }

@@ -93,14 +93,18 @@ pub(crate) unsafe fn spawn(
             // nothing else running in it; it runs on `stack`, which outlives it (dropped
             // once clone has returned). Signals with handlers of ours are synchronous
             // faults only; the child resets the mask and SIGPIPE before it execs.
-            unsafe {
+            let pid = unsafe {
                 nix::sched::clone(
                     Box::new(run),
                     stack.as_mut_slice(),
                     nix::sched::CloneFlags::CLONE_VM | nix::sched::CloneFlags::CLONE_VFORK,
                     Some(libc::SIGCHLD),
                 )
-            }?
+            };
+            // The child has exec'd or exited: what its exec's arguments were laid out in is
+            // ours again (see `program`).
+            super::program::unmap_left();
+            pid?
         }
     };
     Ok(Spawned {

@@ -32,7 +32,9 @@ impl Caller {
     }
 
     /// Writes into the caller's memory (the descriptor names the memory it had when it was
-    /// opened; every exec empties the cache, so that is the caller's current memory).
+    /// opened; every exec empties the cache, so that is the caller's current memory: the one
+    /// exec the server is not told of, the workload's own, is preceded by no routed call of
+    /// that process, see `exec::install_filters`).
     pub(super) fn put(&mut self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
         if addr == 0 {
             return Err(Errno::EFAULT);

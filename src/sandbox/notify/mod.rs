@@ -10,7 +10,7 @@
 //! - `getdents64(2)`/`getdents(2)`: listings in name order (see `dirs`).
 //!
 //! The clock page is the file init wrote at /run/reprorun/clock; the server maps it before it
-//! answers anything (so before the workload runs a single instruction of its own), opened
+//! answers anything (so before any program of the workload's gets an answer), opened
 //! inside the sandbox's root without following any link, and checked to be a regular file of
 //! a full page, so the preload library and this server share one offset and one tick counter.
 

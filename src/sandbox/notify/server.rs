@@ -114,6 +114,7 @@ impl Server {
         let id = notif.id;
         let args = notif.data.args;
         if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+            crate::trace::step("server", "exec notification");
             // An exec replaces a process's memory (and a vfork child's shared one): no kept
             // /proc/TID/mem may outlive it.
             self.callers.clear();
