@@ -3,9 +3,8 @@
 //! Loaded into every dynamic program through the sandbox's `/etc/ld.so.preload`, so a child
 //! that scrubs its environment is still covered. Its whole configuration is the clock page at
 //! `/run/reprorun/clock`, written by the runtime and mapped once; the hot path makes no system
-//! call of its own, takes no lock and allocates nothing.
-//!
-//! With seeded entropy it also rewrites the program's AT_RANDOM bytes at load.
+//! call of its own, takes no lock and allocates nothing. With seeded entropy it also rewrites
+//! the program's AT_RANDOM bytes at load.
 //!
 //! Interposed: `clock_gettime` (REALTIME, REALTIME_COARSE, TAI; the CPU-time clocks under
 //! a frozen or tick clock), `clock`, `gettimeofday`, `time`, `timespec_get`, `ftime`; the stat family (timestamps shifted by the clock's offset) and the
@@ -308,8 +307,7 @@ fn page() -> Option<&'static Page> {
     }
 }
 
-/// The page once [`init`] has set it, with no other check: the fast path's only load
-/// before the clock is read. `None` before `init` or without a page ([`page`] then).
+/// The page once [`init`] has set it, with no other check (`None` before, or without one).
 #[inline(always)]
 fn page_fast() -> Option<&'static Page> {
     let p = PAGE.load(Ordering::Acquire);
@@ -376,11 +374,10 @@ fn fake_now(p: &Page) -> Option<i64> {
     }
 }
 
-/// A faked clock (`clk` REALTIME, REALTIME_COARSE or TAI) into the non-null `ts`. The
-/// common case, a clock started at a date, is one vDSO read plus an addition, and nothing
-/// before the read but loading the vDSO's address: the vDSO's read of the time stamp
-/// counter waits for every instruction before it to finish, so a check of the page made
-/// before the call lengthened every call (about 1 ns of 28). The page is looked at after.
+/// A faked clock (`clk` REALTIME, REALTIME_COARSE or TAI) into the non-null `ts`: for a
+/// clock started at a date, one vDSO read plus an addition, with nothing before the read but
+/// loading the vDSO's address (its time-stamp-counter read waits for every earlier
+/// instruction: a check of the page before it cost about 1 ns of 28). The page comes after.
 #[inline(always)]
 unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
@@ -406,22 +403,21 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     }
 }
 
-/// [`faked_clock`] with no vDSO address: before `init` (a clock read from a constructor
-/// that runs before ours), which is run first, so that the clock is never read through the
-/// raw system call here, which the sandbox's server would already fake (shifting it again
-/// would add the offset twice); or on a host without a vDSO (libc's clock, as before).
+/// [`faked_clock`] with no vDSO address: before `init` (a read from a constructor that runs
+/// before ours), which is run first, so that the clock is never read through the raw system
+/// call, which the sandbox's server already fakes (shifted again, the offset would count
+/// twice); or on a host without a vDSO (libc's clock, as before).
 #[cold]
 #[inline(never)]
 unsafe fn faked_clock_cold(clk: clockid_t, ts: *mut timespec) -> c_int {
     let _ = page();
-    if !REAL.vdso_clock_gettime.load(Ordering::Relaxed).is_null() {
-        // SAFETY: the caller's arguments; the vDSO is known now, so this does not return here.
-        return unsafe { faked_clock(clk, ts) };
+    // SAFETY: the caller's arguments; with the vDSO known now, this does not come back here.
+    unsafe {
+        match REAL.vdso_clock_gettime.load(Ordering::Relaxed).is_null() {
+            false => faked_clock(clk, ts),
+            true => faked_clock_rest(real_clock(clk, ts), ts),
+        }
     }
-    // SAFETY: as above.
-    let r = unsafe { real_clock(clk, ts) };
-    // SAFETY: as above.
-    unsafe { faked_clock_rest(r, ts) }
 }
 
 /// [`faked_clock`] before `init`, without a page, with a frozen or ticking clock, or where
