@@ -27,9 +27,39 @@ pub(crate) enum InitMsg {
 }
 
 /// Sends one message; failures are ignored (the supervisor then sees only the exit status).
+/// A step or program name is cut to [`NAME_MAX`] characters first, so that the datagram,
+/// escaped, fits the receiver's buffer (`sys::recv_packet`, 8 KiB): a longer one (a step
+/// naming two long bind paths) would arrive cut off, fail to parse, and be lost.
 pub(crate) fn post(sock: &OwnedFd, msg: &InitMsg) {
-    if let Ok(bytes) = serde_json::to_vec(msg) {
+    if let Ok(bytes) = serde_json::to_vec(&bounded(msg.clone())) {
         let _ = send(sock.as_raw_fd(), &bytes, MsgFlags::MSG_NOSIGNAL);
+    }
+}
+
+/// The longest step or program name a message carries, in characters: escaped as JSON (at
+/// most 6 bytes a character), with the rest of a message, within 8 KiB.
+const NAME_MAX: usize = 1000;
+
+fn bounded(msg: InitMsg) -> InitMsg {
+    let cut = |s: String| match s.char_indices().nth(NAME_MAX) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s,
+    };
+    match msg {
+        InitMsg::SetupFailed {
+            step,
+            errno,
+            refusal,
+        } => InitMsg::SetupFailed {
+            step: cut(step),
+            errno,
+            refusal,
+        },
+        InitMsg::ExecFailed { program, errno } => InitMsg::ExecFailed {
+            program: cut(program),
+            errno,
+        },
+        other => other,
     }
 }
 
@@ -51,6 +81,46 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<InitMsg> {
 mod tests {
     use super::*;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+    #[test]
+    fn a_long_step_arrives_cut_not_lost() {
+        let (a, b) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        // Control characters escape to six bytes each: 20,000 of them would be 120 KB.
+        let step = format!("bind /{}", "\u{1}é".repeat(10_000));
+        post(
+            &a,
+            &InitMsg::SetupFailed {
+                step: step.clone(),
+                errno: 2,
+                refusal: false,
+            },
+        );
+        post(
+            &a,
+            &InitMsg::ExecFailed {
+                program: "p".repeat(50_000),
+                errno: 13,
+            },
+        );
+        match drain(&b).as_slice() {
+            [InitMsg::SetupFailed {
+                step: got,
+                errno: 2,
+                ..
+            }, InitMsg::ExecFailed { program, errno: 13 }] => {
+                assert_eq!(got.chars().count(), NAME_MAX + 1);
+                assert!(step.starts_with(got.trim_end_matches('…')));
+                assert_eq!(program.chars().count(), NAME_MAX + 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn messages_round_trip_over_a_socketpair() {
