@@ -499,7 +499,8 @@ fn join_and_run(
             return 125;
         }
     }
-    let filter = notify::Config::from_plan(p.plan).filter();
+    let config = notify::Config::from_plan(p.plan);
+    let (filter, patches_execs) = (config.filter(), config.patches_execs());
     let terminal = match &p.console {
         Some(c) => match init::open_terminal(Some(c)) {
             Ok(slave) => Some(slave),
@@ -542,6 +543,7 @@ fn join_and_run(
                 let notify = notify_sock.map(|sock| super::exec::Notify {
                     sock,
                     filter: &filter,
+                    patches_execs,
                 });
                 Err(super::exec::exec(&p.argv, &p.env, pins, true, notify))
             })()

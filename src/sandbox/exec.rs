@@ -154,6 +154,9 @@ impl<'a> ProcessPins<'a> {
 pub(crate) struct Notify<'a> {
     pub(crate) sock: &'a OwnedFd,
     pub(crate) filter: &'a [libc::sock_filter],
+    /// Whether the server changes anything at an exec (`notify::Config::patches_execs`):
+    /// if not, the workload's own exec is let through without its program being examined.
+    pub(crate) patches_execs: bool,
 }
 
 /// Drops every capability but `keep` (bounding, inheritable, effective, permitted; `keep` is
@@ -395,16 +398,21 @@ fn resolve_and_filter(
     final_ids: bool,
 ) -> Result<super::program::Exec, Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
-    let exec = super::program::Exec::resolve(argv, env, notify.is_some(), final_ids)
-        .map_err(at(Prep::Exec))?;
+    let first = match &notify {
+        None => super::program::FirstExec::Routed,
+        Some(n) if n.patches_execs => super::program::FirstExec::Classified,
+        Some(_) => super::program::FirstExec::Passing,
+    };
+    let exec =
+        super::program::Exec::resolve(argv, env, first, final_ids).map_err(at(Prep::Exec))?;
     crate::trace::step("workload", "find and classify the program");
     let passing;
     let notify = match (notify, exec.passing_call()) {
         (Some(n), Some(call)) => {
             passing = super::notify::passing_exec(n.filter, call);
             Some(Notify {
-                sock: n.sock,
                 filter: &passing,
+                ..n
             })
         }
         (n, _) => n,

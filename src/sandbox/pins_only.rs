@@ -110,7 +110,7 @@ pub(crate) fn run(
         trace_execs: refused.ptrace.is_none(),
         ..notify::Config::from_plan(plan)
     };
-    let filter = config.filter();
+    let (filter, patches_execs) = (config.filter(), config.patches_execs());
     let (ours, theirs) = match vdso::SUPPORTED && refused.notify.is_none() {
         true => {
             let (a, b) = socketpair(
@@ -151,6 +151,7 @@ pub(crate) fn run(
     let notify_to = theirs.as_ref().map(|sock| exec::Notify {
         sock,
         filter: &filter,
+        patches_execs,
     });
     let pins = exec::ProcessPins {
         scoped: true,

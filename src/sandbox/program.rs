@@ -20,6 +20,17 @@ use nix::errno::Errno;
 
 use super::elf::{self, Budget};
 
+/// What the workload's own exec may skip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FirstExec {
+    /// Nothing to skip: no notification filter.
+    Routed,
+    /// The notification, when its program needs nothing at the exec.
+    Classified,
+    /// The notification, whatever the program (the server changes nothing at any exec).
+    Passing,
+}
+
 /// The exec the workload is about to make: its arguments, environment and the paths to try.
 pub(super) struct Exec {
     args: Vec<CString>,
@@ -33,13 +44,13 @@ pub(super) struct Exec {
 
 impl Exec {
     /// `argv` run with exactly `env`, looked up in `env`'s `PATH` (else the frozen one) when
-    /// it has no slash. With `classify`, the first candidate's program is examined. With
+    /// it has no slash; `first` says whether its first candidate may skip the server. With
     /// `skip_missing` (the caller has the ids the exec will have), directories where the
     /// program is not are left out of the search.
     pub(super) fn resolve(
         argv: &[String],
         env: &[String],
-        classify: bool,
+        first: FirstExec,
         skip_missing: bool,
     ) -> Result<Exec, Errno> {
         let cstr = |s: &str| CString::new(s).map_err(|_| Errno::EINVAL);
@@ -59,8 +70,11 @@ impl Exec {
             search(path, program, skip_missing)?
         };
         let passing = match candidates.first() {
-            Some(first) if classify && needs_nothing_at_exec(first) => {
-                Passing::lay_out(first, &args, &envp)
+            Some(path)
+                if first == FirstExec::Passing
+                    || (first == FirstExec::Classified && needs_nothing_at_exec(path)) =>
+            {
+                Passing::lay_out(path, &args, &envp)
             }
             _ => None,
         };
@@ -356,7 +370,7 @@ mod tests {
     fn the_passing_call_points_at_the_program_and_its_arrays() {
         let argv = ["/bin/true".to_string(), "x".into()];
         let env = ["A=1".to_string(), "PATH=/bin".into()];
-        let exec = Exec::resolve(&argv, &env, true, true).unwrap();
+        let exec = Exec::resolve(&argv, &env, FirstExec::Classified, true).unwrap();
         let [path, args, envp] = exec.passing_call().expect("/bin/true is dynamic");
         let strings = |at: u64| {
             let mut out = Vec::new();
@@ -376,28 +390,34 @@ mod tests {
         assert_eq!(path.to_str().unwrap(), "/bin/true");
         assert_eq!(strings(args), argv);
         assert_eq!(strings(envp), env);
-        // Not classified, a static program, a search that finds nothing: routed.
-        assert!(Exec::resolve(&argv, &env, false, true)
+        // Nothing changes at any exec: any program passes, unexamined.
+        if std::path::Path::new("/bin/busybox").exists() {
+            let bb = ["/bin/busybox".to_string()];
+            let exec = Exec::resolve(&bb, &env, FirstExec::Passing, true).unwrap();
+            assert!(exec.passing_call().is_some());
+        }
+        // No notification filter, a static program, a search that finds nothing: routed.
+        assert!(Exec::resolve(&argv, &env, FirstExec::Routed, true)
             .unwrap()
             .passing_call()
             .is_none());
         if std::path::Path::new("/bin/busybox").exists() {
             let bb = ["busybox".to_string()];
-            assert!(Exec::resolve(&bb, &env, true, true)
+            assert!(Exec::resolve(&bb, &env, FirstExec::Classified, true)
                 .unwrap()
                 .passing_call()
                 .is_none());
         }
         let none = ["no-such-program".to_string()];
-        let exec = Exec::resolve(&none, &env, true, true).unwrap();
+        let exec = Exec::resolve(&none, &env, FirstExec::Classified, true).unwrap();
         assert!(exec.passing_call().is_none());
         assert_eq!(exec.run(), Errno::ENOENT);
         assert_eq!(
-            Exec::resolve(&["a\0b".to_string()], &env, true, true).err(),
+            Exec::resolve(&["a\0b".to_string()], &env, FirstExec::Classified, true).err(),
             Some(Errno::EINVAL)
         );
         assert_eq!(
-            Exec::resolve(&[], &env, true, true).err(),
+            Exec::resolve(&[], &env, FirstExec::Classified, true).err(),
             Some(Errno::ENOENT)
         );
     }

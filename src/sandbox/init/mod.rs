@@ -266,13 +266,15 @@ fn run(
     // The workload routes its clock, entropy, identity and directory calls (and its execs)
     // to the supervisor.
     crate::trace::step("init", "terminal");
-    let filter = notify::Config::from_plan(plan).filter();
+    let config = notify::Config::from_plan(plan);
+    let filter = config.filter();
     crate::trace::step("init", "build the notification filter");
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
     let notify = (vdso::SUPPORTED && plan.intercept).then_some(exec::Notify {
         sock,
         filter: &filter,
+        patches_execs: config.patches_execs(),
     });
     // SAFETY: init is single-threaded, and the workload's exec is answered by the
     // supervisor, not by init (which only waits for it).

@@ -89,6 +89,13 @@ impl Config {
             .unwrap_or(u64::from(self.identity.cpus).saturating_mul(1000))
     }
 
+    /// Whether an exec may be changed by the server (a static or Go program's clock or
+    /// AT_RANDOM): with neither a fake clock nor seeded entropy, or without ptrace, every
+    /// exec is let go on as it is.
+    pub(crate) fn patches_execs(&self) -> bool {
+        self.trace_execs && (self.clock.is_some() || self.seed.is_some())
+    }
+
     /// The workload's filter for this configuration.
     pub(crate) fn filter(&self) -> Vec<libc::sock_filter> {
         filter(
