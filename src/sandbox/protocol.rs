@@ -82,15 +82,19 @@ mod tests {
     use super::*;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
-    #[test]
-    fn a_long_step_arrives_cut_not_lost() {
-        let (a, b) = socketpair(
+    fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
+        socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
             None,
             SockFlag::SOCK_CLOEXEC,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_long_step_arrives_cut_not_lost() {
+        let (a, b) = seqpacket_pair();
         // Control characters escape to six bytes each: 20,000 of them would be 120 KB.
         let step = format!("bind /{}", "\u{1}é".repeat(10_000));
         post(
@@ -124,13 +128,7 @@ mod tests {
 
     #[test]
     fn messages_round_trip_over_a_socketpair() {
-        let (a, b) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .unwrap();
+        let (a, b) = seqpacket_pair();
         let m1 = InitMsg::SetupFailed {
             step: "mount /proc".into(),
             errno: 1,
@@ -151,13 +149,7 @@ mod tests {
     /// first receive reports before the messages init left. They must still be read.
     #[test]
     fn messages_survive_a_peer_that_closed_with_our_datagram_unread() {
-        let (ours, theirs) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .unwrap();
+        let (ours, theirs) = seqpacket_pair();
         let failed = InitMsg::SetupFailed {
             step: "set hostname: EPERM".into(),
             errno: 1,
