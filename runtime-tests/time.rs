@@ -370,27 +370,22 @@ fn every_kind_of_program_gets_the_clock_as_the_sandbox_s_first_exec() {
     let p = probes();
     let w = Work::new();
     let bind = format!("{}:/probes:ro", p.dir.path().display());
-    std::fs::write(
-        w.dir.path().join("bb.sh"),
-        "#!/bin/busybox sh\nbusybox date +'script %s'\n",
-    )
-    .unwrap();
-    std::fs::write(w.dir.path().join("sh.sh"), "#!/bin/sh\ndate +'script %s'\n").unwrap();
-    for f in ["bb.sh", "sh.sh"] {
+    let chmod = |name: &str, mode: u32| {
         use std::os::unix::fs::PermissionsExt;
-        let perm = std::fs::Permissions::from_mode(0o755);
-        std::fs::set_permissions(w.dir.path().join(f), perm).unwrap();
-    }
+        let perm = std::fs::Permissions::from_mode(mode);
+        std::fs::set_permissions(w.dir.path().join(name), perm).unwrap();
+    };
+    let bb = "#!/bin/busybox sh\nbusybox date +'script %s'\n";
+    std::fs::write(w.dir.path().join("bb.sh"), bb).unwrap();
+    std::fs::write(w.dir.path().join("sh.sh"), "#!/bin/sh\ndate +'script %s'\n").unwrap();
+    chmod("bb.sh", 0o755);
+    chmod("sh.sh", 0o755);
     let search = "PATH=/nonexistent:/etc/passwd:/probes:/bin";
     // A dynamic program first on PATH that cannot be exec'd (not executable): its exec is
     // the one let through, fails, and the static one after it is still patched.
     std::fs::create_dir(w.dir.path().join("bin")).unwrap();
     std::fs::copy("/bin/true", w.dir.path().join("bin/busybox")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let perm = std::fs::Permissions::from_mode(0o644);
-        std::fs::set_permissions(w.dir.path().join("bin/busybox"), perm).unwrap();
-    }
+    chmod("bin/busybox", 0o644);
     let shadowed = "PATH=/work/bin:/bin";
     let cases: [(&[&str], &[&str], &str); 9] = [
         (

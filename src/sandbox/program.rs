@@ -14,11 +14,10 @@
 //! for each.
 
 use std::ffi::{CStr, CString};
-use std::os::unix::fs::FileExt;
 
 use nix::errno::Errno;
 
-use super::elf::{self, Budget};
+use super::elf::Budget;
 
 /// What the workload's own exec may skip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,30 +152,16 @@ fn open_program(path: &CStr) -> Option<std::fs::File> {
 /// not built by Go, or a `#!` script whose interpreter is one. Anything unknown (unreadable,
 /// another format, a script of a script) is left to the server.
 fn needs_nothing_at_exec(path: &CStr) -> bool {
-    let Some(file) = open_program(path) else {
-        return false;
-    };
-    let mut head = [0u8; 256];
-    let n = file.read_at(&mut head, 0).unwrap_or(0);
-    let mut budget = Budget::per_exec();
-    let program = if head[..n].starts_with(b"#!") {
-        let interp = super::vdso::script_interpreter(&head[..n])
-            .and_then(|i| CString::new(i).ok())
-            .and_then(|i| open_program(&i));
-        match interp {
-            Some(interp) => interp,
-            None => return false,
-        }
-    } else {
-        file
-    };
-    elf::program_kind(&program, &mut budget).is_some_and(|k| !k.bypasses_libc())
+    let interpreter = |name: &[u8]| open_program(&CString::new(name).ok()?);
+    open_program(path)
+        .and_then(|file| super::vdso::program_of(file, interpreter, &mut Budget::per_exec()))
+        .is_some_and(|(_, kind)| !kind.bypasses_libc())
 }
 
-/// The exec's path and pointer arrays in a private mapping at a random address.
+/// The exec's path and pointer arrays in a private mapping at a random address. The mapping
+/// is never unmapped by its maker: a process that fails to exec exits, and one that shares
+/// its parent's memory leaves it to the parent ([`unmap_left`]).
 struct Passing {
-    base: *mut libc::c_void,
-    len: usize,
     path: *const libc::c_char,
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
@@ -210,8 +195,6 @@ impl Passing {
             }
             *env.add(envp.len()) = std::ptr::null();
             Some(Passing {
-                base,
-                len,
                 path: at as *const libc::c_char,
                 argv,
                 envp: env,
@@ -233,16 +216,16 @@ impl Passing {
     }
 }
 
-/// The mapping of the last [`Passing`] laid out by a child sharing this process's memory
-/// (`spawn::Start::Borrow`): its exec leaves the mapping here, in the parent, which unmaps
-/// it once the child has exec'd ([`unmap_left`]), so nothing of it stays to be found.
+/// The mapping of the last [`Passing`] laid out in this memory: a child sharing it
+/// (`spawn::Start::Borrow`) leaves the mapping to the parent, which unmaps it once the child
+/// has exec'd or exited ([`unmap_left`]), so nothing of it stays to be found.
 static LEFT: [std::sync::atomic::AtomicUsize; 2] = [
     std::sync::atomic::AtomicUsize::new(0),
     std::sync::atomic::AtomicUsize::new(0),
 ];
 
-/// In the parent, after a child that shared its memory has exec'd or failed: unmaps what the
-/// child's [`Passing`] left.
+/// In the parent, after a child that shared its memory has exec'd or exited: unmaps what the
+/// child's [`Passing`] left (nothing when it laid none out).
 pub(super) fn unmap_left() {
     use std::sync::atomic::Ordering::SeqCst;
     let base = LEFT[0].swap(0, SeqCst);
@@ -250,19 +233,8 @@ pub(super) fn unmap_left() {
     if base != 0 {
         // SAFETY: `base` and `len` are a mapping `map_at_random` made in this memory, which
         // the child (now exec'd or gone) was the only user of; it is unmapped once (swapped
-        // out above). A failed exec unmapped it already and cleared the record.
+        // out above).
         unsafe { libc::munmap(base as *mut libc::c_void, len) };
-    }
-}
-
-impl Drop for Passing {
-    fn drop(&mut self) {
-        use std::sync::atomic::Ordering::SeqCst;
-        LEFT[0].store(0, SeqCst);
-        LEFT[1].store(0, SeqCst);
-        // SAFETY: `base` and `len` are the mapping made by `map_at_random`; nothing points
-        // into it once the exec has failed.
-        unsafe { libc::munmap(self.base, self.len) };
     }
 }
 
@@ -390,11 +362,14 @@ mod tests {
         assert_eq!(path.to_str().unwrap(), "/bin/true");
         assert_eq!(strings(args), argv);
         assert_eq!(strings(envp), env);
-        // Nothing changes at any exec: any program passes, unexamined.
+        drop(exec);
+        unmap_left(); // as the parent of a child that shared its memory
+                      // Nothing changes at any exec: any program passes, unexamined.
         if std::path::Path::new("/bin/busybox").exists() {
             let bb = ["/bin/busybox".to_string()];
             let exec = Exec::resolve(&bb, &env, FirstExec::Passing, true).unwrap();
             assert!(exec.passing_call().is_some());
+            unmap_left();
         }
         // No notification filter, a static program, a search that finds nothing: routed.
         assert!(Exec::resolve(&argv, &env, FirstExec::Routed, true)

@@ -390,20 +390,35 @@ fn exec_bypasses_libc(
 ) -> Option<(std::fs::File, ProgramKind)> {
     let fs = ProcessFs::of(pid)?;
     let file = exec_target(&fs, pid, nr, args)?;
-    let mut head = [0u8; 256];
-    let n = file.read_at(&mut head, 0).unwrap_or(0);
-    if head[..n].starts_with(b"#!") {
-        let interp = script_interpreter(&head[..n])?;
-        let interp = fs.open_regular(Start::Cwd, interp)?;
-        let kind = elf::program_kind(&interp, budget).filter(|k| k.bypasses_libc())?;
-        return Some((interp, kind));
+    program_of(file, |interp| fs.open_regular(Start::Cwd, interp), budget)
+        .filter(|(_, kind)| kind.bypasses_libc())
+}
+
+/// What an exec of `file` runs, and its kind: `file` itself if it is an ELF program, else
+/// the interpreter its `#!` line names, opened by `open` (looked up as the kernel does, from
+/// the exec'ing process's view). `None` for anything else: another format, a script of a
+/// script, a file that cannot be read. (Used by the server at every exec, and by the
+/// workload for its own, `program`.)
+pub(super) fn program_of(
+    file: std::fs::File,
+    open: impl FnOnce(&[u8]) -> Option<std::fs::File>,
+    budget: &mut Budget,
+) -> Option<(std::fs::File, ProgramKind)> {
+    if let Some(kind) = elf::program_kind(&file, budget) {
+        return Some((file, kind));
     }
-    let kind = elf::program_kind(&file, budget).filter(|k| k.bypasses_libc())?;
-    Some((file, kind))
+    let mut head = [0u8; 256];
+    let n = file.read_at(&mut head, 0).ok()?;
+    if !head[..n].starts_with(b"#!") {
+        return None;
+    }
+    let interp = open(script_interpreter(&head[..n])?)?;
+    let kind = elf::program_kind(&interp, budget)?;
+    Some((interp, kind))
 }
 
 /// The interpreter named by a `#!` line (`head` starts with `#!`).
-pub(super) fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
+fn script_interpreter(head: &[u8]) -> Option<&[u8]> {
     let line = head.get(2..)?;
     let line = &line[..line.iter().position(|b| *b == b'\n').unwrap_or(line.len())];
     line.split(|b| *b == b' ' || *b == b'\t')
