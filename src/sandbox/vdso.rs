@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use super::elf::{self, le, name_at, Budget, GoTicks, ProgramKind};
 use super::fakeclock::{
     fake_page, FakeClock, CODE_CLOCK_GETTIME, CODE_GETTIMEOFDAY, CODE_TIME, ENTRY_CLOCK_GETTIME,
-    ENTRY_GETTIMEOFDAY, ENTRY_TIME, FAKE_PAGE, SLOTS,
+    ENTRY_GETTIMEOFDAY, ENTRY_TIME, FAKE_PAGE, SLOTS, SLOTS_LEN,
 };
 use super::procpath::{ProcessFs, Start};
 use super::tracees::{release, wait_stop};
@@ -334,7 +334,7 @@ fn inject_fake_clock(
         (ENTRY_CLOCK_GETTIME as usize, CODE_CLOCK_GETTIME.len()),
         (ENTRY_GETTIMEOFDAY as usize, CODE_GETTIMEOFDAY.len()),
         (ENTRY_TIME as usize, CODE_TIME.len()),
-        (SLOTS, 32),
+        (SLOTS, SLOTS_LEN),
     ] {
         poke_bytes(pid, FAKE_PAGE + start as u64, &page[start..start + len])?;
     }

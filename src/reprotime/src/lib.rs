@@ -2,7 +2,7 @@
 //!
 //! Loaded into every dynamic program through the sandbox's `/etc/ld.so.preload`, so a child
 //! that scrubs its environment is still covered. Its whole configuration is the clock page at
-//! `/run/reprorun/clock`, written by the runtime and mapped once; the hot path makes no system
+//! `/run/reprorun/clock`, written by the runtime, mapped and read once; the hot path makes no system
 //! call of its own, takes no lock and allocates nothing. With seeded entropy it also rewrites
 //! the program's AT_RANDOM bytes at load.
 //!
@@ -14,8 +14,9 @@
 // time_t and friends differ in width between targets: the casts are for the other ones.
 #![allow(clippy::unnecessary_cast)]
 
+use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_uint, c_void};
-use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
 
@@ -49,7 +50,53 @@ const BUSY: u8 = 1;
 const READY: u8 = 2;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// The page, once [`init`] has mapped and checked it and filled [`CLOCK`] from it (null
+/// before, or without a page).
 static PAGE: AtomicPtr<Page> = AtomicPtr::new(core::ptr::null_mut());
+static CLOCK: ClockCell = ClockCell(UnsafeCell::new(Clock::NONE));
+
+/// What the clock page said when this process mapped it. The runtime writes the page once,
+/// before the workload starts, and only its tick counter changes after; the fields are read
+/// once (volatile: the page is shared, and a program could write it), so the hot path reads
+/// this process's own copy, with the offset already split for [`shift`].
+#[derive(Clone, Copy)]
+struct Clock {
+    mode: u32,
+    flags: u32,
+    offset_ns: i64,
+    /// `offset_ns` as (whole seconds, nanoseconds in `0..NS`).
+    offset: (i64, i64),
+    epoch_ns: i64,
+    step_ns: i64,
+    seed: u64,
+    /// The page's tick counter, shared by every reader of the page.
+    ticks: *const AtomicU64,
+}
+
+impl Clock {
+    const NONE: Clock = Clock {
+        mode: 0,
+        flags: 0,
+        offset_ns: 0,
+        offset: (0, 0),
+        epoch_ns: 0,
+        step_ns: 0,
+        seed: 0,
+        ticks: core::ptr::null(),
+    };
+
+    /// The next tick (tick mode): the shared counter's value before this read.
+    fn tick(&self) -> u64 {
+        // SAFETY: `ticks` points into the checked page, which is never unmapped.
+        unsafe { (*self.ticks).fetch_add(1, Ordering::Relaxed) }
+    }
+}
+
+/// [`Clock`] for a static: written only by the [`init`] that won the race, before it
+/// publishes [`PAGE`] (Release); read only after a non-null PAGE is seen (Acquire).
+struct ClockCell(UnsafeCell<Clock>);
+// SAFETY: see the type's doc; the one write happens before every read.
+unsafe impl Sync for ClockCell {}
 
 type ClockGettime = unsafe extern "C" fn(clockid_t, *mut timespec) -> c_int;
 type StatFn = unsafe extern "C" fn(*const c_char, *mut Stat) -> c_int;
@@ -241,9 +288,34 @@ fn init() {
         REAL.vdso_clock_gettime
             .store(vdso_symbol(c"__vdso_clock_gettime"), Ordering::Relaxed);
     }
-    // Release: a thread that finds the page set also finds the functions above.
-    PAGE.store(map_page(), Ordering::Release);
+    let page = map_page();
+    if !page.is_null() {
+        // SAFETY: page is mapped and checked; CLOCK is written only here, by the one init
+        // that won the race above, before PAGE publishes it.
+        unsafe { *CLOCK.0.get() = read_clock(page) };
+    }
+    // Release: a thread that finds the page set also finds CLOCK and the functions above.
+    PAGE.store(page, Ordering::Release);
     STATE.store(READY, Ordering::Release);
+}
+
+/// The settings of the mapped, checked page at `p` (see [`Clock`]).
+unsafe fn read_clock(p: *mut Page) -> Clock {
+    use core::ptr::{addr_of, read_volatile as get};
+    // SAFETY: p points to a whole mapped page; every field is plain data.
+    unsafe {
+        let offset_ns = get(addr_of!((*p).offset_ns));
+        Clock {
+            mode: get(addr_of!((*p).mode)),
+            flags: get(addr_of!((*p).flags)),
+            offset_ns,
+            offset: split(offset_ns),
+            epoch_ns: get(addr_of!((*p).epoch_ns)),
+            step_ns: get(addr_of!((*p).step_ns)),
+            seed: get(addr_of!((*p).seed)),
+            ticks: addr_of!((*p).ticks),
+        }
+    }
 }
 
 fn map_page() -> *mut Page {
@@ -286,33 +358,32 @@ fn map_page() -> *mut Page {
             return core::ptr::null_mut();
         }
         let page = p as *mut Page;
-        if (*page).magic != MAGIC || (*page).version != VERSION {
+        let magic = core::ptr::read_volatile(core::ptr::addr_of!((*page).magic));
+        let version = core::ptr::read_volatile(core::ptr::addr_of!((*page).version));
+        if magic != MAGIC || version != VERSION {
             return core::ptr::null_mut();
         }
         page
     }
 }
 
+/// This process's copy of the clock page's settings ([`init`] first if need be); None
+/// without a page.
 #[inline(always)]
-fn page() -> Option<&'static Page> {
+fn page() -> Option<&'static Clock> {
     if STATE.load(Ordering::Acquire) != READY {
         init();
     }
-    let p = PAGE.load(Ordering::Relaxed);
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
-        Some(unsafe { &*p })
-    }
+    page_fast()
 }
 
-/// The page once [`init`] has set it, with no other check (`None` before, or without one).
+/// The page's settings once [`init`] has set them, with no other check (`None` before, or
+/// without a page).
 #[inline(always)]
-fn page_fast() -> Option<&'static Page> {
-    let p = PAGE.load(Ordering::Acquire);
-    // SAFETY: a non-null PAGE points to a checked, never-unmapped shared mapping.
-    (!p.is_null()).then(|| unsafe { &*p })
+fn page_fast() -> Option<&'static Clock> {
+    // SAFETY: a non-null PAGE was published after CLOCK was written, which is not written
+    // again (see ClockCell).
+    (!PAGE.load(Ordering::Acquire).is_null()).then(|| unsafe { &*CLOCK.0.get() })
 }
 
 #[inline(always)]
@@ -357,7 +428,7 @@ fn split(by: i64) -> (i64, i64) {
 
 /// The fake realtime clock in nanoseconds, or None when faking is off.
 #[inline(always)]
-fn fake_now(p: &Page) -> Option<i64> {
+fn fake_now(p: &Clock) -> Option<i64> {
     match p.mode {
         MODE_START_AT => {
             let mut ts = timespec {
@@ -369,7 +440,7 @@ fn fake_now(p: &Page) -> Option<i64> {
             Some(ts.tv_sec as i64 * NS + ts.tv_nsec as i64 + p.offset_ns)
         }
         MODE_FROZEN => Some(p.epoch_ns),
-        MODE_TICK => Some(p.epoch_ns + p.ticks.fetch_add(1, Ordering::Relaxed) as i64 * p.step_ns),
+        MODE_TICK => Some(p.epoch_ns + p.tick() as i64 * p.step_ns),
         _ => None,
     }
 }
@@ -377,7 +448,8 @@ fn fake_now(p: &Page) -> Option<i64> {
 /// A faked clock (`clk` REALTIME, REALTIME_COARSE or TAI) into the non-null `ts`: for a
 /// clock started at a date, one vDSO read plus an addition, with nothing before the read but
 /// loading the vDSO's address (its time-stamp-counter read waits for every earlier
-/// instruction: a check of the page before it cost about 1 ns of 28). The page comes after.
+/// instruction: a check of the page before it cost about 1 ns of 28). The settings come after,
+/// from this process's own copy ([`Clock`]): two additions and a carry.
 #[inline(always)]
 unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
@@ -395,7 +467,7 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     match page_fast() {
         Some(p) if r == 0 && p.mode == MODE_START_AT => {
             // SAFETY: as above.
-            shift(unsafe { &mut *ts }, split(p.offset_ns));
+            shift(unsafe { &mut *ts }, p.offset);
             0
         }
         // SAFETY: as above.
@@ -429,7 +501,7 @@ unsafe fn faked_clock_rest(r: c_int, ts: *mut timespec) -> c_int {
     if p.mode == MODE_START_AT {
         if r == 0 {
             // SAFETY: ts is the caller's non-null out-pointer.
-            shift(unsafe { &mut *ts }, split(p.offset_ns));
+            shift(unsafe { &mut *ts }, p.offset);
         }
         return r;
     }
@@ -477,123 +549,13 @@ pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_i
 /// The CPU-time clocks under a frozen or tick clock, which must not leak how fast the host
 /// ran: frozen reads 0, tick advances with the shared tick counter. None: the real one.
 #[inline(always)]
-fn fake_cpu(p: &Page) -> Option<i64> {
+fn fake_cpu(p: &Clock) -> Option<i64> {
     match p.mode {
         MODE_FROZEN => Some(0),
-        MODE_TICK => Some(p.ticks.fetch_add(1, Ordering::Relaxed) as i64 * p.step_ns),
+        MODE_TICK => Some(p.tick() as i64 * p.step_ns),
         _ => None,
     }
 }
 
-/// clock(3): processor time, in CLOCKS_PER_SEC (10^6) units.
-/// # Safety
-/// Pointer arguments are as for the C library's `clock`: valid for the call, or null where
-/// it allows null.
-#[no_mangle]
-pub unsafe extern "C" fn clock() -> libc::clock_t {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer; clock_gettime above applies the same faking.
-    if unsafe { clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
-        return -1;
-    }
-    (ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1_000) as libc::clock_t
-}
-
-/// # Safety
-/// Pointer arguments are as for the C library's `gettimeofday`: valid for the call, or null where
-/// it allows null.
-#[no_mangle]
-pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    let r = unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    if r == 0 && !tv.is_null() {
-        // SAFETY: tv is the caller's non-null out-pointer.
-        unsafe {
-            *tv = timeval {
-                tv_sec: ts.tv_sec,
-                tv_usec: (ts.tv_nsec / 1000) as _,
-            }
-        };
-    }
-    if !tz.is_null() {
-        // SAFETY: struct timezone is two ints; UTC has zero of both.
-        unsafe { core::ptr::write_bytes(tz as *mut u8, 0, 8) };
-    }
-    r
-}
-
-/// # Safety
-/// Pointer arguments are as for the C library's `time`: valid for the call, or null where
-/// it allows null.
-#[no_mangle]
-pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    if unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) } != 0 {
-        return -1;
-    }
-    if !t.is_null() {
-        // SAFETY: t is the caller's non-null out-pointer.
-        unsafe { *t = ts.tv_sec };
-    }
-    ts.tv_sec
-}
-
-/// # Safety
-/// Pointer arguments are as for the C library's `timespec_get`: valid for the call, or null where
-/// it allows null.
-#[no_mangle]
-pub unsafe extern "C" fn timespec_get(ts: *mut timespec, base: c_int) -> c_int {
-    const TIME_UTC: c_int = 1;
-    // SAFETY: forwards the caller's out-pointer.
-    if base == TIME_UTC && !ts.is_null() && unsafe { clock_gettime(libc::CLOCK_REALTIME, ts) } == 0
-    {
-        return base;
-    }
-    0
-}
-
-#[repr(C)]
-pub struct Timeb {
-    time: time_t,
-    millitm: u16,
-    timezone: i16,
-    dstflag: i16,
-}
-
-/// # Safety
-/// Pointer arguments are as for the C library's `ftime`: valid for the call, or null where
-/// it allows null.
-#[no_mangle]
-pub unsafe extern "C" fn ftime(tb: *mut Timeb) -> c_int {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    if !tb.is_null() {
-        // SAFETY: tb is the caller's non-null out-pointer.
-        unsafe {
-            *tb = Timeb {
-                time: ts.tv_sec,
-                millitm: (ts.tv_nsec / 1_000_000) as u16,
-                timezone: 0,
-                dstflag: 0,
-            }
-        };
-    }
-    0
-}
-
+mod derived;
 mod files;

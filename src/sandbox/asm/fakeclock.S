@@ -4,7 +4,8 @@
  * gettimeofday and time at the entry points below (the vDSO's code is left intact). Other
  * clocks go to the original vDSO clock_gettime; the realtime clock is read from it too and
  * shifted by the offset (start-at), or the date is returned (frozen).
- * Assembled with GNU as into the CODE_* arrays of vdso.rs (a unit test checks they agree). */
+ * Assembled with GNU as into the CODE_* arrays of fakeclock.rs (a unit test checks they
+ * agree). */
     .intel_syntax noprefix
     .text
 /* 0x000: int clock_gettime(clockid_t clk = edi, struct timespec *ts = rsi) */
@@ -24,16 +25,19 @@ fake_clock_gettime:
     pop rsi
     test eax, eax
     jne 2f
+    /* Two additions and one carry: the offset is split in the slots already (a division
+     * here would wait for the vDSO's result, and the next read's would wait for it). */
     mov rcx, [rsi]
     mov rdx, [rsi + 8]
-    imul rcx, rcx, 1000000000
-    add rcx, rdx
-    add rcx, [rip + slot_offset]
-    mov rax, rcx
-    xor edx, edx
-    mov ecx, 1000000000
-    div rcx
-    mov [rsi], rax
+    add rcx, [rip + slot_offset_sec]
+    add rdx, [rip + slot_offset_nsec]
+    cmp rdx, 1000000000
+    lea rdi, [rdx - 1000000000]
+    cmovge rdx, rdi
+    setge al                            /* eax is 0 here */
+    movzx eax, al
+    add rcx, rax
+    mov [rsi], rcx
     mov [rsi + 8], rdx
     xor eax, eax
 2:
@@ -87,6 +91,7 @@ fake_time:
 
     .org 0x800
 slot_mode:   .quad 0     /* 1 start-at, 2 frozen */
-slot_offset: .quad 0     /* fake - real, nanoseconds */
+slot_offset_sec: .quad 0 /* fake - real: whole seconds (rounded down) */
 slot_epoch:  .quad 0     /* the date, seconds */
 slot_vdso:   .quad 0     /* address of the vDSO's own clock_gettime */
+slot_offset_nsec: .quad 0 /* fake - real: the nanoseconds beyond, 0 to 999999999 */
