@@ -263,6 +263,17 @@ fn init() {
         }
         return;
     }
+    // A signal handler that read the clock on this thread while this runs would wait above
+    // for ever, for itself: no signal is taken here until the state is READY.
+    // SAFETY: sigset_t is plain data; sigfillset fills it; pthread_sigmask swaps this
+    // thread's mask and puts the old one back.
+    let old = unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        old
+    };
     // SAFETY: dlsym with static NUL-terminated names; results are stored as opaque pointers
     // and only called through the matching function type.
     unsafe {
@@ -297,6 +308,8 @@ fn init() {
     // Release: a thread that finds the page set also finds CLOCK and the functions above.
     PAGE.store(page, Ordering::Release);
     STATE.store(READY, Ordering::Release);
+    // SAFETY: the mask this thread had before.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut()) };
 }
 
 /// The settings of the mapped, checked page at `p` (see [`Clock`]).
