@@ -137,6 +137,50 @@ fn frozen_clock_is_exact_for_every_kind_of_program() {
 }
 
 #[test]
+fn cpu_time_clocks_leak_no_host_speed_under_a_frozen_or_tick_clock() {
+    // However a program names its CPU clock (its own, its thread's, or by number from
+    // clock_getcpuclockid and pthread_getcpuclockid), dynamic or static.
+    const NAMES: [&str; 5] = [
+        "cpu-process",
+        "cpu-thread",
+        "cpu-getcpuclockid",
+        "cpu-pthread_getcpuclockid",
+        "cpu-clock",
+    ];
+    let script = "/probes/clock-dynamic cpu; /probes/clock-static cpu | sed 's/^/static-/'";
+    let read = |clock: &str| {
+        let out = run_clock(&["--date", "@1700000000", "--clock", clock], script);
+        let v = values(&out);
+        let names = NAMES
+            .iter()
+            .flat_map(|n| [n.to_string(), format!("static-{n}")]);
+        let got: Vec<(String, i64)> = names
+            .map(|n| {
+                let r = v.get(&n).and_then(|r| r.first()).copied();
+                (n.clone(), r.unwrap_or_else(|| panic!("no {n} in:\n{out}")))
+            })
+            .collect();
+        got
+    };
+    // The probe spins for about 20 ms first: real readings are well above zero.
+    for (name, ns) in read("start-at") {
+        assert!(ns > 1_000, "{name} read {ns}: the real CPU clock");
+    }
+    for (name, ns) in read("frozen") {
+        assert_eq!(ns, 0, "{name}");
+    }
+    // Tick: each read of a CPU clock is one step of the shared counter (whole seconds here).
+    for (name, ns) in read("tick=1s") {
+        let unit = if name.ends_with("cpu-clock") {
+            1_000_000
+        } else {
+            1_000_000_000
+        };
+        assert_eq!(ns % unit, 0, "{name} read {ns}");
+    }
+}
+
+#[test]
 fn start_at_clock_starts_at_the_date_for_every_kind_of_program() {
     let out = run_clock(&["--date", "2023-11-14T22:13:20Z"], EVERY_KIND);
     let v = values(&out);

@@ -59,6 +59,16 @@ pub(crate) const fn jump(op: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     }
 }
 
+/// `A &= k`.
+pub(crate) const fn and(k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
 /// `SECCOMP_RET_ERRNO` with `errno`.
 pub(crate) const fn errno(errno: u32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (errno & libc::SECCOMP_RET_DATA)

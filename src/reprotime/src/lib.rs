@@ -541,10 +541,12 @@ pub unsafe extern "C" fn clock_gettime(clk: clockid_t, ts: *mut timespec) -> c_i
         // SAFETY: ts is the caller's non-null out-pointer.
         return unsafe { faked_clock(clk, ts) };
     }
+    // This process's or thread's CPU clock, or one by number (`clock_getcpuclockid`:
+    // negative, its low two bits not 3, which marks a clock named by a descriptor).
     let cpu = matches!(
         clk,
         libc::CLOCK_PROCESS_CPUTIME_ID | libc::CLOCK_THREAD_CPUTIME_ID
-    );
+    ) || (clk < 0 && clk & 3 != 3);
     if cpu && !ts.is_null() {
         if let Some(ns) = page().and_then(fake_cpu) {
             // SAFETY: ts is the caller's non-null out-pointer.

@@ -53,7 +53,7 @@ pub(crate) fn filter(
     let clock_checks = match (clock, cpu) {
         (false, _) => 0,
         (true, false) => 5,
-        (true, true) => 7,
+        (true, true) => 7 + 3,
     };
     // Instructions after the arch jump: ld nr, n jumps, sendto checks, clock checks,
     // ALLOW, NOTIFY.
@@ -85,15 +85,23 @@ pub(crate) fn filter(
                 libc::CLOCK_THREAD_CPUTIME_ID,
             ]);
         }
+        // A process's or thread's CPU clock by number (`clock_getcpuclockid`): negative,
+        // its low two bits not 3 (3 is a clock named by a descriptor): 3 instructions.
+        let by_number = if cpu { 3 } else { 0 };
         // Not clock_gettime: past the id checks, to ALLOW.
         prog.push(jeq(
             libc::SYS_clock_gettime as u32,
             0,
-            (ids.len() + 1) as u8,
+            (ids.len() + 1 + by_number) as u8,
         ));
         prog.push(ld(bpf::arg_low(0))); // args[0], low half: the clock id
         for (i, id) in ids.iter().enumerate() {
-            prog.push(jeq(*id as u32, (ids.len() - i) as u8, 0));
+            prog.push(jeq(*id as u32, (ids.len() - i + by_number) as u8, 0));
+        }
+        if cpu {
+            prog.push(bpf::jump(libc::BPF_JSET, 0x8000_0000, 0, 2)); // not negative: ALLOW
+            prog.push(bpf::and(3));
+            prog.push(jeq(3, 0, 1)); // a descriptor's clock: ALLOW, else NOTIFY
         }
     }
     prog.push(ret(libc::SECCOMP_RET_ALLOW));

@@ -288,9 +288,14 @@ pub(super) fn is_gettimeofday(_nr: i64) -> bool {
     false
 }
 
+/// Whether clock `id` is a CPU-time clock: this process's or thread's, or one named by number
+/// (`clock_getcpuclockid`, `pthread_getcpuclockid`: negative, its low two bits not 3, which
+/// marks a clock named by a descriptor).
 pub(super) fn is_cpu_clock(id: u64) -> bool {
     let id = id as u32 as i32;
-    id == libc::CLOCK_PROCESS_CPUTIME_ID || id == libc::CLOCK_THREAD_CPUTIME_ID
+    id == libc::CLOCK_PROCESS_CPUTIME_ID
+        || id == libc::CLOCK_THREAD_CPUTIME_ID
+        || (id < 0 && id & 3 != 3)
 }
 
 pub(super) fn is_clock_call(nr: i64) -> bool {

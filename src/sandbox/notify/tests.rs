@@ -1,6 +1,6 @@
 use super::*;
 
-/// Runs a classic-BPF seccomp program (the three instructions `filter` uses) over
+/// Runs a classic-BPF seccomp program (the instructions `filter` uses) over
 /// `seccomp_data` for (arch, nr, args[0], args[4]).
 fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
     verdict4(prog, arch, nr, arg0, 0)
@@ -28,6 +28,13 @@ fn verdict_args(prog: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 6]) 
             }
             c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
                 pc += 1 + if acc == ins.k { ins.jt } else { ins.jf } as usize;
+            }
+            c if c == libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K => {
+                pc += 1 + if acc & ins.k != 0 { ins.jt } else { ins.jf } as usize;
+            }
+            c if c == libc::BPF_ALU | libc::BPF_AND | libc::BPF_K => {
+                acc &= ins.k;
+                pc += 1;
             }
             c if c == libc::BPF_RET | libc::BPF_K => return ins.k,
             other => panic!("unexpected instruction {other:#x}"),
@@ -98,6 +105,12 @@ fn filter_routes_exactly_the_documented_calls() {
         assert_eq!(v(cg, libc::CLOCK_MONOTONIC as u64), ALLOW);
         assert_eq!(v(cg, libc::CLOCK_PROCESS_CPUTIME_ID as u64) == NOTIFY, cpu);
         assert_eq!(v(cg, libc::CLOCK_THREAD_CPUTIME_ID as u64) == NOTIFY, cpu);
+        // CPU clocks by number: process 1's, thread 7's (bit 2); not a descriptor's (3).
+        let process = |pid: i32| (!pid << 3 | 2) as u32 as u64;
+        assert_eq!(v(cg, process(1)) == NOTIFY, cpu);
+        assert_eq!(v(cg, process(7) | 4) == NOTIFY, cpu);
+        assert_eq!(v(cg, (!5i32 << 3 | 3) as u32 as u64), ALLOW);
+        assert_eq!(v(cg, libc::CLOCK_BOOTTIME as u64), ALLOW);
         assert_eq!(v(libc::SYS_gettimeofday, 0) == NOTIFY, faked);
         assert_eq!(v(libc::SYS_time, 0) == NOTIFY, faked);
         // Another architecture's calls are not ours to interpret.
