@@ -399,6 +399,11 @@ fn resolve_and_filter(
 ) -> Result<super::program::Exec, Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
     let first = match &notify {
+        // Before the ids change (OCI noNewPrivileges false), the capabilities are dropped
+        // with the filter in: a call routed then (a trace's clock read without a vDSO, hash
+        // keys drawn with seeded entropy) would leave the server holding this memory, which
+        // only a notified exec makes it let go of (see `notify::caller`).
+        _ if !final_ids => super::program::FirstExec::Routed,
         None => super::program::FirstExec::Routed,
         Some(n) if n.patches_execs => super::program::FirstExec::Classified,
         Some(_) => super::program::FirstExec::Passing,

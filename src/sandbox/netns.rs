@@ -49,17 +49,20 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
         failed();
         return None;
     };
-    // Set by the helper once it has told init either way: a helper killed before that (a
-    // signal from outside) would leave init waiting for a word that never comes.
+    // Set by the helper as soon as it has told init either way (see below).
     let told = std::cell::Cell::new(false);
+    let user_ns = format!("/proc/{init}/ns/user");
     let run = || -> isize {
-        if make(init)
-            .and_then(|ns| crate::sys::send_fd(sock, &ns, NET_TAG))
+        let ns = make(&user_ns);
+        let sent = ns.as_ref().map_err(|e| *e);
+        if sent
+            .and_then(|ns| crate::sys::send_fd(sock, ns, NET_TAG))
             .is_err()
         {
             failed();
         }
         told.set(true);
+        drop(ns);
         0
     };
     // SAFETY: the caller is single-threaded here (`run` starts its notification thread after
@@ -67,7 +70,8 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
     // suspends it until the child has exited, so the child runs in this memory as this
     // thread would, with nothing else running in it (the allocator's lock is free); it runs
     // on `stack`, which outlives it (dropped once clone has returned). What it allocates it
-    // frees; its descriptors are its own (no CLONE_FILES). It also runs with this thread's
+    // frees, unless a signal from outside kills it first, which the supervisor then survives
+    // only to leave (below); its descriptors are its own (no CLONE_FILES). It also runs with this thread's
     // thread-local storage (no CLONE_SETTLS), so it must not abort: musl's abort signals the
     // thread id cached there, the supervisor's. Nothing in `make` and `send_fd` panics (their
     // errors are values; an allocation failure would abort either process alike).
@@ -80,10 +84,19 @@ pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
         )
     };
     match cloned {
-        Ok(child) => {
-            if !told.get() {
-                failed();
+        Ok(_) if !told.get() => {
+            // Killed from outside before it told init (nothing in it ends it otherwise): it
+            // may have died inside the allocator, holding its lock or with the heap half
+            // updated, in this memory. Nothing more is safe to do here but leave, without
+            // allocating; init, its namespace's pid 1, dies with this process.
+            const WHY: &[u8] = b"reprorun: the network namespace's helper was killed\n";
+            // SAFETY: write and _exit take plain arguments and touch no heap.
+            unsafe {
+                libc::write(2, WHY.as_ptr().cast(), WHY.len());
+                libc::_exit(125)
             }
+        }
+        Ok(child) => {
             crate::trace::step("supervisor", "the network namespace's helper (done)");
             Some(child)
         }
@@ -99,7 +112,7 @@ const HELPER_STACK: usize = 256 << 10;
 
 /// In the helper: joins init's user namespace, makes a network namespace there with its
 /// loopback up, and returns a descriptor of it.
-fn make(init: Pid) -> Result<OwnedFd, Errno> {
+fn make(user_ns: &str) -> Result<OwnedFd, Errno> {
     let open = |path: &str| -> Result<OwnedFd, Errno> {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
@@ -109,7 +122,7 @@ fn make(init: Pid) -> Result<OwnedFd, Errno> {
             .map(OwnedFd::from)
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
     };
-    let user = open(&format!("/proc/{init}/ns/user"))?;
+    let user = open(user_ns)?;
     nix::sched::setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)?;
     nix::sched::unshare(CloneFlags::CLONE_NEWNET)?;
     crate::sys::loopback_up()?;

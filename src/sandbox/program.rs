@@ -175,8 +175,7 @@ impl Passing {
         let path_len = path.to_bytes_with_nul().len().next_multiple_of(ptr);
         let len = path_len + (args.len() + 1 + envp.len() + 1) * ptr;
         let base = map_at_random(len)?;
-        LEFT[0].store(base as usize, std::sync::atomic::Ordering::SeqCst);
-        LEFT[1].store(len, std::sync::atomic::Ordering::SeqCst);
+        LEFT.set((base as usize, len));
         let at = base as *mut u8;
         // SAFETY: the mapping is `len` bytes, writable and ours: the path fills its first
         // `path_len` bytes (the rest of them zero), then the two NULL-terminated arrays of
@@ -216,23 +215,23 @@ impl Passing {
     }
 }
 
-/// The mapping of the last [`Passing`] laid out in this memory: a child sharing it
-/// (`spawn::Start::Borrow`) leaves the mapping to the parent, which unmaps it once the child
-/// has exec'd or exited ([`unmap_left`]), so nothing of it stays to be found.
-static LEFT: [std::sync::atomic::AtomicUsize; 2] = [
-    std::sync::atomic::AtomicUsize::new(0),
-    std::sync::atomic::AtomicUsize::new(0),
-];
+thread_local! {
+    /// The mapping (address, length) of the last [`Passing`] laid out by this thread: a
+    /// child sharing its memory (`spawn::Start::Borrow`) also runs on the thread's
+    /// thread-local storage (no CLONE_SETTLS), so it records here for the thread that
+    /// started it, which unmaps the mapping once the child has exec'd or exited
+    /// ([`unmap_left`]), so nothing of it stays to be found. Per thread, so that two threads
+    /// starting children (tests) never unmap each other's.
+    static LEFT: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 /// In the parent, after a child that shared its memory has exec'd or exited: unmaps what the
 /// child's [`Passing`] left (nothing when it laid none out).
 pub(super) fn unmap_left() {
-    use std::sync::atomic::Ordering::SeqCst;
-    let base = LEFT[0].swap(0, SeqCst);
-    let len = LEFT[1].swap(0, SeqCst);
+    let (base, len) = LEFT.take();
     if base != 0 {
         // SAFETY: `base` and `len` are a mapping `map_at_random` made in this memory, which
-        // the child (now exec'd or gone) was the only user of; it is unmapped once (swapped
+        // the child (now exec'd or gone) was the only user of; it is unmapped once (taken
         // out above).
         unsafe { libc::munmap(base as *mut libc::c_void, len) };
     }

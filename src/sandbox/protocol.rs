@@ -112,15 +112,28 @@ mod tests {
                 errno: 13,
             },
         );
+        // The worst case: every character kept escapes to six bytes.
+        let worst = "\u{1}".repeat(5_000);
+        post(
+            &a,
+            &InitMsg::ExecFailed {
+                program: worst,
+                errno: 8,
+            },
+        );
         match drain(&b).as_slice() {
             [InitMsg::SetupFailed {
                 step: got,
                 errno: 2,
                 ..
-            }, InitMsg::ExecFailed { program, errno: 13 }] => {
+            }, InitMsg::ExecFailed { program, errno: 13 }, InitMsg::ExecFailed {
+                program: worst,
+                errno: 8,
+            }] => {
                 assert_eq!(got.chars().count(), NAME_MAX + 1);
                 assert!(step.starts_with(got.trim_end_matches('…')));
                 assert_eq!(program.chars().count(), NAME_MAX + 1);
+                assert_eq!(worst.chars().filter(|c| *c == '\u{1}').count(), NAME_MAX);
             }
             other => panic!("{other:?}"),
         }

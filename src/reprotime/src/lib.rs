@@ -491,7 +491,8 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
 /// [`faked_clock`] with no vDSO address: before `init` (a read from a constructor that runs
 /// before ours), which is run first, so that the clock is never read through the raw system
 /// call, which the sandbox's server already fakes (shifted again, the offset would count
-/// twice); or on a host without a vDSO (libc's clock, as before).
+/// twice); or on a host without a vDSO (libc's clock, as before; there libc's system call is
+/// faked by the server too, and a start-at clock is shifted twice: see spec/time.md).
 #[cold]
 #[inline(never)]
 unsafe fn faked_clock_cold(clk: clockid_t, ts: *mut timespec) -> c_int {

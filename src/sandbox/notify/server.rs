@@ -157,6 +157,15 @@ impl Server {
             let _ = seccomp::respond_continue(listener, id);
             return Ok(());
         }
+        // The vDSO itself falls back to the system call when the clocksource cannot be read
+        // from user space; its caller (the preload library or the injected page) adds the
+        // offset itself, so such a call must read the real clock. Let through before the
+        // caller is opened: nothing of it is read, and nothing is kept.
+        let cpu_clock = nr == libc::SYS_clock_gettime && is_cpu_clock(args[0]);
+        if is_clock_call(nr) && !cpu_clock && from_vdso(pid, notif.data.instruction_pointer) {
+            let _ = seccomp::respond_continue(listener, id);
+            return Ok(());
+        }
         let Some(mut caller) = self.caller(listener, pid, id) else {
             // Gone, or its memory cannot be opened here (e.g. Yama ptrace_scope=3): never
             // leave a live caller waiting; the kernel answers instead.
@@ -197,15 +206,6 @@ impl Server {
                 // The directory cannot be listed our way: the kernel's own answer.
                 None => seccomp::respond_continue(listener, id).or(Ok(())),
             };
-        }
-        // The vDSO itself falls back to the system call when the clocksource cannot be read
-        // from user space; its caller (the preload library or the injected page) adds the
-        // offset itself, so such a call must read the real clock.
-        let cpu_clock = nr == libc::SYS_clock_gettime && is_cpu_clock(args[0]);
-        if is_clock_call(nr) && !cpu_clock && from_vdso(pid, notif.data.instruction_pointer) {
-            self.keep(caller);
-            let _ = seccomp::respond_continue(listener, id);
-            return Ok(());
         }
         let c = &mut caller;
         let result = if nr == libc::SYS_getrandom {
