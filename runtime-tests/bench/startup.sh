@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Start-up benchmark: `reprorun exec -- /bin/true` against bubblewrap, crun and runc on the
-# same busybox bundle, side by side in one hyperfine run, twice: on an idle machine, and with
+# Start-up benchmark: `reprorun exec -- /bin/true` (and `-- true`, found on PATH) against
+# bubblewrap, crun and runc on the same busybox bundle, side by side in hyperfine runs (two
+# passes, the commands in one order then reversed), twice: on an idle machine, and with
 # one busy loop per CPU competing (there the start-up's CPU time turns into wall time, as it
 # does when a study runs many sandboxes at once). Prints, per command, the median wall time
 # and the CPU time of its whole process tree, and both as ratios of reprorun's to it, and the
@@ -45,38 +46,47 @@ stop_busy() {
 }
 trap 'stop_busy; rm -rf "$work"' EXIT
 
-# measure MODE: one hyperfine run of every command, its JSON in $work/MODE.json.
+# The commands, NAME and CMD, in the order of every table.
+names=(reprorun)
+cmds=("$bin exec -- /bin/true")
+if [ -n "${REPRORUN_BASE_BIN:-}" ]; then
+  names+=("reprorun (base)"); cmds+=("$REPRORUN_BASE_BIN exec -- /bin/true")
+fi
+names+=("reprorun, PATH search" "reprorun --date now" "reprorun --rootfs" bwrap crun runc)
+cmds+=("$bin exec -- true" "$bin exec --date now -- /bin/true"
+  "$bin exec --rootfs $work/bundle/rootfs -- /bin/true"
+  "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true"
+  "crun run --bundle $work/bundle reprorun-bench-crun"
+  "runc run --bundle $work/bundle reprorun-bench-runc")
+
+# measure MODE: hyperfine over every command twice, in the order above and reversed (a
+# command measured first read 4-10 % slow on our VM, whichever it was), JSON in
+# $work/MODE.fwd.json and $work/MODE.rev.json; then CPU rounds and single starts.
 measure() {
-  local mode=$1 n=$runs
+  local mode=$1 n=$runs order i
   if [ "$mode" = busy ]; then
     # One busy loop per CPU; fewer runs, each is slower.
     for _ in $(seq "$(nproc)"); do (while :; do :; done) & busy_pids+=($!); done
     n=$(( (runs + 3) / 4 ))
   fi
-  local base=()
-  [ -z "${REPRORUN_BASE_BIN:-}" ] || base=(-n "reprorun (base)" "$REPRORUN_BASE_BIN exec -- /bin/true")
-  hyperfine -N --warmup 10 --runs "$n" --export-json "$work/$mode.json" \
-    -n reprorun "$bin exec -- /bin/true" "${base[@]}" \
-    -n "reprorun --date now" "$bin exec --date now -- /bin/true" \
-    -n "reprorun --rootfs" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true" \
-    -n bwrap "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" \
-    -n crun "crun run --bundle $work/bundle reprorun-bench-crun" \
-    -n runc "runc run --bundle $work/bundle reprorun-bench-runc" >&2
-  cpu_rounds "$mode" "$n" "${base[@]}"
+  for order in fwd rev; do
+    local -a args=()
+    for i in "${!cmds[@]}"; do
+      [ $order = fwd ] || i=$(( ${#cmds[@]} - 1 - i ))
+      args+=(-n "${names[$i]}" "${cmds[$i]}")
+    done
+    hyperfine -N --warmup 10 --runs "$(( (n + 1) / 2 ))" \
+      --export-json "$work/$mode.$order.json" "${args[@]}" >&2
+  done
+  cpu_rounds "$mode" "$n"
   stop_busy
 }
 
-# cpu_rounds MODE RUNS [-n NAME CMD]: CPU ms per run of each command's whole process tree
-# (treecpu.py), in 5 rounds that alternate the commands; lines NAME<TAB>MS in $work/MODE.cpu.
+# cpu_rounds MODE RUNS: CPU ms per run of each command's whole process tree (treecpu.py), in
+# 5 rounds that alternate the commands, lines NAME<TAB>MS in $work/MODE.cpu; then single
+# starts, lines NAME<TAB>MS in $work/MODE.single.
 cpu_rounds() {
-  local mode=$1 n=$2 per round name; shift 2
-  local -a names=(reprorun) cmds=("$bin exec -- /bin/true")
-  [ $# -eq 0 ] || { names+=("$2"); cmds+=("$3"); }
-  names+=("reprorun --date now" "reprorun --rootfs" bwrap crun runc)
-  cmds+=("$bin exec --date now -- /bin/true" "$bin exec --rootfs $work/bundle/rootfs -- /bin/true"
-    "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true"
-    "crun run --bundle $work/bundle reprorun-bench-crun"
-    "runc run --bundle $work/bundle reprorun-bench-runc")
+  local mode=$1 n=$2 per round i
   per=$(( (n + 4) / 5 ))
   : >"$work/$mode.cpu"
   for round in 1 2 3 4 5; do
@@ -88,7 +98,7 @@ cpu_rounds() {
   done
   echo "cpu $mode: $per runs x 5 rounds per command" >&2
   # Single starts: the same commands in turn, 30 ms apart, so that what one leaves to finish
-  # after it exits is done before the next is timed (single.py); lines NAME<TAB>MS.
+  # after it exits is done before the next is timed (single.py).
   local -a pairs=()
   for i in "${!cmds[@]}"; do pairs+=("${names[$i]}=${cmds[$i]}"); done
   python3 "$root/runtime-tests/bench/single.py" "$n" 30 "${pairs[@]}" >"$work/$mode.single"
@@ -107,7 +117,15 @@ work, modes = sys.argv[1], sys.argv[2:]
 targets = {"bwrap": "<= 1.0", "crun": "<= 0.5", "runc": "<= 0.15"}
 cpu_targets = {"bwrap": "<= 1.5"}
 for mode in modes:
-    results = {r["command"]: r for r in json.load(open(f"{work}/{mode}.json"))["results"]}
+    # Both orders' runs pooled: median of all, rusage means averaged.
+    results = {}
+    for order in ("fwd", "rev"):
+        for r in json.load(open(f"{work}/{mode}.{order}.json"))["results"]:
+            results.setdefault(r["command"], []).append(r)
+    results = {name: {"median": statistics.median(t for r in rs for t in r["times"]),
+                      "user": statistics.mean(r["user"] for r in rs),
+                      "system": statistics.mean(r["system"] for r in rs)}
+               for name, rs in results.items()}
     rounds = {}
     for line in open(f"{work}/{mode}.cpu"):
         name, ms = line.rstrip("\n").split("\t")
@@ -128,7 +146,7 @@ for mode in modes:
               f"{single[name]:>11.2f}{single['reprorun'] / single[name]:>7.2f}"
               f"{rusage * 1000:>12.2f}{base_rusage / rusage:>8.2f}")
 print("\nratio = reprorun's / the command's (wall: medians of hyperfine, each command's runs"
-      " back to back; CPU: user+system of the whole process tree, treecpu.py, mean of 5"
+      " back to back, in two passes, the commands in one order then reversed; CPU: user+system of the whole process tree, treecpu.py, mean of 5"
       " alternating rounds; single: medians of single starts in turn, 30 ms apart, single.py)")
 print("back to back, what a command leaves to finish after it exits lands on its own next run"
       " (bwrap's parent does not wait for its sandbox's teardown); single starts time only what"
