@@ -3,8 +3,8 @@
 
     single.py RUNS PAUSE_MS NAME=CMD...
 
-Runs the commands alternately, RUNS times each (after 3 untimed rounds), output to
-/dev/null, sleeping PAUSE_MS after every run, and prints NAME<TAB>MEDIAN_MS per command: the
+Runs the commands alternately (each round in a shuffled order), RUNS times each
+(after 3 untimed rounds), output to /dev/null, sleeping PAUSE_MS after every run, and prints NAME<TAB>MEDIAN_MS per command: the
 wall time from the start until the command itself exits, as a user waiting for one command
 sees it. hyperfine runs each command's runs back to back instead, so whatever a command
 leaves to finish after it has exited (bubblewrap's parent exits without waiting for its
@@ -12,6 +12,7 @@ namespaced child's teardown) lands on its own next run there, and on the next co
 run in an alternation without pauses; the pause lets it finish before anything is timed.
 """
 import os
+import random
 import statistics
 import sys
 import time
@@ -24,8 +25,13 @@ def main() -> None:
     commands = [arg.split("=", 1) for arg in sys.argv[3:]]
     walls = {name: [] for name, _ in commands}
     null = os.open("/dev/null", os.O_WRONLY)
+    # Each round in an order of its own (shuffled, the same every time the script runs): what
+    # a command leaves behind when it exits (bubblewrap's or runc's sandbox torn down after
+    # them, under load outlasting the pause) lands on whichever command comes next, so no
+    # command may always follow the same one.
+    order = random.Random(0)
     for i in range(runs + 3):
-        for name, cmd in commands:
+        for name, cmd in order.sample(commands, len(commands)):
             argv = cmd.split()
             start = time.perf_counter()
             pid = os.posix_spawnp(argv[0], argv, os.environ,
