@@ -176,16 +176,24 @@ address sizes\t: 46 bits physical, 48 bits virtual\npower management:\n\n"
             ("HugePages_Rsvd", 0),
             ("Hugepagesize", 2048),
         ];
-        lines
-            .iter()
-            .map(|(k, v)| {
-                if k.starts_with("HugePages_") {
-                    format!("{:<16}{v:>8}\n", format!("{k}:"))
-                } else {
-                    format!("{:<16}{v:>8} kB\n", format!("{k}:"))
-                }
-            })
-            .collect()
+        // One string written in place (a format! per field and line cost about 15 us of
+        // every start, issue 20).
+        use std::fmt::Write;
+        let mut out = String::with_capacity(lines.len() * 28);
+        for (k, v) in lines {
+            let unit = if k.starts_with("HugePages_") {
+                ""
+            } else {
+                " kB"
+            };
+            let _ = writeln!(
+                out,
+                "{k}:{:pad$}{v:>8}{unit}",
+                "",
+                pad = 15 - k.len().min(15)
+            );
+        }
+        out
     }
 
     /// The affinity mask every process is told it has (CPUs 0..cpus-1), in `len` bytes.
@@ -240,7 +248,11 @@ mod tests {
         assert_eq!(get("/proc/cpuinfo").matches("processor\t:").count(), 3);
         assert_eq!(id.affinity_mask(8), vec![0b111, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(identity(9).affinity_mask(2), vec![0xff, 1]);
-        assert!(get("/proc/meminfo").starts_with("MemTotal:        8388608 kB\n"));
+        let meminfo = get("/proc/meminfo");
+        assert!(meminfo.starts_with("MemTotal:        8388608 kB\n"));
+        assert!(meminfo.contains("\nCommitted_AS:          0 kB\nHugePages_Total:       0\n"));
+        assert!(meminfo.ends_with("\nHugepagesize:       2048 kB\n"));
+        assert_eq!(meminfo.lines().count(), 22);
         assert!(get("/proc/version").contains(KERNEL_RELEASE));
         let stat = get("/proc/stat");
         assert_eq!(stat.lines().filter(|l| l.starts_with("cpu")).count(), 4);
