@@ -428,39 +428,8 @@ mod tests {
         nr: i64,
         args: [u64; 6],
     ) -> (u32, usize) {
-        let mut data = [0u8; 64];
-        data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
-        data[4..8].copy_from_slice(&arch.to_ne_bytes());
-        for (i, a) in args.iter().enumerate() {
-            data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
-        }
-        let (mut pc, mut acc, mut steps) = (0usize, 0u32, 0usize);
-        loop {
-            let ins = &prog[pc];
-            steps += 1;
-            let (class, k) = (ins.code & 0x07, ins.k);
-            pc += 1;
-            match (class, ins.code) {
-                (0x00, c) if c == (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16 => {
-                    let k = k as usize;
-                    acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
-                }
-                (0x04, c) if c == (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16 => acc &= k,
-                (0x05, c) if c == (libc::BPF_JMP | libc::BPF_JA) as u16 => pc += k as usize,
-                (0x05, c) => {
-                    let taken = match c & 0xf0 {
-                        0x10 => acc == k,     // JEQ
-                        0x20 => acc > k,      // JGT
-                        0x30 => acc >= k,     // JGE
-                        0x40 => acc & k != 0, // JSET
-                        other => panic!("unexpected jump {other:#x}"),
-                    };
-                    pc += if taken { ins.jt } else { ins.jf } as usize;
-                }
-                (0x06, _) => return (k, steps),
-                (_, c) => panic!("unexpected instruction {c:#x}"),
-            }
-        }
+        let prog = prog.iter().map(|i| (i.code, i.jt, i.jf, i.k));
+        crate::sys::bpf::run(prog, arch, nr, args)
     }
 
     /// What the kernel does with a call under all of `progs`: the action of highest

@@ -85,3 +85,48 @@ pub(crate) fn to_program(prog: &[libc::sock_filter]) -> seccompiler::BpfProgram 
         })
         .collect()
 }
+
+/// Runs a classic-BPF seccomp program as the kernel would over the `seccomp_data` of
+/// (arch, nr, args) (the instructions this crate's and seccompiler's programs use); returns
+/// its action and how many instructions it took. For tests of every filter the crate builds.
+#[cfg(test)]
+pub(crate) fn run(
+    prog: impl IntoIterator<Item = (u16, u8, u8, u32)>,
+    arch: u32,
+    nr: i64,
+    args: [u64; 6],
+) -> (u32, usize) {
+    let prog: Vec<(u16, u8, u8, u32)> = prog.into_iter().collect();
+    let mut data = [0u8; 64];
+    data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
+    data[4..8].copy_from_slice(&arch.to_ne_bytes());
+    for (i, a) in args.iter().enumerate() {
+        data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
+    }
+    let (mut pc, mut acc, mut steps) = (0usize, 0u32, 0usize);
+    loop {
+        let (code, jt, jf, k) = *prog.get(pc).expect("jump out of the program");
+        steps += 1;
+        pc += 1;
+        match (code & 0x07, code) {
+            (0x00, c) if c == (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16 => {
+                let k = k as usize;
+                acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
+            }
+            (0x04, c) if c == (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16 => acc &= k,
+            (0x05, c) if c == (libc::BPF_JMP | libc::BPF_JA) as u16 => pc += k as usize,
+            (0x05, c) => {
+                let taken = match c & 0xf0 {
+                    0x10 => acc == k,     // JEQ
+                    0x20 => acc > k,      // JGT
+                    0x30 => acc >= k,     // JGE
+                    0x40 => acc & k != 0, // JSET
+                    other => panic!("unexpected jump {other:#x}"),
+                };
+                pc += if taken { jt } else { jf } as usize;
+            }
+            (0x06, _) => return (k, steps),
+            (_, c) => panic!("unexpected instruction {c:#x}"),
+        }
+    }
+}

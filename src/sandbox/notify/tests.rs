@@ -1,7 +1,6 @@
 use super::*;
 
-/// Runs a classic-BPF seccomp program (the instructions `filter` uses) over
-/// `seccomp_data` for (arch, nr, args[0], args[4]).
+/// The action of a classic-BPF seccomp program for (arch, nr, args[0]).
 fn verdict(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
     verdict4(prog, arch, nr, arg0, 0)
 }
@@ -11,36 +10,8 @@ fn verdict4(prog: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64, arg4: u64
 }
 
 fn verdict_args(prog: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 6]) -> u32 {
-    let mut data = [0u8; 64];
-    data[0..4].copy_from_slice(&(nr as i32).to_ne_bytes());
-    data[4..8].copy_from_slice(&arch.to_ne_bytes());
-    for (i, a) in args.iter().enumerate() {
-        data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
-    }
-    let (mut pc, mut acc) = (0usize, 0u32);
-    loop {
-        let ins = prog[pc];
-        match ins.code as u32 {
-            c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => {
-                let k = ins.k as usize;
-                acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
-                pc += 1;
-            }
-            c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
-                pc += 1 + if acc == ins.k { ins.jt } else { ins.jf } as usize;
-            }
-            c if c == libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K => {
-                pc += 1 + if acc & ins.k != 0 { ins.jt } else { ins.jf } as usize;
-            }
-            c if c == libc::BPF_ALU | libc::BPF_AND | libc::BPF_K => {
-                acc &= ins.k;
-                pc += 1;
-            }
-            c if c == libc::BPF_RET | libc::BPF_K => return ins.k,
-            other => panic!("unexpected instruction {other:#x}"),
-        }
-        assert!(pc < prog.len(), "jump out of the program");
-    }
+    let prog = prog.iter().map(|i| (i.code, i.jt, i.jf, i.k));
+    crate::sys::bpf::run(prog, arch, nr, args).0
 }
 
 #[cfg(target_arch = "x86_64")]
