@@ -21,7 +21,6 @@ gcc -O2 -static -o "$work/static" "$root/runtime-tests/bench/clockbench.c"
 gcc -O2 -shared -fPIC -o "$work/passthrough.so" "$root/runtime-tests/bench/passthrough.c" -ldl
 faketime_lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
 [ -n "$faketime_lib" ] || { echo "clock.sh: libfaketime not installed" >&2; exit 1; }
-fresh() { cat "$1" >"$2" && chmod +x "$2" && echo "$2"; }
 bin=$(fresh "$bin" "$work/reprorun")
 base=${REPRORUN_BASE_BIN:+$(fresh "$REPRORUN_BASE_BIN" "$work/reprorun-base")}
 cd "$work"

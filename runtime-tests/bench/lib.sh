@@ -19,6 +19,12 @@ build_reprorun() {
   bin="$root/target/x86_64-unknown-linux-musl/release/reprorun"
 }
 
+# fresh SRC DEST: a fresh executable copy of SRC at DEST, printed. The reprorun binaries a
+# benchmark compares are measured from copies made the same way: how a binary's pages came
+# into the page cache (written just now, or read back through readahead) moved its start-up
+# by up to 10 % on our VM, more than the changes measured with $REPRORUN_BASE_BIN (issue 20).
+fresh() { cat "$1" >"$2" && chmod +x "$2" && echo "$2"; }
+
 # make_work: a scratch directory, as $work, removed on exit.
 make_work() {
   work=$(mktemp -d)

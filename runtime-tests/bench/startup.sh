@@ -29,11 +29,7 @@ in_private_mount_ns "$@"
 need hyperfine bwrap crun runc python3
 build_reprorun
 make_work
-# The reprorun binaries are measured from fresh copies in the scratch directory, both made
-# the same way: how a binary's pages came into the page cache (written just now, or read
-# back through readahead) moved its start-up by up to 10 % on our VM, more than the changes
-# measured with $REPRORUN_BASE_BIN (issue 20).
-fresh() { cat "$1" >"$2" && chmod +x "$2" && echo "$2"; }
+# The reprorun binaries are measured from fresh copies in the scratch directory (lib.sh).
 bin=$(fresh "$bin" "$work/reprorun")
 [ -z "${REPRORUN_BASE_BIN:-}" ] || REPRORUN_BASE_BIN=$(fresh "$REPRORUN_BASE_BIN" "$work/reprorun-base")
 "$root/images/busybox/build.sh" --bundle "$work/bundle" /bin/true >/dev/null
