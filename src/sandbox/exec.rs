@@ -353,10 +353,12 @@ fn choose_cpus(
 
 /// The notification filter (its listener sent to the supervisor), then the security profile
 /// last: nothing before must be refused by it.
-/// With `quiet`, nothing is traced once the notification filter is in: the step trace reads
-/// the realtime clock, which the filter may route to the server, and the server must see no
-/// call of this process before an exec it is not told of (it would keep this process's
-/// memory, which is init's, for the program the exec starts).
+/// With `quiet` (the filter lets the next exec through unnotified), nothing is traced once
+/// the notification filter is in: the step trace reads the realtime clock, which the filter
+/// routes to the server on a host without a vDSO (a vDSO's own fallback is let through
+/// unexamined), and the server must see no call of this process before an exec it is not
+/// told of (it would keep this process's memory, which is init's, for the program the exec
+/// starts).
 fn install_filters(
     notify: Option<Notify>,
     seccomp: &[seccompiler::BpfProgram],
@@ -364,9 +366,8 @@ fn install_filters(
     quiet: bool,
 ) -> Result<(), Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
-    let routed = notify.is_some();
     let trace = |what: &str| {
-        if !(quiet && routed) {
+        if !quiet {
             crate::trace::step("workload", what);
         }
     };
@@ -398,31 +399,28 @@ fn resolve_and_filter(
     final_ids: bool,
 ) -> Result<super::program::Exec, Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
-    let first = match &notify {
-        // Before the ids change (OCI noNewPrivileges false), the capabilities are dropped
-        // with the filter in: a call routed then (a trace's clock read without a vDSO, hash
-        // keys drawn with seeded entropy) would leave the server holding this memory, which
-        // only a notified exec makes it let go of (see `notify::caller`).
-        _ if !final_ids => super::program::FirstExec::Routed,
-        None => super::program::FirstExec::Routed,
-        Some(n) if n.patches_execs => super::program::FirstExec::Classified,
-        Some(_) => super::program::FirstExec::Passing,
+    use super::program::FirstExec;
+    // Before the ids change (OCI noNewPrivileges false), the capabilities are dropped with
+    // the filter in: a call routed then (a trace's clock read without a vDSO, hash keys drawn
+    // with seeded entropy) would leave the server holding this memory, which only a notified
+    // exec makes it let go of (see `notify::caller`): that exec is routed too.
+    let first = match (&notify, final_ids) {
+        (Some(n), true) if n.patches_execs => FirstExec::Classified,
+        (Some(_), true) => FirstExec::Passing,
+        _ => FirstExec::Routed,
     };
     let exec =
         super::program::Exec::resolve(argv, env, first, final_ids).map_err(at(Prep::Exec))?;
     crate::trace::step("workload", "find and classify the program");
     let passing;
-    let notify = match (notify, exec.passing_call()) {
+    let (notify, quiet) = match (notify, exec.passing_call()) {
         (Some(n), Some(call)) => {
             passing = super::notify::passing_exec(n.filter, call);
-            Some(Notify {
-                filter: &passing,
-                ..n
-            })
+            let filter = &passing;
+            (Some(Notify { filter, ..n }), true)
         }
-        (n, _) => n,
+        (n, _) => (n, false),
     };
-    let quiet = exec.passing_call().is_some();
     install_filters(notify, pins.seccomp, pins.security.preserve_fds, quiet)?;
     Ok(exec)
 }
