@@ -588,12 +588,8 @@ fn trace_steps_time_every_process_and_stay_out_of_the_workload() {
     assert!(err.contains(" init ") && err.contains(" Root\n"), "{err}");
     // The server is told of every exec but the workload's own of a dynamic program (let
     // through): none for /bin/true, sh's two and not sh's own, busybox's (static) own.
-    let execs = |cmd: &[&str]| {
-        let mut args = vec!["exec"];
-        if !cmd.contains(&"--") {
-            args.push("--");
-        }
-        args.extend_from_slice(cmd);
+    let execs = |flags: &[&str], cmd: &[&str]| {
+        let args = [&["exec"][..], flags, &["--"], cmd].concat();
         let o = w
             .cmd(&args)
             .env("REPRORUN_TRACE_STEPS", "1")
@@ -602,27 +598,15 @@ fn trace_steps_time_every_process_and_stay_out_of_the_workload() {
         expect_code(&o, 0);
         stderr(&o).matches(" server ").count()
     };
-    assert_eq!(execs(&["/bin/true"]), 0);
-    assert_eq!(execs(&["sh", "-c", "/bin/true; /bin/true"]), 2);
+    assert_eq!(execs(&[], &["/bin/true"]), 0);
+    assert_eq!(execs(&[], &["sh", "-c", "/bin/true; /bin/true"]), 2);
     if std::path::Path::new("/bin/busybox").exists() {
-        assert_eq!(execs(&["busybox", "true"]), 1);
+        assert_eq!(execs(&[], &["busybox", "true"]), 1);
         // With neither a fake clock nor seeded entropy the server changes no exec: the
         // workload's own passes whatever its program.
-        let real = ["--date", "now", "--random", "real", "--", "busybox", "true"];
-        assert_eq!(execs(&real), 0);
-        assert_eq!(
-            execs(&[
-                "--date",
-                "now",
-                "--random",
-                "real",
-                "--",
-                "sh",
-                "-c",
-                "busybox true"
-            ]),
-            1
-        );
+        let real = ["--date", "now", "--random", "real"];
+        assert_eq!(execs(&real, &["busybox", "true"]), 0);
+        assert_eq!(execs(&real, &["sh", "-c", "busybox true"]), 1);
     }
     // Off (unset, or 0): nothing on stderr.
     for value in [None, Some("0")] {
