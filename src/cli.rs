@@ -229,16 +229,16 @@ pub(crate) enum Error {
     #[error("--env-file {path}: {source}")]
     EnvFile {
         path: PathBuf,
-        source: std::io::Error,
+        source: crate::sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
     Allow(#[from] crate::net::AllowError),
-    #[error("--net-log {path}: {source}; pass a writable file path")]
+    #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
-        source: std::io::Error,
+        source: crate::sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Record(#[from] RecordError),
@@ -393,12 +393,18 @@ fn egress(args: &ExecArgs) -> Result<crate::net::Egress, Error> {
     })
 }
 
+/// The largest `--env-file` read.
+const ENV_FILE_MAX: u64 = 1 << 20;
+
 /// Builds the request from parsed arguments (reads --env-file files).
 /// `mounts`: `--bind` and `--tmpfs` in command-line order.
 pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRequest, Error> {
     let mut env = Vec::new();
     for path in &args.env_file {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::EnvFile {
+        // The file may lie in an earlier run's /work: no link is followed (unless
+        // --follow-symlinks), no FIFO or device opened, at most 1 MiB read.
+        let text = crate::sys::hostpath::read_to_string(path, args.follow_symlinks, ENV_FILE_MAX)
+            .map_err(|source| Error::EnvFile {
             path: path.clone(),
             source,
         })?;
@@ -452,6 +458,15 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
         req.env.extend(crate::mirror::offline_env());
     }
     if let Some(dir) = &args.mirror {
+        // Bound into the sandbox and served by the supervisor: a link, perhaps planted by an
+        // earlier run, must not choose the host directory (as for --bind).
+        if let Some(link) = crate::sys::first_link(dir).filter(|_| !args.follow_symlinks) {
+            return Err(Error::Plan(PlanError::SymlinkSource {
+                what: "--mirror",
+                path: dir.clone(),
+                link,
+            }));
+        }
         // The clients' settings first: the user's --env-file and --env win.
         req.attach_mirror_as(dir, args.mirror_serve)?;
     }
@@ -508,10 +523,10 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     };
 
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
-        let opened = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path);
+        // The plan resolved it (no link unless --follow-symlinks); the supervisor opens it
+        // again the same way.
+        let opened =
+            crate::sys::hostpath::open_write(path, false, crate::sys::hostpath::Write::Append);
         if let Err(source) = opened {
             return fail(Error::NetLog {
                 path: path.to_path_buf(),

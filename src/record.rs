@@ -96,13 +96,23 @@ impl RecordSink {
         let own_fd = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
             .iter()
             .any(|p| path.to_string_lossy().starts_with(p));
-        if let Some(link) = crate::sys::first_link(path).filter(|_| !follow && !own_fd) {
-            return Err(RecordError::Link {
+        if !own_fd {
+            // A regular file only (created if missing), reached without following a link
+            // unless `follow` (`crate::sys::hostpath`).
+            use crate::sys::hostpath::{open_write, HostPathError, Write};
+            let file = open_write(path, follow, Write::Truncate).map_err(|e| match e {
+                HostPathError::Link(link) => RecordError::Link {
+                    path: path.to_path_buf(),
+                    link,
+                },
+                other => err(std::io::Error::other(other)),
+            })?;
+            return Ok(RecordSink {
                 path: path.to_path_buf(),
-                link,
+                file,
             });
         }
-        // std opens with O_CLOEXEC.
+        // The caller's own descriptor (a pipe or terminal): std opens with O_CLOEXEC.
         let file = File::options()
             .write(true)
             .create(true)

@@ -25,6 +25,8 @@ use layout::{FILES_DIR, GO_DIR, LOCK_VERSION, SIMPLE_DIR};
 /// Where a mirror appears inside the sandbox.
 pub(crate) const MOUNT: &str = "/mirror";
 pub(crate) const LOCK_FILE: &str = "lock.json";
+/// The largest lock file read (a mirror of thousands of packages has a lock of a few MiB).
+const LOCK_MAX: u64 = 64 << 20;
 
 #[derive(Debug, Error)]
 pub(crate) enum MirrorError {
@@ -79,7 +81,12 @@ pub(crate) use crate::determinism::date::rfc3339_secs as rfc3339;
 /// Reads a mirror's lock.
 pub(crate) fn read_lock(dir: &Path) -> Result<Lock, MirrorError> {
     let path = dir.join(LOCK_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    // Regular and bounded: a mirror may lie in an earlier run's /work.
+    let read = crate::sys::hostpath::read_to_string(&path, true, LOCK_MAX);
+    let text = match read.map_err(|e| match e {
+        crate::sys::hostpath::HostPathError::Io { errno, .. } => std::io::Error::from(errno),
+        other => std::io::Error::other(other),
+    }) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let path = dir.to_path_buf();

@@ -21,8 +21,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 pub(crate) enum Response {
     /// 200 with these bytes.
     Bytes(Vec<u8>, &'static str),
-    /// 200 with this file's contents (404 if it cannot be opened).
-    File(PathBuf, &'static str),
+    /// 200 with this open regular file's contents, streamed (never read into memory).
+    File(std::fs::File, &'static str),
     /// Any other status, with a one-line text body.
     Status(u16, String),
 }
@@ -153,10 +153,7 @@ fn serve_one(stream: &TcpStream, handler: &Handler) -> std::io::Result<()> {
 fn answer(mut stream: &TcpStream, method: &str, r: Response) -> std::io::Result<()> {
     let (status, ctype, body) = match r {
         Response::Bytes(b, t) => (200, t, b),
-        Response::File(p, t) => match std::fs::read(&p) {
-            Ok(b) => (200, t, b),
-            Err(_) => (404, "text/plain", b"not found\n".to_vec()),
-        },
+        Response::File(file, t) => return send_file(stream, method, file, t),
         Response::Status(s, m) => (s, "text/plain", format!("{m}\n").into_bytes()),
     };
     let reason = match status {
@@ -179,16 +176,57 @@ fn answer(mut stream: &TcpStream, method: &str, r: Response) -> std::io::Result<
     stream.flush()
 }
 
+/// 200 with a regular file's bytes, as long as it was when opened: streamed in chunks, so a
+/// request costs the server a buffer, not the file's size.
+fn send_file(
+    mut stream: &TcpStream,
+    method: &str,
+    file: std::fs::File,
+    ctype: &str,
+) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        std::io::copy(&mut file.take(len), &mut stream)?;
+    }
+    stream.flush()
+}
+
 /// The handler that serves a mirror from `root` (the mirror directory): its npm tree, and its
-/// PyPI simple index and files under `/pypi/`.
-pub(crate) fn mirror_tree(root: PathBuf) -> Arc<Handler> {
-    Arc::new(move |path: &str, accept: &str| {
+/// PyPI simple index and files under `/pypi/`. The server runs on the host, often as root,
+/// and the tree may have been written by a sandbox: the directory is opened once, without
+/// following a link, and every file is looked up beneath it with no link followed
+/// (`RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS`) and served only if it is a regular file (a
+/// FIFO, a device or a link to a host file is answered 404).
+pub(crate) fn mirror_tree(root: PathBuf) -> std::io::Result<Arc<Handler>> {
+    let dir = crate::sys::hostpath::find(&root, false).map_err(std::io::Error::other)?;
+    let dir = std::fs::File::from(dir);
+    Ok(Arc::new(move |path: &str, accept: &str| {
         let found = pypi_request(path, accept).or_else(|| super::npm::resolve_request(path));
-        match found {
-            Some((rel, ctype)) => Response::File(root.join(rel), ctype),
-            None => Response::Status(404, "not in the mirror".into()),
+        let Some((rel, ctype)) = found else {
+            return Response::Status(404, "not in the mirror".into());
+        };
+        match crate::sys::open_in_root_with(&dir, std::path::Path::new(&rel), false, true) {
+            Ok(file) => match file_blocking(file) {
+                Ok(file) => Response::File(file, ctype),
+                Err(_) => Response::Status(404, "not found".into()),
+            },
+            Err(_) => Response::Status(404, "not found".into()),
         }
-    })
+    }))
+}
+
+/// A regular file opened non-blocking, made blocking again for reads.
+fn file_blocking(file: std::fs::File) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    nix::fcntl::fcntl(
+        file.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )?;
+    Ok(file)
 }
 
 const PEP691_JSON: &str = "application/vnd.pypi.simple.v1+json";

@@ -51,6 +51,8 @@ pub enum StoreError {
     },
     #[error("--db {path}: no such study (run `{make} --db {path}` first)")]
     Missing { path: PathBuf, make: &'static str },
+    #[error("--db {path}: {link} is a symbolic link (perhaps planted by an earlier run in its /work); a study's database, logs and work files are never written through one: pass the resolved path (realpath)")]
+    Link { path: PathBuf, link: PathBuf },
     #[error("write log {path}: {source}")]
     Log {
         path: PathBuf,
@@ -74,6 +76,29 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// `FILE.suffix` beside `FILE`.
+/// What a study writes beside its database: its logs, its work files, its lock, SQLite's own.
+const SIBLINGS: &[&str] = &["logs", "work", "lock"];
+const SQLITE_SIBLINGS: &[&str] = &["-wal", "-shm", "-journal"];
+
+/// A symbolic link among the components of `db`, or at one of the paths beside it that the
+/// study writes (root writes the sandbox's output there: a link planted by an earlier run
+/// would choose where).
+pub(crate) fn planted_link(db: &Path) -> Option<PathBuf> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink());
+    crate::sys::first_link(db).or_else(|| {
+        let name = db.file_name().unwrap_or_default().to_string_lossy();
+        SIBLINGS
+            .iter()
+            .map(|s| sibling(db, s))
+            .chain(
+                SQLITE_SIBLINGS
+                    .iter()
+                    .map(|s| db.with_file_name(format!("{name}{s}"))),
+            )
+            .find(|p| is_link(p))
+    })
+}
+
 pub(crate) fn sibling(db: &Path, suffix: &str) -> PathBuf {
     let name = db.file_name().unwrap_or_default().to_string_lossy();
     db.with_file_name(format!("{name}.{suffix}"))
@@ -87,6 +112,12 @@ impl Db {
         create: bool,
         schema: &'static Schema,
     ) -> Result<Db, StoreError> {
+        if let Some(link) = planted_link(path) {
+            return Err(StoreError::Link {
+                path: path.to_path_buf(),
+                link,
+            });
+        }
         if !create && !path.is_file() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),
@@ -350,7 +381,7 @@ pub enum LockError {
     Open {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::sys::hostpath::HostPathError,
     },
     #[error("--db {db}: another reprorun is running this study; wait for it or stop it")]
     Busy { db: PathBuf },
@@ -361,15 +392,12 @@ pub enum LockError {
 /// killed. A study that was just killed may take a moment to let go: wait a little.
 pub(crate) fn lock(db: &Path) -> Result<Flock<File>, LockError> {
     let path = sibling(db, "lock");
-    let mut file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| LockError::Open {
-            path: path.clone(),
-            source,
-        })?;
+    // No link followed, no FIFO opened (an earlier run may have planted either).
+    use crate::sys::hostpath::{open_write, Write};
+    let mut file = open_write(&path, false, Write::Keep).map_err(|source| LockError::Open {
+        path: path.clone(),
+        source,
+    })?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {

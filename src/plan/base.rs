@@ -74,6 +74,7 @@ impl Plan {
                 preserve_fds: 0,
                 rlimits: default_rlimits(),
                 caps: None,
+                refuse_setid: false,
             },
             resources: Resources::default(),
             process_user: None,

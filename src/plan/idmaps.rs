@@ -1,60 +1,84 @@
-//! Id maps for a root caller: the pinned id inside maps to the owner of the work tree, and
-//! every other id maps to itself, so that a tree unpacked from a tarball (uid 1001) is the
-//! workload's own and files of other users show their real ids instead of `nobody`. The
-//! host's root, when it is not the owner, shows as `nobody` (65534), as for an unprivileged
-//! caller; it stays mapped, so that init's capabilities in the namespace still cover the
-//! host's root-owned directories while it builds the root.
+//! Id maps for a root caller. The sandbox's ids never include the host's root, nor any host
+//! user's: inside ids `0 .. SANDBOX_IDS` are the unprivileged host ids `SANDBOX_BASE ..`,
+//! for every root caller (an unprivileged caller maps its own id, one line, written by init).
+//! So a root-only host file (`/etc/shadow`, a key under `/etc/ssl/private`) is foreign to the
+//! workload, whatever its name, and a file the workload leaves anywhere it could write is
+//! owned by an id no host user has.
 //!
-//! An unprivileged caller may map only its own id (one line, written by init); a root caller's
-//! maps are written by the supervisor from outside (as for OCI containers).
+//! What the caller hands the sandbox on purpose — the work tree, `--bind` sources — is
+//! bound through an idmapped mount instead ([`caller_tree`]): the tree's owner appears
+//! inside as the workload's pinned id, so the workload owns `/work` and the caller still owns
+//! what the run wrote. An image's or `--rootfs`'s files appear with the ids they were
+//! unpacked with ([`unpacked_tree`]).
 
+use super::mounts::MountIdmap;
 use super::{IdMap, ParentMaps};
 
-/// The end of the id range (ids run from 0 to 2^32-2; 2^32-1 is invalid).
-const END: u32 = u32::MAX;
+/// The first host id of a root caller's sandbox: inside id `k` is host id
+/// `SANDBOX_BASE + k`. Just below 2^31 (ids at and above it are the "do not use" range of
+/// systemd's `UIDS-GIDS.md`), clear of the ranges distributions give users (`/etc/subuid`
+/// starts at 100000 in 65536 steps) and of systemd-nspawn's dynamic ranges
+/// (`0x00080000 ..= 0x6FFFFFFF`).
+pub const SANDBOX_BASE: u32 = 0x7FFE_0000;
+/// How many ids a root caller's sandbox has: `0 .. 65536`, as a container engine's default.
+pub const SANDBOX_IDS: u32 = 65536;
 
-/// `nobody`, as which the host's root shows when the owner is another id.
-const NOBODY: u32 = 65534;
-
-/// Maps `pinned` (inside) to `owner` (outside), the host's root to `nobody` (when the owner
-/// is not root), and every other id to itself. Ids on one side of a pair and not on the
-/// other stay unmapped (with `pinned` 0 and `owner` 1001: inside 1001, outside 65534).
-pub(crate) fn one_to_one_but(pinned: u32, owner: u32) -> Vec<IdMap> {
-    let mut pairs = vec![(pinned, owner)];
-    if owner != 0 && pinned != NOBODY {
-        pairs.push((NOBODY, 0));
+/// The maps of a root caller's sandbox: inside `0 .. SANDBOX_IDS` to `SANDBOX_BASE ..`, uids
+/// and gids alike.
+pub(crate) fn root_caller() -> ParentMaps {
+    let all = vec![IdMap::new(0, SANDBOX_BASE, SANDBOX_IDS)];
+    ParentMaps {
+        uid: all.clone(),
+        gid: all,
     }
-    let mut taken: Vec<u32> = pairs.iter().flat_map(|&(i, o)| [i, o]).collect();
-    taken.sort_unstable();
-    taken.dedup();
-    let mut maps: Vec<IdMap> = pairs
-        .iter()
-        .filter(|(i, o)| i != o)
-        .map(|&(inside, outside)| IdMap::new(inside, outside, 1))
-        .collect();
-    // The identity between the taken ids (a pair of equal ids is part of it).
-    let mut start = 0u32;
-    for bound in taken.iter().copied().chain([END]) {
-        let same = pairs.iter().any(|&(i, o)| i == bound && o == bound);
-        if same {
+}
+
+/// The idmapped mount of a tree the caller hands the sandbox, owned by `owner` (uid, gid) on
+/// the host, for a workload running as `pinned`: the owner's files are the pinned id's, every
+/// other id `1 .. SANDBOX_IDS` of the tree is itself inside, and the host's root (unless it is
+/// the owner) and ids above the range stay unmapped (shown as `nobody`, never writable).
+pub(crate) fn caller_tree(owner: (u32, u32), pinned: (u32, u32)) -> MountIdmap {
+    MountIdmap {
+        uid: tree_lines(owner.0, pinned.0),
+        gid: tree_lines(owner.1, pinned.1),
+        userns: None,
+        recursive: false,
+    }
+}
+
+/// The idmapped mount of an image's (or `--rootfs`'s) unpacked files: on-disk id `k` is
+/// inside id `k`, for `k` in `0 .. SANDBOX_IDS`.
+pub(crate) fn unpacked_tree() -> MountIdmap {
+    let all = vec![IdMap::new(0, SANDBOX_BASE, SANDBOX_IDS)];
+    MountIdmap {
+        uid: all.clone(),
+        gid: all,
+        userns: None,
+        recursive: false,
+    }
+}
+
+/// The lines of one side of [`caller_tree`]: on-disk `owner` to the sandbox's `pinned`, and
+/// on-disk `k` to the sandbox's `k` for every other `k` in `1 .. SANDBOX_IDS` but `pinned`
+/// (taken by the owner). Each line reads `on-disk host-id count`.
+fn tree_lines(owner: u32, pinned: u32) -> Vec<IdMap> {
+    let mut lines = vec![IdMap::new(owner, SANDBOX_BASE + pinned, 1)];
+    // The ids 1 .. SANDBOX_IDS, less the owner and the pinned id, in runs.
+    let mut holes = [owner, pinned];
+    holes.sort_unstable();
+    let mut start = 1u32;
+    for bound in holes.iter().copied().chain([SANDBOX_IDS]) {
+        let bound = bound.min(SANDBOX_IDS);
+        if bound < start {
             continue;
         }
         if bound > start {
-            maps.push(IdMap::new(start, start, bound - start));
+            lines.push(IdMap::new(start, SANDBOX_BASE + start, bound - start));
         }
-        start = bound.saturating_add(1);
+        start = bound + 1;
     }
-    maps.sort_by_key(|m| m.inside);
-    maps
-}
-
-/// The maps of a root caller whose workload runs as `pinned` (uid, gid) over a work tree
-/// owned by `owner` (uid, gid).
-pub(crate) fn root_caller(pinned: (u32, u32), owner: (u32, u32)) -> ParentMaps {
-    ParentMaps {
-        uid: one_to_one_but(pinned.0, owner.0),
-        gid: one_to_one_but(pinned.1, owner.1),
-    }
+    lines.sort_by_key(|m| m.inside);
+    lines
 }
 
 #[cfg(test)]
@@ -68,6 +92,7 @@ mod tests {
             .map(|m| m.outside + (id - m.inside))
     }
 
+    /// No two lines overlap on either side (the kernel refuses such a map).
     fn no_overlap(maps: &[IdMap]) {
         let ranges = |f: fn(&IdMap) -> u32| {
             let mut r: Vec<(u64, u64)> = maps
@@ -81,7 +106,6 @@ mod tests {
             for w in r.windows(2) {
                 assert!(w[0].1 <= w[1].0, "{maps:?}");
             }
-            assert!(r.last().unwrap().1 <= END as u64, "{maps:?}");
         }
         assert!(
             maps.len() <= 340 && maps.iter().all(|m| m.count > 0),
@@ -90,49 +114,67 @@ mod tests {
     }
 
     #[test]
-    fn the_pinned_id_is_the_owner_and_the_rest_is_itself() {
-        for (pinned, owner) in [(0, 1001), (1000, 0), (1000, 1001), (1001, 1000), (5, 4)] {
-            let m = one_to_one_but(pinned, owner);
-            no_overlap(&m);
-            assert_eq!(apply(&m, pinned), Some(owner));
-            if owner != 0 {
-                assert_eq!(
-                    apply(&m, NOBODY),
-                    Some(0),
-                    "the host's root shows as nobody"
-                );
+    fn a_root_callers_sandbox_holds_no_host_users_id() {
+        let m = root_caller();
+        for maps in [&m.uid, &m.gid] {
+            no_overlap(maps);
+            assert_eq!(apply(maps, 0), Some(SANDBOX_BASE), "inside root");
+            assert_eq!(apply(maps, 65534), Some(SANDBOX_BASE + 65534));
+            assert_eq!(apply(maps, SANDBOX_IDS), None);
+            // No inside id is a host id below the base (root, users, system accounts).
+            for line in maps.iter() {
+                assert!(line.outside >= SANDBOX_BASE);
+                assert!(line.outside as u64 + line.count as u64 <= 1 << 31);
             }
-            for id in [0, 1, 3, 999, 1002, END - 1] {
-                // With another owner, the host's root is inside's nobody, and inside 0 is
-                // not mapped unless pinned.
-                let root_moved = owner != 0 && id == 0;
-                if ![pinned, owner].contains(&id) && !root_moved {
-                    assert_eq!(apply(&m, id), Some(id), "{pinned}->{owner}: {id}");
+        }
+    }
+
+    #[test]
+    fn the_owner_of_a_callers_tree_is_the_pinned_id() {
+        for (owner, pinned) in [(0, 0), (1000, 0), (0, 1000), (1000, 1000), (1001, 1000)] {
+            let m = tree_lines(owner, pinned);
+            no_overlap(&m);
+            assert_eq!(apply(&m, owner), Some(SANDBOX_BASE + pinned));
+            // The host's root is foreign unless it owns the tree.
+            if owner != 0 {
+                assert_eq!(apply(&m, 0), None, "{owner}->{pinned}");
+            }
+            // The pinned id's own files (if it is not the owner) have no inside id left.
+            if pinned != owner {
+                assert_eq!(apply(&m, pinned), None);
+            }
+            for id in [1, 3, 999, 1002, 65533, 65535] {
+                if ![owner, pinned].contains(&id) {
+                    assert_eq!(
+                        apply(&m, id),
+                        Some(SANDBOX_BASE + id),
+                        "{owner}->{pinned}: {id}"
+                    );
                 }
             }
-            // Inside, the owner's own id is not another host id's.
-            assert_ne!(apply(&m, owner).filter(|_| owner != pinned), Some(owner));
+            assert_eq!(apply(&m, SANDBOX_IDS), None);
         }
     }
 
     #[test]
-    fn the_same_id_is_the_whole_range() {
-        let m = one_to_one_but(0, 0);
-        assert_eq!(m, [IdMap::new(0, 0, u32::MAX)]);
-        let m = root_caller((1000, 1000), (1000, 0));
-        no_overlap(&m.uid);
-        assert_eq!(apply(&m.uid, 1000), Some(1000));
-        assert_eq!(apply(&m.uid, NOBODY), Some(0));
-        assert_eq!(apply(&m.gid, 1000), Some(0));
-        assert_eq!(apply(&m.gid, 0), None);
-    }
-
-    #[test]
-    fn ids_at_the_ends_of_the_range() {
-        for (pinned, owner) in [(0, END - 1), (END - 1, 0), (0, 1), (1, 0)] {
-            let m = one_to_one_but(pinned, owner);
+    fn owners_and_pinned_ids_at_the_ends_of_the_range() {
+        for (owner, pinned) in [
+            (u32::MAX - 1, 0),
+            (0, SANDBOX_IDS - 1),
+            (SANDBOX_IDS - 1, 1),
+            (1, 1),
+            (200_000, 65534),
+        ] {
+            let m = tree_lines(owner, pinned);
             no_overlap(&m);
-            assert_eq!(apply(&m, pinned), Some(owner));
+            assert_eq!(apply(&m, owner), Some(SANDBOX_BASE + pinned));
         }
+    }
+
+    #[test]
+    fn an_unpacked_tree_keeps_its_ids() {
+        let m = unpacked_tree();
+        assert_eq!(apply(&m.uid, 0), Some(SANDBOX_BASE));
+        assert_eq!(apply(&m.gid, 1000), Some(SANDBOX_BASE + 1000));
     }
 }

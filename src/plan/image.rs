@@ -27,11 +27,15 @@ pub struct ImageRoot {
 }
 
 /// The root of an image run: the overlay replaces the skeleton tmpfs and the read-only binds.
-pub(super) fn root_mounts(img: &ImageRoot) -> Vec<MountOp> {
+pub(super) fn root_mounts(
+    img: &ImageRoot,
+    idmap: Option<super::mounts::MountIdmap>,
+) -> Vec<MountOp> {
     vec![MountOp::Overlay {
         keep: None,
         lower: img.rootfs.clone(),
         dest: "/".into(),
+        idmap,
     }]
 }
 
@@ -118,6 +122,7 @@ mod tests {
                 lower: root.path().to_path_buf(),
                 dest: "/".into(),
                 keep: None,
+                idmap: None,
             }
         );
         assert!(!p.mounts.contains(&MountOp::ReadonlyRoot));

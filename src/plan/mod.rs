@@ -7,7 +7,7 @@
 //! mounts every sandbox gets.
 
 mod base;
-mod idmaps;
+pub mod idmaps;
 pub mod image;
 pub mod mounts;
 mod request;
@@ -93,6 +93,10 @@ pub enum PlanError {
         path: PathBuf,
         link: PathBuf,
     },
+    #[error("--user {0}:{1}: a root caller's sandbox has the ids 0 to 65535 (mapped to unprivileged host ids, spec/security.md); choose ids in that range")]
+    UserRange(u32, u32),
+    #[error("--cap-add SETFCAP: a file capability the workload sets on a file under /work or a writable --bind would hold on the host; it cannot be kept (spec/security.md)")]
+    SetFcap,
     #[error("no command given: pass the command after `--`, e.g. `reprorun exec -- python3 -V`")]
     EmptyCommand,
     #[error("{0}")]

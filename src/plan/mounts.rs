@@ -18,10 +18,15 @@ pub enum MountOp {
         size: Option<u64>,
     },
     /// A recursive bind of a host directory or file; `readonly` applies to every submount.
+    /// With `idmap` (a root caller's work tree and binds, `idmaps`), the creator, on the
+    /// host, clones `src` as a detached tree with the id mapping applied, opened without
+    /// following a link, and init attaches that tree here.
     Bind {
         src: PathBuf,
         dest: PathBuf,
         readonly: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idmap: Option<MountIdmap>,
     },
     /// A host device node (`/dev/null`, ...) bound onto an empty file.
     DevNode {
@@ -153,6 +158,11 @@ pub enum MountOp {
         /// (`work/`) directories, so the changes outlive the run; else a tmpfs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keep: Option<PathBuf>,
+        /// The id mapping of the lower layer (a root caller's, `idmaps`): the creator clones
+        /// `lower` (and `keep`, made by it) as detached trees, and init mounts the overlay
+        /// over them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idmap: Option<MountIdmap>,
     },
     /// Writes `ld.so.preload` naming `lib` into `etc` on a writable root (an image's
     /// overlay), replacing whatever is there, instead of covering `etc` like [`Preload`].

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::idmaps::{SANDBOX_BASE, SANDBOX_IDS};
+use super::mounts::MountIdmap;
 use super::system::{runtime_mounts, sysfs_last, system_mounts};
 use super::{
     base, image, sockets, ExecRequest, ExtraMount, HostFacts, IdMap, Isolation, MountOp, Namespace,
@@ -30,15 +32,31 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     let identity = identity(req, host)?;
     let clock = clock(req, host);
     let seeded = req.random == RandomMode::Seeded;
+    let (in_uid, in_gid) = req
+        .user
+        .or(req.image.as_ref().and_then(|i| i.user))
+        .unwrap_or((0, 0));
+    let namespaces = namespaces(req.net);
+    // A root caller's sandbox runs as unprivileged host ids (`idmaps`); what the caller
+    // hands it is bound through idmapped mounts made on the host.
+    let mapped =
+        (host.uid == 0 && namespaces.contains(&Namespace::User)).then_some((in_uid, in_gid));
+    if let Some(pinned) = mapped.filter(|p| p.0 >= SANDBOX_IDS || p.1 >= SANDBOX_IDS) {
+        return Err(PlanError::UserRange(pinned.0, pinned.1));
+    }
 
-    let mut mounts = root_mounts(req, &roots)?;
+    if req.cap_add.iter().any(|c| c == "CAP_SETFCAP") {
+        return Err(PlanError::SetFcap);
+    }
+
+    let mut mounts = root_mounts(req, &roots, mapped.is_some())?;
     let mut system = system_mounts(seeded, req.tmpfs_size);
     system.extend(pinned_files(&identity, boot_epoch(req, host)));
     if clock.is_some() || seeded {
         system.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
     mounts.extend(sysfs_last(system));
-    mounts.extend(caller_mounts(req, host, &roots)?);
+    mounts.extend(caller_mounts(req, host, &roots, mapped)?);
     if req.image.is_some() {
         image::writable_etc(&mut mounts);
     } else {
@@ -67,17 +85,13 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         }
     }
 
-    let (in_uid, in_gid) = req
-        .user
-        .or(req.image.as_ref().and_then(|i| i.user))
-        .unwrap_or((0, 0));
-    let namespaces = namespaces(req.net);
-    // A root caller: the pinned ids are the work tree's owner's, every other id itself
-    // (`idmaps`); the supervisor writes these maps.
-    let owner = (host.uid == 0 && namespaces.contains(&Namespace::User))
-        .then(|| workdir_owner(&roots.workdir));
-    let parent_maps = owner.map(|owner| super::idmaps::root_caller((in_uid, in_gid), owner));
-    let (out_uid, out_gid) = owner.unwrap_or((host.uid, host.gid));
+    // The supervisor writes a root caller's maps; an unprivileged caller's init maps its
+    // own id.
+    let parent_maps = mapped.map(|_| super::idmaps::root_caller());
+    let (out_uid, out_gid) = match mapped {
+        Some(_) => (SANDBOX_BASE + in_uid, SANDBOX_BASE + in_gid),
+        None => (host.uid, host.gid),
+    };
     Ok(Plan {
         isolation,
         namespaces,
@@ -108,18 +122,36 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         share_tty: req.share_tty,
         intercept: req.intercept,
         sorted_dirs: req.sorted_dirs,
-        net_log: egress.as_ref().and(req.net_log.clone()),
+        net_log: match (&egress, &req.net_log) {
+            (Some(_), Some(p)) => Some(host_output(
+                absolute(host, p),
+                req.follow_symlinks,
+                "--net-log",
+            )?),
+            _ => None,
+        },
         registry: req.registry.clone(),
         egress,
         ..Plan::base(roots.rootfs, argv)
     })
 }
 
-/// The owner (uid, gid) of the host directory bound at /work; the host's root when it
-/// cannot be read (the run then reports the directory itself).
-fn workdir_owner(dir: &Path) -> (u32, u32) {
+/// The owner (uid, gid) of a host tree the caller hands the sandbox; the host's root when it
+/// cannot be read (the run then reports the path itself).
+fn owner(path: &Path) -> (u32, u32) {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(dir).map_or((0, 0), |m| (m.uid(), m.gid()))
+    std::fs::symlink_metadata(path).map_or((0, 0), |m| (m.uid(), m.gid()))
+}
+
+/// The idmapped mount of a tree the caller hands a root caller's sandbox (`pinned`: the
+/// workload's ids), or none for an unprivileged caller.
+/// A device node, FIFO or socket (the null device bound over a file, say) is bound as it
+/// is: its filesystem (devtmpfs) has no idmapped mounts, and it holds no files to own.
+fn caller_idmap(src: &Path, pinned: Option<(u32, u32)>) -> Option<MountIdmap> {
+    let tree = std::fs::metadata(src).is_ok_and(|m| m.is_dir() || m.is_file());
+    pinned
+        .filter(|_| tree)
+        .map(|pinned| super::idmaps::caller_tree(owner(src), pinned))
 }
 
 /// The command: the request's, or with an image and none, the image's Entrypoint and Cmd.
@@ -164,7 +196,7 @@ fn roots(req: &ExecRequest, host: &HostFacts) -> Result<Roots, PlanError> {
             if !dir.is_dir() {
                 return Err(PlanError::Rootfs(dir));
             }
-            dir
+            host_source(dir, req.follow_symlinks, "--rootfs")?
         }
     };
     let workdir = match &req.workdir {
@@ -225,16 +257,19 @@ fn boot_epoch(req: &ExecRequest, host: &HostFacts) -> i64 {
 
 /// The root: the image's fresh overlay, or a skeleton tmpfs with the rootfs's entries bound
 /// read-only.
-fn root_mounts(req: &ExecRequest, roots: &Roots) -> Result<Vec<MountOp>, PlanError> {
+fn root_mounts(req: &ExecRequest, roots: &Roots, mapped: bool) -> Result<Vec<MountOp>, PlanError> {
+    // An image's or a rootfs's files keep their ids; the host's own root is not mapped.
+    let unpacked = mapped.then(super::idmaps::unpacked_tree);
     if let Some(img) = &req.image {
-        return Ok(image::root_mounts(img));
+        return Ok(image::root_mounts(img, unpacked));
     }
     let mut mounts = vec![MountOp::Tmpfs {
         dest: "/".into(),
         mode: 0o755,
         size: None,
     }];
-    mounts.extend(rootfs_binds(&roots.rootfs, roots.host_root)?);
+    let unpacked = unpacked.filter(|_| !roots.host_root);
+    mounts.extend(rootfs_binds(&roots.rootfs, roots.host_root, unpacked)?);
     Ok(mounts)
 }
 
@@ -267,7 +302,7 @@ fn keep_changes(req: &ExecRequest, host: &HostFacts) -> Result<Option<PathBuf>, 
     if req.workdir_mode != super::WorkdirMode::Overlay {
         return Err(PlanError::KeepChangesMode);
     }
-    let dir = absolute(host, dir);
+    let dir = host_output(absolute(host, dir), req.follow_symlinks, "--keep-changes")?;
     let bad = |why: &str| PlanError::KeepChanges(dir.clone(), why.to_string());
     if dir.to_string_lossy().contains([',', ':', '\\']) {
         return Err(bad("',', ':' or '\\' cannot be named in overlay options"));
@@ -287,6 +322,7 @@ fn caller_mounts(
     req: &ExecRequest,
     host: &HostFacts,
     roots: &Roots,
+    pinned: Option<(u32, u32)>,
 ) -> Result<Vec<MountOp>, PlanError> {
     let workdir = &roots.workdir;
     let keep = keep_changes(req, host)?;
@@ -295,11 +331,13 @@ fn caller_mounts(
             lower: workdir.clone(),
             dest: WORKDIR.into(),
             keep,
+            idmap: caller_idmap(workdir, pinned),
         },
         mode => MountOp::Bind {
             src: workdir.clone(),
             dest: WORKDIR.into(),
             readonly: mode == super::WorkdirMode::Ro,
+            idmap: caller_idmap(workdir, pinned),
         },
     }];
     // Host paths the caller gives the sandbox on purpose (bind sources).
@@ -314,6 +352,7 @@ fn caller_mounts(
                 let src = host_source(src, req.follow_symlinks, "--bind source")?;
                 given.push(src.clone());
                 MountOp::Bind {
+                    idmap: caller_idmap(&src, pinned),
                     src,
                     dest: b.dest.clone(),
                     readonly: b.readonly,
@@ -409,6 +448,7 @@ fn security(req: &ExecRequest) -> Security {
         preserve_fds: req.preserve_fds,
         rlimits,
         caps: None,
+        refuse_setid: true,
     }
 }
 
@@ -423,10 +463,28 @@ fn host_source(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBu
     Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
+/// A host path reprorun (often as root) writes or creates for the caller (`--net-log`,
+/// `--keep-changes`): as [`host_source`], but it need not exist yet; with `follow`, its
+/// parent is resolved.
+fn host_output(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBuf, PlanError> {
+    if let Some(link) = crate::sys::first_link(&path).filter(|_| !follow) {
+        return Err(PlanError::SymlinkSource { what, path, link });
+    }
+    let resolved = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent).map(|p| p.join(name)),
+        _ => Ok(path.clone()),
+    };
+    Ok(resolved.unwrap_or(path))
+}
+
 /// Read-only binds of the rootfs's top-level entries into the skeleton root, in name order.
 /// On the host root, `/root` is replaced by an empty directory (the host admin's files stay
 /// out of the sandbox).
-fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanError> {
+fn rootfs_binds(
+    rootfs: &Path,
+    host_root: bool,
+    idmap: Option<MountIdmap>,
+) -> Result<Vec<MountOp>, PlanError> {
     let list_err = |source| PlanError::ListRootfs {
         path: rootfs.to_path_buf(),
         source,
@@ -461,6 +519,7 @@ fn rootfs_binds(rootfs: &Path, host_root: bool) -> Result<Vec<MountOp>, PlanErro
                 src,
                 dest,
                 readonly: true,
+                idmap: idmap.clone(),
             });
         }
     }

@@ -69,18 +69,21 @@ fn rootfs_entries_are_bound_read_only_in_name_order() {
             MountOp::Bind {
                 src: root.path().join("etc"),
                 dest: "/etc".into(),
-                readonly: true
+                readonly: true,
+                idmap: None,
             },
             MountOp::Bind {
                 src: root.path().join("marker"),
                 dest: "/marker".into(),
-                readonly: true
+                readonly: true,
+                idmap: None,
             },
             // In --rootfs mode /root belongs to the image and is bound like the rest.
             MountOp::Bind {
                 src: root.path().join("root"),
                 dest: "/root".into(),
-                readonly: true
+                readonly: true,
+                idmap: None,
             },
         ]
     );
@@ -122,7 +125,8 @@ fn host_root_hides_root_home_and_run() {
     assert!(plan.mounts.contains(&MountOp::Bind {
         src: "/usr".into(),
         dest: "/usr".into(),
-        readonly: true
+        readonly: true,
+        idmap: None,
     }));
     assert!(plan.mounts.contains(&MountOp::Proc {
         dest: "/proc".into()
@@ -164,7 +168,8 @@ fn workdir_and_extra_mounts_keep_command_line_order() {
             MountOp::Bind {
                 src: work.path().into(),
                 dest: "/work".into(),
-                readonly: false
+                readonly: false,
+                idmap: None,
             },
             MountOp::Tmpfs {
                 dest: "/scratch".into(),
@@ -174,13 +179,15 @@ fn workdir_and_extra_mounts_keep_command_line_order() {
             MountOp::Bind {
                 src: data.path().into(),
                 dest: "/data".into(),
-                readonly: true
+                readonly: true,
+                idmap: None,
             },
             // A relative source is taken from the caller's directory.
             MountOp::Bind {
                 src: work.path().join("rel.txt"),
                 dest: "/etc/x".into(),
-                readonly: false
+                readonly: false,
+                idmap: None,
             },
         ]
     );
@@ -509,7 +516,8 @@ fn the_request_switches_interception_and_directory_order() {
 }
 
 #[test]
-fn a_root_caller_maps_the_work_trees_owner_and_an_unprivileged_one_itself() {
+fn a_root_caller_runs_as_unprivileged_host_ids_and_maps_what_it_hands_over() {
+    use super::idmaps::{SANDBOX_BASE, SANDBOX_IDS};
     use std::os::unix::fs::MetadataExt;
     let root = fake_rootfs();
     let work = tempfile::tempdir().unwrap();
@@ -517,11 +525,15 @@ fn a_root_caller_maps_the_work_trees_owner_and_an_unprivileged_one_itself() {
     let mut r = req(&["true"]);
     r.rootfs = Some(root.path().to_path_buf());
     r.user = Some((1000, 1000));
-    // An unprivileged caller: its own ids, one line, written by init.
+    // An unprivileged caller: its own ids, one line, written by init; nothing idmapped.
     let plan = resolve(&r, &host(work.path())).unwrap();
     assert_eq!((plan.uid_map.outside, plan.gid_map.outside), (1000, 100));
     assert_eq!(plan.parent_maps, None);
-    // Root: the pinned ids are the tree owner's; the supervisor writes every range.
+    assert!(plan
+        .mounts
+        .iter()
+        .all(|m| !matches!(m, MountOp::Bind { idmap: Some(_), .. })));
+    // Root: the sandbox's ids are the unprivileged range, never a host user's.
     let root_host = HostFacts {
         uid: 0,
         gid: 0,
@@ -531,12 +543,43 @@ fn a_root_caller_maps_the_work_trees_owner_and_an_unprivileged_one_itself() {
     assert_eq!(plan.uid_map.inside, 1000);
     assert_eq!(
         (plan.uid_map.outside, plan.gid_map.outside),
-        (owner.uid(), owner.gid())
+        (SANDBOX_BASE + 1000, SANDBOX_BASE + 1000)
     );
-    let maps = plan.parent_maps.expect("maps written by the supervisor");
-    assert!(maps
+    let maps = plan
+        .parent_maps
+        .as_ref()
+        .expect("maps written by the supervisor");
+    assert_eq!(maps.uid, [IdMap::new(0, SANDBOX_BASE, SANDBOX_IDS)]);
+    assert_eq!(maps.gid, maps.uid);
+    // The work tree: its owner is the pinned id, through an idmapped mount.
+    let work_bind = plan
+        .mounts
+        .iter()
+        .find_map(|m| match m {
+            MountOp::Bind {
+                dest,
+                idmap: Some(idmap),
+                ..
+            } if dest == Path::new(WORKDIR) => Some(idmap),
+            _ => None,
+        })
+        .expect("an idmapped /work");
+    assert!(work_bind
         .uid
         .iter()
-        .any(|m| m.inside == 1000 && m.outside == owner.uid() && m.count == 1));
-    assert!(maps.uid.len() > 1 && maps.gid.len() > 1);
+        .any(|m| m.inside == owner.uid() && m.outside == SANDBOX_BASE + 1000 && m.count == 1));
+    // The rootfs's files keep their ids (shifted into the range).
+    assert!(plan.mounts.iter().any(|m| matches!(m,
+        MountOp::Bind { dest, idmap: Some(i), .. }
+            if dest == Path::new("/usr") && i.uid == [IdMap::new(0, SANDBOX_BASE, SANDBOX_IDS)])));
+    // Ids beyond the range are refused, not silently left as root.
+    r.user = Some((SANDBOX_IDS, 0));
+    assert!(matches!(
+        resolve(&r, &root_host),
+        Err(PlanError::UserRange(..))
+    ));
+    // So is a file capability the workload could leave on the host.
+    r.user = None;
+    r.cap_add = vec!["CAP_SETFCAP".into()];
+    assert!(matches!(resolve(&r, &root_host), Err(PlanError::SetFcap)));
 }

@@ -7,7 +7,7 @@
 //! step of the mount list (`move_mount`), as runc's init does with the trees its parent
 //! sends; a filesystem that refuses the mapping fails `create`, before any container exists.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -31,6 +31,11 @@ pub(crate) enum IdmapError {
     Userns { step: &'static str, errno: Errno },
     #[error("open the user namespace {path}: {errno}")]
     JoinedUserns { path: PathBuf, errno: Errno },
+    #[error("{src}: {error}")]
+    Source {
+        src: PathBuf,
+        error: crate::sys::hostpath::HostPathError,
+    },
     #[error("clone {src} (open_tree): {errno}")]
     OpenTree { src: PathBuf, errno: Errno },
     #[error("id mapping of {src} (mount_setattr MOUNT_ATTR_IDMAP): {errno}{hint}")]
@@ -50,23 +55,47 @@ pub(crate) struct TreeFailed {
     pub(crate) error: IdmapError,
 }
 
-/// The detached idmapped trees of `ops`' idmapped binds, in order. One user namespace is
-/// made per distinct mapping and dropped once the trees are made (a mount keeps its
-/// mapping).
-pub(crate) fn detached_trees(ops: &[MountOp]) -> Result<Vec<Tree>, TreeFailed> {
+/// The detached trees of `ops`, in order: one per idmapped bind (OCI `FlagBind`, a root
+/// caller's `Bind`), and for an overlay with an id mapping its lower layer, then (with
+/// `--keep-changes`) the directory of its kept layers, made here with `upper/` and `work/`
+/// owned by `workload` (the sandbox's host ids). One user namespace is made per distinct
+/// mapping and dropped once the trees are made (a mount keeps its mapping).
+///
+/// A root caller's sources are opened without following a link in any component (the plan
+/// resolved them; a link planted since, by a sandbox that can write a parent, is refused);
+/// an OCI bind source is resolved as runc resolves it.
+pub(crate) fn detached_trees(
+    ops: &[MountOp],
+    workload: (u32, u32),
+) -> Result<Vec<Tree>, TreeFailed> {
     let mut namespaces: Vec<(&MountIdmap, OwnedFd)> = Vec::new();
     let mut trees = Vec::new();
-    let binds = ops.iter().filter_map(|op| match op {
-        MountOp::FlagBind {
-            src,
-            dest,
-            recursive,
-            idmap: Some(idmap),
-            ..
-        } => Some((src, dest, *recursive, idmap)),
-        _ => None,
-    });
-    for (nth, (src, dest, recursive, idmap)) in binds.enumerate() {
+    let mut nth = 0;
+    for op in ops {
+        // `plain`: a read-only bind may go without the mapping where its filesystem has
+        // none (NFS, FUSE): its files then show as `nobody`, readable as any other's.
+        let (src, dest, rbind, idmap, follow, plain) = match op {
+            MountOp::FlagBind {
+                src,
+                dest,
+                recursive,
+                idmap: Some(idmap),
+                ..
+            } => (src, dest, *recursive, idmap, true, false),
+            MountOp::Bind {
+                src,
+                dest,
+                readonly,
+                idmap: Some(idmap),
+            } => (src, dest, true, idmap, false, *readonly),
+            MountOp::Overlay {
+                lower,
+                dest,
+                idmap: Some(idmap),
+                ..
+            } => (lower, dest, false, idmap, false, false),
+            _ => continue,
+        };
         let failed = |error| TreeFailed { nth, error };
         if !nix::unistd::geteuid().is_root() {
             return Err(failed(IdmapError::NotRoot));
@@ -79,14 +108,90 @@ pub(crate) fn detached_trees(ops: &[MountOp]) -> Result<Vec<Tree>, TreeFailed> {
                 namespaces.len() - 1
             }
         };
-        let fd =
-            idmapped_tree(src, recursive, idmap.recursive, &namespaces[at].1).map_err(failed)?;
+        let source = Source { path: src, follow };
+        let fd = match idmapped_tree(&source, rbind, idmap.recursive, &namespaces[at].1) {
+            Err(IdmapError::SetIdmap {
+                errno: Errno::EINVAL,
+                ..
+            }) if plain => source.clone_tree(rbind),
+            other => other,
+        }
+        .map_err(failed)?;
         trees.push(Tree {
             dest: dest.clone(),
             fd,
         });
+        if let MountOp::Overlay {
+            keep: Some(keep), ..
+        } = op
+        {
+            let fd = kept_layers(keep, workload).map_err(failed)?;
+            trees.push(Tree {
+                dest: dest.clone(),
+                fd,
+            });
+        }
+        nth += 1;
     }
     Ok(trees)
+}
+
+/// Where a tree's source is, and whether links may be followed on the way.
+struct Source<'a> {
+    path: &'a Path,
+    follow: bool,
+}
+
+impl Source<'_> {
+    /// The source's mount cloned (recursively with `rbind`) as a detached tree.
+    fn clone_tree(&self, rbind: bool) -> Result<OwnedFd, IdmapError> {
+        use crate::sys::newmount::{open_tree_clone, open_tree_clone_fd};
+        let open_tree = |errno| IdmapError::OpenTree {
+            src: self.path.to_path_buf(),
+            errno,
+        };
+        if self.follow {
+            return open_tree_clone(self.path, rbind).map_err(open_tree);
+        }
+        let fd = crate::sys::hostpath::find(self.path, false).map_err(|e| IdmapError::Source {
+            src: self.path.to_path_buf(),
+            error: e,
+        })?;
+        open_tree_clone_fd(fd.as_fd(), rbind).map_err(open_tree)
+    }
+}
+
+/// The directory of an overlay's kept layers (`--keep-changes`): made if missing (the
+/// parent must exist), with `upper/` and `work/` owned by the sandbox's host ids (its files
+/// stay the sandbox's: a set-id file there is set-id to an unprivileged id), cloned as a
+/// detached tree. No link is followed on the way.
+fn kept_layers(dir: &Path, (uid, gid): (u32, u32)) -> Result<OwnedFd, IdmapError> {
+    use crate::sys::hostpath;
+    let fail = |e| IdmapError::Source {
+        src: dir.to_path_buf(),
+        error: e,
+    };
+    let top = hostpath::make_dir(dir, 0o755).map_err(fail)?;
+    for name in ["upper", "work"] {
+        let sub = hostpath::make_dir_in(&top, name, 0o755).map_err(fail)?;
+        nix::unistd::fchown(
+            sub.as_raw_fd(),
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        )
+        .map_err(|errno| {
+            fail(hostpath::HostPathError::Io {
+                step: "chown",
+                errno,
+            })
+        })?;
+    }
+    crate::sys::newmount::open_tree_clone_fd(top.as_fd(), false).map_err(|errno| {
+        IdmapError::OpenTree {
+            src: dir.to_path_buf(),
+            errno,
+        }
+    })
 }
 
 fn same_mapping(a: &MountIdmap, b: &MountIdmap) -> bool {
@@ -96,17 +201,14 @@ fn same_mapping(a: &MountIdmap, b: &MountIdmap) -> bool {
 /// A detached copy of `src` (recursive for `rbind`) with the mapping of `userns` set on its
 /// top mount, or on all of them for `ridmap`.
 fn idmapped_tree(
-    src: &Path,
+    src: &Source,
     rbind: bool,
     ridmap: bool,
     userns: &OwnedFd,
 ) -> Result<OwnedFd, IdmapError> {
-    use crate::sys::newmount::{open_tree_clone, set_idmap};
-    let tree = open_tree_clone(src, rbind).map_err(|errno| IdmapError::OpenTree {
-        src: src.to_path_buf(),
-        errno,
-    })?;
-    set_idmap(tree.as_fd(), userns.as_fd(), ridmap).map_err(|errno| IdmapError::SetIdmap {
+    let tree = src.clone_tree(rbind)?;
+    let src = src.path;
+    crate::sys::newmount::set_idmap(tree.as_fd(), userns.as_fd(), ridmap).map_err(|errno| IdmapError::SetIdmap {
         src: src.to_path_buf(),
         errno,
         hint: match errno {
@@ -198,6 +300,6 @@ mod tests {
             flags: Vec::new(),
             idmap: None,
         }];
-        assert!(detached_trees(&ops).unwrap().is_empty());
+        assert!(detached_trees(&ops, (0, 0)).unwrap().is_empty());
     }
 }

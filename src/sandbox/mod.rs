@@ -176,7 +176,10 @@ pub(crate) fn run_with(
     // the caller allows (the workload gets its own limits, `spec/security.md`).
     crate::trace::init();
     raise_nofile();
-    let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
+    let mut seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
+    if plan.security.refuse_setid {
+        seccomp.extend(crate::security::setid::programs()?);
+    }
     crate::trace::step("supervisor", "compile the seccomp profile");
     let cgroup = if plan.resources.any() {
         // Unique even against a cgroup left by a crashed run that had our pid.

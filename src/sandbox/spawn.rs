@@ -159,6 +159,7 @@ mod tests {
             preserve_fds: 0,
             rlimits: vec![],
             caps: None,
+            refuse_setid: false,
         }
     }
 

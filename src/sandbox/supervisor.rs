@@ -79,18 +79,17 @@ impl Registry {
 
     fn start(&mut self, listener: OwnedFd) -> Result<(), std::io::Error> {
         let listener = std::net::TcpListener::from(listener);
-        let handler = crate::mirror::serve::mirror_tree(self.root.clone());
+        let handler = crate::mirror::serve::mirror_tree(self.root.clone())?;
         self.running = Some(crate::mirror::serve::Server::start(listener, handler)?);
         Ok(())
     }
 }
 
-/// Opens `path` for appending (created if need be).
+/// Opens `path` for appending (created if need be): a regular file, reached without
+/// following a link (the plan resolved the path), never a FIFO or device.
 pub(super) fn open_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    use crate::sys::hostpath::{open_write, Write};
+    open_write(path, false, Write::Append).map_err(std::io::Error::other)
 }
 
 /// The `--net-log` file of `plan`, for appending (`None` without one, or when it cannot be
@@ -340,13 +339,16 @@ fn exit_code(status: libc::c_int) -> i32 {
 
 /// Clones init into the plan's new namespaces (signals blocked first, so it inherits the
 /// mask) and returns its pid and our end of its socket. The child never returns from here.
-/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]).
+/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]). `trees`: an `exec`
+/// sandbox's detached trees ([`super::idmap::detached_trees`]; a container's come in its
+/// `lifecycle`), which init inherits; this process's copies close on return.
 pub(super) fn clone_init(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
     extra: libc::c_int,
+    trees: Vec<super::idmap::Tree>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -379,7 +381,7 @@ pub(super) fn clone_init(
         Ok(None) => {
             crate::trace::step("init", "cloned");
             drop(ours);
-            init::main(plan, seccomp, theirs, lifecycle, stdio)
+            init::main(plan, seccomp, theirs, lifecycle, stdio, trees)
         }
         Ok(Some(pid)) => {
             crate::trace::step("supervisor", "clone init");
@@ -435,7 +437,15 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
+    // A root caller's work tree, binds and image, cloned with their id mappings (and opened
+    // without following a link) here on the host, before init exists.
+    let workload = (plan.uid_map.outside, plan.gid_map.outside);
+    let trees =
+        super::idmap::detached_trees(&plan.mounts, workload).map_err(|f| SandboxError::Init {
+            step: f.error.to_string(),
+        })?;
+    crate::trace::step("supervisor", "detached trees");
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0, trees)?;
     // A root caller's id maps, then into the cgroup before init forks anything; init waits
     // for the word.
     if plan.parent_maps.is_some() || res.cgroup.is_some() {

@@ -3,6 +3,7 @@
 //! the sandbox executor (`sandbox::exec` and `sandbox::cgroup`).
 
 pub mod seccomp;
+pub mod setid;
 
 use std::collections::BTreeMap;
 
@@ -260,6 +261,11 @@ pub struct Security {
     /// OCI `process.capabilities`: each set given apart (then `cap_add` is unused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caps: Option<CapSets>,
+    /// Set-id modes refused whatever the profile ([`setid`]): an `exec` sandbox's writes
+    /// reach the host as the caller's files. Off for OCI containers (the engine's choice,
+    /// as with runc).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refuse_setid: bool,
 }
 
 /// The five capability sets of OCI `process.capabilities` (canonical `CAP_*` names).

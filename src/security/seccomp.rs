@@ -197,18 +197,22 @@ const TIOCLINUX: u64 = 0x541c;
 /// personality(2) values allowed: the default, ADDR_NO_RANDOMIZE, and the query.
 const PERSONALITIES: &[u32] = &[0, 0x0040000, 0xffff_ffff];
 
-fn arch() -> Result<TargetArch, SeccompError> {
+pub(super) fn arch() -> Result<TargetArch, SeccompError> {
     std::env::consts::ARCH.try_into().map_err(|_| {
         SeccompError::Compile(format!("no seccomp support for {}", std::env::consts::ARCH))
     })
 }
 
-fn cond(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
+pub(super) fn cond(
+    index: u8,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, SeccompError> {
     SeccompCondition::new(index, SeccompCmpArgLen::Qword, op, value)
         .map_err(|e| SeccompError::Compile(e.to_string()))
 }
 
-fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, SeccompError> {
+pub(super) fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, SeccompError> {
     SeccompRule::new(conds).map_err(|e| SeccompError::Compile(e.to_string()))
 }
 

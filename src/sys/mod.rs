@@ -9,6 +9,7 @@ use nix::errno::Errno;
 use nix::unistd::Pid;
 
 pub(crate) mod bpf;
+pub(crate) mod hostpath;
 pub(crate) mod landlock;
 pub(crate) mod newmount;
 pub(crate) mod sched;

@@ -31,6 +31,21 @@ pub(crate) fn open_tree_clone(path: &Path, recursive: bool) -> Result<OwnedFd, E
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
+/// [`open_tree_clone`] of the mount an open descriptor (`O_PATH` will do) names: the
+/// directory itself, never a path looked up again.
+pub(crate) fn open_tree_clone_fd(dir: BorrowedFd, recursive: bool) -> Result<OwnedFd, Errno> {
+    let mut flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as libc::c_uint;
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
+    // SAFETY: the path is an empty NUL-terminated string the kernel only reads during the
+    // call; `dir` is an open descriptor.
+    let ret = unsafe { libc::syscall(libc::SYS_open_tree, dir.as_raw_fd(), c"".as_ptr(), flags) };
+    let fd = Errno::result(ret)?;
+    // SAFETY: open_tree returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
 /// Gives the detached tree `tree` the id mapping of the user namespace `userns` (on every
 /// mount of the tree when `recursive`, else on its top mount only).
 pub(crate) fn set_idmap(

@@ -144,6 +144,7 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
             preserve_fds: 0,
             rlimits: c.rlimits,
             caps: Some(c.caps),
+            refuse_setid: false,
         },
         resources: c.resources,
         process_user: Some(ProcessUser {

@@ -160,13 +160,14 @@ pub(crate) fn main(
     sock: OwnedFd,
     lifecycle: Option<&Lifecycle>,
     stdio: Option<super::Stdio>,
+    trees: Vec<super::idmap::Tree>,
 ) -> ! {
     // The workload's own stdio, before anything else (a failure is reported on `sock`).
     let started = match stdio.map(super::Stdio::install) {
         Some(Err(errno)) => Err(InitError::Stdio(errno)),
         _ => Ok(()),
     };
-    let code = match started.and_then(|()| run(plan, seccomp, &sock, lifecycle)) {
+    let code = match started.and_then(|()| run(plan, seccomp, &sock, lifecycle, trees)) {
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
@@ -193,6 +194,7 @@ fn run(
     seccomp: &[seccompiler::BpfProgram],
     sock: &OwnedFd,
     lifecycle: Option<&Lifecycle>,
+    trees: Vec<super::idmap::Tree>,
 ) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
@@ -224,7 +226,10 @@ fn run(
     }
     crate::trace::step("init", "leave the caller's session, check the supervisor");
 
-    let mut trees = lifecycle.map(|l| l.trees.take()).unwrap_or_default();
+    let mut trees = match lifecycle {
+        Some(l) => l.trees.take(),
+        None => trees,
+    };
     for step in steps::steps(plan, lifecycle.is_some()) {
         steps::perform(step, plan, (sock, lifecycle.is_some()), &mut trees)?;
         crate::trace::step_with("init", || format!("{step:?}"));

@@ -1,6 +1,6 @@
 //! One mount operation of a plan, performed by the [`Builder`].
 
-use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -19,7 +19,7 @@ pub(super) const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_
 pub(super) const DEVICE_BIND: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 
 /// Mount flags of every filesystem reprorun mounts itself.
-const HARDENED: MsFlags = MsFlags::MS_NOSUID.union(MsFlags::MS_NODEV);
+pub(super) const HARDENED: MsFlags = MsFlags::MS_NOSUID.union(MsFlags::MS_NODEV);
 
 /// The error of one step on `dest`.
 pub(super) fn fail(kind: &'static str, dest: &Path) -> impl Fn(Errno) -> MountError {
@@ -70,7 +70,7 @@ pub(super) fn bind_attrs(words: &[String]) -> (u64, u64) {
 
 impl Builder<'_> {
     /// A filesystem of type `fstype` (its own source name) at `path`.
-    fn fs(
+    pub(super) fn fs(
         &self,
         fstype: &str,
         path: &Path,
@@ -241,12 +241,18 @@ impl Builder<'_> {
                 src,
                 dest,
                 readonly,
+                idmap,
             } => {
-                let (source, path) = self.bind_point(src, dest)?;
                 let attrs = match readonly {
                     true => READ_ONLY,
                     false => MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                 };
+                if idmap.is_some() {
+                    // The creator's tree: the source is never looked up here.
+                    let path = self.tree_point(dest)?;
+                    return self.attach_tree(&path, true, (attrs, 0), dest);
+                }
+                let (source, path) = self.bind_point(src, dest)?;
                 self.bind(&source, &path, true, attrs, "bind", dest)
             }
             MountOp::DevNode { src, dest } => {
@@ -261,7 +267,15 @@ impl Builder<'_> {
                 idmap,
             } => self.flag_bind(src, dest, *recursive, flags, idmap.is_some()),
             MountOp::RootBind { src } => self.root_bind(src),
-            MountOp::Overlay { lower, dest, keep } => self.overlay(lower, dest, keep.as_deref()),
+            MountOp::Overlay {
+                lower,
+                dest,
+                keep,
+                idmap,
+            } => match idmap {
+                Some(_) => self.overlay_on_trees(dest, keep.is_some()),
+                None => self.overlay(lower, dest, keep.as_deref()),
+            },
             MountOp::Mask { dest } => self.mask(dest),
             MountOp::ReadonlyPath { dest } => {
                 if self.reject_links(dest)? == Found::Missing {
@@ -456,71 +470,6 @@ impl Builder<'_> {
             Some(data.as_str()),
         )
         .map_err(fail("overlay", etc))
-    }
-
-    /// Mounts a fresh writable overlay at `dest` over the host directory `lower`. Its upper
-    /// and work directories live in a tmpfs of their own in the staging root (which is
-    /// detached after the pivot; the overlay keeps the tmpfs alive until the sandbox ends),
-    /// so nothing a run writes reaches `lower` or outlives the run.
-    fn overlay(
-        &mut self,
-        lower: &Path,
-        dest: &Path,
-        keep: Option<&Path>,
-    ) -> Result<(), MountError> {
-        let lower = self.host(lower);
-        // The options string separates with ',' and ':'; such paths cannot be named there.
-        if lower.to_string_lossy().contains([',', ':', '\\']) {
-            let kind = "overlay (',', ':' or '\\' in the image's path)";
-            return Err(fail(kind, dest)(Errno::EINVAL));
-        }
-        if !lower.is_dir() {
-            return Err(fail("overlay (image root missing)", dest)(Errno::ENOENT));
-        }
-        let path = self.ensure_dir(dest)?;
-        let layer = fail("overlay layer", dest);
-        let base = self
-            .beside("overlay")
-            .join(dest.to_string_lossy().replace('/', "_"));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&base)
-            .map_err(|e| layer(io_errno(&e)))?;
-        match keep {
-            // --keep-changes: the layers live in the host directory (created here, by the
-            // caller's ids), which outlives the run.
-            Some(dir) => {
-                let host = self.host(dir);
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o755)
-                    .create(&host)
-                    .map_err(|e| layer(io_errno(&e)))?;
-                self.bind(&host, &base, false, 0, "overlay layer", dest)?;
-            }
-            None => self
-                .fs("tmpfs", &base, HARDENED, Some("mode=0755"))
-                .map_err(&layer)?,
-        }
-        let (upper, work) = (base.join("upper"), base.join("work"));
-        for dir in [&upper, &work] {
-            std::fs::DirBuilder::new()
-                .mode(0o755)
-                .create(dir)
-                .map_err(|e| layer(io_errno(&e)))?;
-        }
-        // The root of the overlay takes the upper directory's mode.
-        std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| layer(io_errno(&e)))?;
-        let data = format!(
-            "lowerdir={},upperdir={},workdir={}",
-            lower.display(),
-            upper.display(),
-            work.display()
-        );
-        self.fs("overlay", &path, HARDENED, Some(data.as_str()))
-            .map_err(fail("overlay", dest))
     }
 
     /// Writes `etc/ld.so.preload` naming `lib` on a writable root. Whatever is there (a file,

@@ -8,6 +8,29 @@ use super::apply::fail;
 use super::{Builder, MountError};
 
 impl Builder<'_> {
+    /// The mount point for the next tree, at `dest`: a directory for a directory's tree, an
+    /// empty file for a file's.
+    pub(super) fn tree_point(&mut self, dest: &Path) -> Result<std::path::PathBuf, MountError> {
+        let is_dir = match self.trees.front() {
+            Some(tree) => {
+                nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&tree.fd))
+                    .map_err(fail("idmapped bind", dest))?
+                    .st_mode
+                    & libc::S_IFMT
+                    == libc::S_IFDIR
+            }
+            None => {
+                return Err(MountError::NoTree {
+                    dest: dest.to_path_buf(),
+                })
+            }
+        };
+        match is_dir {
+            true => self.ensure_dir(dest),
+            false => self.ensure_file(dest),
+        }
+    }
+
     /// Attaches the next idmapped tree at `path` (the staging path of `dest`), makes it
     /// private (a copy of a shared host mount joins its peer group: nothing mounted below
     /// it may reach the host), then sets the bind's attributes `(set, clear)` — on every

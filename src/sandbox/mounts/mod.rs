@@ -9,6 +9,7 @@
 mod apply;
 mod attach;
 mod copy_up;
+mod overlay;
 mod sources;
 mod syscall;
 /// Opens the host's `/dev/null` (at `path`) without following links and checks it is the

@@ -162,6 +162,7 @@ fn binds_are_recursive_and_read_only_when_asked() {
             src: "/usr".into(),
             dest: "/usr".into(),
             readonly: true,
+            idmap: None,
         },
     ];
     let (staging, result) = run(&rec, &ops);
