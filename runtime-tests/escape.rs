@@ -913,6 +913,7 @@ host_side_tests!(
     planted_source_link => attempt_planted_source_link,
     host_unix_socket => attempt_host_unix_socket,
     host_information => attempt_host_information,
+    host_kernel_facts => attempt_host_kernel_facts,
     planted_record_link => attempt_planted_record_link,
     exec_link_relative => attempt_exec_link_relative,
     exec_proc_self_dotdot => attempt_exec_proc_self_dotdot,
