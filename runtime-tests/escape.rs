@@ -93,6 +93,9 @@ const IN_SANDBOX: &[&str] = &[
     "tiocsti",
     "raw_socket",
     "packet_socket",
+    "vsock_socket",
+    "socket_families",
+    "netlink_protocols",
     "chroot",
     "settimeofday",
     "clock_settime",
@@ -167,6 +170,9 @@ in_sandbox_tests!(
     tiocsti,
     raw_socket,
     packet_socket,
+    vsock_socket,
+    socket_families,
+    netlink_protocols,
     chroot,
     settimeofday,
     clock_settime,
@@ -212,6 +218,24 @@ fn attempt_host_loopback() -> Result<String, String> {
         return Err("the host's server accepted a connection".into());
     }
     r
+}
+
+/// vsock, other address families and netlink protocols in a pins-only run, whose workload
+/// shares the host's network namespace: refused by the same profile.
+fn attempt_socket_families_pins_only() -> Result<String, String> {
+    let w = Work::new();
+    let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/escape.py");
+    let probe = probe.display().to_string();
+    let mut details = Vec::new();
+    for name in ["vsock_socket", "socket_families", "netlink_protocols"] {
+        let o = w.run(&["exec", "--isolation", "none", "--", "python3", &probe, name]);
+        let out = stdout(&o);
+        match out.lines().find(|l| l.starts_with(&format!("{name} "))) {
+            Some(l) if l.contains(" BLOCKED: ") => details.push(l.to_string()),
+            other => return Err(format!("{other:?} (stderr {})", stderr(&o))),
+        }
+    }
+    Ok(details.join("; "))
 }
 
 /// A descriptor the caller leaks into reprorun (no close-on-exec) does not reach the
@@ -873,6 +897,7 @@ host_side_tests!(
     overwrite_runtime_exe => attempt_overwrite_runtime,
     ptrace_host_process => attempt_ptrace_host,
     connect_host_loopback => attempt_host_loopback,
+    socket_families_pins_only => attempt_socket_families_pins_only,
     caller_fd_leak => attempt_caller_fd_leak,
     setuid_binary => attempt_setuid,
     fork_bomb => attempt_fork_bomb,
@@ -888,6 +913,7 @@ host_side_tests!(
     planted_source_link => attempt_planted_source_link,
     host_unix_socket => attempt_host_unix_socket,
     host_information => attempt_host_information,
+    host_kernel_facts => attempt_host_kernel_facts,
     planted_record_link => attempt_planted_record_link,
     exec_link_relative => attempt_exec_link_relative,
     exec_proc_self_dotdot => attempt_exec_proc_self_dotdot,
@@ -943,6 +969,36 @@ fn opt_outs_undo_exactly_their_own_pin() {
     // --cap-add NET_RAW: raw sockets in the sandbox's own network namespace.
     assert!(in_sandbox(&["--cap-add", "NET_RAW"], "raw_socket", &[]).is_err());
     assert!(in_sandbox(&["--cap-add", "NET_RAW"], "packet_socket", &[]).is_err());
+}
+
+/// What the address-family allowlist must leave working: unix sockets and pairs, TCP and UDP
+/// over IPv4 and IPv6 loopback, the interface list and `AI_ADDRCONFIG` lookups (netlink
+/// route), in a full and a pins-only run.
+#[test]
+fn the_socket_families_a_workload_needs_still_work() {
+    let script = "import socket\n\
+        a, b = socket.socketpair()\n\
+        a.sendall(b'pair'); assert b.recv(4) == b'pair'\n\
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).close()\n\
+        for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n\
+        \x20   srv = socket.socket(fam, socket.SOCK_STREAM)\n\
+        \x20   srv.bind((host, 0)); srv.listen(1)\n\
+        \x20   c = socket.create_connection((host, srv.getsockname()[1]))\n\
+        \x20   s, _ = srv.accept(); c.sendall(b'tcp'); assert s.recv(3) == b'tcp'\n\
+        \x20   u = socket.socket(fam, socket.SOCK_DGRAM); u.bind((host, 0))\n\
+        \x20   u.sendto(b'udp', u.getsockname()); assert u.recv(3) == b'udp'\n\
+        names = [n for _, n in socket.if_nameindex()]\n\
+        assert 'lo' in names, names\n\
+        socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)\n\
+        print('sockets ok', flush=True)\n";
+    let w = Work::new();
+    for flags in [&[][..], &["--isolation", "none"][..]] {
+        let mut argv = vec!["exec"];
+        argv.extend_from_slice(flags);
+        argv.extend_from_slice(&["--", "python3", "-c", script]);
+        let o = w.run(&argv);
+        assert_eq!(stdout(&o), "sockets ok\n", "{flags:?}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -458,6 +458,91 @@ print("vmcoreinfo", read("/sys/kernel/vmcoreinfo")[:40])
     }
 }
 
+/// What /proc and /sys would tell of the host's kernel, disks and memory beside the pinned
+/// identity: its boot id and command line (device names, hypervisor settings), sizes the
+/// kernel derives from the real memory (`threads-max`, `file-max`, the NUMA node's
+/// `meminfo`), its disks, per-CPU counters with the host's CPU count, dentry and file
+/// counters, and the kernel's UUID source under seeded entropy. Each must read as a pinned
+/// value (never the host's, the same on every run) or nothing.
+pub(crate) fn attempt_host_kernel_facts() -> Result<String, String> {
+    let probe = "for f in /proc/sys/kernel/random/boot_id /proc/sys/kernel/random/uuid \
+        /proc/sys/kernel/random/uuid /proc/cmdline /proc/sys/kernel/threads-max \
+        /proc/sys/fs/file-max /proc/sys/fs/file-nr /proc/sys/fs/dentry-state /proc/softirqs \
+        /proc/partitions /proc/diskstats /proc/zoneinfo /proc/buddyinfo; do \
+        printf '%s=%s\n' $f \"$(tr '\n\t' '| ' < $f 2>&1)\"; done; \
+        for d in /sys/devices/system/node /sys/block /sys/class/block /sys/dev/block; do \
+        printf '%s=%s\n' $d \"$(ls $d 2>&1 | tr '\n' ' ')\"; done";
+    let w = Work::new();
+    let run = || stdout(&w.run(&["exec", "--cpus", "1", "--", "sh", "-c", probe]));
+    let (first, second) = (run(), run());
+    let host = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let value = |path: &str| {
+        first
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{path}=")))
+            .unwrap_or("<missing>")
+            .to_string()
+    };
+    let mut leaks = Vec::new();
+    for file in [
+        "/proc/sys/kernel/random/boot_id",
+        "/proc/cmdline",
+        "/proc/sys/kernel/threads-max",
+        "/proc/sys/fs/file-max",
+    ] {
+        let inside = value(file);
+        if inside.is_empty() || inside == host(file).replace('\n', "|") {
+            leaks.push(format!("{file}: {inside}"));
+        }
+    }
+    if value("/proc/sys/kernel/threads-max") != "65536|" {
+        leaks.push(format!(
+            "threads-max {}",
+            value("/proc/sys/kernel/threads-max")
+        ));
+    }
+    let uuid = first
+        .lines()
+        .filter(|l| l.starts_with("/proc/sys/kernel/random/uuid="));
+    if uuid.collect::<std::collections::BTreeSet<_>>().len() != 1 {
+        leaks.push("two reads of the uuid differ".into());
+    }
+    let softirqs = value("/proc/softirqs");
+    if softirqs
+        .split('|')
+        .nth(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        != Some(vec!["HI:", "0"])
+    {
+        leaks.push(format!("softirqs {softirqs}"));
+    }
+    if value("/proc/partitions") != "major minor  #blocks  name||" {
+        leaks.push(format!("/proc/partitions: {}", value("/proc/partitions")));
+    }
+    for hidden in [
+        "/proc/diskstats",
+        "/proc/zoneinfo",
+        "/proc/buddyinfo",
+        "/sys/devices/system/node",
+        "/sys/block",
+        "/sys/class/block",
+        "/sys/dev/block",
+    ] {
+        let inside = value(hidden);
+        if !(inside.is_empty() || inside.contains("No such file")) {
+            leaks.push(format!("{hidden}: {}", &inside[..inside.len().min(80)]));
+        }
+    }
+    if first != second {
+        leaks.push(format!("two runs differ: {first:?} vs {second:?}"));
+    }
+    if leaks.is_empty() {
+        Ok(value("/proc/sys/kernel/random/boot_id"))
+    } else {
+        Err(leaks.join("; "))
+    }
+}
+
 /// A link planted in `/work` as the next run's `--record` file (`run.json -> a host file`)
 /// does not make reprorun, on the host, truncate and write the file it names.
 pub(crate) fn attempt_planted_record_link() -> Result<String, String> {

@@ -499,6 +499,7 @@ fn seeds_change_every_seeded_source_and_real_entropy_opts_out() {
         "py.random",
         "py.set",
         "py.uuid4",
+        "sh.uuid",
         "c.at_random",
         "c.getrandom",
         "c.urandom",
@@ -518,6 +519,31 @@ fn seeds_change_every_seeded_source_and_real_entropy_opts_out() {
             );
         }
     }
+    // The boot id is the seed's in every entropy mode; the kernel's uuid source reads one
+    // value per seeded run (twice the same), a fresh one at every read with real entropy.
+    let boot_id = |out: &str| line(out, "sh.boot_id").map(str::to_string);
+    assert_ne!(boot_id(&seed0), boot_id(&seed1));
+    assert_eq!(
+        boot_id(&real),
+        boot_id(&seed0),
+        "the boot id follows the seed only"
+    );
+    let uuids = |out: &str| {
+        let l = line(out, "sh.uuid").unwrap_or_default().to_string();
+        let v: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+        v
+    };
+    assert_eq!(uuids(&seed0).len(), 2);
+    assert_eq!(
+        uuids(&seed0)[0],
+        uuids(&seed0)[1],
+        "seeded: one uuid per run"
+    );
+    assert_ne!(
+        uuids(&real)[0],
+        uuids(&real)[1],
+        "real: the kernel's, fresh per read"
+    );
     // The hash-seed knobs follow the seed.
     assert!(line(&seed1, "sh.env")
         .unwrap()

@@ -353,6 +353,74 @@ def packet_socket():
     return False, "packet socket opened"
 
 
+AF_VSOCK = 40
+# The families the default profile allows (AF_NETLINK is checked by protocol).
+ALLOWED_FAMILIES = {socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, socket.AF_PACKET,
+                    socket.AF_NETLINK}
+SOCKET_TYPES = (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_RAW)
+
+
+def opened(family, kind, proto=0):
+    """Creates (and closes) a socket; never connects, binds or sends. (opened?, errno name)"""
+    try:
+        socket.socket(family, kind, proto).close()
+    except OSError as e:
+        return False, errno.errorcode.get(e.errno, str(e.errno))
+    return True, None
+
+
+def vsock_socket():
+    # vsock is not per network namespace: a socket would share the machine's port space
+    # (the hypervisor on CID 2, the machine's own agent). Only created, never used.
+    made, err = opened(AF_VSOCK, socket.SOCK_STREAM)
+    if made:
+        return False, "socket(AF_VSOCK, SOCK_STREAM) succeeded"
+    return err == "EAFNOSUPPORT", f"socket(AF_VSOCK): {err}"
+
+
+def socket_families():
+    # Every family but the allowed ones (vsock, AF_ALG, Bluetooth, AF_XDP, AF_KEY, TIPC, RDS,
+    # CAN...), with each socket type: none may be created, and each fails as on a kernel
+    # without it.
+    made, errs = [], set()
+    for family in range(0, 46):
+        if family in ALLOWED_FAMILIES:
+            continue
+        for kind in SOCKET_TYPES:
+            ok, err = opened(family, kind)
+            if ok:
+                made.append((family, kind))
+            errs.add(err)
+    if made:
+        return False, f"created sockets of (family, type) {made}"
+    return errs == {"EAFNOSUPPORT"}, f"families 0-45 but unix, inet, inet6, packet, netlink: {sorted(errs)}"
+
+
+def netlink_protocols():
+    # Netlink protocols but NETLINK_ROUTE: audit, kobject uevents (the host's device events in
+    # a pins-only run), sock_diag, generic, netfilter, xfrm...; with the uevent one, also a
+    # bind to its multicast group (what a listener does).
+    made = []
+    for proto in range(1, 32):
+        try:
+            s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto)
+        except OSError as e:
+            if e.errno != errno.EPROTONOSUPPORT:
+                return False, f"netlink protocol {proto}: {errno.errorcode.get(e.errno)}"
+            continue
+        with s:
+            made.append(proto)
+            if proto == 15:  # NETLINK_KOBJECT_UEVENT
+                try:
+                    s.bind((0, 1))
+                    made.append("uevent bound")
+                except OSError:
+                    pass
+    if made:
+        return False, f"created netlink sockets of protocols {made}"
+    return True, "netlink protocols 1-31: EPROTONOSUPPORT"
+
+
 def host_loopback(port):
     try:
         socket.create_connection(("127.0.0.1", int(port)), timeout=2).close()
@@ -436,7 +504,7 @@ ATTEMPTS = {f.__name__: f for f in [
     sys_firmware, proc_sys_write, sysrq_trigger, core_pattern, cgroup_escape, mknod_block,
     read_disk, load_module, delete_module, kexec_load, reboot, swapon, bpf, perf_event_open,
     io_uring_setup, userfaultfd, keyctl, add_key, open_by_handle_at, name_to_handle_at,
-    tiocsti, raw_socket, packet_socket, chroot, settimeofday, clock_settime,
+    tiocsti, raw_socket, packet_socket, vsock_socket, socket_families, netlink_protocols, chroot, settimeofday, clock_settime,
     adjtimex, iopl, acct, personality, x32_syscall, sethostname, capset_raise, syslog,
 ]}
 WITH_ARG = {"ptrace_host": ptrace_host, "host_loopback": host_loopback}

@@ -12,6 +12,9 @@ pub const KERNEL_VERSION: &str = "#1 SMP PREEMPT_DYNAMIC reprorun";
 pub const MEMORY_BYTES: u64 = 8 << 30;
 /// Default `--cpus`.
 pub const DEFAULT_CPUS: u32 = 1;
+/// The seeded streams of `/proc/sys/kernel/random/boot_id` and `.../uuid`.
+pub const DOMAIN_BOOT_ID: &str = "boot_id";
+pub const DOMAIN_UUID: &str = "uuid";
 
 /// `uname(2)`'s answer inside the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,9 +83,99 @@ pub fn cpu_list(cpus: u32) -> String {
     }
 }
 
+/// The kernel command line inside every sandbox (the host's names its boot device, its
+/// hypervisor's settings, sometimes tokens).
+pub fn cmdline(release: &str) -> String {
+    format!("BOOT_IMAGE=/boot/vmlinuz-{release} root=/dev/vda1 ro quiet\n")
+}
+
+/// A random (version 4) UUID as the kernel prints one, from the first 16 bytes of the
+/// seeded stream `domain`.
+pub fn seeded_uuid(seed: u64, domain: &str) -> String {
+    let mut b = [0u8; 16];
+    super::entropy::Stream::new(seed, domain, 0).fill(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let mut out = String::with_capacity(37);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push(char::from(b"0123456789abcdef"[usize::from(x >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(x & 15)]));
+    }
+    out.push('\n');
+    out
+}
+
+/// The softirq names of /proc/softirqs, in the kernel's order.
+const SOFTIRQS: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
 impl Identity {
-    /// The files bound over the host's, as (path inside the sandbox, contents).
-    pub fn files(&self, boot_epoch: i64) -> Vec<(&'static str, String)> {
+    /// The files bound over the host's, as (path inside the sandbox, contents). `seed` gives
+    /// the boot id (always) and, with `seeded` entropy, the one UUID
+    /// `/proc/sys/kernel/random/uuid` reads (the kernel's changes at every read).
+    pub fn files(&self, boot_epoch: i64, seed: u64, seeded: bool) -> Vec<(&'static str, String)> {
+        let mut files = self.machine_files(boot_epoch);
+        files.extend(self.kernel_files());
+        files.push((
+            "/proc/sys/kernel/random/boot_id",
+            seeded_uuid(seed, DOMAIN_BOOT_ID),
+        ));
+        if seeded {
+            files.push((
+                "/proc/sys/kernel/random/uuid",
+                seeded_uuid(seed, DOMAIN_UUID),
+            ));
+        }
+        files
+    }
+
+    /// Counters and limits of the kernel that would tell the host's memory size and
+    /// activity: the command line, `threads-max` and `file-max` as the kernel sizes them for
+    /// [`Identity::memory_bytes`] (one thread per 128 KiB, one file per 10 KiB), open files
+    /// and dentries of an idle machine, /proc/softirqs with one column per CPU, all 0, and
+    /// no disks.
+    fn kernel_files(&self) -> Vec<(&'static str, String)> {
+        use std::fmt::Write;
+        let file_max = self.memory_bytes / 10240;
+        let cpus = self.cpus as usize;
+        let mut softirqs = String::with_capacity(21 + 11 * cpus + 11 * (13 + 11 * cpus));
+        softirqs.push_str(&" ".repeat(20));
+        for i in 0..self.cpus {
+            let _ = write!(softirqs, "CPU{i:<8}");
+        }
+        softirqs.push('\n');
+        let zeros = "          0".repeat(cpus);
+        for name in SOFTIRQS {
+            let _ = writeln!(softirqs, "{name:>12}:{zeros}");
+        }
+        vec![
+            ("/proc/cmdline", cmdline(&self.uname.release)),
+            (
+                "/proc/sys/kernel/threads-max",
+                format!("{}\n", self.memory_bytes / (128 << 10)),
+            ),
+            ("/proc/sys/fs/file-max", format!("{file_max}\n")),
+            ("/proc/sys/fs/file-nr", format!("1024\t0\t{file_max}\n")),
+            (
+                "/proc/sys/fs/dentry-state",
+                "10000\t5000\t45\t0\t0\t0\n".to_string(),
+            ),
+            ("/proc/softirqs", softirqs),
+            // No disks (a mask would fail the open: readers such as psutil want a file).
+            (
+                "/proc/partitions",
+                "major minor  #blocks  name\n\n".to_string(),
+            ),
+            ("/proc/diskstats", String::new()),
+        ]
+    }
+
+    /// CPUs, memory, load and the kernel's version.
+    fn machine_files(&self, boot_epoch: i64) -> Vec<(&'static str, String)> {
         let list = cpu_list(self.cpus);
         vec![
             ("/proc/cpuinfo", self.cpuinfo()),
@@ -241,7 +334,7 @@ mod tests {
     #[test]
     fn cpu_views_agree() {
         let id = identity(3);
-        let files = id.files(1_700_000_000);
+        let files = id.files(1_700_000_000, 42, true);
         let get = |p: &str| files.iter().find(|(f, _)| *f == p).unwrap().1.clone();
         assert_eq!(get("/sys/devices/system/cpu/online"), "0-2\n");
         assert_eq!(cpu_list(1), "0\n");
@@ -258,5 +351,74 @@ mod tests {
         assert_eq!(stat.lines().filter(|l| l.starts_with("cpu")).count(), 4);
         assert!(stat.contains("\nbtime 1700000000\n"));
         assert!(get("/proc/loadavg").starts_with("0.00 0.00 0.00 "));
+        // One column per CPU in /proc/softirqs, every count 0.
+        let softirqs = get("/proc/softirqs");
+        let mut lines = softirqs.lines();
+        let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(head, ["CPU0", "CPU1", "CPU2"]);
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows.len(), 10);
+        assert_eq!(rows[1], ["TIMER:", "0", "0", "0"]);
+        assert!(rows
+            .iter()
+            .all(|r| r.len() == 4 && r[1..].iter().all(|c| *c == "0")));
+        let one = identity(1).files(0, 42, true);
+        let one = &one.iter().find(|(f, _)| *f == "/proc/softirqs").unwrap().1;
+        assert!(
+            one.starts_with(&format!("{}CPU0", " ".repeat(20))),
+            "{one:?}"
+        );
+        assert!(one.contains("\n          HI:          0\n"), "{one:?}");
+    }
+
+    /// The kernel's sizes agree with the pinned memory, not the host's.
+    #[test]
+    fn memory_sized_limits_follow_the_pinned_memory() {
+        let files = identity(2).files(0, 1, false);
+        let get = |p: &str| files.iter().find(|(f, _)| *f == p).unwrap().1.clone();
+        // 8 GiB: the kernel's own formulas give 65536 threads and 838860 files.
+        assert_eq!(get("/proc/sys/kernel/threads-max"), "65536\n");
+        assert_eq!(get("/proc/sys/fs/file-max"), "838860\n");
+        assert_eq!(get("/proc/sys/fs/file-nr"), "1024\t0\t838860\n");
+        assert_eq!(get("/proc/sys/fs/dentry-state").split('\t').count(), 6);
+        assert!(get("/proc/cmdline").contains(KERNEL_RELEASE));
+    }
+
+    /// boot_id is a UUID v4 of the seed, in every entropy mode; the uuid file is pinned only
+    /// with seeded entropy (with real entropy the kernel's fresh UUIDs are no host fact).
+    #[test]
+    fn boot_id_and_uuid_come_from_the_seed() {
+        let id = identity(1);
+        let get = |files: &[(&str, String)], p: &str| {
+            files.iter().find(|(f, _)| *f == p).map(|(_, c)| c.clone())
+        };
+        let seeded = id.files(0, 42, true);
+        let boot = get(&seeded, "/proc/sys/kernel/random/boot_id").unwrap();
+        let uuid = get(&seeded, "/proc/sys/kernel/random/uuid").unwrap();
+        for u in [&boot, &uuid] {
+            assert_eq!(u.len(), 37, "{u:?}");
+            let groups: Vec<usize> = u.trim_end().split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{u:?}");
+            assert_eq!(&u[14..15], "4", "version 4: {u:?}");
+            assert!("89ab".contains(&u[19..20]), "variant: {u:?}");
+            assert!(u
+                .trim_end()
+                .chars()
+                .all(|c| c == '-' || c.is_ascii_hexdigit()));
+        }
+        assert_ne!(boot, uuid);
+        let real = id.files(0, 42, false);
+        assert_eq!(get(&real, "/proc/sys/kernel/random/boot_id").unwrap(), boot);
+        assert_eq!(get(&real, "/proc/sys/kernel/random/uuid"), None);
+        let other = id.files(0, 43, true);
+        assert_ne!(
+            get(&other, "/proc/sys/kernel/random/boot_id").unwrap(),
+            boot
+        );
+        assert_eq!(
+            id.files(0, 42, true),
+            seeded,
+            "the same seed, the same files"
+        );
     }
 }

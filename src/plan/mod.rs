@@ -40,7 +40,10 @@ pub const WORKDIR: &str = "/work";
 /// Top-level entries the sandbox always provides itself instead of taking from the rootfs.
 const PROVIDED: &[&str] = &["dev", "home", "proc", "run", "sys", "tmp", "work"];
 /// Paths hidden from the workload (as Docker and runc hide them): kernel memory, keys,
-/// timers and hardware details.
+/// timers and hardware details; and what would tell the host's disks, memory size and CPU
+/// count beside the pinned identity (block devices, per-node and per-zone memory,
+/// per-CPU scheduler counters; /proc/partitions and /proc/diskstats are generated empty,
+/// `identity`).
 pub const MASKED: &[&str] = &[
     "/proc/acpi",
     "/proc/asound",
@@ -56,6 +59,13 @@ pub const MASKED: &[&str] = &[
     "/sys/devices/virtual/powercap",
     "/sys/kernel/vmcoreinfo",
     "/proc/pressure",
+    "/proc/zoneinfo",
+    "/proc/buddyinfo",
+    "/proc/schedstat",
+    "/sys/block",
+    "/sys/class/block",
+    "/sys/dev/block",
+    "/sys/devices/system/node",
 ];
 /// Paths made read-only (writes there would reach the kernel).
 pub const READONLY: &[&str] = &[

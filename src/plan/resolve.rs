@@ -51,7 +51,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
 
     let mut mounts = root_mounts(req, &roots, mapped.is_some())?;
     let mut system = system_mounts(seeded, req.tmpfs_size);
-    system.extend(pinned_files(&identity, boot_epoch(req, host)));
+    let boot = boot_epoch(req, host);
+    system.extend(pinned_files(&identity, boot, req.seed, seeded));
     if clock.is_some() || seeded {
         system.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
@@ -275,9 +276,9 @@ fn root_mounts(req: &ExecRequest, roots: &Roots, mapped: bool) -> Result<Vec<Mou
 
 /// The identity's files (/proc/cpuinfo, uptime and friends), then the masked and read-only
 /// kernel paths.
-fn pinned_files(identity: &Identity, boot_epoch: i64) -> Vec<MountOp> {
+fn pinned_files(identity: &Identity, boot_epoch: i64, seed: u64, seeded: bool) -> Vec<MountOp> {
     let mut mounts: Vec<MountOp> = identity
-        .files(boot_epoch)
+        .files(boot_epoch, seed, seeded)
         .into_iter()
         .map(|(dest, contents)| MountOp::File {
             dest: dest.into(),

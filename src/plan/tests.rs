@@ -461,16 +461,27 @@ fn seed_random_and_cpus_resolve() {
         MountOp::ReadonlyPath { ref dest } if dest == Path::new(crate::determinism::clock::RUN_DIR)
     ));
     let sys_ops: Vec<_> = plan.mounts.iter().filter(|m| under_sys(m)).collect();
-    assert_eq!(sys_ops.len(), 7, "{sys_ops:?}");
-    assert!(plan.mounts[sys_at..sys_at + 7].iter().all(under_sys));
+    let n = 1 + 3 + MASKED.iter().filter(|p| p.starts_with("/sys")).count();
+    assert_eq!(sys_ops.len(), n, "{sys_ops:?}");
+    assert!(plan.mounts[sys_at..sys_at + n].iter().all(under_sys));
     assert!(
-        matches!(plan.mounts[sys_at + 7], MountOp::Bind { ref dest, .. } if dest == Path::new(WORKDIR))
+        matches!(plan.mounts[sys_at + n], MountOp::Bind { ref dest, .. } if dest == Path::new(WORKDIR))
     );
     let online = files
         .iter()
         .find(|(_, d, _)| d == Path::new("/sys/devices/system/cpu/online"))
         .unwrap();
     assert_eq!(online.2, "0\n");
+    let generated = |plan: &Plan, dest: &str| {
+        plan.mounts
+            .iter()
+            .any(|m| matches!(m, MountOp::File { dest: d, .. } if d == Path::new(dest)))
+    };
+    assert!(generated(&plan, "/proc/sys/kernel/random/boot_id"));
+    assert!(
+        generated(&plan, "/proc/sys/kernel/random/uuid"),
+        "seeded: one uuid"
+    );
 
     let mut r = req(&["true"]);
     r.seed = 7;
@@ -478,6 +489,11 @@ fn seed_random_and_cpus_resolve() {
     r.cpus = Some(4);
     r.hostname = "box".into();
     let plan = resolve(&r, &facts).unwrap();
+    assert!(generated(&plan, "/proc/sys/kernel/random/boot_id"));
+    assert!(
+        !generated(&plan, "/proc/sys/kernel/random/uuid"),
+        "real: the kernel's"
+    );
     assert!(plan.env.contains(&"PYTHONHASHSEED=7".to_string()));
     assert!(plan.env.contains(&"PERL_HASH_SEED=7".to_string()));
     assert_eq!(plan.identity.cpus, 4);

@@ -196,6 +196,23 @@ const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541c;
 /// personality(2) values allowed: the default, ADDR_NO_RANDOMIZE, and the query.
 const PERSONALITIES: &[u32] = &[0, 0x0040000, 0xffff_ffff];
+/// Address families `socket` and `socketpair` may create (besides `AF_NETLINK`, checked by
+/// protocol): unix, IPv4, IPv6, and packet sockets, which the kernel gives only to a holder
+/// of CAP_NET_RAW (`--cap-add NET_RAW`). Every other family fails with EAFNOSUPPORT: vsock
+/// (not per network namespace: the machine's hypervisor and agents), Bluetooth, AF_ALG,
+/// AF_KEY, TIPC, RDS, X.25, CAN and the rest, little-used code reachable without privilege.
+pub const SOCKET_FAMILIES: &[u32] = &[
+    libc::AF_UNIX as u32,
+    libc::AF_INET as u32,
+    libc::AF_INET6 as u32,
+    libc::AF_PACKET as u32,
+];
+/// Netlink protocols a workload may open: `NETLINK_ROUTE` (interfaces, addresses, routes:
+/// `getifaddrs`, `if_nameindex`, `getaddrinfo`'s `AI_ADDRCONFIG`, `ip`, Go's and Python's
+/// interface lists). Others fail with EPROTONOSUPPORT: audit (libaudit then reports auditing
+/// unavailable), kobject uevents (the host's device events in a pins-only run), sock_diag
+/// (`ss` falls back to `/proc/net`), generic netlink, netfilter, xfrm and the rest.
+pub const NETLINK_PROTOCOLS: &[u32] = &[libc::NETLINK_ROUTE as u32];
 
 pub(super) fn arch() -> Result<TargetArch, SeccompError> {
     std::env::consts::ARCH.try_into().map_err(|_| {
@@ -230,8 +247,9 @@ fn program(
 
 /// The default profile as one program: every call in [`DENIED`], `clone` with a namespace
 /// flag, `clone3` (ENOSYS, so libc falls back to `clone`, whose flags can be checked),
-/// `ioctl(TIOCSTI/TIOCLINUX)` and other personalities fail; x32 calls fail with ENOSYS;
-/// everything else is allowed. Laid out as a search tree ([`tree`]): cheap to install.
+/// `ioctl(TIOCSTI/TIOCLINUX)`, other personalities and sockets of a family or netlink
+/// protocol not allowed ([`SOCKET_FAMILIES`], [`NETLINK_PROTOCOLS`]) fail; x32 calls fail
+/// with ENOSYS; everything else is allowed. Laid out as a search tree ([`tree`]): cheap to install.
 fn default_programs() -> Result<Vec<BpfProgram>, SeccompError> {
     use tree::Leaf;
     const EPERM: u32 = libc::EPERM as u32;
@@ -268,6 +286,13 @@ fn default_programs() -> Result<Vec<BpfProgram>, SeccompError> {
         ),
         (libc::SYS_clone3, Leaf::Errno(libc::ENOSYS as u32)),
     ]);
+    for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+        let leaf = Leaf::Families {
+            families: SOCKET_FAMILIES,
+            netlink: NETLINK_PROTOCOLS,
+        };
+        calls.push((nr, leaf));
+    }
     Ok(vec![tree::program(calls)?])
 }
 
@@ -500,7 +525,42 @@ mod tests {
             .unwrap();
         rules.insert(libc::SYS_personality, vec![rule(odd_persona).unwrap()]);
         let denied = program(rules, SeccompAction::Allow, eperm).unwrap();
-        vec![denied, enosys_program(libc::SYS_clone3)]
+        // Sockets: a family outside the list; a netlink protocol outside its list.
+        let mut other_family = SOCKET_FAMILIES
+            .iter()
+            .map(|f| cond32(0, SeccompCmpOp::Ne, u64::from(*f)))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        other_family.push(cond32(0, SeccompCmpOp::Ne, libc::AF_NETLINK as u64).unwrap());
+        let mut netlink = vec![cond32(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64).unwrap()];
+        for p in NETLINK_PROTOCOLS {
+            netlink.push(cond32(2, SeccompCmpOp::Ne, u64::from(*p)).unwrap());
+        }
+        let socket_rules = |conds: &Vec<SeccompCondition>| {
+            [libc::SYS_socket, libc::SYS_socketpair]
+                .into_iter()
+                .map(|nr| (nr, vec![rule(conds.clone()).unwrap()]))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let errno = |e: i32| SeccompAction::Errno(e as u32);
+        let families = program(
+            socket_rules(&other_family),
+            SeccompAction::Allow,
+            errno(libc::EAFNOSUPPORT),
+        )
+        .unwrap();
+        let protocols = program(
+            socket_rules(&netlink),
+            SeccompAction::Allow,
+            errno(libc::EPROTONOSUPPORT),
+        )
+        .unwrap();
+        vec![
+            denied,
+            families,
+            protocols,
+            enosys_program(libc::SYS_clone3),
+        ]
     }
 
     /// The tree gives every call number (and x32's, and another architecture's), with
@@ -535,6 +595,25 @@ mod tests {
         }
         for p in [0x0040000u64, 0xffff_ffff, 8, 0x0020000, 0x1_0000_0000] {
             args.push([p, 0, 0, 0, 0, 0]);
+        }
+        // Socket families (vsock 40, AF_ALG 38, Bluetooth 31, AF_UNSPEC, a listed family
+        // with upper bits set) and netlink protocols (route, sock_diag, audit, uevent).
+        for family in [
+            1u64,
+            2,
+            10,
+            16,
+            17,
+            40,
+            38,
+            31,
+            0,
+            0x1_0000_0002,
+            0xffff_ffff,
+        ] {
+            for protocol in [0u64, 4, 9, 15, 0x1_0000_0000] {
+                args.push([family, 1, protocol, 0, 0, 0]);
+            }
         }
         for arch in [X86_64, 0x4000_0003] {
             for nr in (0..=600).chain((0..=600).map(|n| 0x4000_0000 | n)) {
@@ -611,6 +690,82 @@ mod tests {
             verdict(&progs, 0x4000_0003, 1, none),
             libc::SECCOMP_RET_KILL_PROCESS
         );
+        assert!(compile(&SeccompProfile::Unconfined).unwrap().is_empty());
+    }
+
+    /// `socket` and `socketpair` create only unix, inet, inet6, packet and route-netlink
+    /// sockets; every other family is refused as a kernel without it would refuse it.
+    #[test]
+    fn default_profile_allows_only_the_listed_socket_families() {
+        let progs = compile(&SeccompProfile::Default).unwrap();
+        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+            let v = |family: i32, protocol: i32| {
+                let args = [
+                    family as u64,
+                    libc::SOCK_STREAM as u64,
+                    protocol as u64,
+                    0,
+                    0,
+                    0,
+                ];
+                verdict(&progs, X86_64, nr, args)
+            };
+            for family in [
+                libc::AF_UNIX,
+                libc::AF_INET,
+                libc::AF_INET6,
+                libc::AF_PACKET,
+            ] {
+                assert_eq!(v(family, 0), ALLOW, "call {nr}, family {family}");
+                assert_eq!(
+                    v(family, 6),
+                    ALLOW,
+                    "call {nr}, family {family}, protocol 6"
+                );
+            }
+            assert_eq!(v(libc::AF_NETLINK, libc::NETLINK_ROUTE), ALLOW);
+            for protocol in [
+                libc::NETLINK_AUDIT,
+                libc::NETLINK_KOBJECT_UEVENT,
+                libc::NETLINK_SOCK_DIAG,
+                libc::NETLINK_GENERIC,
+                libc::NETLINK_NETFILTER,
+                libc::NETLINK_XFRM,
+                -1,
+            ] {
+                assert_eq!(
+                    v(libc::AF_NETLINK, protocol),
+                    errno(libc::EPROTONOSUPPORT),
+                    "netlink protocol {protocol}"
+                );
+            }
+            for family in [
+                libc::AF_VSOCK,
+                libc::AF_ALG,
+                libc::AF_BLUETOOTH,
+                libc::AF_KEY,
+                libc::AF_TIPC,
+                libc::AF_RDS,
+                libc::AF_CAN,
+                libc::AF_UNSPEC,
+                46, // past the last family (AF_MCTP, 45)
+                -1,
+            ] {
+                assert_eq!(
+                    v(family, 0),
+                    errno(libc::EAFNOSUPPORT),
+                    "call {nr}, family {family}"
+                );
+            }
+            // The kernel reads the family as an int: upper bits do not change the verdict.
+            let high = |f: i32| [0xffff_ffff_0000_0000 | f as u64, 1, 0, 0, 0, 0];
+            assert_eq!(verdict(&progs, X86_64, nr, high(libc::AF_INET)), ALLOW);
+            assert_eq!(
+                verdict(&progs, X86_64, nr, high(libc::AF_VSOCK)),
+                errno(libc::EAFNOSUPPORT)
+            );
+        }
+        // Unconfined and OCI profiles do not get the list (the profile decides).
         assert!(compile(&SeccompProfile::Unconfined).unwrap().is_empty());
     }
 

@@ -102,7 +102,11 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
     if det.enabled {
         mounts.extend(
             identity
-                .files(clock.map_or(0, |c| c.epoch - crate::plan::UPTIME_START_SECS))
+                .files(
+                    clock.map_or(0, |c| c.epoch - crate::plan::UPTIME_START_SECS),
+                    det.seed,
+                    seeded,
+                )
                 .into_iter()
                 .map(|(dest, contents)| MountOp::File {
                     dest: dest.into(),

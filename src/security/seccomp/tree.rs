@@ -31,6 +31,14 @@ pub(super) enum Leaf {
         values: &'static [u32],
         errno: u32,
     },
+    /// `socket`/`socketpair`: allow a family (argument 0, low 32 bits) of `families`, and
+    /// `AF_NETLINK` with a protocol (argument 2) of `netlink`; fail any other family with
+    /// EAFNOSUPPORT and any other netlink protocol with EPROTONOSUPPORT (what a kernel
+    /// without them answers).
+    Families {
+        families: &'static [u32],
+        netlink: &'static [u32],
+    },
 }
 
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
@@ -85,7 +93,24 @@ fn block(leaf: &Leaf) -> Result<Vec<sock_filter>, SeccompError> {
             values,
             errno: e,
         } => in_set(*index, values, ALLOW, errno(*e))?,
+        Leaf::Families { families, netlink } => families_block(families, netlink)?,
     })
+}
+
+/// [`Leaf::Families`]: the families' comparisons jump to the netlink part's final ALLOW.
+fn families_block(families: &[u32], netlink: &[u32]) -> Result<Vec<sock_filter>, SeccompError> {
+    let protocols = in_set(2, netlink, ALLOW, errno(libc::EPROTONOSUPPORT as u32))?;
+    let mut out = vec![load(bpf::arg_low(0))];
+    for (i, family) in families.iter().enumerate() {
+        // Taken: past the remaining comparisons, the netlink one, the EAFNOSUPPORT return
+        // and the protocol check up to its ALLOW (its last instruction).
+        let skip = families.len() - 1 - i + 2 + protocols.len() - 1;
+        out.push(jump(libc::BPF_JEQ, *family, skip, 0)?);
+    }
+    out.push(jump(libc::BPF_JEQ, libc::AF_NETLINK as u32, 1, 0)?);
+    out.push(ret(errno(libc::EAFNOSUPPORT as u32)));
+    out.extend(protocols);
+    Ok(out)
 }
 
 /// `inside` if argument `index` is one of `values`, else `outside`.
