@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use crate::escape_host::*;
+use crate::escape_net::*;
 
 fn probes() -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes");
@@ -592,10 +593,10 @@ print(\"execveat:\", os.strerror(ctypes.get_errno()))
 /// What a run cost the supervisor — the `reprorun` process itself (its threads: the
 /// notification server among them), not the sandbox (its processes are in their own cgroup
 /// and only reach reprorun's accounting as reaped children, which are not counted here).
-struct HostCost {
+pub(crate) struct HostCost {
     cpu_s: f64,
     /// Peak resident memory (VmHWM), MB.
-    peak_mb: f64,
+    pub(crate) peak_mb: f64,
     wall: Duration,
 }
 
@@ -618,7 +619,7 @@ fn peak_mb(pid: u32) -> Option<f64> {
 
 /// Runs `reprorun ARGS` and measures the supervisor from outside: its peak RSS sampled
 /// while it runs, its own CPU time read once it has exited (before it is reaped).
-fn run_measured(w: &Work, args: &[&str]) -> (Option<i32>, String, String, HostCost) {
+pub(crate) fn run_measured(w: &Work, args: &[&str]) -> (Option<i32>, String, String, HostCost) {
     use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
     use std::io::{Seek, SeekFrom};
     let mut out = tempfile::tempfile().unwrap();
@@ -921,6 +922,12 @@ host_side_tests!(
     crafted_elf_exec => attempt_crafted_elf,
     directory_listings_cache => attempt_directory_listings_cache,
     notification_flood => attempt_notification_flood,
+    proxy_host_own_address => attempt_proxy_host_own_address,
+    proxy_pipelined_request => attempt_proxy_pipelined_request,
+    audit_corpus_under_usr_by_link => attempt_audit_corpus_under_usr_by_link,
+    direct_connect_flood => attempt_direct_connect_flood,
+    proxy_tunnel_buffers => attempt_proxy_tunnel_buffers,
+    loopback_tcp_memory => attempt_loopback_tcp_memory,
 );
 
 #[test]

@@ -15,6 +15,7 @@ mod cluster;
 mod entrypoint;
 mod escape;
 mod escape_host;
+mod escape_net;
 mod exec;
 mod first_hour;
 mod image;

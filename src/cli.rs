@@ -580,9 +580,13 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             network: plan.egress.as_ref().map(|_| {
                 outcome
                     .as_ref()
-                    .map(|o| o.network.clone())
+                    .map(|o| o.network.records.clone())
                     .unwrap_or_default()
             }),
+            network_dropped: plan
+                .egress
+                .as_ref()
+                .map(|_| outcome.as_ref().map_or(0, |o| o.network.dropped)),
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };
         if let Err(e) = sink.write(&rec) {

@@ -71,6 +71,9 @@ pub(crate) struct RunRecord<'a> {
     /// With `--net allow`: every connection attempt the egress proxy saw, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) network: Option<Vec<crate::net::log::ConnRecord>>,
+    /// With `--net allow`: the attempts not kept in `network` (over `log::KEPT` of a kind).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) network_dropped: Option<u64>,
     pub(crate) rusage: Rusage,
 }
 

@@ -32,6 +32,9 @@ pub struct ConnRecord {
     /// When the client connected: RFC 3339, UTC, milliseconds (host time).
     pub start: String,
     pub duration_ms: u64,
+    /// What else the proxy did not forward (bytes the client sent after its one request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The `--net-log` file: one JSON line a record, written as each connection ends.
@@ -59,12 +62,58 @@ impl LogFile {
     }
 }
 
+/// How many records of each source (the proxy's connections, the direct attempts) a run
+/// keeps in memory; the rest are counted (`network_dropped` in the run record) and still
+/// written to `--net-log` as they happen. A workload that makes 200,000 attempts must not
+/// grow the supervisor (a host process, outside `--memory`) by a record each.
+pub(crate) const KEPT: usize = 1000;
+
+/// Records up to [`KEPT`], and a count of the rest.
+#[derive(Debug)]
+pub(crate) struct Kept<T> {
+    items: Vec<T>,
+    dropped: u64,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Kept<T> {
+        Kept {
+            items: Vec::new(),
+            dropped: 0,
+        }
+    }
+}
+
+impl<T> Kept<T> {
+    /// Keeps `item` if there is room, else counts it.
+    pub(crate) fn push(&mut self, item: T) {
+        if self.items.len() < KEPT {
+            self.items.push(item);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The kept records and the count of the others.
+    pub(crate) fn into_parts(self) -> (Vec<T>, u64) {
+        (self.items, self.dropped)
+    }
+}
+
+/// What a run's network record holds: the kept attempts, in order, and how many were not
+/// kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Network {
+    pub(crate) records: Vec<ConnRecord>,
+    pub(crate) dropped: u64,
+}
+
 /// Attempts that never reached the proxy — a direct connection or datagram to an address
 /// outside the sandbox, which its network namespace refuses — noted by the supervisor's
 /// notification server as the workload makes them (`spec/network.md`).
 #[derive(Default)]
 pub(crate) struct Journal {
-    records: std::sync::Mutex<Vec<ConnRecord>>,
+    records: std::sync::Mutex<Kept<ConnRecord>>,
     log: Option<LogFile>,
 }
 
@@ -95,6 +144,7 @@ impl Journal {
             bytes_down: 0,
             start: crate::determinism::date::timestamp(std::time::SystemTime::now()),
             duration_ms: 0,
+            note: None,
         };
         if let Some(log) = &self.log {
             log.write(&record);
@@ -105,25 +155,56 @@ impl Journal {
         }
     }
 
-    /// The records so far, in order.
-    pub(crate) fn take(&self) -> Vec<ConnRecord> {
-        match self.records.lock() {
+    /// The records kept so far, in order, and the count of the others.
+    pub(crate) fn take(&self) -> Network {
+        let kept = match self.records.lock() {
             Ok(mut r) => std::mem::take(&mut *r),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        }
+        };
+        let (records, dropped) = kept.into_parts();
+        Network { records, dropped }
     }
 }
 
 /// The proxy's records and the direct attempts as one list, in the order they started.
-pub(crate) fn merge(mut proxied: Vec<ConnRecord>, direct: Vec<ConnRecord>) -> Vec<ConnRecord> {
-    proxied.extend(direct);
+pub(crate) fn merge(proxied: Network, direct: Network) -> Network {
+    let mut records = proxied.records;
+    records.extend(direct.records);
     // RFC 3339 UTC timestamps of one format sort as text; the sort is stable.
-    proxied.sort_by(|a, b| a.start.cmp(&b.start));
-    proxied
+    records.sort_by(|a, b| a.start.cmp(&b.start));
+    Network {
+        records,
+        dropped: proxied.dropped + direct.dropped,
+    }
 }
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Journal").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_journal_keeps_a_bounded_number_of_records_and_counts_the_rest() {
+        let j = Journal::new(None);
+        let ip: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+        for port in 0..(KEPT as u16 + 250) {
+            j.direct("direct-connect", ip, port);
+        }
+        let net = j.take();
+        assert_eq!((net.records.len(), net.dropped), (KEPT, 250));
+        assert_eq!(net.records[KEPT - 1].port, KEPT as u16 - 1);
+        let merged = merge(
+            Network {
+                records: Vec::new(),
+                dropped: 3,
+            },
+            net,
+        );
+        assert_eq!((merged.records.len(), merged.dropped), (KEPT, 253));
     }
 }

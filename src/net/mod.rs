@@ -1,6 +1,7 @@
 //! The egress allowlist (`--net allow`, `spec/network.md`): the patterns users write
-//! ([`allow`]), which addresses the proxy refuses whatever the name ([`addr`]), the record
-//! of every connection attempt ([`log`]) and the proxy that enforces it all ([`proxy`]).
+//! ([`allow`]), which addresses the proxy refuses whatever the name ([`addr`]; the host's
+//! own: [`local`]), the record of every connection attempt ([`log`]) and the proxy that
+//! enforces it all ([`proxy`]).
 //!
 //! The sandbox keeps its own network namespace with loopback only. Its init listens on
 //! `127.0.0.1:3128` there and hands the listening socket to the supervisor (or an OCI
@@ -10,6 +11,7 @@
 
 pub(crate) mod addr;
 pub(crate) mod allow;
+pub(crate) mod local;
 pub(crate) mod log;
 pub(crate) mod proxy;
 

@@ -134,8 +134,9 @@ pub(crate) struct Outcome {
     pub(crate) isolation: Isolation,
     /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
     pub(crate) oom_killed: bool,
-    /// With `--net allow`: the egress proxy's record of every connection attempt.
-    pub(crate) network: Vec<crate::net::log::ConnRecord>,
+    /// With `--net allow`: the egress proxy's record of the connection attempts (at most
+    /// `log::KEPT` of each source) and the count of the others.
+    pub(crate) network: crate::net::log::Network,
 }
 
 /// The workload's standard input, output and error, when they are not the caller's own

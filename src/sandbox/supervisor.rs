@@ -39,7 +39,7 @@ impl Watched {
             usage: self.usage,
             isolation,
             oom_killed: false,
-            network: Vec::new(),
+            network: Default::default(),
         }
     }
 }
@@ -133,7 +133,7 @@ impl Egress {
     }
 
     /// Stops the proxy (every live connection ends) and returns its records.
-    pub(super) fn stop(self) -> Vec<crate::net::log::ConnRecord> {
+    pub(super) fn stop(self) -> crate::net::log::Network {
         self.running.map(|p| p.stop()).unwrap_or_default()
     }
 }

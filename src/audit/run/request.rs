@@ -73,11 +73,39 @@ pub(crate) fn prepare_root(dir: &Path) -> std::io::Result<()> {
 
 /// Whether `path` lies under a directory the agent's root exposes.
 pub(crate) fn exposed(path: &Path) -> Option<&'static str> {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    SYSTEM_DIRS
+    let dirs: Vec<(&'static str, PathBuf)> = SYSTEM_DIRS
         .iter()
-        .find(|d| abs.starts_with(Path::new("/").join(d)))
-        .copied()
+        .map(|d| (*d, Path::new("/").join(d)))
+        .collect();
+    exposed_among(path, &dirs)
+}
+
+/// Which of `dirs` (name, host path) `path` lies under, compared by what the directories
+/// are, not by text: the path is resolved as the kernel resolves it (`..`, links; a part
+/// not made yet is looked at from its nearest existing ancestor), and each ancestor of the
+/// result is compared by device and inode with each directory (so a bind mount of one
+/// counts too). A `..` or a link in the text would otherwise put the corpus under `/usr`
+/// while the text says elsewhere.
+fn exposed_among(path: &Path, dirs: &[(&'static str, PathBuf)]) -> Option<&'static str> {
+    use std::os::unix::fs::MetadataExt;
+    let ids: Vec<(&'static str, (u64, u64))> = dirs
+        .iter()
+        .filter_map(|(name, p)| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (*name, (m.dev(), m.ino())))
+        })
+        .collect();
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let existing = abs
+        .ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())?;
+    existing.ancestors().find_map(|a| {
+        let m = std::fs::metadata(a).ok()?;
+        ids.iter()
+            .find(|(_, id)| *id == (m.dev(), m.ino()))
+            .map(|(name, _)| *name)
+    })
 }
 
 fn bind(src: impl Into<PathBuf>, dest: &str, readonly: bool) -> ExtraMount {
@@ -147,4 +175,26 @@ pub(crate) fn request(
     env.extend(sb.pass_env.iter().cloned());
     req.env = env;
     req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_under_an_exposed_directory_is_found_through_dotdot_and_links() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::create_dir_all(root.join("usr/share")).unwrap();
+        std::fs::create_dir_all(root.join("home/me")).unwrap();
+        std::os::unix::fs::symlink(root.join("usr/share"), root.join("home/me/link")).unwrap();
+        let dirs = [("usr", root.join("usr"))];
+        let under = |p: PathBuf| exposed_among(&p, &dirs);
+        assert_eq!(under(root.join("usr/share/corpus")), Some("usr"));
+        assert_eq!(under(root.join("home/me/../../usr/share/c")), Some("usr"));
+        assert_eq!(under(root.join("home/me/link/corpus")), Some("usr"));
+        assert_eq!(under(root.join("home/me/link/new/deeper")), Some("usr"));
+        assert_eq!(under(root.join("home/me/corpus")), None);
+        assert_eq!(under(root.join("home/me/usr")), None);
+    }
 }

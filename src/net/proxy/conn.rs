@@ -11,22 +11,27 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{self, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage};
 
+use super::body::Framer;
 use super::http::{self, read_some, HeadError};
 use super::sni::{self, Hello};
 use super::socks::{self, SocksError};
 use super::{blank_record, millis, relay, Shared, Tier};
-use crate::net::addr;
 use crate::net::allow::{normalize_name, Target};
 use crate::net::log::{ConnRecord, Decision};
+use crate::net::{addr, local};
 
 /// How long an error answer waits for the client to finish sending before closing (so the
 /// close does not reset the connection under the answer).
 const LINGER: Duration = Duration::from_millis(500);
 
+/// The class of an address on one of the host's interfaces.
+const HOST_OWN: &str = "the host's own address";
+
 /// How the client asked, which decides how answers are written.
 enum Kind {
     Connect,
-    Http(Vec<u8>),
+    /// The head to send upstream, and where the request's body ends.
+    Http(Vec<u8>, Framer),
     Socks,
 }
 
@@ -134,7 +139,7 @@ impl Conn<'_> {
         match http::parse(&buf) {
             Ok(r) => {
                 let kind = match r.upstream_head {
-                    Some(head) => Kind::Http(head),
+                    Some((head, framer)) => Kind::Http(head, framer),
                     None => {
                         self.record.protocol = "connect";
                         Kind::Connect
@@ -203,7 +208,7 @@ impl Conn<'_> {
     fn answer(&mut self, kind: &Kind, decision: Decision, status: &str, code: u8, why: String) {
         match kind {
             Kind::Socks => self.say(&socks::reply(code, None)),
-            Kind::Connect | Kind::Http(_) => {
+            Kind::Connect | Kind::Http(..) => {
                 self.say(&http::response(status, &format!("reprorun: {why}")));
                 self.linger();
             }
@@ -254,11 +259,11 @@ impl Conn<'_> {
         let egress = &self.shared.egress;
         let (allowed, barred): (Vec<IpAddr>, Vec<IpAddr>) = addrs
             .into_iter()
-            .partition(|ip| addr::forbidden(*ip).is_none() || egress.allows_ip(*ip, port));
+            .partition(|ip| self.class(*ip).is_none() || egress.allows_ip(*ip, port));
         if allowed.is_empty() {
             let ip = barred[0];
             self.record.address = Some(ip.to_string());
-            let class = addr::forbidden(ip).unwrap_or("forbidden");
+            let class = self.class(ip).unwrap_or("forbidden");
             let why = format!("egress to {target}:{port} resolves to {ip} ({class})");
             return self.refuse(&kind, why);
         }
@@ -268,9 +273,26 @@ impl Conn<'_> {
                 return self.answer(&kind, Decision::Failed, "502 Bad Gateway", code, why)
             }
         };
+        // The second wall: delivered inside the host after all (an address added since the
+        // list was read), and not an address the allowlist names itself.
+        let ip = upstream.peer_addr().map(|a| a.ip());
+        if local::delivered_locally(&upstream)
+            && !ip.as_ref().is_ok_and(|ip| egress.allows_ip(*ip, port))
+        {
+            let _ = upstream.shutdown(Shutdown::Both);
+            let shown = ip.map_or_else(|_| "?".into(), |ip| ip.to_string());
+            let why = format!("egress to {target}:{port} resolves to {shown} ({HOST_OWN})");
+            return self.refuse(&kind, why);
+        }
         self.record.decision = Decision::Allowed;
         self.record.rule = rule;
         self.tunnel(kind, target, &upstream, rest);
+    }
+
+    /// The class of `ip` if the proxy refuses it by name: one of [`addr::forbidden`]'s, or
+    /// one of the host's own addresses.
+    fn class(&self, ip: IpAddr) -> Option<&'static str> {
+        addr::forbidden(ip).or_else(|| self.shared.host_addrs.contains(ip).then_some(HOST_OWN))
     }
 
     /// The addresses of `target`: `--add-host` first, then the host's resolver.
@@ -333,6 +355,7 @@ impl Conn<'_> {
         };
         let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
         let fd = socket::socket(family, SockType::Stream, flags, None)?;
+        super::cap_buffers(&fd)?;
         let stream = Arc::new(TcpStream::from(fd));
         if !self.shared.register(self.id, &stream) {
             return Err(io::Error::other("proxy stopped"));
@@ -362,10 +385,17 @@ impl Conn<'_> {
 
     /// Tells the client the connection is up, checks a tunnel's SNI, and relays.
     fn tunnel(&mut self, kind: Kind, target: &Target, upstream: &TcpStream, rest: Vec<u8>) {
+        let mut framer = None;
         let first = match kind {
-            Kind::Http(head) => {
+            Kind::Http(head, mut body) => {
+                // One request per connection: what follows the request is not forwarded.
+                let mine = body.take(&rest);
+                if mine < rest.len() {
+                    self.record.note = Some(after_request(rest.len() - mine));
+                }
                 let mut first = head;
-                first.extend_from_slice(&rest);
+                first.extend_from_slice(&rest[..mine]);
+                framer = Some(body);
                 first
             }
             Kind::Connect | Kind::Socks => {
@@ -387,15 +417,37 @@ impl Conn<'_> {
             return;
         }
         self.record.bytes_up += first.len() as u64;
-        match relay::relay(self.client, upstream, self.shared.config.idle_timeout) {
+        let idle = self.shared.config.idle_timeout;
+        match relay::relay(self.client, upstream, idle, framer) {
             Ok(moved) => {
                 self.record.bytes_up += moved.up;
                 self.record.bytes_down += moved.down;
+                self.note_after(moved.framer.as_ref());
             }
             Err(e) => {
                 self.record.decision = Decision::Failed;
                 self.record.rule = format!("relay failed: {e}");
             }
+        }
+    }
+
+    /// Notes what the client sent beyond its request (a pipelined request, bytes after a
+    /// body), or a chunked body whose framing broke; none of it went upstream.
+    fn note_after(&mut self, framer: Option<&Framer>) {
+        match framer {
+            Some(Framer::Bad(why)) => {
+                self.record.note = Some(format!(
+                    "request body framing broke ({why}): the rest was not forwarded"
+                ));
+            }
+            Some(Framer::Done) if self.record.note.is_none() => {
+                let mut byte = [0u8; 1];
+                let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+                if socket::recv(self.client.as_raw_fd(), &mut byte, flags) == Ok(1) {
+                    self.record.note = Some(after_request(0));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -469,6 +521,18 @@ impl Conn<'_> {
             Err(_) => Wait::Client,
         }
     }
+}
+
+/// The note of a connection whose client sent more after its request (`bytes` of it seen
+/// with the head; 0 when it came later).
+fn after_request(bytes: usize) -> String {
+    let seen = match bytes {
+        0 => String::new(),
+        n => format!(" ({n} bytes with the request head)"),
+    };
+    format!(
+        "the client sent more after its request{seen}: not forwarded (one request per connection; a pipelined request is neither decided nor relayed)"
+    )
 }
 
 /// What `wait_client` saw first.

@@ -7,6 +7,7 @@ use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::Instant;
 
+use super::body::Framer;
 use crate::net::allow::Target;
 
 /// Why a request head could not be read or understood.
@@ -96,8 +97,9 @@ pub(super) fn read_head(
 pub(super) struct Request {
     pub(super) target: Target,
     pub(super) port: u16,
-    /// For absolute-form requests, the head to send upstream; `None` for CONNECT.
-    pub(super) upstream_head: Option<Vec<u8>>,
+    /// For absolute-form requests, the head to send upstream and where its body ends;
+    /// `None` for CONNECT.
+    pub(super) upstream_head: Option<(Vec<u8>, Framer)>,
 }
 
 /// Parses a request head (`head` holds it whole, blank line included).
@@ -124,6 +126,14 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
             upstream_head: None,
         });
     }
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
     let lower = uri.to_ascii_lowercase();
     if lower.starts_with("https://") {
         return Err("https:// URLs go through CONNECT, not a plain proxy request".into());
@@ -147,7 +157,7 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
     Ok(Request {
         target: target(host)?,
         port,
-        upstream_head: Some(rewrite(method, &path, version, authority, &headers)),
+        upstream_head: Some((rewrite(method, &path, version, authority, &headers), framer)),
     })
 }
 
@@ -287,14 +297,16 @@ mod tests {
                     Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n",
         );
         assert_eq!(r.port, 8080);
-        let head = String::from_utf8(r.upstream_head.unwrap()).unwrap();
+        let (head, framer) = r.upstream_head.unwrap();
+        assert_eq!(framer, Framer::Done);
+        let head = String::from_utf8(head).unwrap();
         assert_eq!(
             head,
             "GET /a?b=1 HTTP/1.1\r\nHost: Example.com:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         let r = ok("POST http://example.com?q HTTP/1.0\n\n");
         assert_eq!(r.port, 80);
-        assert!(String::from_utf8(r.upstream_head.unwrap())
+        assert!(String::from_utf8(r.upstream_head.unwrap().0)
             .unwrap()
             .starts_with("POST /?q HTTP/1.0\r\n"));
     }
@@ -313,6 +325,10 @@ mod tests {
             ("CONNECT a.b:1 HTTP/1.1\r\nno colon\r\n\r\n", "header"),
             ("GET http://u@a.b/ HTTP/1.1\r\n\r\n", "credentials"),
             ("\u{1}\u{2} x HTTP/1.1\r\n\r\n", "request line"),
+            (
+                "POST http://a.b/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "smuggling",
+            ),
         ] {
             let e = parse(head.as_bytes()).unwrap_err();
             assert!(e.contains(why), "{head:?}: {e}");

@@ -6,6 +6,7 @@
 //! Every socket a connection opens is registered in [`Shared::live`], so that `stop` can
 //! shut them all down and join every thread.
 
+mod body;
 mod conn;
 mod http;
 mod relay;
@@ -27,11 +28,22 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{accept4, SockFlag};
 
-use super::log::{ConnRecord, Decision, LogFile};
+use super::log::{ConnRecord, Decision, Kept, LogFile, Network};
 use super::Egress;
 
 /// Stack of a connection thread (its buffers live on the heap).
 const CONN_STACK: usize = 256 * 1024;
+
+/// Connections served at once (tunnels and requests): each pins up to four socket buffers
+/// and two pipes of the supervisor's kernel memory ([`SOCKET_BUF`], `relay::PIPE_SIZE`).
+/// As many again are answered 503 (their thread reads the request only); beyond that, at once.
+pub(crate) const MAX_CONNS: usize = 64;
+
+/// The send and receive buffer of every socket the proxy holds (the client's, accepted from
+/// the sandbox's listener, and the upstream's), as the kernel counts it (it doubles the value
+/// set, for its own overhead): no autotuning beyond it, so a peer that never reads pins at
+/// most this much per buffer.
+pub(crate) const SOCKET_BUF: usize = 256 * 1024;
 
 /// Limits of the proxy.
 #[derive(Debug, Clone)]
@@ -49,7 +61,7 @@ impl Default for Config {
             head_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
-            max_conns: 256,
+            max_conns: MAX_CONNS,
             head_cap: 64 * 1024,
         }
     }
@@ -67,9 +79,11 @@ pub(crate) struct Proxy {
 struct Shared {
     egress: Egress,
     config: Config,
+    /// The host's own addresses, refused as loopback is.
+    host_addrs: crate::net::local::HostAddrs,
     log: Option<LogFile>,
-    /// Finished records with their accept index.
-    records: Mutex<Vec<(u64, ConnRecord)>>,
+    /// Finished records with their accept index (at most [`KEPT`], the rest counted).
+    records: Mutex<Kept<(u64, ConnRecord)>>,
     live: Mutex<Live>,
     /// Connection threads serving normally, and over the cap (answering 503).
     active: AtomicUsize,
@@ -126,7 +140,17 @@ fn blank_record(started: SystemTime) -> ConnRecord {
         bytes_down: 0,
         start: crate::determinism::date::timestamp(started),
         duration_ms: 0,
+        note: None,
     }
+}
+
+/// Caps the send and receive buffers of `socket` at [`SOCKET_BUF`] (set before it connects,
+/// or on the listener its connections are accepted from).
+fn cap_buffers(socket: &impl AsFd) -> nix::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    // The kernel doubles the value set.
+    setsockopt(socket, sockopt::SndBuf, &(SOCKET_BUF / 2))?;
+    setsockopt(socket, sockopt::RcvBuf, &(SOCKET_BUF / 2))
 }
 
 fn millis(since: Instant) -> u64 {
@@ -147,12 +171,15 @@ pub(crate) fn start(
         listener.as_raw_fd(),
         FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
     )?;
+    // Connections accepted from it inherit the cap (and so advertise a window within it).
+    cap_buffers(&listener)?;
     let (wake_r, wake_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let shared = Arc::new(Shared {
         egress,
         config,
+        host_addrs: crate::net::local::HostAddrs::read(),
         log: log.map(LogFile::new),
-        records: Mutex::new(Vec::new()),
+        records: Mutex::new(Kept::default()),
         live: Mutex::new(Live::default()),
         active: AtomicUsize::new(0),
         overflow: AtomicUsize::new(0),
@@ -170,12 +197,16 @@ pub(crate) fn start(
 
 impl Proxy {
     /// Stops accepting, ends every live connection, joins every thread and returns the
-    /// records in the order the connections were accepted.
-    pub(crate) fn stop(mut self) -> Vec<ConnRecord> {
+    /// records kept, in the order the connections were accepted (and the count of the rest).
+    pub(crate) fn stop(mut self) -> Network {
         self.halt();
-        let mut records = std::mem::take(&mut *lock(&self.shared.records));
+        let kept = std::mem::take(&mut *lock(&self.shared.records));
+        let (mut records, dropped) = kept.into_parts();
         records.sort_by_key(|(id, _)| *id);
-        records.into_iter().map(|(_, r)| r).collect()
+        Network {
+            records: records.into_iter().map(|(_, r)| r).collect(),
+            dropped,
+        }
     }
 
     fn halt(&mut self) {
@@ -269,6 +300,7 @@ fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<
     let started = SystemTime::now();
     let since = Instant::now();
     let _ = client.set_nodelay(true);
+    let _ = cap_buffers(&client);
     let client = Arc::new(client);
     if !shared.register(id, &client) {
         let mut record = blank_record(started);

@@ -10,12 +10,19 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{splice, OFlag, SpliceFFlags};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{recv, MsgFlags};
 
-/// The pipe size asked for (the default `pipe-max-size`); a smaller one is kept if refused.
-const PIPE_SIZE: usize = 1 << 20;
+use super::body::Framer;
+
+/// The pipe size a bulk stream grows to: what a relay's pipes hold at most (the supervisor's
+/// kernel memory, outside the sandbox's `--memory`), the same bound as each socket's buffers.
+pub(super) const PIPE_SIZE: usize = 256 * 1024;
+
+/// How much of a chunked request body is looked at per step.
+const PEEK: usize = 64 * 1024;
 
 /// What a relay moved, and how it ended.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Moved {
     /// Client to upstream.
     pub(super) up: u64,
@@ -23,6 +30,8 @@ pub(super) struct Moved {
     pub(super) down: u64,
     /// Ended by the idle timeout.
     pub(super) idle: bool,
+    /// Where the request's framing ended (absolute-form requests).
+    pub(super) framer: Option<Framer>,
 }
 
 /// One direction: `src` → pipe → `dst`.
@@ -38,10 +47,17 @@ struct Half<'a> {
     eof: bool,
     done: bool,
     bytes: u64,
+    /// Where the request ends, for the client's half of an absolute-form request: nothing
+    /// after it is read from the client.
+    framer: Option<Framer>,
+    /// Ended by the framer: the end is not passed on (the upstream answers, then closes).
+    held: bool,
+    /// Bytes of a chunked body looked at before they are taken.
+    peek: Vec<u8>,
 }
 
 impl<'a> Half<'a> {
-    fn new(src: &'a TcpStream, dst: &'a TcpStream) -> io::Result<Half<'a>> {
+    fn new(src: &'a TcpStream, dst: &'a TcpStream, framer: Option<Framer>) -> io::Result<Half<'a>> {
         let (pipe_r, pipe_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         // The default pipe: a short exchange costs no more (it grows on a bulk stream).
         let capacity = nix::fcntl::fcntl(
@@ -49,6 +65,11 @@ impl<'a> Half<'a> {
             nix::fcntl::FcntlArg::F_GETPIPE_SZ,
         )
         .map_or(64 * 1024, |n| n as usize);
+        let ended = framer.as_ref().is_some_and(Framer::ended);
+        let peek = match framer {
+            Some(Framer::Chunked(_)) => vec![0; PEEK],
+            _ => Vec::new(),
+        };
         Ok(Half {
             src,
             dst,
@@ -56,9 +77,12 @@ impl<'a> Half<'a> {
             pipe_w,
             pending: 0,
             capacity,
-            eof: false,
-            done: false,
+            eof: ended,
+            done: ended,
             bytes: 0,
+            framer,
+            held: ended,
+            peek,
         })
     }
 
@@ -96,17 +120,22 @@ impl<'a> Half<'a> {
             let mut progress = false;
             if self.pending < self.capacity && !self.eof {
                 let room = self.capacity - self.pending;
-                match splice(self.src, None, &self.pipe_w, None, room, flags) {
-                    Ok(0) => self.eof = true,
-                    Ok(n) => {
-                        self.pending += n;
-                        progress = true;
-                        if self.pending == self.capacity {
-                            self.grow();
+                let (want, peeked) = self.allowance(room)?;
+                match want {
+                    0 => {}
+                    _ => match splice(self.src, None, &self.pipe_w, None, want, flags) {
+                        Ok(0) => self.eof = true,
+                        Ok(n) => {
+                            self.pending += n;
+                            progress = true;
+                            self.took(n, peeked);
+                            if self.pending == self.capacity {
+                                self.grow();
+                            }
                         }
-                    }
-                    Err(Errno::EAGAIN | Errno::EINTR) => {}
-                    Err(e) => return Err(e.into()),
+                        Err(Errno::EAGAIN | Errno::EINTR) => {}
+                        Err(e) => return Err(e.into()),
+                    },
                 }
             }
             if self.pending > 0 {
@@ -126,20 +155,70 @@ impl<'a> Half<'a> {
             }
         }
         if self.eof && self.pending == 0 {
-            // Pass the end of the stream on, keep the other direction going.
-            let _ = self.dst.shutdown(Shutdown::Write);
+            // Pass the end of the stream on (not the end of a request: the client's stream
+            // goes on), keep the other direction going.
+            if !self.held {
+                let _ = self.dst.shutdown(Shutdown::Write);
+            }
             self.done = true;
         }
         Ok(moved)
     }
+
+    /// How many bytes the next read may take (the request's framer decides), and whether
+    /// they were looked at (`self.peek` holds them).
+    fn allowance(&mut self, room: usize) -> io::Result<(usize, bool)> {
+        let Some(framer) = &self.framer else {
+            return Ok((room, false));
+        };
+        if let Some(n) = framer.blind(room) {
+            return Ok((n, false));
+        }
+        let look = room.min(self.peek.len());
+        let fd = std::os::fd::AsRawFd::as_raw_fd(self.src);
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        match recv(fd, &mut self.peek[..look], flags) {
+            // The end of the stream: the splice that follows reads it.
+            Ok(0) => Ok((room, false)),
+            Ok(n) => Ok((framer.clone().take(&self.peek[..n]), true)),
+            Err(Errno::EAGAIN | Errno::EINTR) => Ok((0, false)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Moves the framer past the `n` bytes just taken; once the request is complete, this
+    /// half reads no more.
+    fn took(&mut self, n: usize, peeked: bool) {
+        let Some(framer) = &mut self.framer else {
+            return;
+        };
+        if peeked {
+            framer.take(&self.peek[..n]);
+        } else {
+            framer.advance(n);
+        }
+        if framer.ended() {
+            self.eof = true;
+            self.held = true;
+        }
+    }
 }
 
 /// Relays until both directions have ended, either side fails, or nothing has moved
-/// either way for `idle`.
-pub(super) fn relay(client: &TcpStream, upstream: &TcpStream, idle: Duration) -> io::Result<Moved> {
+/// either way for `idle`. With `framer` (an absolute-form request), the client's side ends
+/// where the request does; the framer's final state is in the result.
+pub(super) fn relay(
+    client: &TcpStream,
+    upstream: &TcpStream,
+    idle: Duration,
+    framer: Option<Framer>,
+) -> io::Result<Moved> {
     client.set_nonblocking(true)?;
     upstream.set_nonblocking(true)?;
-    let mut halves = [Half::new(client, upstream)?, Half::new(upstream, client)?];
+    let mut halves = [
+        Half::new(client, upstream, framer)?,
+        Half::new(upstream, client, None)?,
+    ];
     let mut last = Instant::now();
     let mut moved = Moved::default();
     loop {
@@ -189,5 +268,6 @@ pub(super) fn relay(client: &TcpStream, upstream: &TcpStream, idle: Duration) ->
     }
     moved.up = halves[0].bytes;
     moved.down = halves[1].bytes;
+    moved.framer = halves[0].framer.take();
     Ok(moved)
 }

@@ -201,7 +201,7 @@ fn connect_relays_both_ways() {
     c.shutdown(Shutdown::Write).unwrap();
     assert_eq!(read_to_end(&mut c), b"again");
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-    let r = only(proxy.stop());
+    let r = only(proxy.stop().records);
     assert_eq!(r.host, "up.test");
     assert_eq!(r.port, up.port());
     assert_eq!(r.address.as_deref(), Some("127.0.0.1"));
@@ -231,7 +231,7 @@ fn absolute_form_get_is_rewritten() {
         "GET /path?q=1 HTTP/1.1\r\nHost: up.test:{p}\r\nUser-Agent: t\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(String::from_utf8(up.received()).unwrap(), sent);
-    let r = only(proxy.stop());
+    let r = only(proxy.stop().records);
     assert_eq!((r.protocol, r.decision), ("http", Decision::Allowed));
     assert_eq!(r.bytes_up, sent.len() as u64);
     assert_eq!(r.bytes_down, REPLY.len() as u64);
@@ -262,7 +262,7 @@ fn socks5_domain_connect() {
     assert_eq!(read_to_end(&mut c), [5, 0, 5, 2, 0, 1, 0, 0, 0, 0, 0, 0]);
     let mut c = client(addr, &socks_request(0x02, "up.test", up.port()));
     assert_eq!(read_to_end(&mut c), [5, 0, 5, 7, 0, 1, 0, 0, 0, 0, 0, 0]);
-    let records = proxy.stop();
+    let records = proxy.stop().records;
     assert_eq!(records.len(), 3);
     let r = &records[0];
     assert_eq!((r.protocol, r.decision), ("socks5", Decision::Allowed));
@@ -340,7 +340,7 @@ fn refusals_name_the_rule() {
         );
         assert_eq!(text, expected);
     }
-    let records = proxy.stop();
+    let records = proxy.stop().records;
     assert_eq!(records.len(), cases.len());
     for (r, (_, why)) in records.iter().zip(&cases) {
         assert_eq!(
@@ -374,7 +374,7 @@ fn sni_must_match_the_connect_host() {
     }
     c.shutdown(Shutdown::Write).unwrap();
     assert_eq!(read_to_end(&mut c), hello);
-    let records = proxy.stop();
+    let records = proxy.stop().records;
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].decision, Decision::Refused);
     assert_eq!(
@@ -404,7 +404,7 @@ fn ip_literal_connect_checks_sni_only_when_sent() {
     c.write_all(&client_hello_bytes(Some("up.test"), 1 << 14))
         .unwrap();
     assert_eq!(read_to_end(&mut c), ACCESS_DENIED);
-    let records = proxy.stop();
+    let records = proxy.stop().records;
     assert_eq!(records.len(), 2);
     assert_eq!(
         (records[0].decision, records[0].host.as_str()),
@@ -424,7 +424,7 @@ fn default_limits() {
     assert_eq!(c.head_timeout, Duration::from_secs(10));
     assert_eq!(c.connect_timeout, Duration::from_secs(10));
     assert_eq!(c.idle_timeout, Duration::from_secs(300));
-    assert_eq!((c.max_conns, c.head_cap), (256, 64 * 1024));
+    assert_eq!((c.max_conns, c.head_cap), (64, 64 * 1024));
 }
 
 /// Sends `request`, returns the status line of the answer and the record.
@@ -433,7 +433,7 @@ fn answer_to(config: Config, request: &[u8]) -> (String, ConnRecord) {
     let mut c = client(addr, request);
     let text = String::from_utf8_lossy(&read_to_end(&mut c)).into_owned();
     let status = text.lines().next().unwrap_or_default().to_string();
-    (status, only(proxy.stop()))
+    (status, only(proxy.stop().records))
 }
 
 #[test]
@@ -506,7 +506,7 @@ fn slowloris_gets_408() {
     assert!(waited < Duration::from_millis(1500), "{waited:?}");
     drop(c);
     dripper.join().unwrap();
-    let r = only(proxy.stop());
+    let r = only(proxy.stop().records);
     assert_eq!(r.rule, "request head not complete within 200ms");
     assert_eq!(r.decision, Decision::Failed);
 }
@@ -534,7 +534,7 @@ fn idle_timeout_needs_both_directions_idle() {
     assert_eq!(read_to_end(&mut c), b"");
     let waited = t0.elapsed();
     assert!(waited < Duration::from_secs(3), "{waited:?}");
-    let r = only(proxy.stop());
+    let r = only(proxy.stop().records);
     assert_eq!(r.decision, Decision::Allowed);
     assert_eq!((r.bytes_up, r.bytes_down), (10, 0));
     assert_eq!(up.received(), b"x".repeat(10));
@@ -559,7 +559,7 @@ fn closed_port_gets_502() {
     );
     let text = String::from_utf8_lossy(&read_to_end(&mut c)).into_owned();
     assert!(text.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{text}");
-    let r = only(proxy.stop());
+    let r = only(proxy.stop().records);
     assert_eq!(r.decision, Decision::Failed);
     assert_eq!(r.address.as_deref(), Some("127.0.0.1"));
     let prefix = format!("cannot connect to closed.test:{port} (127.0.0.1): ");
