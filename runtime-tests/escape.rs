@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use crate::escape_host::*;
 use crate::escape_net::*;
+use crate::escape_paths::*;
 
 fn probes() -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes");
@@ -895,6 +896,9 @@ macro_rules! host_side_tests {
 }
 
 host_side_tests!(
+    setid_left_on_host => attempt_setid_left_on_host,
+    root_only_host_file => attempt_root_only_host_file,
+    planted_host_paths => attempt_planted_host_paths,
     overwrite_runtime_exe => attempt_overwrite_runtime,
     ptrace_host_process => attempt_ptrace_host,
     connect_host_loopback => attempt_host_loopback,

@@ -16,6 +16,7 @@ mod entrypoint;
 mod escape;
 mod escape_host;
 mod escape_net;
+mod escape_paths;
 mod exec;
 mod first_hour;
 mod image;

@@ -201,8 +201,9 @@ pub(crate) struct ExecArgs {
     /// caller's terminal).
     #[arg(long)]
     pub(crate) share_tty: bool,
-    /// Allow --workdir and --bind sources whose path crosses a symbolic link (by default such
-    /// a source is refused: a link planted by an earlier run must not redirect a mount).
+    /// Follow symbolic links in the host paths this run names (--workdir, --bind, --rootfs,
+    /// --mirror, --keep-changes, --record, --net-log, --env-file); by default a path that
+    /// crosses one is refused: a link planted by an earlier run must not choose a host path.
     #[arg(long)]
     pub(crate) follow_symlinks: bool,
     /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
@@ -458,15 +459,8 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
         req.env.extend(crate::mirror::offline_env());
     }
     if let Some(dir) = &args.mirror {
-        // Bound into the sandbox and served by the supervisor: a link, perhaps planted by an
-        // earlier run, must not choose the host directory (as for --bind).
-        if let Some(link) = crate::sys::first_link(dir).filter(|_| !args.follow_symlinks) {
-            return Err(Error::Plan(PlanError::SymlinkSource {
-                what: "--mirror",
-                path: dir.clone(),
-                link,
-            }));
-        }
+        // Bound into the sandbox and served by the supervisor (as for --bind).
+        crate::plan::refuse_link(dir, args.follow_symlinks, "--mirror")?;
         // The clients' settings first: the user's --env-file and --env win.
         req.attach_mirror_as(dir, args.mirror_serve)?;
     }
@@ -523,8 +517,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     };
 
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
-        // The plan resolved it (no link unless --follow-symlinks); the supervisor opens it
-        // again the same way.
+        // The plan resolved it; the supervisor opens it the same way.
         let opened =
             crate::sys::hostpath::open_write(path, false, crate::sys::hostpath::Write::Append);
         if let Err(source) = opened {

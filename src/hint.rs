@@ -114,7 +114,8 @@ fn unwritable_workdir(plan: &crate::plan::Plan) -> Option<String> {
     use crate::plan::{MountOp, Namespace};
     use std::os::unix::fs::MetadataExt;
     let rw = plan.mounts.iter().any(|m| {
-        matches!(m, MountOp::Bind { dest, readonly: false, .. } if dest == Path::new(crate::plan::WORKDIR))
+        // An idmapped /work (a root caller's) is the workload's own, whoever owns it.
+        matches!(m, MountOp::Bind { dest, readonly: false, idmap: None, .. } if dest == Path::new(crate::plan::WORKDIR))
     });
     let meta = std::fs::metadata(&plan.host_workdir).ok()?;
     let map = &plan.uid_map;

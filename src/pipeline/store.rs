@@ -427,6 +427,25 @@ mod tests {
     };
 
     #[test]
+    fn a_link_at_the_database_or_beside_it_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        assert_eq!(planted_link(&db), None);
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("s.db.logs")).unwrap();
+        assert_eq!(planted_link(&db), Some(dir.path().join("s.db.logs")));
+        let e = Db::open(&db, true, &TEST).err().unwrap();
+        assert!(matches!(e, StoreError::Link { .. }), "{e}");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        std::fs::remove_file(dir.path().join("s.db.logs")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("link")).unwrap();
+        let through = dir.path().join("link/s.db");
+        assert_eq!(planted_link(&through), Some(dir.path().join("link")));
+        std::os::unix::fs::symlink("/nonexistent", dir.path().join("s.db-wal")).unwrap();
+        assert!(planted_link(&db).is_some());
+    }
+
+    #[test]
     fn a_study_needs_to_exist_and_have_a_known_schema() {
         let dir = tempfile::tempdir().unwrap();
         let e = Db::open(&dir.path().join("none.db"), false, &TEST)

@@ -25,6 +25,7 @@ pub(crate) use base::{pinned_identity, DEFAULT_DOMAINNAME, DEFAULT_HOSTNAME};
 pub use mounts::MountOp;
 pub use request::{ExecRequest, ExtraMount, HostFacts, NetChoice, WorkdirMode};
 pub(crate) use resolve::proxy_env;
+pub(crate) use resolve::refuse_link;
 pub use resolve::resolve;
 pub use system::device_nodes;
 
@@ -97,7 +98,7 @@ pub enum PlanError {
     KeepChanges(PathBuf, String),
     #[error("--keep-changes needs --workdir-mode overlay (it keeps that overlay's upper layer)")]
     KeepChangesMode,
-    #[error("{what} {path}: crosses the symbolic link {link} (a link, perhaps planted by an earlier run, must not redirect a mount); pass the resolved path, or --follow-symlinks")]
+    #[error("{what} {path}: crosses the symbolic link {link} (a link, perhaps planted by an earlier run, must not choose a host path reprorun mounts, reads or writes); pass the resolved path, or --follow-symlinks")]
     SymlinkSource {
         what: &'static str,
         path: PathBuf,

@@ -464,6 +464,19 @@ fn host_source(path: PathBuf, follow: bool, what: &'static str) -> Result<PathBu
     Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
+/// Refuses a host path that crosses a symbolic link unless `follow` (`--mirror`, resolved
+/// elsewhere): as [`host_source`], without resolving it.
+pub(crate) fn refuse_link(path: &Path, follow: bool, what: &'static str) -> Result<(), PlanError> {
+    match crate::sys::first_link(path).filter(|_| !follow) {
+        Some(link) => Err(PlanError::SymlinkSource {
+            what,
+            path: path.to_path_buf(),
+            link,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A host path reprorun (often as root) writes or creates for the caller (`--net-log`,
 /// `--keep-changes`): as [`host_source`], but it need not exist yet; with `follow`, its
 /// parent is resolved.

@@ -46,6 +46,32 @@ pub(crate) enum IdmapError {
     },
 }
 
+impl IdmapError {
+    /// Whether the host refuses what trees need at all (a container whose seccomp profile
+    /// denies user namespaces or the new mount API), rather than one source failing:
+    /// `--isolation=auto` then falls back to pins only.
+    pub(crate) fn is_refusal(&self) -> bool {
+        let refused = |e: &Errno| matches!(e, Errno::EPERM | Errno::ENOSYS | Errno::EACCES);
+        match self {
+            IdmapError::Userns { errno, .. } | IdmapError::OpenTree { errno, .. } => refused(errno),
+            IdmapError::SetIdmap { errno, .. } => refused(errno),
+            _ => false,
+        }
+    }
+
+    /// The refusal in the words of the step it stands for: the mapping's user namespace is
+    /// the first namespace a root caller's run creates.
+    pub(crate) fn refusal_reason(&self) -> String {
+        match self {
+            IdmapError::Userns {
+                step: "clone",
+                errno,
+            } => format!("create namespaces: {errno}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// One idmapped bind whose tree could not be made: `nth` counts the plan's idmapped binds
 /// from 0 (the OCI layer turns it back into the config's `mounts[i]`).
 #[derive(Debug, Error)]
@@ -72,8 +98,11 @@ pub(crate) fn detached_trees(
     let mut trees = Vec::new();
     let mut nth = 0;
     for op in ops {
-        // `plain`: a read-only bind may go without the mapping where its filesystem has
-        // none (NFS, FUSE): its files then show as `nobody`, readable as any other's.
+        // `plain`: an exec sandbox's tree goes without the mapping where its filesystem
+        // has none (NFS, FUSE): its files then show as `nobody` (the host's ids are never
+        // the workload's), readable and writable as any other user's; what the workload
+        // makes there is owned by the sandbox's host ids. An OCI `idmap` is asked for: it
+        // fails.
         let (src, dest, rbind, idmap, follow, plain) = match op {
             MountOp::FlagBind {
                 src,
@@ -85,15 +114,15 @@ pub(crate) fn detached_trees(
             MountOp::Bind {
                 src,
                 dest,
-                readonly,
                 idmap: Some(idmap),
-            } => (src, dest, true, idmap, false, *readonly),
+                ..
+            } => (src, dest, true, idmap, false, true),
             MountOp::Overlay {
                 lower,
                 dest,
                 idmap: Some(idmap),
                 ..
-            } => (lower, dest, false, idmap, false, false),
+            } => (lower, dest, false, idmap, false, true),
             _ => continue,
         };
         let failed = |error| TreeFailed { nth, error };

@@ -440,10 +440,16 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     // A root caller's work tree, binds and image, cloned with their id mappings (and opened
     // without following a link) here on the host, before init exists.
     let workload = (plan.uid_map.outside, plan.gid_map.outside);
-    let trees =
-        super::idmap::detached_trees(&plan.mounts, workload).map_err(|f| SandboxError::Init {
-            step: f.error.to_string(),
-        })?;
+    let trees = super::idmap::detached_trees(&plan.mounts, workload).map_err(|f| {
+        match f.error.is_refusal() {
+            true => SandboxError::Unavailable {
+                reason: f.error.refusal_reason(),
+            },
+            false => SandboxError::Init {
+                step: f.error.to_string(),
+            },
+        }
+    })?;
     crate::trace::step("supervisor", "detached trees");
     let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0, trees)?;
     // A root caller's id maps, then into the cgroup before init forks anything; init waits
