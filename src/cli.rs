@@ -328,7 +328,7 @@ fn report(result: Result<i32, Error>) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("reprorun: {e}");
+            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
             e.exit_code()
         }
     }
@@ -474,7 +474,7 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
 
 fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let fail = |e: Error| {
-        eprintln!("reprorun: {e}");
+        eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
         e.exit_code()
     };
     if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
@@ -535,22 +535,24 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     });
     let started = SystemTime::now();
     let clock = Instant::now();
-    let result = sandbox::run(&plan, &mut |line| eprintln!("reprorun: {line}"));
+    let result = sandbox::run(&plan, &mut |line| {
+        eprintln!("reprorun: {}", crate::util::printable(line))
+    });
     let ended = SystemTime::now();
     crate::trace::step("supervisor", "run returned");
     let (code, error, outcome) = match result {
         Ok(o) => {
             for h in crate::hint::after_failed_run(&plan, &o) {
-                eprintln!("reprorun: {h}");
+                eprintln!("reprorun: {}", crate::util::printable(&h));
             }
             (o.exit_code, None, Some(o))
         }
         Err(e) => {
             let hints = crate::hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
-            eprintln!("reprorun: {e}");
+            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
             for h in hints {
-                eprintln!("reprorun: {h}");
+                eprintln!("reprorun: {}", crate::util::printable(&h));
             }
             (e.exit_code(), Some(e.to_string()), None)
         }
@@ -583,7 +585,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };
         if let Err(e) = sink.write(&rec) {
-            eprintln!("reprorun: {e}");
+            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
             if code == 0 {
                 return exit::RUNTIME_ERROR;
             }

@@ -18,3 +18,34 @@ pub(crate) fn escape_html(text: &str) -> String {
     }
     out
 }
+
+/// Text for the caller's terminal: a control character (an escape sequence's ESC, a
+/// carriage return that would overwrite the line, a bell) becomes its `\u{..}` escape, so
+/// a message quoting what a sandbox or an input file chose (a path, a server name) cannot
+/// drive the terminal. Newlines stay (messages of several lines).
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_reach_the_terminal_escaped() {
+        assert_eq!(super::printable("plain\nlines"), "plain\nlines");
+        assert_eq!(
+            super::printable("a\u{1b}]0;owned\u{7}b\rc"),
+            "a\\u{1b}]0;owned\\u{7}b\\u{d}c"
+        );
+    }
+}

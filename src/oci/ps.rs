@@ -62,7 +62,8 @@ pub fn ps(root: &Root, id: &str, json: bool) -> Result<i32, OciError> {
                         .replace('\0', " ")
                 })
                 .unwrap_or_default();
-            println!("{pid}\t{cmd}");
+            // The container's processes chose their command lines: escaped for the terminal.
+            println!("{pid}\t{}", crate::util::printable(&cmd.replace('\n', " ")));
         }
     }
     Ok(0)

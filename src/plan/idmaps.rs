@@ -78,7 +78,21 @@ fn tree_lines(owner: u32, pinned: u32) -> Vec<IdMap> {
         start = bound + 1;
     }
     lines.sort_by_key(|m| m.inside);
-    lines
+    // Runs that continue each other are one line (a root-owned tree of a root workload is
+    // the sandbox's own mapping, whose user namespace it can then take).
+    let mut merged: Vec<IdMap> = Vec::new();
+    for line in lines {
+        match merged.last_mut() {
+            Some(last)
+                if last.inside + last.count == line.inside
+                    && last.outside + last.count == line.outside =>
+            {
+                last.count += line.count
+            }
+            _ => merged.push(line),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -169,6 +183,18 @@ mod tests {
             no_overlap(&m);
             assert_eq!(apply(&m, owner), Some(SANDBOX_BASE + pinned));
         }
+    }
+
+    #[test]
+    fn a_root_owned_tree_of_a_root_workload_is_the_sandboxs_own_mapping() {
+        let own = root_caller();
+        let tree = caller_tree((0, 0), (0, 0));
+        assert_eq!((&tree.uid, &tree.gid), (&own.uid, &own.gid));
+        assert_eq!(
+            (&unpacked_tree().uid, &unpacked_tree().gid),
+            (&own.uid, &own.gid)
+        );
+        assert_ne!(caller_tree((1000, 1000), (0, 0)).uid, root_caller().uid);
     }
 
     #[test]

@@ -81,86 +81,180 @@ pub(crate) struct TreeFailed {
     pub(crate) error: IdmapError,
 }
 
-/// The detached trees of `ops`, in order: one per idmapped bind (OCI `FlagBind`, a root
-/// caller's `Bind`), and for an overlay with an id mapping its lower layer, then (with
-/// `--keep-changes`) the directory of its kept layers, made here with `upper/` and `work/`
-/// owned by `workload` (the sandbox's host ids). One user namespace is made per distinct
-/// mapping and dropped once the trees are made (a mount keeps its mapping).
-///
-/// A root caller's sources are opened without following a link in any component (the plan
-/// resolved them; a link planted since, by a sandbox that can write a parent, is refused);
-/// an OCI bind source is resolved as runc resolves it.
-pub(crate) fn detached_trees(
-    ops: &[MountOp],
-    workload: (u32, u32),
-) -> Result<Vec<Tree>, TreeFailed> {
-    let mut namespaces: Vec<(&MountIdmap, OwnedFd)> = Vec::new();
-    let mut trees = Vec::new();
-    let mut nth = 0;
-    for op in ops {
-        // `plain`: an exec sandbox's tree goes without the mapping where its filesystem
-        // has none (NFS, FUSE): its files then show as `nobody` (the host's ids are never
-        // the workload's), readable and writable as any other user's; what the workload
-        // makes there is owned by the sandbox's host ids. An OCI `idmap` is asked for: it
-        // fails.
-        let (src, dest, rbind, idmap, follow, plain) = match op {
+/// The tag of a tree sent to an `exec` sandbox's init ([`send_trees`]).
+pub(crate) const TREE_TAG: u8 = b'T';
+
+/// An `exec` sandbox's trees, made once its init's id maps are written (so a tree whose
+/// mapping is the sandbox's own takes init's user namespace: no namespace is made for a
+/// root-owned work tree or an image) and sent to init ahead of the word to go; init pairs
+/// them with [`tree_dests`]. A host that refuses what trees need is a refusal
+/// (`--isolation=auto` falls back).
+pub(crate) fn send_trees(
+    plan: &crate::plan::Plan,
+    init: nix::unistd::Pid,
+    sock: &OwnedFd,
+) -> Result<(), super::SandboxError> {
+    let Some(maps) = &plan.parent_maps else {
+        return Ok(());
+    };
+    let failed = |f: TreeFailed| match f.error.is_refusal() {
+        true => super::SandboxError::Unavailable {
+            reason: f.error.refusal_reason(),
+        },
+        false => super::SandboxError::Init {
+            step: f.error.to_string(),
+        },
+    };
+    let userns = std::fs::File::open(format!("/proc/{init}/ns/user")).map_err(|e| {
+        failed(TreeFailed {
+            nth: 0,
+            error: io_step("open the sandbox's user namespace", &e),
+        })
+    })?;
+    let workload = (plan.uid_map.outside, plan.gid_map.outside);
+    let trees =
+        detached_trees(&plan.mounts, workload, Some((maps, userns.as_fd()))).map_err(failed)?;
+    for tree in &trees {
+        crate::sys::send_fd(sock, &tree.fd, TREE_TAG).map_err(|errno| {
+            super::SandboxError::Supervise {
+                step: "send a tree to init",
+                errno,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// One tree to make for a mount operation.
+struct Wanted<'a> {
+    src: &'a Path,
+    dest: &'a Path,
+    rbind: bool,
+    idmap: &'a MountIdmap,
+    /// An OCI bind source is resolved as runc resolves it; a root caller's sources are
+    /// opened without following a link in any component (the plan resolved them; a link
+    /// planted since, by a sandbox that can write a parent, is refused).
+    follow: bool,
+    /// An exec sandbox's tree goes without the mapping where its filesystem has none (NFS,
+    /// FUSE): its files then show as `nobody` (the host's ids are never the workload's),
+    /// readable and writable as any other user's; what the workload makes there is owned by
+    /// the sandbox's host ids. An OCI `idmap` is asked for: it fails.
+    plain: bool,
+    /// `--keep-changes`: the directory of an overlay's kept layers, a second tree.
+    keep: Option<&'a Path>,
+}
+
+fn wanted(ops: &[MountOp]) -> impl Iterator<Item = Wanted<'_>> {
+    ops.iter().filter_map(|op| {
+        let w = |src, dest, rbind, idmap, follow, keep| Wanted {
+            src,
+            dest,
+            rbind,
+            idmap,
+            follow,
+            plain: !follow,
+            keep,
+        };
+        match op {
             MountOp::FlagBind {
                 src,
                 dest,
                 recursive,
                 idmap: Some(idmap),
                 ..
-            } => (src, dest, *recursive, idmap, true, false),
+            } => Some(w(src, dest, *recursive, idmap, true, None)),
             MountOp::Bind {
                 src,
                 dest,
                 idmap: Some(idmap),
                 ..
-            } => (src, dest, true, idmap, false, true),
+            } => Some(w(src, dest, true, idmap, false, None)),
             MountOp::Overlay {
                 lower,
                 dest,
                 idmap: Some(idmap),
-                ..
-            } => (lower, dest, false, idmap, false, true),
-            _ => continue,
-        };
+                keep,
+            } => Some(w(lower, dest, false, idmap, false, keep.as_deref())),
+            _ => None,
+        }
+    })
+}
+
+/// Where the trees of `ops` go, in the order [`detached_trees`] makes them: init pairs the
+/// descriptors it is sent with these.
+pub(crate) fn tree_dests(ops: &[MountOp]) -> Vec<PathBuf> {
+    wanted(ops)
+        .flat_map(|w| {
+            let twice = w.keep.is_some();
+            std::iter::repeat(w.dest.to_path_buf()).take(1 + twice as usize)
+        })
+        .collect()
+}
+
+/// The sandbox's own user namespace (its init's) and its maps: a tree whose mapping is the
+/// sandbox's takes it, with no namespace made for it.
+pub(crate) type Sandbox<'a> = (&'a crate::plan::ParentMaps, std::os::fd::BorrowedFd<'a>);
+
+/// The detached trees of `ops`, in order: one per idmapped bind (OCI `FlagBind`, a root
+/// caller's `Bind`), and for an overlay with an id mapping its lower layer, then (with
+/// `--keep-changes`) the directory of its kept layers, made here with `upper/` and `work/`
+/// owned by `workload` (the sandbox's host ids). A mapping that is the `sandbox`'s own (a
+/// root-owned work tree, an image) takes its user namespace; any other gets one made for it,
+/// once per distinct mapping, dropped once the trees are made (a mount keeps its mapping).
+pub(crate) fn detached_trees(
+    ops: &[MountOp],
+    workload: (u32, u32),
+    sandbox: Option<Sandbox>,
+) -> Result<Vec<Tree>, TreeFailed> {
+    let mut namespaces: Vec<(&MountIdmap, OwnedFd)> = Vec::new();
+    let mut trees = Vec::new();
+    for (nth, w) in wanted(ops).enumerate() {
         let failed = |error| TreeFailed { nth, error };
         if !nix::unistd::geteuid().is_root() {
             return Err(failed(IdmapError::NotRoot));
         }
-        let known = namespaces.iter().position(|(m, _)| same_mapping(m, idmap));
-        let at = match known {
-            Some(at) => at,
+        let own = sandbox.filter(|(maps, _)| {
+            maps.uid == w.idmap.uid && maps.gid == w.idmap.gid && w.idmap.userns.is_none()
+        });
+        let userns = match own {
+            Some((_, fd)) => fd,
             None => {
-                namespaces.push((idmap, mapping_userns(idmap).map_err(failed)?));
-                namespaces.len() - 1
+                let known = namespaces
+                    .iter()
+                    .position(|(m, _)| same_mapping(m, w.idmap));
+                let at = match known {
+                    Some(at) => at,
+                    None => {
+                        namespaces.push((w.idmap, mapping_userns(w.idmap).map_err(failed)?));
+                        namespaces.len() - 1
+                    }
+                };
+                namespaces[at].1.as_fd()
             }
         };
-        let source = Source { path: src, follow };
-        let fd = match idmapped_tree(&source, rbind, idmap.recursive, &namespaces[at].1) {
+        let source = Source {
+            path: w.src,
+            follow: w.follow,
+        };
+        let fd = match idmapped_tree(&source, w.rbind, w.idmap.recursive, userns) {
             Err(IdmapError::SetIdmap {
                 errno: Errno::EINVAL,
                 ..
-            }) if plain => source.clone_tree(rbind),
+            }) if w.plain => source.clone_tree(w.rbind),
             other => other,
         }
         .map_err(failed)?;
         trees.push(Tree {
-            dest: dest.clone(),
+            dest: w.dest.to_path_buf(),
             fd,
         });
-        if let MountOp::Overlay {
-            keep: Some(keep), ..
-        } = op
-        {
+        if let Some(keep) = w.keep {
             let fd = kept_layers(keep, workload).map_err(failed)?;
             trees.push(Tree {
-                dest: dest.clone(),
+                dest: w.dest.to_path_buf(),
                 fd,
             });
         }
-        nth += 1;
     }
     Ok(trees)
 }
@@ -233,11 +327,11 @@ fn idmapped_tree(
     src: &Source,
     rbind: bool,
     ridmap: bool,
-    userns: &OwnedFd,
+    userns: std::os::fd::BorrowedFd,
 ) -> Result<OwnedFd, IdmapError> {
     let tree = src.clone_tree(rbind)?;
     let src = src.path;
-    crate::sys::newmount::set_idmap(tree.as_fd(), userns.as_fd(), ridmap).map_err(|errno| IdmapError::SetIdmap {
+    crate::sys::newmount::set_idmap(tree.as_fd(), userns, ridmap).map_err(|errno| IdmapError::SetIdmap {
         src: src.to_path_buf(),
         errno,
         hint: match errno {
@@ -329,6 +423,6 @@ mod tests {
             flags: Vec::new(),
             idmap: None,
         }];
-        assert!(detached_trees(&ops, (0, 0)).unwrap().is_empty());
+        assert!(detached_trees(&ops, (0, 0), None).unwrap().is_empty());
     }
 }

@@ -339,16 +339,13 @@ fn exit_code(status: libc::c_int) -> i32 {
 
 /// Clones init into the plan's new namespaces (signals blocked first, so it inherits the
 /// mask) and returns its pid and our end of its socket. The child never returns from here.
-/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]). `trees`: an `exec`
-/// sandbox's detached trees ([`super::idmap::detached_trees`]; a container's come in its
-/// `lifecycle`), which init inherits; this process's copies close on return.
+/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]).
 pub(super) fn clone_init(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
     extra: libc::c_int,
-    trees: Vec<super::idmap::Tree>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -381,7 +378,7 @@ pub(super) fn clone_init(
         Ok(None) => {
             crate::trace::step("init", "cloned");
             drop(ours);
-            init::main(plan, seccomp, theirs, lifecycle, stdio, trees)
+            init::main(plan, seccomp, theirs, lifecycle, stdio)
         }
         Ok(Some(pid)) => {
             crate::trace::step("supervisor", "clone init");
@@ -437,23 +434,10 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    // A root caller's work tree, binds and image, cloned with their id mappings (and opened
-    // without following a link) here on the host, before init exists.
-    let workload = (plan.uid_map.outside, plan.gid_map.outside);
-    let trees = super::idmap::detached_trees(&plan.mounts, workload).map_err(|f| {
-        match f.error.is_refusal() {
-            true => SandboxError::Unavailable {
-                reason: f.error.refusal_reason(),
-            },
-            false => SandboxError::Init {
-                step: f.error.to_string(),
-            },
-        }
-    })?;
-    crate::trace::step("supervisor", "detached trees");
-    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0, trees)?;
-    // A root caller's id maps, then into the cgroup before init forks anything; init waits
-    // for the word.
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
+    // A root caller's id maps, then into the cgroup before init forks anything, then its
+    // work tree, binds and image cloned with their id mappings (opened without following a
+    // link) here on the host; init waits for the word.
     if plan.parent_maps.is_some() || res.cgroup.is_some() {
         let added = match &plan.parent_maps {
             Some(m) => write_maps(child, &m.uid, &m.gid, true),
@@ -462,7 +446,8 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .and_then(|()| match res.cgroup {
             Some(cg) => cg.add(child).map_err(SandboxError::from),
             None => Ok(()),
-        });
+        })
+        .and_then(|()| super::idmap::send_trees(plan, child, &ours));
         if let Err(e) = added {
             let _ = kill(child, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(child, None);

@@ -110,8 +110,7 @@ fn helper(
             return fail(e);
         }
     }
-    let parent = libc::CLONE_PARENT;
-    match super::supervisor::clone_init(plan, seccomp, Some(lifecycle), None, parent, Vec::new()) {
+    match super::supervisor::clone_init(plan, seccomp, Some(lifecycle), None, libc::CLONE_PARENT) {
         Ok((pid, ours)) => {
             if crate::sys::send_fd(sock, &ours, PID_TAG).is_ok() {
                 send(&pid.as_raw().to_ne_bytes());

@@ -88,10 +88,14 @@ pub fn parse_option(value: &str) -> Result<SeccompProfile, SeccompError> {
         "default" => Ok(SeccompProfile::Default),
         path => {
             let path = PathBuf::from(path);
-            let text = std::fs::read_to_string(&path).map_err(|source| SeccompError::Read {
-                path: path.clone(),
-                source,
-            })?;
+            // A regular file of at most 16 MiB (never a FIFO or device an earlier run left).
+            let text =
+                crate::sys::hostpath::read_to_string(&path, true, 16 << 20).map_err(|e| {
+                    SeccompError::Read {
+                        path: path.clone(),
+                        source: std::io::Error::other(e),
+                    }
+                })?;
             let spec = parse_oci(&text).map_err(|reason| SeccompError::Parse {
                 path: path.clone(),
                 reason,

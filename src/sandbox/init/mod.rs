@@ -160,21 +160,20 @@ pub(crate) fn main(
     sock: OwnedFd,
     lifecycle: Option<&Lifecycle>,
     stdio: Option<super::Stdio>,
-    trees: Vec<super::idmap::Tree>,
 ) -> ! {
     // The workload's own stdio, before anything else (a failure is reported on `sock`).
     let started = match stdio.map(super::Stdio::install) {
         Some(Err(errno)) => Err(InitError::Stdio(errno)),
         _ => Ok(()),
     };
-    let code = match started.and_then(|()| run(plan, seccomp, &sock, lifecycle, trees)) {
+    let code = match started.and_then(|()| run(plan, seccomp, &sock, lifecycle)) {
         Ok(code) => code,
         Err(e) => {
             post(&sock, &e.to_msg());
             if COMMITTED.load(std::sync::atomic::Ordering::Relaxed) {
                 // After `create` nobody reads the socket: the container's stderr (the
                 // engine's log) is where this goes.
-                eprintln!("reprorun: {e}");
+                eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
             }
             e.exit_code()
         }
@@ -194,7 +193,6 @@ fn run(
     seccomp: &[seccompiler::BpfProgram],
     sock: &OwnedFd,
     lifecycle: Option<&Lifecycle>,
-    trees: Vec<super::idmap::Tree>,
 ) -> Result<i32, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
@@ -226,10 +224,9 @@ fn run(
     }
     crate::trace::step("init", "leave the caller's session, check the supervisor");
 
-    let mut trees = match lifecycle {
-        Some(l) => l.trees.take(),
-        None => trees,
-    };
+    // A container's trees were made before init; an `exec` sandbox's arrive with the word
+    // to go (`Step::AwaitGo`).
+    let mut trees = lifecycle.map(|l| l.trees.take()).unwrap_or_default();
     for step in steps::steps(plan, lifecycle.is_some()) {
         steps::perform(step, plan, (sock, lifecycle.is_some()), &mut trees)?;
         crate::trace::step_with("init", || format!("{step:?}"));

@@ -1,7 +1,7 @@
 //! init's setup, as data: the steps a plan needs, in order ([`steps`]), and the one
 //! function that performs a step ([`perform`]). Unit tests check the order without root.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
 
@@ -111,22 +111,28 @@ pub(super) fn perform(
     trees: &mut Vec<crate::sandbox::idmap::Tree>,
 ) -> Result<(), InitError> {
     match step {
-        Step::AwaitGo => {
-            let mut byte = [0u8; 1];
-            match nix::sys::socket::recv(
-                sock.as_raw_fd(),
-                &mut byte,
-                nix::sys::socket::MsgFlags::empty(),
-            ) {
-                Ok(1) if byte[0] == GO => Ok(()),
-                _ => Err(InitError::ParentGone),
-            }
-        }
+        Step::AwaitGo => await_go(sock, plan, trees),
         // A user namespace joined by path was joined before init was cloned
         // ([`crate::sandbox::userjoin`]).
         Step::JoinNamespaces => join_namespaces(plan, &[Namespace::Mount]),
         Step::IdMaps => write_id_maps(plan),
-        Step::UserRoot => become_pinned(plan),
+        Step::UserRoot => {
+            become_pinned(plan)?;
+            // The parent-death signal was set again: a supervisor that died before it did
+            // has hung up its end of the socket.
+            let mut fds = [nix::poll::PollFd::new(
+                sock.as_fd(),
+                nix::poll::PollFlags::empty(),
+            )];
+            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO);
+            match fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLHUP))
+            {
+                true => Err(InitError::ParentGone),
+                false => Ok(()),
+            }
+        }
         Step::Hostname => {
             nix::unistd::sethostname(&plan.hostname).map_err(InitError::Hostname)?;
             match plan.domainname.is_empty() && !plan.has(Namespace::Uts) {
@@ -197,6 +203,39 @@ fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
 /// Becomes the pinned ids of the new user namespace whose maps the creator wrote: `exec`'s
 /// `--user` (0 by default), an OCI container's 0. Capabilities in the namespace stay: the
 /// change from the host's root to another id would otherwise clear them.
+/// Waits for the supervisor's word to go, taking the trees it sends first (an `exec`
+/// sandbox's, [`crate::sandbox::idmap::send_trees`]), each paired with where it goes.
+fn await_go(
+    sock: &OwnedFd,
+    plan: &Plan,
+    trees: &mut Vec<crate::sandbox::idmap::Tree>,
+) -> Result<(), InitError> {
+    use crate::sandbox::idmap::{tree_dests, Tree, TREE_TAG};
+    let mut dests = tree_dests(&plan.mounts).into_iter();
+    loop {
+        let mut fds = [nix::poll::PollFd::new(
+            sock.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return Err(InitError::ParentGone),
+        }
+        match crate::sys::recv_packet(sock) {
+            Ok(Some((data, Some(fd)))) if data == [TREE_TAG] => {
+                let dest = dests.next().ok_or(InitError::ParentGone)?;
+                trees.push(Tree { dest, fd });
+            }
+            Ok(Some((data, None))) if data == [GO] => return Ok(()),
+            Ok(None)
+                if !fds[0]
+                    .revents()
+                    .is_some_and(|r| r.intersects(nix::poll::PollFlags::POLLHUP)) => {}
+            _ => return Err(InitError::ParentGone),
+        }
+    }
+}
+
 fn become_pinned(plan: &Plan) -> Result<(), InitError> {
     use caps::CapSet;
     use nix::unistd::{setresgid, setresuid, Gid, Uid};
@@ -220,7 +259,12 @@ fn become_pinned(plan: &Plan) -> Result<(), InitError> {
     nix::sys::prctl::set_keepcaps(false).map_err(fail("prctl(PR_SET_KEEPCAPS)"))?;
     // A change of ids makes the process non-dumpable, its /proc/self files then the
     // host root's (unmapped here): writing its time namespace offsets would fail.
-    nix::sys::prctl::set_dumpable(true).map_err(fail("prctl(PR_SET_DUMPABLE)"))
+    nix::sys::prctl::set_dumpable(true).map_err(fail("prctl(PR_SET_DUMPABLE)"))?;
+    // It also clears the parent-death signal (a root caller's init changes its host ids
+    // here, to the sandbox's): set it again, so init still dies with the supervisor. A
+    // supervisor gone meanwhile is seen by the next look at the socket.
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(fail("prctl(PR_SET_PDEATHSIG)"))
 }
 
 fn write_id_maps(plan: &Plan) -> Result<(), InitError> {
