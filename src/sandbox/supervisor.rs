@@ -446,6 +446,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .and_then(|()| match res.cgroup {
             Some(cg) => cg.add(child).map_err(SandboxError::from),
             None => Ok(()),
+        })
+        .and_then(|()| match res.devices {
+            Some(shared) => shared.add(child).map_err(SandboxError::from),
+            None => Ok(()),
         });
         if let Err(e) = added {
             let _ = kill(child, Signal::SIGKILL);
