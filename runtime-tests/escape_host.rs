@@ -279,10 +279,10 @@ pub(crate) fn attempt_chmod_host_devices() -> Result<String, String> {
 /// (`--preserve-fds`): through `/proc/self/fd/3/NODE` the node is on the host's mount, which
 /// is not `nodev`, so only the device rules stand between the workload and the device. The
 /// kernel log (1:11, which opens for writing without a capability: a workload could write
-/// lines into the host's log) is refused with EPERM by the sandbox's device cgroup — on the
-/// v1 `devices` controller, with a limit (the run's own cgroup) and without (the shared
-/// one), and with `REPRORUN_CGROUP=v2` by the BPF program on the unified hierarchy — while
-/// the null device in the same directory opens.
+/// lines into the host's log) is refused with EPERM by the sandbox's device cgroup — the
+/// shared one by default (here the BPF program on the unified hierarchy), the run's own with
+/// a limit (here on the v1 `devices` controller), and the shared one on each hierarchy
+/// alone (`REPRORUN_CGROUP=v1`, `v2`) — while the null device in the same directory opens.
 pub(crate) fn attempt_device_through_host_dir() -> Result<String, String> {
     use nix::sys::stat::{makedev, mknod, Mode, SFlag};
     if !is_root() {
@@ -308,13 +308,13 @@ pub(crate) fn attempt_device_through_host_dir() -> Result<String, String> {
     }
     let script = "(: > /proc/self/fd/3/kmsg) 2>/tmp/err && echo kmsg-opened || cat /tmp/err; \
                   (: > /proc/self/fd/3/null) && echo null-opened";
-    let v2 = [
-        "/sys/fs/cgroup/cgroup.controllers",
-        "/sys/fs/cgroup/unified/cgroup.controllers",
-    ]
-    .iter()
-    .any(|p| std::path::Path::new(p).exists());
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    let v2 = exists("/sys/fs/cgroup/cgroup.controllers")
+        || exists("/sys/fs/cgroup/unified/cgroup.controllers");
     let mut modes = vec![("auto", &[][..]), ("auto", &["--pids", "256"][..])];
+    if exists("/sys/fs/cgroup/devices/devices.list") {
+        modes.push(("v1", &[][..]));
+    }
     if v2 {
         modes.push(("v2", &[][..]));
     }

@@ -28,7 +28,7 @@ pub(crate) enum CgroupError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{MODE_VAR}={0:?}: expected auto or v2")]
+    #[error("{MODE_VAR}={0:?}: expected auto, v1 or v2")]
     Mode(String),
     #[error("device rules need the v1 devices controller or a cgroup v2 hierarchy, and this host mounts neither")]
     NoDeviceCgroup,
@@ -75,7 +75,8 @@ pub(crate) struct Hierarchy {
 
 /// The environment variable that chooses the hierarchies reprorun uses: unset, empty or
 /// `auto`, every one it finds; `v2`, only the unified one, as on a pure cgroup-v2 host (a
-/// hybrid host's v1 hierarchies are ignored: what tests of the v2 paths need on one).
+/// hybrid host's v1 hierarchies are ignored); `v1`, only the v1 ones, as on a host without
+/// cgroup v2 (what tests of each path need on a hybrid host).
 pub(crate) const MODE_VAR: &str = "REPRORUN_CGROUP";
 
 impl Hierarchy {
@@ -92,6 +93,7 @@ impl Hierarchy {
             Some(v) => match v.to_str() {
                 Some("" | "auto") => Ok(h),
                 Some("v2") => Ok(h.v2_only()),
+                Some("v1") => Ok(h.v1_only()),
                 _ => Err(CgroupError::Mode(v.to_string_lossy().into_owned())),
             },
         }
@@ -111,6 +113,17 @@ impl Hierarchy {
             mountinfo: String::new(),
             ..self
         }
+    }
+
+    /// The same host seen without its v2 hierarchy (no `0::` membership line).
+    pub(crate) fn v1_only(self) -> Hierarchy {
+        let membership = self
+            .membership
+            .lines()
+            .filter(|l| !l.starts_with("0::"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        Hierarchy { membership, ..self }
     }
 
     /// Our own cgroup's directory on the v2 hierarchy (pure v2 at the root, or a hybrid

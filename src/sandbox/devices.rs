@@ -10,18 +10,20 @@
 //! nothing the caller could not). A run with limits has a cgroup of its own
 //! ([`super::cgroup`]) and the rules go there. Every other run joins a shared,
 //! reprorun-owned cgroup kept for its list of rules, `reprorun-devices-HASH/run` below
-//! reprorun's own cgroup: on the v1 `devices` hierarchy where there is one (the rules written
-//! once), else on the v2 hierarchy (the BPF program loaded and attached once). It is never
-//! removed, so a run costs one write of its init's pid: no cgroup made, no program loaded,
-//! nothing to wait for at the end. `run` is made after the rules are in place, so its
+//! reprorun's own cgroup: on the v2 hierarchy where one is mounted (the BPF program loaded
+//! and attached once; init is cloned into it), else on the v1 `devices` hierarchy (the rules
+//! written once; init is moved in). It is never removed, so a run makes no cgroup, loads no
+//! program and waits for nothing at its end to remove one. `run` is made after the rules are in place, so its
 //! existence means they are: a run that finds it joins without looking further; one that
 //! does not takes an exclusive `flock` of our own cgroup's directory and sets the rules up
 //! (again, after a setup that died half-way).
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 use nix::unistd::Pid;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
@@ -156,30 +158,70 @@ enum Kind {
 pub(crate) struct Shared {
     /// Its `run` directory.
     dir: PathBuf,
+    /// On cgroup v2, that directory open: init is cloned into it
+    /// ([`crate::sys::clone_process_into`]) rather than moved.
+    v2: Option<OwnedFd>,
+    /// Init was cloned into it: nothing to move.
+    joined: std::cell::Cell<bool>,
 }
 
 impl Shared {
     /// The shared cgroup for `rules` on the hierarchies `h` describes, set up if it is not
-    /// yet; `None` where neither the v1 `devices` controller nor a v2 hierarchy is mounted.
+    /// yet: on the v2 hierarchy where one is mounted (a hybrid host's too: init is cloned
+    /// straight into it, where a move into a v1 cgroup can wait milliseconds for the kernel),
+    /// else on the v1 `devices` controller; `None` where there is neither.
     pub(crate) fn for_rules(
         h: &Hierarchy,
         rules: &[DeviceRule],
     ) -> Result<Option<Shared>, DevicesError> {
-        let (own, kind) = match (h.v1_own("devices"), h.v2_own()) {
-            (Some(own), _) => (own, Kind::V1),
-            (None, Some(own)) => (own, Kind::V2),
-            (None, None) => return Ok(None),
+        let (own, kind) = match h.v2_own() {
+            Some(own) => (own, Kind::V2),
+            None => match h.v1_own("devices") {
+                Some(own) => (own, Kind::V1),
+                None => return Ok(None),
+            },
         };
         let top = own.join(name(rules));
         let dir = top.join(RUN);
         if !dir.exists() {
             set_up(&own, &top, kind, rules)?;
         }
-        Ok(Some(Shared { dir }))
+        let v2 = match kind {
+            Kind::V1 => None,
+            Kind::V2 => {
+                let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+                let fd = nix::fcntl::open(&dir, flags, Mode::empty()).map_err(|errno| {
+                    DevicesError::Join {
+                        path: dir.clone(),
+                        errno,
+                    }
+                })?;
+                // SAFETY: open returned a fresh descriptor nothing else owns.
+                Some(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+        };
+        Ok(Some(Shared {
+            dir,
+            v2,
+            joined: std::cell::Cell::new(false),
+        }))
     }
 
-    /// Moves process `pid` into the cgroup.
+    /// The v2 cgroup directory to clone init into; `None` on v1 ([`Shared::add`] then).
+    pub(crate) fn clone_into(&self) -> Option<BorrowedFd<'_>> {
+        self.v2.as_ref().map(|fd| fd.as_fd())
+    }
+
+    /// Notes that init was cloned into the cgroup.
+    pub(crate) fn cloned_into(&self) {
+        self.joined.set(true);
+    }
+
+    /// Moves process `pid` into the cgroup, unless it was cloned into it.
     pub(crate) fn add(&self, pid: Pid) -> Result<(), DevicesError> {
+        if self.joined.get() {
+            return Ok(());
+        }
         let procs = self.dir.join("cgroup.procs");
         std::fs::write(&procs, pid.as_raw().to_string()).map_err(|e| DevicesError::Join {
             path: self.dir.clone(),
@@ -339,9 +381,23 @@ mod tests {
         std::fs::remove_dir(top.join(RUN)).unwrap();
         Shared::for_rules(&h, &list).unwrap().unwrap();
         assert!(top.join("devices.allow").exists() && top.join(RUN).is_dir());
+        // With a v2 hierarchy too, that one is preferred: the program is attached there (a
+        // plain directory refuses it, naming the cgroup; nothing is half made).
+        let unified = dir.path().join("unified");
+        std::fs::create_dir(&unified).unwrap();
+        std::fs::write(unified.join("cgroup.controllers"), "").unwrap();
+        match Shared::for_rules(&h, &list).unwrap_err() {
+            DevicesError::Setup { step, path, .. } => {
+                assert_eq!(step, "attach the device program to");
+                assert_eq!(path, unified.join(name(&list)));
+            }
+            other => panic!("{other}"),
+        }
+        assert!(!unified.join(name(&list)).join(RUN).exists());
         // Without the v1 controller and without a v2 hierarchy: nowhere to enforce them.
         let none = Hierarchy {
             mountinfo: String::new(),
+            membership: "5:devices:/\n".into(),
             ..h
         };
         assert!(Shared::for_rules(&none, &list).unwrap().is_none());

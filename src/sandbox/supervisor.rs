@@ -347,6 +347,7 @@ pub(super) fn clone_init(
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
     extra: libc::c_int,
+    into: Option<&super::devices::Shared>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -368,7 +369,19 @@ pub(super) fn clone_init(
     if netns::by_helper(plan, lifecycle.is_some()) {
         flags &= !libc::CLONE_NEWNET; // made beside init (`netns`)
     }
-    let cloned = clone_process(flags);
+    // Straight into the shared device cgroup where it is on v2; where `clone3` is refused
+    // (ENOSYS: a container's seccomp profile), cloned as usual and moved in after.
+    let cloned = match into.and_then(|d| d.clone_into()) {
+        Some(cgroup) => match crate::sys::clone_process_into(flags, cgroup) {
+            Err(Errno::ENOSYS) => clone_process(flags),
+            Ok(Some(pid)) => {
+                into.inspect(|d| d.cloned_into());
+                Ok(Some(pid))
+            }
+            other => other,
+        },
+        None => clone_process(flags),
+    };
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
     }
@@ -435,7 +448,7 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0, res.devices)?;
     // A root caller's id maps, then into the cgroup before init forks anything; init waits
     // for the word.
     if plan.parent_maps.is_some() || res.cgroup.is_some() {
