@@ -132,6 +132,12 @@ impl Hierarchy {
         v2_base(self, &[])
     }
 
+    /// Whether device rules can be enforced here: the v1 `devices` controller or a v2
+    /// hierarchy is mounted.
+    pub(crate) fn has_device_cgroup(&self) -> bool {
+        self.v2_own().is_some() || self.v1_own("devices").is_some()
+    }
+
     /// Our own cgroup's directory on the v1 hierarchy of `controller`.
     pub(crate) fn v1_own(&self, controller: &'static str) -> Option<PathBuf> {
         v1_dir(self, controller).ok()

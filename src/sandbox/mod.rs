@@ -183,8 +183,15 @@ pub(crate) fn run_with(
     crate::trace::step("supervisor", "compile the seccomp profile");
     // The sandbox's device rules (`devices`): a root caller's sandbox, whose init waits for
     // the supervisor's word (it has id maps to write) and so joins the cgroup first.
-    let device_rules = (plan.parent_maps.is_some() && plan.isolation != Isolation::None)
-        .then(|| devices::rules(&workload_fds(stdio, plan.security.preserve_fds)));
+    // Where the host mounts neither the v1 `devices` controller nor a v2 hierarchy, the run
+    // goes without them (the user namespace and `nodev` mounts stand).
+    let hierarchy = match plan.parent_maps.is_some() && plan.isolation != Isolation::None {
+        true => Some(cgroup::Hierarchy::host()?).filter(|h| h.has_device_cgroup()),
+        false => None,
+    };
+    let device_rules = hierarchy
+        .as_ref()
+        .map(|_| devices::rules(&workload_fds(stdio, plan.security.preserve_fds)));
     let cgroup = if plan.resources.any() {
         // Unique even against a cgroup left by a crashed run that had our pid.
         let nanos = std::time::SystemTime::now()
@@ -199,9 +206,9 @@ pub(crate) fn run_with(
     } else {
         None
     };
-    let shared = match (&cgroup, &device_rules) {
-        (None, Some(rules)) => {
-            let shared = devices::Shared::for_rules(&cgroup::Hierarchy::host()?, rules)?;
+    let shared = match (&cgroup, &device_rules, &hierarchy) {
+        (None, Some(rules), Some(h)) => {
+            let shared = devices::Shared::for_rules(h, rules)?;
             crate::trace::step("supervisor", "find the device cgroup");
             shared
         }
