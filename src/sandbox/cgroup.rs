@@ -82,48 +82,56 @@ pub(crate) const MODE_VAR: &str = "REPRORUN_CGROUP";
 impl Hierarchy {
     /// The host's, as this process sees it, as [`MODE_VAR`] asks.
     pub(crate) fn host() -> Result<Hierarchy, CgroupError> {
+        Hierarchy::host_reading(true)
+    }
+
+    /// The hierarchy for a device cgroup, which is on v2 where one is mounted: the v1 mounts
+    /// (`/proc/self/mountinfo`, long on a host with many mounts) are read only where it is
+    /// not.
+    pub(crate) fn host_for_devices() -> Result<Hierarchy, CgroupError> {
+        let h = Hierarchy::host_reading(false)?;
+        match h.v2_own() {
+            Some(_) => Ok(h),
+            None => Hierarchy::host_reading(true),
+        }
+    }
+
+    fn host_reading(mounts: bool) -> Result<Hierarchy, CgroupError> {
         let read = |p| std::fs::read_to_string(p).unwrap_or_default();
         let h = Hierarchy {
             root: ROOT.into(),
             membership: read("/proc/self/cgroup"),
-            mountinfo: read("/proc/self/mountinfo"),
+            mountinfo: if mounts {
+                read("/proc/self/mountinfo")
+            } else {
+                String::new()
+            },
         };
         match std::env::var_os(MODE_VAR) {
             None => Ok(h),
             Some(v) => match v.to_str() {
                 Some("" | "auto") => Ok(h),
-                Some("v2") => Ok(h.v2_only()),
-                Some("v1") => Ok(h.v1_only()),
+                Some("v2") => Ok(h.only(true)),
+                Some("v1") => Ok(h.only(false)),
                 _ => Err(CgroupError::Mode(v.to_string_lossy().into_owned())),
             },
         }
     }
 
-    /// The same host seen without its v1 hierarchies (only the `0::` membership line, no
-    /// v1 mounts).
-    pub(crate) fn v2_only(self) -> Hierarchy {
-        let membership = self
-            .membership
-            .lines()
-            .filter(|l| l.starts_with("0::"))
+    /// The same host seen with only its v2 hierarchy (`v2`: only the `0::` membership line,
+    /// no v1 mounts) or only its v1 ones (no `0::` line).
+    pub(crate) fn only(self, v2: bool) -> Hierarchy {
+        let membership = self.membership.lines();
+        let membership = membership
+            .filter(|l| l.starts_with("0::") == v2)
             .map(|l| format!("{l}\n"))
             .collect();
+        let mountinfo = if v2 { String::new() } else { self.mountinfo };
         Hierarchy {
+            root: self.root,
             membership,
-            mountinfo: String::new(),
-            ..self
+            mountinfo,
         }
-    }
-
-    /// The same host seen without its v2 hierarchy (no `0::` membership line).
-    pub(crate) fn v1_only(self) -> Hierarchy {
-        let membership = self
-            .membership
-            .lines()
-            .filter(|l| !l.starts_with("0::"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        Hierarchy { membership, ..self }
     }
 
     /// Our own cgroup's directory on the v2 hierarchy (pure v2 at the root, or a hybrid
@@ -764,7 +772,7 @@ mod tests {
         let mut h2 = h.clone();
         h2.membership.push_str("0::/user/me\n");
         assert!(h2.v1_own("devices").is_some());
-        let v2 = h2.v2_only();
+        let v2 = h2.only(true);
         assert_eq!(v2.membership, "0::/user/me\n");
         assert!(v2.v1_own("devices").is_none());
         let e = Cgroup::create_in(&v2, &device_rules(), "sbx").unwrap_err();

@@ -12,12 +12,13 @@
 //! reprorun-owned cgroup kept for its list of rules, `reprorun-devices-HASH/run` below
 //! reprorun's own cgroup: on the v2 hierarchy where one is mounted (the BPF program loaded
 //! and attached once; init is cloned into it), else on the v1 `devices` hierarchy (the rules
-//! written once; init is moved in). It is never removed, so a run makes no cgroup, loads no
+//! written once; the supervisor's thread steps in to clone init and back). It is never removed, so a run makes no cgroup, loads no
 //! program and waits for nothing at its end to remove one. `run` is made after the rules are in place, so its
 //! existence means they are: a run that finds it joins without looking further; one that
 //! does not takes an exclusive `flock` of our own cgroup's directory and sets the rules up
 //! (again, after a setup that died half-way).
 
+use std::cell::Cell;
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
@@ -161,8 +162,19 @@ pub(crate) struct Shared {
     /// On cgroup v2, that directory open: init is cloned into it
     /// ([`crate::sys::clone_process_into`]) rather than moved.
     v2: Option<OwnedFd>,
+    /// On cgroup v1, our own cgroup's directory on the `devices` hierarchy: the supervisor's
+    /// thread steps into the shared cgroup for the clone and back (see [`Shared::enter`]).
+    own_v1: Option<PathBuf>,
     /// Init was cloned into it: nothing to move.
-    joined: std::cell::Cell<bool>,
+    joined: Cell<bool>,
+    /// The supervisor's thread is in it (v1, between [`Shared::enter`] and [`Shared::leave`]).
+    entered: Cell<bool>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.leave();
+    }
 }
 
 impl Shared {
@@ -186,6 +198,7 @@ impl Shared {
         if !dir.exists() {
             set_up(&own, &top, kind, rules)?;
         }
+        let own_v1 = (kind == Kind::V1).then(|| own.clone());
         let v2 = match kind {
             Kind::V1 => None,
             Kind::V2 => {
@@ -203,7 +216,9 @@ impl Shared {
         Ok(Some(Shared {
             dir,
             v2,
-            joined: std::cell::Cell::new(false),
+            own_v1,
+            joined: Cell::new(false),
+            entered: Cell::new(false),
         }))
     }
 
@@ -215,6 +230,27 @@ impl Shared {
     /// Notes that init was cloned into the cgroup.
     pub(crate) fn cloned_into(&self) {
         self.joined.set(true);
+    }
+
+    /// v1: moves the calling thread (the single-threaded supervisor, about to clone init,
+    /// which then starts in the cgroup) into the cgroup, by writing `0` to its `tasks`. A
+    /// thread moving itself is the one move that skips the kernel's global lock of every
+    /// process's cgroups, whose taking waits for an RCU grace period when no move came just
+    /// before (milliseconds; about 0.1 ms this way). Whether it moved; a failure leaves
+    /// [`Shared::add`] to move init.
+    pub(crate) fn enter(&self) -> bool {
+        let moved = self.own_v1.is_some() && std::fs::write(self.dir.join("tasks"), "0").is_ok();
+        self.entered.set(moved);
+        moved
+    }
+
+    /// Moves the calling thread back to our own cgroup after [`Shared::enter`] (before it
+    /// starts threads or processes of its own).
+    pub(crate) fn leave(&self) {
+        if let (true, Some(own)) = (self.entered.get(), &self.own_v1) {
+            let _ = std::fs::write(own.join("tasks"), "0");
+            self.entered.set(false);
+        }
     }
 
     /// Moves process `pid` into the cgroup, unless it was cloned into it.

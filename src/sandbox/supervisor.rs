@@ -380,7 +380,15 @@ pub(super) fn clone_init(
             }
             other => other,
         },
-        None => clone_process(flags),
+        // v1: the supervisor steps into the cgroup for the clone; init starts there.
+        None => {
+            let entered = into.is_some_and(|d| d.enter());
+            let cloned = clone_process(flags);
+            if entered && matches!(cloned, Ok(Some(_))) {
+                into.inspect(|d| d.cloned_into());
+            }
+            cloned
+        }
     };
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
@@ -474,6 +482,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             &[init::GO],
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
+    }
+    // Back to our own device cgroup (v1) while init sets up, before any helper or thread.
+    if let Some(d) = res.devices {
+        d.leave();
     }
     // The network namespace, made beside init while it builds the root.
     let net_helper = netns::by_helper(plan, false)
