@@ -4,6 +4,7 @@
 //! sandbox starts, init joins it before it forks anything, and it is removed after the run;
 //! whether the kernel's OOM killer struck is read from it at the end.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use nix::unistd::Pid;
@@ -85,19 +86,14 @@ impl Hierarchy {
         Hierarchy::host_reading(true)
     }
 
-    /// The hierarchy for a device cgroup, which is on v2 where one is mounted: the v1 mounts
-    /// (`/proc/self/mountinfo`, long on a host with many mounts) are read only where it is
-    /// not.
-    pub(crate) fn host_for_devices() -> Result<Hierarchy, CgroupError> {
-        let h = Hierarchy::host_reading(false)?;
-        match h.v2_own() {
-            Some(_) => Ok(h),
-            None => Hierarchy::host_reading(true),
-        }
-    }
-
-    fn host_reading(mounts: bool) -> Result<Hierarchy, CgroupError> {
-        let read = |p| std::fs::read_to_string(p).unwrap_or_default();
+    /// [`Hierarchy::host`], reading the v1 mounts (`/proc/self/mountinfo`) only if `mounts`.
+    pub(crate) fn host_reading(mounts: bool) -> Result<Hierarchy, CgroupError> {
+        // One read for the usual size (procfs reports none).
+        let read = |p| {
+            let mut text = String::with_capacity(4096);
+            let read = std::fs::File::open(p).and_then(|mut f| f.read_to_string(&mut text));
+            read.map(|_| text).unwrap_or_default()
+        };
         let h = Hierarchy {
             root: ROOT.into(),
             membership: read("/proc/self/cgroup"),
@@ -138,12 +134,6 @@ impl Hierarchy {
     /// host's `unified`), where one is mounted.
     pub(crate) fn v2_own(&self) -> Option<PathBuf> {
         v2_base(self, &[])
-    }
-
-    /// Whether device rules can be enforced here: the v1 `devices` controller or a v2
-    /// hierarchy is mounted.
-    pub(crate) fn has_device_cgroup(&self) -> bool {
-        self.v2_own().is_some() || self.v1_own("devices").is_some()
     }
 
     /// Our own cgroup's directory on the v1 hierarchy of `controller`.
@@ -285,6 +275,9 @@ fn v2_base(h: &Hierarchy, controllers: &[&str]) -> Option<PathBuf> {
             continue;
         }
         let parent = mount.join(own.trim_start_matches('/'));
+        if controllers.is_empty() {
+            return Some(parent);
+        }
         let offered =
             std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
         let missing: Vec<_> = controllers

@@ -132,6 +132,18 @@ pub(crate) fn rules(fds: &[RawFd]) -> Vec<DeviceRule> {
     out
 }
 
+/// The hierarchies for the sandbox's device cgroup, `None` where there is none to hold it
+/// (neither a v2 hierarchy nor the v1 `devices` controller). The v2 one is preferred, so the
+/// v1 mounts (`/proc/self/mountinfo`, long on a host with many mounts) are read only without.
+pub(crate) fn hierarchy() -> Result<Option<Hierarchy>, DevicesError> {
+    let h = Hierarchy::host_reading(false)?;
+    if h.v2_own().is_some() {
+        return Ok(Some(h));
+    }
+    let h = Hierarchy::host_reading(true)?;
+    Ok(h.v1_own("devices").is_some().then_some(h))
+}
+
 /// The shared cgroup's name for `rules`.
 fn name(rules: &[DeviceRule]) -> String {
     let mut h = Sha256::new();
@@ -195,23 +207,28 @@ impl Shared {
         };
         let top = own.join(name(rules));
         let dir = top.join(RUN);
-        if !dir.exists() {
+        let open = || {
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+            let fd = nix::fcntl::open(&dir, flags, Mode::empty())?;
+            // SAFETY: open returned a fresh descriptor nothing else owns.
+            Ok::<_, Errno>(unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        // Found by opening it (v2, where it is needed open) or looking (v1); else set up.
+        let found = match kind {
+            Kind::V2 => open().ok(),
+            Kind::V1 => None,
+        };
+        if found.is_none() && !(kind == Kind::V1 && dir.exists()) {
             set_up(&own, &top, kind, rules)?;
         }
         let own_v1 = (kind == Kind::V1).then(|| own.clone());
-        let v2 = match kind {
-            Kind::V1 => None,
-            Kind::V2 => {
-                let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-                let fd = nix::fcntl::open(&dir, flags, Mode::empty()).map_err(|errno| {
-                    DevicesError::Join {
-                        path: dir.clone(),
-                        errno,
-                    }
-                })?;
-                // SAFETY: open returned a fresh descriptor nothing else owns.
-                Some(unsafe { OwnedFd::from_raw_fd(fd) })
-            }
+        let v2 = match (kind, found) {
+            (Kind::V1, _) => None,
+            (Kind::V2, Some(fd)) => Some(fd),
+            (Kind::V2, None) => Some(open().map_err(|errno| DevicesError::Join {
+                path: dir.clone(),
+                errno,
+            })?),
         };
         Ok(Some(Shared {
             dir,

@@ -186,7 +186,7 @@ pub(crate) fn run_with(
     // Where the host mounts neither the v1 `devices` controller nor a v2 hierarchy, the run
     // goes without them (the user namespace and `nodev` mounts stand).
     let hierarchy = match plan.parent_maps.is_some() && plan.isolation != Isolation::None {
-        true => Some(cgroup::Hierarchy::host_for_devices()?).filter(|h| h.has_device_cgroup()),
+        true => devices::hierarchy()?,
         false => None,
     };
     let device_rules = hierarchy
