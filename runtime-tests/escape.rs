@@ -915,6 +915,7 @@ host_side_tests!(
     change_caller_terminal => attempt_change_caller_terminal,
     open_caller_terminal => attempt_open_caller_terminal,
     chmod_host_devices => attempt_chmod_host_devices,
+    device_through_host_dir => attempt_device_through_host_dir,
     planted_source_link => attempt_planted_source_link,
     host_unix_socket => attempt_host_unix_socket,
     host_information => attempt_host_information,

@@ -274,6 +274,94 @@ pub(crate) fn attempt_chmod_host_devices() -> Result<String, String> {
     Ok("chmod, touch, chown refused; reads and writes work".into())
 }
 
+/// A device outside the sandbox's list stays closed however its node is reached. Here the
+/// caller hands the workload a descriptor of a host directory holding device nodes
+/// (`--preserve-fds`): through `/proc/self/fd/3/NODE` the node is on the host's mount, which
+/// is not `nodev`, so only the device rules stand between the workload and the device. The
+/// kernel log (1:11, which opens for writing without a capability: a workload could write
+/// lines into the host's log) is refused with EPERM by the sandbox's device cgroup — the
+/// shared one by default (here the BPF program on the unified hierarchy), the run's own with
+/// a limit (here on the v1 `devices` controller), and the shared one on each hierarchy
+/// alone (`REPRORUN_CGROUP=v1`, `v2`) — while the null device in the same directory opens.
+pub(crate) fn attempt_device_through_host_dir() -> Result<String, String> {
+    use nix::sys::stat::{makedev, mknod, Mode, SFlag};
+    if !is_root() {
+        return Ok("rootless: the workload opens only what its caller could".into());
+    }
+    let w = Work::new();
+    let nodes = w.path().join("nodes");
+    std::fs::create_dir(&nodes).unwrap();
+    for (name, major, minor) in [("kmsg", 1, 11), ("null", 1, 3)] {
+        let mode = Mode::from_bits_truncate(0o666);
+        mknod(
+            &nodes.join(name),
+            SFlag::S_IFCHR,
+            mode,
+            makedev(major, minor),
+        )
+        .unwrap();
+        // On the host the node opens: what the sandbox sees of it is the device rules' doing.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(nodes.join(name))
+            .map_err(|e| format!("the host cannot open its own {name} node here: {e}"))?;
+    }
+    let script = "(: > /proc/self/fd/3/kmsg) 2>/tmp/err && echo kmsg-opened || cat /tmp/err; \
+                  (: > /proc/self/fd/3/null) && echo null-opened";
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    let v2 = exists("/sys/fs/cgroup/cgroup.controllers")
+        || exists("/sys/fs/cgroup/unified/cgroup.controllers");
+    let mut modes = vec![("auto", &[][..]), ("auto", &["--pids", "256"][..])];
+    if exists("/sys/fs/cgroup/devices/devices.list") {
+        modes.push(("v1", &[][..]));
+    }
+    if v2 {
+        modes.push(("v2", &[][..]));
+    }
+    let mut seen = Vec::new();
+    for (mode, flags) in modes {
+        let dir = std::fs::File::open(&nodes).unwrap();
+        let fd = dir.as_raw_fd();
+        let mut cmd = w.cmd(&["exec", "--preserve-fds", "1"]);
+        cmd.args(flags).args(["--", "sh", "-c", script]);
+        cmd.env("REPRORUN_CGROUP", mode);
+        // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 ends up a copy of the
+        // directory's descriptor without close-on-exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, 3)
+                };
+                if r < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = cmd.stdin(Stdio::null()).output().unwrap();
+        let out = stdout(&o);
+        let label = format!("{mode} {}", flags.join(" "));
+        if out.contains("kmsg-opened") {
+            return Err(format!(
+                "{label}: the host's kernel log opened for writing: {out}"
+            ));
+        }
+        if !out.contains("Operation not permitted") || !out.contains("null-opened") {
+            return Err(format!(
+                "{label}: expected EPERM for the kernel log and the null device open: {out} {}",
+                stderr(&o)
+            ));
+        }
+        seen.push(label.trim().to_string());
+    }
+    Ok(format!(
+        "refused with EPERM ({}); null opens",
+        seen.join(", ")
+    ))
+}
+
 /// A link planted by one run in its `/work` does not turn a later run's `--workdir` or
 /// `--bind` source into a host path: the source is refused, naming the link; with
 /// `--follow-symlinks` it is followed and the run record names the resolved path.

@@ -701,6 +701,59 @@ fn oci_device_rules_on_cgroup_v2_are_a_bpf_program() {
 }
 
 #[test]
+fn oci_device_rules_beside_v1_limits_are_a_bpf_program_on_the_unified_hierarchy() {
+    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
+    let v1 = std::path::Path::new("/sys/fs/cgroup/devices/devices.list");
+    let memory = std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if !is_root() || !unified.exists() || !v1.exists() || !memory.exists() {
+        return;
+    }
+    // A hybrid host without the v1 device controller (unmounted in a private mount
+    // namespace) and a memory limit, which only v1 offers here: the limit goes to a v1
+    // cgroup and the device rules to a BPF program on a cgroup of the unified hierarchy
+    // beside it. (The build before refused such a container: `set devices.deny: entity not
+    // found`.) /dev/fuse's node can be made but not opened; /dev/zero (runc's defaults) opens.
+    let script = "cat /proc/self/cgroup; mknod /dev/f0 c 10 229 && echo made; \
+                  (: < /dev/f0) 2>/tmp/err && echo opened || cat /tmp/err; \
+                  head -c1 /dev/zero | od -An -tx1";
+    let b = Bundle::new(&["sh", "-c", script], |c| {
+        let sets: serde_json::Value = ["CAP_MKNOD", "CAP_DAC_OVERRIDE"].into();
+        c["process"]["capabilities"] = serde_json::json!({
+            "bounding": sets, "effective": sets, "permitted": sets,
+        });
+        c["linux"]["cgroupsPath"] = "/reprorun-test-bpf-beside-v1".into();
+        c["linux"]["resources"] = serde_json::json!({"memory": {"limit": 268435456}});
+    });
+    let o = b.run_under(
+        &[
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            "umount /sys/fs/cgroup/devices && exec \"$0\" \"$@\"",
+        ],
+        &["run", "v2b"],
+    );
+    let out = expect_code(&o, 0);
+    assert!(
+        out.contains("memory:/reprorun-test-bpf-beside-v1"),
+        "the limit on v1: {out}"
+    );
+    assert!(
+        out.contains("0::/reprorun-test-bpf-beside-v1"),
+        "the device program's cgroup on the unified hierarchy: {out}"
+    );
+    assert!(out.contains("made\n"), "{out}");
+    assert!(
+        out.contains("Operation not permitted") && !out.contains("opened"),
+        "{out}"
+    );
+    assert!(out.contains(" 00\n"), "/dev/zero opens: {out}");
+}
+
+#[test]
 fn oci_block_io_applies_and_fields_without_a_controller_fail_naming_it_as_runc_fails() {
     let blkio = std::path::Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device");
     if !is_root() || !blkio.exists() || !std::path::Path::new("/sys/dev/block/254:0").exists() {

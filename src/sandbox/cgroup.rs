@@ -4,6 +4,7 @@
 //! sandbox starts, init joins it before it forks anything, and it is removed after the run;
 //! whether the kernel's OOM killer struck is read from it at the end.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use nix::unistd::Pid;
@@ -13,6 +14,9 @@ use crate::security::Resources;
 
 const ROOT: &str = "/sys/fs/cgroup";
 const CPU_PERIOD_US: u64 = 100_000;
+/// The name standing for the unified hierarchy among a v1 cgroup's controllers: the
+/// directory there holds the device program where the v1 `devices` controller is missing.
+const UNIFIED: &str = "";
 
 #[derive(Debug, Error)]
 pub(crate) enum CgroupError {
@@ -25,7 +29,11 @@ pub(crate) enum CgroupError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("attach the device program (linux.resources.devices on cgroup v2) to {path}: {errno}")]
+    #[error("{MODE_VAR}={0:?}: expected auto, v1 or v2")]
+    Mode(String),
+    #[error("device rules need the v1 devices controller or a cgroup v2 hierarchy, and this host mounts neither")]
+    NoDeviceCgroup,
+    #[error("attach the device program (device rules on cgroup v2) to {path}: {errno}")]
     Devices {
         path: PathBuf,
         errno: nix::errno::Errno,
@@ -66,15 +74,71 @@ pub(crate) struct Hierarchy {
     pub(crate) mountinfo: String,
 }
 
+/// The environment variable that chooses the hierarchies reprorun uses: unset, empty or
+/// `auto`, every one it finds; `v2`, only the unified one, as on a pure cgroup-v2 host (a
+/// hybrid host's v1 hierarchies are ignored); `v1`, only the v1 ones, as on a host without
+/// cgroup v2 (what tests of each path need on a hybrid host).
+pub(crate) const MODE_VAR: &str = "REPRORUN_CGROUP";
+
 impl Hierarchy {
-    /// The host's, as this process sees it.
-    pub(crate) fn host() -> Hierarchy {
-        let read = |p| std::fs::read_to_string(p).unwrap_or_default();
-        Hierarchy {
+    /// The host's, as this process sees it, as [`MODE_VAR`] asks.
+    pub(crate) fn host() -> Result<Hierarchy, CgroupError> {
+        Hierarchy::host_reading(true)
+    }
+
+    /// [`Hierarchy::host`], reading the v1 mounts (`/proc/self/mountinfo`) only if `mounts`.
+    pub(crate) fn host_reading(mounts: bool) -> Result<Hierarchy, CgroupError> {
+        // One read for the usual size (procfs reports none).
+        let read = |p| {
+            let mut text = String::with_capacity(4096);
+            let read = std::fs::File::open(p).and_then(|mut f| f.read_to_string(&mut text));
+            read.map(|_| text).unwrap_or_default()
+        };
+        let h = Hierarchy {
             root: ROOT.into(),
             membership: read("/proc/self/cgroup"),
-            mountinfo: read("/proc/self/mountinfo"),
+            mountinfo: if mounts {
+                read("/proc/self/mountinfo")
+            } else {
+                String::new()
+            },
+        };
+        match std::env::var_os(MODE_VAR) {
+            None => Ok(h),
+            Some(v) => match v.to_str() {
+                Some("" | "auto") => Ok(h),
+                Some("v2") => Ok(h.only(true)),
+                Some("v1") => Ok(h.only(false)),
+                _ => Err(CgroupError::Mode(v.to_string_lossy().into_owned())),
+            },
         }
+    }
+
+    /// The same host seen with only its v2 hierarchy (`v2`: only the `0::` membership line,
+    /// no v1 mounts) or only its v1 ones (no `0::` line).
+    pub(crate) fn only(self, v2: bool) -> Hierarchy {
+        let membership = self.membership.lines();
+        let membership = membership
+            .filter(|l| l.starts_with("0::") == v2)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mountinfo = if v2 { String::new() } else { self.mountinfo };
+        Hierarchy {
+            root: self.root,
+            membership,
+            mountinfo,
+        }
+    }
+
+    /// Our own cgroup's directory on the v2 hierarchy (pure v2 at the root, or a hybrid
+    /// host's `unified`), where one is mounted.
+    pub(crate) fn v2_own(&self) -> Option<PathBuf> {
+        v2_base(self, &[])
+    }
+
+    /// Our own cgroup's directory on the v1 hierarchy of `controller`.
+    pub(crate) fn v1_own(&self, controller: &'static str) -> Option<PathBuf> {
+        v1_dir(self, controller).ok()
     }
 
     /// This process's cgroup path on the hierarchy named `key` (`""` for the v2 line
@@ -211,6 +275,9 @@ fn v2_base(h: &Hierarchy, controllers: &[&str]) -> Option<PathBuf> {
             continue;
         }
         let parent = mount.join(own.trim_start_matches('/'));
+        if controllers.is_empty() {
+            return Some(parent);
+        }
         let offered =
             std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
         let missing: Vec<_> = controllers
@@ -267,7 +334,7 @@ impl Cgroup {
     /// OCI container's `linux.cgroupsPath`). Parents are made as needed; the leaf must be new
     /// (one left over would bring old processes and counters).
     pub(crate) fn create(res: &Resources, path: &str) -> Result<Cgroup, CgroupError> {
-        Cgroup::create_in(&Hierarchy::host(), res, path)
+        Cgroup::create_in(&Hierarchy::host()?, res, path)
     }
 
     /// [`Cgroup::create`] on the hierarchies `h` describes.
@@ -277,9 +344,11 @@ impl Cgroup {
         path: &str,
     ) -> Result<Cgroup, CgroupError> {
         let mut controllers = needed(res);
-        if controllers.contains(&"devices") && v1_dir(h, "devices").is_err() {
-            // No v1 device controller (a pure cgroup-v2 host): the device rules become a
-            // BPF program attached to the v2 cgroup ([`super::devfilter`]).
+        // No v1 device controller (a pure cgroup-v2 host, or a hybrid one without it): the
+        // device rules become a BPF program attached to a v2 cgroup ([`super::devfilter`]),
+        // the container's own or, where its limits are on v1, one beside them.
+        let bpf_devices = controllers.contains(&"devices") && v1_dir(h, "devices").is_err();
+        if bpf_devices {
             controllers.retain(|c| *c != "devices");
         }
         let rel = path.trim_start_matches('/');
@@ -317,6 +386,12 @@ impl Cgroup {
                     dirs: Vec::new(),
                     controllers: Vec::new(),
                 };
+                if bpf_devices {
+                    // The device program's cgroup, on the unified hierarchy.
+                    let base = v2_base(h, &[]).ok_or(CgroupError::NoDeviceCgroup)?;
+                    cg.dirs.push(place(base, h.own_path(""))?);
+                    cg.controllers.push(UNIFIED);
+                }
                 for c in &controllers {
                     let mine = v1_dir(h, c)?;
                     let dir = place(mine, h.own_path(c))?;
@@ -433,9 +508,15 @@ impl Cgroup {
                 }
             }
         }
-        if let (Version::V2, false, Some(dir)) =
-            (self.version, res.devices.is_empty(), self.dirs.first())
-        {
+        let program_dir = match self.version {
+            Version::V2 => self.dirs.first(),
+            Version::V1 => self
+                .controllers
+                .iter()
+                .position(|c| *c == UNIFIED)
+                .and_then(|at| self.dirs.get(at)),
+        };
+        if let (false, Some(dir)) = (res.devices.is_empty(), program_dir) {
             super::devfilter::attach(dir, &res.devices).map_err(|errno| CgroupError::Devices {
                 path: dir.clone(),
                 errno,
@@ -450,7 +531,7 @@ impl Cgroup {
                 }
             }
         }
-        if self.version == Version::V1 && !res.devices.is_empty() {
+        if self.controllers.contains(&"devices") && !res.devices.is_empty() {
             // Deny everything, then the rules in order (the kernel keeps the exceptions).
             set("devices.deny", "a".into())?;
             for r in &res.devices {
@@ -662,6 +743,43 @@ mod tests {
             }
             other => panic!("{other}"),
         }
+    }
+
+    #[test]
+    fn device_rules_without_v1_devices_go_to_the_unified_hierarchy_beside_v1_limits() {
+        // Hybrid: memory on v1, no v1 devices, the unified hierarchy mounted (no
+        // controllers). The limits go to v1, the device program to a cgroup on the unified
+        // hierarchy (which a plain directory refuses: the error names that cgroup).
+        let (fake, mut h) = Fake::v1(&["memory"]);
+        let unified = fake.dir.path().join("unified");
+        std::fs::create_dir_all(unified.join("user/me")).unwrap();
+        std::fs::write(unified.join("cgroup.controllers"), "").unwrap();
+        h.membership.push_str("0::/user/me\n");
+        let res = Resources {
+            memory: Some(1 << 20),
+            ..device_rules()
+        };
+        match Cgroup::create_in(&h, &res, "sbx").unwrap_err() {
+            CgroupError::Devices { path, .. } => assert_eq!(path, unified.join("user/me/sbx")),
+            other => panic!("{other}"),
+        }
+        // Removed again (the fake's v1 directory keeps the plain file written into it).
+        assert!(!unified.join("user/me/sbx").exists());
+        // Without the unified hierarchy either: refused, not run without the rules.
+        let (_fake, h) = Fake::v1(&["memory"]);
+        let e = Cgroup::create_in(&h, &res, "sbx").unwrap_err();
+        assert!(matches!(e, CgroupError::NoDeviceCgroup), "{e}");
+        // Seen as v2 only (REPRORUN_CGROUP=v2), a hybrid host's v1 devices are ignored.
+        let (fake, h) = Fake::v1(&["devices"]);
+        let mut h2 = h.clone();
+        h2.membership.push_str("0::/user/me\n");
+        assert!(h2.v1_own("devices").is_some());
+        let v2 = h2.only(true);
+        assert_eq!(v2.membership, "0::/user/me\n");
+        assert!(v2.v1_own("devices").is_none());
+        let e = Cgroup::create_in(&v2, &device_rules(), "sbx").unwrap_err();
+        assert!(matches!(e, CgroupError::NoDeviceCgroup), "{e}");
+        drop(fake);
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub(crate) fn create(
     let user = plan.join.iter().find(|j| j.ns == Namespace::User);
     let (child, ours) = match user {
         Some(j) => super::userjoin::clone_init_in(&j.path, plan, &seccomp, &lifecycle),
-        None => super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None, 0),
+        None => super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None, 0, None),
     }
     .map_err(no_fallback)?;
     drop(lifecycle);

@@ -8,6 +8,7 @@
 mod cgroup;
 pub(crate) mod container;
 mod devfilter;
+mod devices;
 mod dirs;
 mod elf;
 mod exec;
@@ -53,6 +54,8 @@ pub(crate) enum SandboxError {
     Seccomp(#[from] crate::security::SeccompError),
     #[error("{0}")]
     Cgroup(#[from] cgroup::CgroupError),
+    #[error("{0}")]
+    Devices(#[from] devices::DevicesError),
     #[error("join namespace {path}: {errno}")]
     Join {
         path: std::path::PathBuf,
@@ -182,21 +185,43 @@ pub(crate) fn run_with(
         seccomp.extend(crate::security::setid::programs()?);
     }
     crate::trace::step("supervisor", "compile the seccomp profile");
+    // The sandbox's device rules (`devices`): a root caller's sandbox, whose init waits for
+    // the supervisor's word (it has id maps to write) and so joins the cgroup first.
+    // Where the host mounts neither the v1 `devices` controller nor a v2 hierarchy, the run
+    // goes without them (the user namespace and `nodev` mounts stand).
+    let hierarchy = match plan.parent_maps.is_some() && plan.isolation != Isolation::None {
+        true => devices::hierarchy()?,
+        false => None,
+    };
+    let device_rules = hierarchy
+        .as_ref()
+        .map(|_| devices::rules(&workload_fds(stdio, plan.security.preserve_fds)));
     let cgroup = if plan.resources.any() {
         // Unique even against a cgroup left by a crashed run that had our pid.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!("reprorun-{}-{nanos}", std::process::id());
-        let cg = cgroup::Cgroup::create(&plan.resources, &name)?;
+        let mut resources = plan.resources.clone();
+        resources.devices = device_rules.clone().unwrap_or_default();
+        let cg = cgroup::Cgroup::create(&resources, &name)?;
         crate::trace::step("supervisor", "create the cgroup");
         Some(cg)
     } else {
         None
     };
+    let shared = match (&cgroup, &device_rules, &hierarchy) {
+        (None, Some(rules), Some(h)) => {
+            let shared = devices::Shared::for_rules(h, rules)?;
+            crate::trace::step("supervisor", "find the device cgroup");
+            shared
+        }
+        _ => None,
+    };
     let res = Resources {
         seccomp: &seccomp,
         cgroup: cgroup.as_ref(),
+        devices: shared.as_ref(),
         stdio,
     };
     let outcome = match plan.isolation {
@@ -216,6 +241,22 @@ pub(crate) fn run_with(
         o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
         o
     })
+}
+
+/// The descriptors the workload gets: its standard ones (the caller's, or `stdio`) and the
+/// `preserved` ones after them.
+fn workload_fds(stdio: Option<Stdio>, preserved: u32) -> Vec<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    let mut fds = match stdio {
+        Some(s) => vec![
+            s.stdin.as_raw_fd(),
+            s.stdout.as_raw_fd(),
+            s.stderr.as_raw_fd(),
+        ],
+        None => vec![0, 1, 2],
+    };
+    fds.extend((0..preserved).filter_map(|i| i32::try_from(3 + u64::from(i)).ok()));
+    fds
 }
 
 /// Kills what is left in an OCI container's cgroup directories and removes them.
@@ -239,6 +280,8 @@ pub(crate) struct Resources<'a> {
     pub(crate) seccomp: &'a [seccompiler::BpfProgram],
     /// The sandbox's cgroup, with `--memory`, `--pids` or `--cpus-quota`.
     pub(crate) cgroup: Option<&'a cgroup::Cgroup>,
+    /// The shared device cgroup a sandbox without a cgroup of its own joins.
+    pub(crate) devices: Option<&'a devices::Shared>,
     /// The workload's stdio, when not the caller's.
     pub(crate) stdio: Option<Stdio<'a>>,
 }

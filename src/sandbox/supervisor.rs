@@ -346,6 +346,7 @@ pub(super) fn clone_init(
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
     extra: libc::c_int,
+    into: Option<&super::devices::Shared>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -367,7 +368,27 @@ pub(super) fn clone_init(
     if netns::by_helper(plan, lifecycle.is_some()) {
         flags &= !libc::CLONE_NEWNET; // made beside init (`netns`)
     }
-    let cloned = clone_process(flags);
+    // Straight into the shared device cgroup where it is on v2; where `clone3` is refused
+    // (ENOSYS: a container's seccomp profile), cloned as usual and moved in after.
+    let cloned = match into.and_then(|d| d.clone_into()) {
+        Some(cgroup) => match crate::sys::clone_process_into(flags, cgroup) {
+            Err(Errno::ENOSYS) => clone_process(flags),
+            Ok(Some(pid)) => {
+                into.inspect(|d| d.cloned_into());
+                Ok(Some(pid))
+            }
+            other => other,
+        },
+        // v1: the supervisor steps into the cgroup for the clone; init starts there.
+        None => {
+            let entered = into.is_some_and(|d| d.enter());
+            let cloned = clone_process(flags);
+            if entered && matches!(cloned, Ok(Some(_))) {
+                into.inspect(|d| d.cloned_into());
+            }
+            cloned
+        }
+    };
     if let Some(groups) = groups.filter(|_| !matches!(cloned, Ok(None))) {
         let _ = nix::unistd::setgroups(&groups);
     }
@@ -434,8 +455,8 @@ pub(super) fn init_error(msg: InitMsg) -> Option<SandboxError> {
 pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     let start = Instant::now();
-    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0)?;
-    // A root caller's id maps, then into the cgroup before init forks anything, then its
+    let (child, ours) = clone_init(plan, res.seccomp, None, res.stdio, 0, res.devices)?;
+    // A root caller's id maps, then into the cgroups before init forks anything, then its
     // work tree, binds and image cloned with their id mappings (opened without following a
     // link) here on the host; init waits for the word.
     if plan.parent_maps.is_some() || res.cgroup.is_some() {
@@ -445,6 +466,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         }
         .and_then(|()| match res.cgroup {
             Some(cg) => cg.add(child).map_err(SandboxError::from),
+            None => Ok(()),
+        })
+        .and_then(|()| match res.devices {
+            Some(shared) => shared.add(child).map_err(SandboxError::from),
             None => Ok(()),
         })
         .and_then(|()| super::idmap::send_trees(plan, child, &ours));
@@ -458,6 +483,10 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             &[init::GO],
             nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
         );
+    }
+    // Back to our own device cgroup (v1) while init sets up, before any helper or thread.
+    if let Some(d) = res.devices {
+        d.leave();
     }
     // The network namespace, made beside init while it builds the root.
     let net_helper = netns::by_helper(plan, false)

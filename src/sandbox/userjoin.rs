@@ -110,7 +110,14 @@ fn helper(
             return fail(e);
         }
     }
-    match super::supervisor::clone_init(plan, seccomp, Some(lifecycle), None, libc::CLONE_PARENT) {
+    match super::supervisor::clone_init(
+        plan,
+        seccomp,
+        Some(lifecycle),
+        None,
+        libc::CLONE_PARENT,
+        None,
+    ) {
         Ok((pid, ours)) => {
             if crate::sys::send_fd(sock, &ours, PID_TAG).is_ok() {
                 send(&pid.as_raw().to_ne_bytes());
