@@ -501,3 +501,98 @@ fn rootless_runs_reach_allowed_hosts() {
     assert!(out.contains("hello /rootless"), "{out}");
     assert!(out.ends_with("403"), "{out}");
 }
+
+/// The `Name:` of `/proc/PID/status`'s line `key`.
+fn status_field(pid: &str, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(|v| v.trim().to_string())
+}
+
+#[test]
+fn the_proxy_parses_the_sandbox_bytes_unprivileged_in_the_sandbox_cgroup() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let up = Upstream::start();
+    let work = Work::new();
+    let port = up.port.to_string();
+    let rule = format!("up.test:{port}");
+    // The workload asks once through the proxy, then waits for the file the test writes.
+    let script =
+        format!("curl -sS http://up.test:{port}/x; echo; while [ ! -e go ]; do sleep 0.1; done");
+    let child = work
+        .cmd(&[
+            "exec",
+            "--record",
+            "rec.json",
+            "--memory",
+            "256m",
+            "--allow-host",
+            &rule,
+            "--allow-host",
+            &format!("127.0.0.1:{port}"),
+            "--add-host",
+            "up.test:127.0.0.1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let supervisor = child.id().to_string();
+    // The supervisor's children: init, and the proxy's helper.
+    let mut helper = None;
+    wait_until(Duration::from_secs(20), || {
+        let kids =
+            std::fs::read_to_string(format!("/proc/{supervisor}/task/{supervisor}/children"))
+                .unwrap_or_default();
+        helper = kids
+            .split_whitespace()
+            .map(str::to_string)
+            .find(|pid| status_field(pid, "Name:").as_deref() == Some("rrnet-proxy"));
+        helper.is_some() && up.conns.load(Ordering::SeqCst) > 0
+    });
+    let found = helper.clone().and_then(|pid| {
+        let uid = status_field(&pid, "Uid:")?;
+        let cap = status_field(&pid, "CapEff:")?;
+        let bnd = status_field(&pid, "CapBnd:")?;
+        let nnp = status_field(&pid, "NoNewPrivs:")?;
+        let groups = status_field(&pid, "Groups:")?;
+        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let init_cgroup = std::fs::read_to_string(format!("/proc/{supervisor}/cgroup")).ok()?;
+        Some((uid, cap, bnd, nnp, groups, cgroup != init_cgroup))
+    });
+    std::fs::write(work.path().join("go"), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let (uid, cap, bnd, nnp, groups, own_cgroup) =
+        found.unwrap_or_else(|| panic!("no rrnet-proxy child of the supervisor {supervisor}"));
+    // Not root by any of its four ids, no capability at all, no way back.
+    assert!(
+        uid.split_whitespace().all(|id| id != "0"),
+        "helper uids: {uid}"
+    );
+    assert_eq!(cap, "0000000000000000", "helper CapEff");
+    assert_eq!(bnd, "0000000000000000", "helper CapBnd");
+    assert_eq!(nnp, "1", "helper NoNewPrivs");
+    assert_eq!(groups, "", "helper supplementary groups");
+    assert!(own_cgroup, "the helper is not in the sandbox's cgroup");
+    // The run and its record are as before.
+    assert!(
+        stdout(&o).contains("hello /x"),
+        "{:?} {} {}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    let net = network(&work);
+    assert_eq!(net.len(), 1, "{net:?}");
+    assert_eq!(net[0]["decision"], "allowed");
+    assert_eq!(net[0]["host"], "up.test");
+    assert_eq!(net[0]["protocol"], "http");
+}

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// What became of an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// Relayed to the upstream.

@@ -103,15 +103,26 @@ pub(super) fn open_net_log(plan: &Plan) -> Option<std::fs::File> {
 pub(super) struct Egress {
     egress: crate::net::Egress,
     log: Option<std::path::PathBuf>,
-    running: Option<crate::net::proxy::Proxy>,
+    /// The proxy's helper process (`net::proxy::privsep`), forked when the run starts.
+    helper: Option<crate::net::proxy::privsep::Helper>,
 }
 
 impl Egress {
-    pub(super) fn of(plan: &Plan) -> Option<Egress> {
-        plan.egress.clone().map(|egress| Egress {
+    /// Forks the proxy's helper into `cgroup` with the sandbox's host ids; the caller is
+    /// single-threaded (before the notification thread starts).
+    pub(super) fn of(plan: &Plan, cgroup: Option<&super::cgroup::Cgroup>) -> Option<Egress> {
+        let egress = plan.egress.clone()?;
+        let join = || cgroup.map_or(true, |cg| cg.add(nix::unistd::Pid::from_raw(0)).is_ok());
+        let helper = crate::net::proxy::privsep::Helper::fork(
+            &join,
+            plan.uid_map.outside,
+            plan.gid_map.outside,
+            crate::net::proxy::Config::default(),
+        );
+        Some(Egress {
             egress,
             log: plan.net_log.clone(),
-            running: None,
+            helper: helper.ok(),
         })
     }
 
@@ -123,18 +134,17 @@ impl Egress {
             None => None,
         };
         let config = crate::net::proxy::Config::default();
-        self.running = Some(crate::net::proxy::start(
-            listener,
-            self.egress.clone(),
-            config,
-            log,
-        )?);
-        Ok(())
+        match &mut self.helper {
+            Some(h) => h.serve(listener, self.egress.clone(), config, log),
+            None => Err(std::io::Error::other(
+                "its helper process could not be forked",
+            )),
+        }
     }
 
     /// Stops the proxy (every live connection ends) and returns its records.
     pub(super) fn stop(self) -> crate::net::log::Network {
-        self.running.map(|p| p.stop()).unwrap_or_default()
+        self.helper.map(|h| h.stop()).unwrap_or_default()
     }
 }
 
@@ -497,6 +507,8 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .egress
         .as_ref()
         .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
+    // The proxy's helper, forked while this process is single-threaded.
+    let mut egress = Egress::of(plan, res.cgroup);
     let server = if vdso::SUPPORTED && plan.intercept {
         let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();
@@ -509,7 +521,6 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
     };
     let deadline = plan.timeout_ms.map(|ms| start + Duration::from_millis(ms));
     let mut msgs = Vec::new();
-    let mut egress = Egress::of(plan);
     let mut registry = Registry::of(plan);
     let watched = watch(
         child,

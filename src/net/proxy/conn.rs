@@ -1,15 +1,14 @@
 //! One client connection: read the request, decide, resolve, connect, check the SNI of a
 //! tunnel, relay; and the one record of it all.
 
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{self, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage};
+use nix::sys::socket::{self, MsgFlags};
 
 use super::body::Framer;
 use super::http::{self, read_some, HeadError};
@@ -18,14 +17,10 @@ use super::socks::{self, SocksError};
 use super::{blank_record, millis, relay, Shared, Tier};
 use crate::net::allow::{normalize_name, Target};
 use crate::net::log::{ConnRecord, Decision};
-use crate::net::{addr, local};
 
 /// How long an error answer waits for the client to finish sending before closing (so the
 /// close does not reset the connection under the answer).
 const LINGER: Duration = Duration::from_millis(500);
-
-/// The class of an address on one of the host's interfaces.
-const HOST_OWN: &str = "the host's own address";
 
 /// How the client asked, which decides how answers are written.
 enum Kind {
@@ -217,16 +212,6 @@ impl Conn<'_> {
         self.record.rule = why;
     }
 
-    fn refuse(&mut self, kind: &Kind, why: String) {
-        self.answer(
-            kind,
-            Decision::Refused,
-            "403 Forbidden",
-            socks::NOT_ALLOWED,
-            why,
-        );
-    }
-
     /// From a parsed request to a relayed (or refused) connection.
     fn proceed(&mut self, tier: Tier, kind: Kind, target: &Target, port: u16, rest: Vec<u8>) {
         self.record.host = match target {
@@ -245,142 +230,22 @@ impl Conn<'_> {
                 line,
             );
         }
-        let rule = match self.shared.egress.decide(target, port) {
-            Ok(rule) => rule.to_string(),
-            Err(refusal) => return self.refuse(&kind, refusal.to_string()),
-        };
-        let addrs = match self.resolve(target, port) {
-            Ok(a) => a,
-            Err(why) => {
-                let code = socks::HOST_UNREACHABLE;
-                return self.answer(&kind, Decision::Failed, "502 Bad Gateway", code, why);
+        match self.shared.open(self.id, target, port) {
+            Ok(opened) => {
+                self.record.address = opened.address;
+                self.record.decision = Decision::Allowed;
+                self.record.rule = opened.rule;
+                self.tunnel(kind, target, &opened.stream, rest);
             }
-        };
-        let egress = &self.shared.egress;
-        let (allowed, barred): (Vec<IpAddr>, Vec<IpAddr>) = addrs
-            .into_iter()
-            .partition(|ip| self.class(*ip).is_none() || egress.allows_ip(*ip, port));
-        if allowed.is_empty() {
-            let ip = barred[0];
-            self.record.address = Some(ip.to_string());
-            let class = self.class(ip).unwrap_or("forbidden");
-            let why = format!("egress to {target}:{port} resolves to {ip} ({class})");
-            return self.refuse(&kind, why);
-        }
-        let upstream = match self.connect_any(&allowed, target, port) {
-            Ok(s) => s,
-            Err((why, code)) => {
-                return self.answer(&kind, Decision::Failed, "502 Bad Gateway", code, why)
-            }
-        };
-        // The second wall: delivered inside the host after all (an address added since the
-        // list was read), and not an address the allowlist names itself.
-        let ip = upstream.peer_addr().map(|a| a.ip());
-        if local::delivered_locally(&upstream)
-            && !ip.as_ref().is_ok_and(|ip| egress.allows_ip(*ip, port))
-        {
-            let _ = upstream.shutdown(Shutdown::Both);
-            let shown = ip.map_or_else(|_| "?".into(), |ip| ip.to_string());
-            let why = format!("egress to {target}:{port} resolves to {shown} ({HOST_OWN})");
-            return self.refuse(&kind, why);
-        }
-        self.record.decision = Decision::Allowed;
-        self.record.rule = rule;
-        self.tunnel(kind, target, &upstream, rest);
-    }
-
-    /// The class of `ip` if the proxy refuses it by name: one of [`addr::forbidden`]'s, or
-    /// one of the host's own addresses.
-    fn class(&self, ip: IpAddr) -> Option<&'static str> {
-        addr::forbidden(ip).or_else(|| self.shared.host_addrs.contains(ip).then_some(HOST_OWN))
-    }
-
-    /// The addresses of `target`: `--add-host` first, then the host's resolver.
-    fn resolve(&self, target: &Target, port: u16) -> Result<Vec<IpAddr>, String> {
-        let name = match target {
-            Target::Ip(ip) => return Ok(vec![*ip]),
-            Target::Name(n) => n,
-        };
-        let mine = self.shared.egress.host_override(name);
-        if !mine.is_empty() {
-            return Ok(mine);
-        }
-        let found = (name.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {name}: {e}"))?;
-        let mut ips: Vec<IpAddr> = Vec::new();
-        for a in found {
-            if !ips.contains(&a.ip()) {
-                ips.push(a.ip());
+            Err(r) => {
+                self.record.address = r.address;
+                let status = match r.decision {
+                    Decision::Refused => "403 Forbidden",
+                    _ => "502 Bad Gateway",
+                };
+                self.answer(&kind, r.decision, status, r.code, r.why);
             }
         }
-        if ips.is_empty() {
-            return Err(format!("cannot resolve {name}: no addresses"));
-        }
-        Ok(ips)
-    }
-
-    /// Connects to the first address that answers; the reason and SOCKS code if none does.
-    fn connect_any(
-        &mut self,
-        ips: &[IpAddr],
-        target: &Target,
-        port: u16,
-    ) -> Result<Arc<TcpStream>, (String, u8)> {
-        let mut last = io::Error::other("no address");
-        for ip in ips {
-            self.record.address = Some(ip.to_string());
-            match self.connect(SocketAddr::new(*ip, port)) {
-                Ok(s) => return Ok(s),
-                Err(e) => last = e,
-            }
-        }
-        let code = match last.kind() {
-            io::ErrorKind::ConnectionRefused => socks::CONNECTION_REFUSED,
-            _ => socks::HOST_UNREACHABLE,
-        };
-        let ip = self.record.address.clone().unwrap_or_default();
-        Err((
-            format!("cannot connect to {target}:{port} ({ip}): {last}"),
-            code,
-        ))
-    }
-
-    /// Connects within the connect timeout; the socket is registered first, so that `stop`
-    /// can break off the attempt.
-    fn connect(&self, to: SocketAddr) -> io::Result<Arc<TcpStream>> {
-        let family = match to {
-            SocketAddr::V4(_) => AddressFamily::Inet,
-            SocketAddr::V6(_) => AddressFamily::Inet6,
-        };
-        let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
-        let fd = socket::socket(family, SockType::Stream, flags, None)?;
-        super::cap_buffers(&fd)?;
-        let stream = Arc::new(TcpStream::from(fd));
-        if !self.shared.register(self.id, &stream) {
-            return Err(io::Error::other("proxy stopped"));
-        }
-        match socket::connect(stream.as_raw_fd(), &SockaddrStorage::from(to)) {
-            Ok(()) | Err(Errno::EINPROGRESS) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let timeout = self.shared.config.connect_timeout;
-        let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLOUT)];
-        let poll_timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
-        if poll(&mut fds, poll_timeout)? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("no answer within {timeout:?}"),
-            ));
-        }
-        if let Some(e) = stream.take_error()? {
-            return Err(e);
-        }
-        stream.peer_addr()?;
-        stream.set_nonblocking(false)?;
-        // A relay forwards what it has at once: no small write waits for an ACK.
-        let _ = stream.set_nodelay(true);
-        Ok(stream)
     }
 
     /// Tells the client the connection is up, checks a tunnel's SNI, and relays.

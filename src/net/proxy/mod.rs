@@ -9,11 +9,14 @@
 mod body;
 mod conn;
 mod http;
+pub(crate) mod privsep;
+mod privsep_child;
 mod relay;
 mod sni;
 mod socks;
 #[cfg(test)]
 mod tests;
+mod upstream;
 
 use std::collections::HashMap;
 use std::net::TcpStream;
@@ -77,10 +80,8 @@ pub(crate) struct Proxy {
 
 /// What the accept thread and every connection thread share.
 struct Shared {
-    egress: Egress,
+    broker: Broker,
     config: Config,
-    /// The host's own addresses, refused as loopback is.
-    host_addrs: crate::net::local::HostAddrs,
     log: Option<LogFile>,
     /// Finished records with their accept index (at most [`KEPT`], the rest counted).
     records: Mutex<Kept<(u64, ConnRecord)>>,
@@ -88,6 +89,17 @@ struct Shared {
     /// Connection threads serving normally, and over the cap (answering 503).
     active: AtomicUsize,
     overflow: AtomicUsize,
+}
+
+/// Who decides, resolves and connects for a request.
+pub(crate) enum Broker {
+    /// This process: the allowlist, and the host's own addresses (refused as loopback is).
+    Local {
+        egress: Egress,
+        host_addrs: crate::net::local::HostAddrs,
+    },
+    /// The supervisor, asked over the proxy helper's socket (`privsep`); records go there too.
+    Remote(privsep::Asker),
 }
 
 /// The sockets of the connections in progress, so that `stop` can shut them down.
@@ -118,8 +130,42 @@ impl Shared {
         lock(&self.live).sockets.remove(&id);
     }
 
-    /// Keeps the record of connection `id` and appends it to the log.
+    /// Decides, resolves and connects for connection `id` (here or in the supervisor).
+    fn open(
+        &self,
+        id: u64,
+        target: &crate::net::allow::Target,
+        port: u16,
+    ) -> Result<upstream::Opened, upstream::Refusal> {
+        match &self.broker {
+            Broker::Local { egress, host_addrs } => upstream::Decider {
+                egress,
+                host_addrs,
+                connect_timeout: self.config.connect_timeout,
+            }
+            .open(target, port, &|s| self.register(id, s)),
+            Broker::Remote(asker) => {
+                let opened = asker.ask(target, port)?;
+                if !self.register(id, &opened.stream) {
+                    return Err(upstream::Refusal {
+                        decision: Decision::Failed,
+                        code: socks::GENERAL_FAILURE,
+                        address: opened.address,
+                        why: "proxy stopped".into(),
+                    });
+                }
+                Ok(opened)
+            }
+        }
+    }
+
+    /// Keeps the record of connection `id` and appends it to the log (or sends it to the
+    /// supervisor, which does both).
     fn finish(&self, id: u64, record: ConnRecord) {
+        if let Broker::Remote(asker) = &self.broker {
+            asker.record(id, &record);
+            return;
+        }
         if let Some(log) = &self.log {
             log.write(&record);
         }
@@ -157,10 +203,35 @@ fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Starts serving `listener` (a listening stream socket).
+/// The proxy's helper process after `privsep::Helper::fork` (see `privsep_child::run`).
+fn helper_main(
+    control: OwnedFd,
+    parent: nix::unistd::Pid,
+    join_cgroup: &dyn Fn() -> bool,
+    (uid, gid): (u32, u32),
+    config: Config,
+) -> i32 {
+    privsep_child::run(control, parent, join_cgroup, uid, gid, config)
+}
+
+/// Starts serving `listener` (a listening stream socket), deciding in this process.
 pub(crate) fn start(
     listener: OwnedFd,
     egress: Egress,
+    config: Config,
+    log: Option<std::fs::File>,
+) -> std::io::Result<Proxy> {
+    let broker = Broker::Local {
+        egress,
+        host_addrs: crate::net::local::HostAddrs::read(),
+    };
+    start_with(listener, broker, config, log)
+}
+
+/// Starts serving `listener`, asking `broker` for every upstream.
+pub(crate) fn start_with(
+    listener: OwnedFd,
+    broker: Broker,
     config: Config,
     log: Option<std::fs::File>,
 ) -> std::io::Result<Proxy> {
@@ -175,9 +246,8 @@ pub(crate) fn start(
     cap_buffers(&listener)?;
     let (wake_r, wake_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let shared = Arc::new(Shared {
-        egress,
+        broker,
         config,
-        host_addrs: crate::net::local::HostAddrs::read(),
         log: log.map(LogFile::new),
         records: Mutex::new(Kept::default()),
         live: Mutex::new(Live::default()),
