@@ -463,17 +463,16 @@ impl Cgroup {
                 }
                 Version::V1 => {
                     set("memory.limit_in_bytes", bytes.to_string())?;
-                    if let Some(f) = self.file("memory.memsw.limit_in_bytes") {
-                        let _ = std::fs::write(f, bytes.to_string());
-                    }
-                    // v1 counts the socket buffers of the sandbox's TCP sockets apart from
-                    // its memory, and only once this limit is set (v2 counts them in
-                    // memory.max): the same bound, so that loopback connections whose
-                    // reader never reads cannot pin host memory beyond `--memory`.
-                    // Where the kernel lacks or refuses it, the run goes on uncharged
-                    // (spec/security.md says so).
-                    if let Some(f) = self.file("memory.kmem.tcp.limit_in_bytes") {
-                        let _ = std::fs::write(f, bytes.to_string());
+                    // Swap, and TCP socket buffers (v1 counts them apart, v2 in memory.max):
+                    // unread loopback connections cannot pin host memory beyond `--memory`;
+                    // where the kernel refuses one, it goes uncharged (spec/security.md).
+                    for extra in [
+                        "memory.memsw.limit_in_bytes",
+                        "memory.kmem.tcp.limit_in_bytes",
+                    ] {
+                        if let Some(f) = self.file(extra) {
+                            let _ = std::fs::write(f, bytes.to_string());
+                        }
                     }
                 }
             }
