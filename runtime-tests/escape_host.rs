@@ -300,6 +300,13 @@ pub(crate) fn attempt_device_through_host_dir() -> Result<String, String> {
             makedev(major, minor),
         )
         .unwrap();
+        // Writable by anyone (mknod applied the umask): a root caller's workload is not the
+        // host's root, and only the device rules may stand between it and the node.
+        std::fs::set_permissions(
+            nodes.join(name),
+            std::os::unix::fs::PermissionsExt::from_mode(0o666),
+        )
+        .unwrap();
         // On the host the node opens: what the sandbox sees of it is the device rules' doing.
         std::fs::OpenOptions::new()
             .write(true)

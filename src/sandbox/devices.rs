@@ -65,6 +65,22 @@ pub(crate) enum DevicesError {
     Join { path: PathBuf, errno: Errno },
 }
 
+impl DevicesError {
+    /// Whether the hierarchy refuses a cgroup of reprorun's own (a container's read-only
+    /// cgroupfs, a cgroup not delegated to us): the run then goes without device rules, as
+    /// where no hierarchy can hold them (a second wall: the sandbox's mounts are `nodev`,
+    /// `mknod` is refused, its ids are not the host's).
+    pub(crate) fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            DevicesError::Setup {
+                errno: Errno::EROFS | Errno::EACCES | Errno::EPERM,
+                ..
+            }
+        )
+    }
+}
+
 fn errno_of(e: &std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }

@@ -212,7 +212,10 @@ pub(crate) fn run_with(
     };
     let shared = match (&cgroup, &device_rules, &hierarchy) {
         (None, Some(rules), Some(h)) => {
-            let shared = devices::Shared::for_rules(h, rules)?;
+            let shared = match devices::Shared::for_rules(h, rules) {
+                Err(e) if e.is_refusal() => None,
+                other => other?,
+            };
             crate::trace::step("supervisor", "find the device cgroup");
             shared
         }
