@@ -11,7 +11,7 @@
 //! through its descriptor (`/proc/self/fd/N`), never through its path again.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -48,41 +48,6 @@ pub(crate) enum Write {
     Keep,
 }
 
-/// `openat2(2)` from `dir` (`AT_FDCWD` for the current directory), `O_CLOEXEC` added.
-fn openat2_raw(
-    dir: RawFd,
-    path: &Path,
-    flags: libc::c_int,
-    resolve: u64,
-) -> Result<OwnedFd, Errno> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let c = cpath(path)?;
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve,
-    };
-    // SAFETY: `c` is NUL-terminated and `how` a valid open_how whose size is passed; both
-    // outlive the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            c.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    let fd = Errno::result(fd)? as RawFd;
-    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// Finds `path` (relative ones from the current directory) as an `O_PATH` descriptor,
 /// whatever its kind: nothing is opened. Unless `follow`, a symbolic link in any component
 /// is refused, naming it.
@@ -91,7 +56,7 @@ pub(crate) fn find(path: &Path, follow: bool) -> Result<OwnedFd, HostPathError> 
         true => 0,
         false => RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
-    openat2_raw(libc::AT_FDCWD, path, libc::O_PATH, resolve).map_err(|errno| match errno {
+    super::openat2_at(libc::AT_FDCWD, path, libc::O_PATH, resolve).map_err(|errno| match errno {
         Errno::ELOOP if !follow => match super::first_link(path) {
             Some(link) => HostPathError::Link(link),
             None => HostPathError::Link(path.to_path_buf()),
@@ -275,7 +240,7 @@ pub(crate) fn make_dir_in(
             })
         }
     }
-    let fd = openat2_raw(
+    let fd = super::openat2_at(
         dir.as_raw_fd(),
         name,
         libc::O_PATH | libc::O_DIRECTORY,

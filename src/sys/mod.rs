@@ -212,6 +212,16 @@ pub(crate) fn openat2(
     flags: libc::c_int,
     resolve: u64,
 ) -> Result<std::fs::File, Errno> {
+    openat2_at(dir.as_raw_fd(), path, flags, resolve).map(std::fs::File::from)
+}
+
+/// [`openat2`] from a raw directory descriptor (`AT_FDCWD` for the current directory).
+pub(crate) fn openat2_at(
+    dir: RawFd,
+    path: &Path,
+    flags: libc::c_int,
+    resolve: u64,
+) -> Result<OwnedFd, Errno> {
     #[repr(C)]
     struct OpenHow {
         flags: u64,
@@ -229,7 +239,7 @@ pub(crate) fn openat2(
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            dir.as_raw_fd(),
+            dir,
             c.as_ptr(),
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
@@ -237,7 +247,7 @@ pub(crate) fn openat2(
     };
     let fd = Errno::result(fd)? as RawFd;
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// The mount id of an open file (`statx` STATX_MNT_ID): with st_dev and st_ino, it tells
