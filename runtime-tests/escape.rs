@@ -6,7 +6,6 @@
 //! `escape_summary` runs them all and prints `N/N escape attempts blocked`.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -256,21 +255,7 @@ fn attempt_caller_fd_leak() -> Result<String, String> {
             "-c",
             "cat <&3 2>/dev/null || echo no-fd-3; ls /proc/self/fd | tr '\\n' ' '",
         ]);
-        // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 ends up a copy of the file
-        // without close-on-exec (dup2 clears the flag; if the file is fd 3 already, fcntl).
-        unsafe {
-            cmd.pre_exec(move || {
-                let r = if fd == 3 {
-                    libc::fcntl(3, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, 3)
-                };
-                if r < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pass_as_fd3(&mut cmd, fd);
         let o = cmd.stdin(Stdio::null()).output().unwrap();
         drop(file);
         stdout(&o)

@@ -332,21 +332,7 @@ pub(crate) fn attempt_device_through_host_dir() -> Result<String, String> {
         let mut cmd = w.cmd(&["exec", "--preserve-fds", "1"]);
         cmd.args(flags).args(["--", "sh", "-c", script]);
         cmd.env("REPRORUN_CGROUP", mode);
-        // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 ends up a copy of the
-        // directory's descriptor without close-on-exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                let r = if fd == 3 {
-                    libc::fcntl(3, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, 3)
-                };
-                if r < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pass_as_fd3(&mut cmd, fd);
         let o = cmd.stdin(Stdio::null()).output().unwrap();
         let out = stdout(&o);
         let label = format!("{mode} {}", flags.join(" "));

@@ -306,3 +306,24 @@ pub fn write_manifest(dir: &Path, manifest: &serde_json::Value) {
     )
     .unwrap();
 }
+
+/// Makes `fd` descriptor 3 of the command `cmd` starts, without close-on-exec (a descriptor
+/// the caller hands to, or leaks into, `reprorun`).
+pub fn pass_as_fd3(cmd: &mut Command, fd: std::os::fd::RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 ends up a copy of `fd` without
+    // close-on-exec (dup2 clears the flag; if `fd` is 3 already, fcntl).
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if r < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
