@@ -431,3 +431,31 @@ fn connects_never_fail_while_signals_arrive() {
     let o = w.run(&["exec", "--bind", &bind, "--", "/probes/connector"]);
     assert_eq!(expect_code(&o, 0), "bad 0\n");
 }
+
+/// Directories of the lower layer and new ones can be renamed and removed in every overlay
+/// reprorun makes (here `--workdir-mode overlay`; `image.rs` the image's root): mounted in
+/// the sandbox's user namespace without `userxattr`, a rename gave EXDEV and `rm -rf` of a
+/// lower directory EIO (pytest's cache rename failed; pip could not reinstall over a
+/// package).
+#[test]
+fn overlay_directories_can_be_renamed_and_removed() {
+    let w = Work::new();
+    std::fs::create_dir_all(w.path().join("lower/sub")).unwrap();
+    std::fs::write(w.path().join("lower/sub/f"), "x\n").unwrap();
+    let script = "mv lower moved && test -f moved/sub/f && rm -rf moved && test ! -e moved \
+                  && mkdir -p new/a && mv new renamed && rm -rf renamed && echo ok";
+    let o = w.run(&[
+        "exec",
+        "--workdir-mode",
+        "overlay",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(expect_code(&o, 0), "ok\n");
+    assert!(
+        w.path().join("lower/sub/f").exists(),
+        "the tree is untouched"
+    );
+}

@@ -213,6 +213,18 @@ fn exec_image_gets_a_fresh_overlay_per_run() {
         "rm /bin/sh /etc/passwd && test ! -e /bin/sh && echo gone",
     ]);
     assert_eq!(expect_code(&o, 0), "gone\n");
+    // Directories of the image can be renamed and removed (the overlay has `userxattr`).
+    let o = img.run(&[
+        "exec",
+        "--image",
+        &digest,
+        "--",
+        "/bin/busybox",
+        "sh",
+        "-c",
+        "mv /etc /etc2 && mv /etc2 /etc && rm -rf /usr && test ! -e /usr && echo renamed",
+    ]);
+    assert_eq!(expect_code(&o, 0), "renamed\n");
     let rootfs = img.rootfs(&digest);
     assert!(std::fs::symlink_metadata(rootfs.join("bin/sh")).is_ok());
     assert!(rootfs.join("etc/passwd").is_file());
