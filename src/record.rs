@@ -96,9 +96,7 @@ impl RecordSink {
             path: path.to_path_buf(),
             source,
         };
-        let own_fd = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
-            .iter()
-            .any(|p| path.to_string_lossy().starts_with(p));
+        let own_fd = crate::sys::hostpath::callers_own(path);
         if !own_fd {
             // A regular file only (created if missing), reached without following a link
             // unless `follow` (`crate::sys::hostpath`).

@@ -124,6 +124,7 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         intercept: req.intercept,
         sorted_dirs: req.sorted_dirs,
         net_log: match (&egress, &req.net_log) {
+            (Some(_), Some(p)) if crate::sys::hostpath::callers_own(p) => Some(p.clone()),
             (Some(_), Some(p)) => Some(host_output(
                 absolute(host, p),
                 req.follow_symlinks,

@@ -48,6 +48,18 @@ pub(crate) enum Write {
     Keep,
 }
 
+/// Whether `path` names one of the caller's own descriptors (`/dev/stdout`, `/dev/stderr`,
+/// `/dev/fd/N`, `/proc/self/fd/N`): a pipe or terminal the caller chose, which no earlier run
+/// can have planted; it is opened as named.
+pub(crate) fn callers_own(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    ["/dev/stdout", "/dev/stderr"].contains(&text.as_ref())
+        || ["/dev/fd/", "/proc/self/fd/"].iter().any(|p| {
+            text.strip_prefix(p)
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+}
+
 /// Finds `path` (relative ones from the current directory) as an `O_PATH` descriptor,
 /// whatever its kind: nothing is opened. Unless `follow`, a symbolic link in any component
 /// is refused, naming it.
@@ -150,6 +162,18 @@ pub(crate) fn open_write(
     follow: bool,
     how: Write,
 ) -> Result<std::fs::File, HostPathError> {
+    if callers_own(path) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).custom_flags(libc::O_NONBLOCK);
+        if how == Write::Append {
+            o.append(true);
+        }
+        return o.open(path).map_err(|e| HostPathError::Io {
+            step: "open",
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        });
+    }
     let flags = libc::O_WRONLY
         | match how {
             Write::Append => libc::O_APPEND,
@@ -338,6 +362,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "c");
         let missing_parent = d.path().join("no/such/file");
         assert!(open_write(&missing_parent, false, Write::Append).is_err());
+        // The caller's own descriptors are opened as named.
+        assert!(callers_own(Path::new("/dev/stderr")) && callers_own(Path::new("/dev/fd/2")));
+        assert!(!callers_own(Path::new("/dev/fd/../../etc/passwd")));
+        assert!(!callers_own(Path::new("/dev/stdoutx")));
+        open_write(Path::new("/dev/stderr"), false, Write::Append).unwrap();
     }
 
     #[test]
