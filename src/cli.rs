@@ -137,8 +137,8 @@ pub(crate) struct ExecArgs {
     /// Hostname inside the sandbox.
     #[arg(long, default_value = "reprorun", value_parser = parse::hostname)]
     pub(crate) hostname: String,
-    /// Identity inside the sandbox (default 0:0); the caller's ids (a root caller: the work
-    /// tree's owner's) map to it.
+    /// Identity inside the sandbox (default 0:0; a root caller's: at most 65535, never a
+    /// host user's id); the caller's ids (a root caller: the work tree's owner's) map to it.
     #[arg(long, value_name = "UID:GID", value_parser = parse::user)]
     pub(crate) user: Option<(u32, u32)>,
     /// Kill everything in the sandbox after DURATION (e.g. 90s, 10m) and exit 124.
