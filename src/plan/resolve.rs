@@ -138,22 +138,17 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
     })
 }
 
-/// The owner (uid, gid) of a host tree the caller hands the sandbox; the host's root when it
-/// cannot be read (the run then reports the path itself).
-fn owner(path: &Path) -> (u32, u32) {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).map_or((0, 0), |m| (m.uid(), m.gid()))
-}
-
 /// The idmapped mount of a tree the caller hands a root caller's sandbox (`pinned`: the
-/// workload's ids), or none for an unprivileged caller.
-/// A device node, FIFO or socket (the null device bound over a file, say) is bound as it
-/// is: its filesystem (devtmpfs) has no idmapped mounts, and it holds no files to own.
+/// workload's ids), mapping the tree's owner to them; none for an unprivileged caller. A
+/// device node, FIFO or socket (the null device bound over a file, say) is bound as it is:
+/// its filesystem (devtmpfs) has no idmapped mounts, and it holds no files to own. One
+/// `stat` of the source (already resolved), none for an unprivileged caller.
 fn caller_idmap(src: &Path, pinned: Option<(u32, u32)>) -> Option<MountIdmap> {
-    let tree = std::fs::metadata(src).is_ok_and(|m| m.is_dir() || m.is_file());
-    pinned
-        .filter(|_| tree)
-        .map(|pinned| super::idmaps::caller_tree(owner(src), pinned))
+    use std::os::unix::fs::MetadataExt;
+    let pinned = pinned?;
+    let meta = std::fs::metadata(src).ok()?;
+    (meta.is_dir() || meta.is_file())
+        .then(|| super::idmaps::caller_tree((meta.uid(), meta.gid()), pinned))
 }
 
 /// The command: the request's, or with an image and none, the image's Entrypoint and Cmd.

@@ -11,7 +11,7 @@
 //! through its descriptor (`/proc/self/fd/N`), never through its path again.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -92,13 +92,7 @@ fn reopen(fd: &OwnedFd, flags: libc::c_int) -> Result<std::fs::File, HostPathErr
     if kind(fd)? != libc::S_IFREG {
         return Err(HostPathError::NotRegular);
     }
-    let proc = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-    let c = cpath(&proc).map_err(io("open"))?;
-    // SAFETY: `c` is a valid NUL-terminated path the kernel only reads during the call.
-    let new = unsafe { libc::open(c.as_ptr(), flags | libc::O_NONBLOCK | libc::O_CLOEXEC) };
-    let new = Errno::result(new).map_err(io("open"))?;
-    // SAFETY: open returned a fresh descriptor that nothing else owns.
-    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(new) }))
+    super::reopen_fd(fd.as_fd(), flags).map_err(io("open"))
 }
 
 /// Opens a regular file for reading (non-blocking, close-on-exec).

@@ -2,7 +2,7 @@
 //! errno as [`Errno`]; callers name the step that failed.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -195,13 +195,22 @@ pub(crate) fn reopen_regular(probe: &std::fs::File, write: bool) -> Result<std::
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(Errno::EINVAL);
     }
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(write)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(format!("/proc/self/fd/{}", probe.as_raw_fd()))
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+    reopen_fd(
+        probe.as_fd(),
+        if write { libc::O_RDWR } else { libc::O_RDONLY },
+    )
+}
+
+/// Reopens an open file (an `O_PATH` descriptor will do) through `/proc/self/fd` with open
+/// `flags` (`O_NONBLOCK` and `O_CLOEXEC` added): never through its path again. The caller
+/// checks what kind of file it is first.
+pub(crate) fn reopen_fd(fd: BorrowedFd, flags: libc::c_int) -> Result<std::fs::File, Errno> {
+    let c = cpath(Path::new(&format!("/proc/self/fd/{}", fd.as_raw_fd())))?;
+    // SAFETY: `c` is a valid NUL-terminated path the kernel only reads during the call.
+    let new = unsafe { libc::open(c.as_ptr(), flags | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    let new = Errno::result(new)?;
+    // SAFETY: open returned a fresh descriptor that nothing else owns.
+    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(new) }))
 }
 
 /// `openat2(2)`: `path` from the directory `dir` with open `flags` (O_CLOEXEC added) and
