@@ -143,7 +143,7 @@ impl Hierarchy {
 
     /// This process's cgroup path on the hierarchy named `key` (`""` for the v2 line
     /// `0::/path`, a controller name for v1).
-    fn own_path(&self, key: &str) -> Option<String> {
+    pub(crate) fn own_path(&self, key: &str) -> Option<String> {
         own_path_in(&self.membership, key)
     }
 }

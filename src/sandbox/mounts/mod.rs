@@ -200,7 +200,16 @@ impl<'a> Builder<'a> {
                 }
             }
             self.apply(op)?;
-            if let Some(dest) = op.dest() {
+            // Nothing lies below what a file, device, FIFO or link was mounted or made at.
+            let leaf = matches!(
+                op,
+                MountOp::File { .. }
+                    | MountOp::DevNode { .. }
+                    | MountOp::Device { .. }
+                    | MountOp::Fifo { .. }
+                    | MountOp::Symlink { .. }
+            );
+            if let (Some(dest), false) = (op.dest(), leaf) {
                 self.forget_below(dest);
             }
             crate::trace::step_with("init", || {
@@ -275,9 +284,19 @@ impl<'a> Builder<'a> {
     }
 
     /// Forgets the checks of every path strictly below `dest` (a new mount covers them).
+    /// Compared as bytes: the keys are built component by component (no `.`, no doubled or
+    /// trailing `/`), and `dest` is brought to the same form first. Path's own
+    /// component-wise `starts_with` over every key after every operation was a tenth of
+    /// init's root step (issue 42's start-up).
     fn forget_below(&mut self, dest: &Path) {
-        self.checked
-            .retain(|p, _| !(p.starts_with(dest) && p.as_path() != dest));
+        use std::os::unix::ffi::OsStrExt;
+        let dest: PathBuf = dest.components().collect();
+        let d = dest.as_os_str().as_bytes();
+        let below = |p: &Path| {
+            let p = p.as_os_str().as_bytes();
+            p.len() > d.len() && p.starts_with(d) && (d == b"/" || p[d.len()] == b'/')
+        };
+        self.checked.retain(|p, _| !below(p));
     }
 
     fn ensure_dir(&mut self, dest: &Path) -> Result<PathBuf, MountError> {
@@ -327,8 +346,24 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
         dest: dest.to_path_buf(),
         errno: io_errno(&e),
     };
-    std::fs::write(path, bytes).map_err(io)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    // The mode given at creation, and set through the descriptor only where the caller's
+    // umask narrowed it: no second walk of the path for each of a run's twenty files.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    // Under the usual umask (022) the mode is already right.
+    if file.metadata().map_err(io)?.permissions().mode() & 0o7777 != mode {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Builds the new root from `ops` and pivots into it. On return the process's root is the
