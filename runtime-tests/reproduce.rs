@@ -6,8 +6,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
-use reprorun::reproduce::store::{RunRow, Store};
-use reprorun::reproduce::{Arm, Infra};
+use reprorun_reproduce::store::{RunRow, Store};
+use reprorun_reproduce::{Arm, Infra};
 
 /// A git repository with a `calc.py` and one passing test, and the study files around it.
 pub(crate) struct Fixture {
@@ -228,11 +228,11 @@ fn shim_makes_a_date_dependent_patch_reproducible_and_names_the_clock() {
     assert_eq!(count("clean", Arm::Shim), 2);
     assert_eq!(count("dated", Arm::NoShim), 2);
     assert_eq!(
-        count("clean", Arm::ShimWithout(reprorun::reproduce::Pin::Clock)),
+        count("clean", Arm::ShimWithout(reprorun_reproduce::Pin::Clock)),
         0
     );
     assert_eq!(
-        count("dated", Arm::ShimWithout(reprorun::reproduce::Pin::Clock)),
+        count("dated", Arm::ShimWithout(reprorun_reproduce::Pin::Clock)),
         2
     );
     let r = rows

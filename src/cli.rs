@@ -7,16 +7,16 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use thiserror::Error;
 
-use crate::determinism::clock::{self, ClockMode, DateChoice};
-use crate::determinism::RandomMode;
-use crate::exit;
-use crate::oci;
-use crate::parse::{self, BindSpec, ParseError};
-use crate::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
-use crate::record::{self, RecordError, RecordSink, RunRecord};
-use crate::rootfs_id::{Described, RootfsId};
-use crate::sandbox::{self, SandboxError};
-use crate::security::{self, Resources, Rlimit, SeccompProfile};
+use reprorun_runtime::determinism::clock::{self, ClockMode, DateChoice};
+use reprorun_runtime::determinism::RandomMode;
+use reprorun_runtime::exit;
+use reprorun_runtime::oci;
+use reprorun_runtime::parse::{self, BindSpec, ParseError};
+use reprorun_runtime::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
+use reprorun_runtime::record::{self, RecordError, RecordSink, RunRecord};
+use reprorun_runtime::rootfs_id::{Described, RootfsId};
+use reprorun_runtime::sandbox::{self, SandboxError};
+use reprorun_runtime::security::{self, Resources, Rlimit, SeccompProfile};
 
 mod fast;
 
@@ -46,16 +46,16 @@ pub(crate) enum Command {
     #[command(flatten)]
     Oci(oci::cli::OciCommand),
     /// Import, list, inspect and remove container images (`spec/image.md`).
-    Image(crate::image::cli::ImageArgs),
+    Image(reprorun_runtime::image::cli::ImageArgs),
     /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
     /// (`spec/mirror.md`).
-    Mirror(crate::mirror::cli::MirrorArgs),
+    Mirror(reprorun_runtime::mirror::cli::MirrorArgs),
     /// Re-run benchmark patches k times with and without the determinism shim; study
     /// reproducibility (`spec/reproduce.md`).
-    Reproduce(crate::reproduce::cli::ReproduceArgs),
+    Reproduce(reprorun_reproduce::cli::ReproduceArgs),
     /// The ReproRepo audit: snapshots of repositories as issue reporters saw them, audit
     /// agents on paper + snapshot in sandboxes, blind and offline (`spec/audit.md`).
-    Audit(crate::audit::cli::AuditArgs),
+    Audit(reprorun_audit::cli::AuditArgs),
 }
 
 /// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
@@ -83,7 +83,7 @@ pub(crate) struct ExecArgs {
     /// How pip and uv reach the mirror's PyPI part: `file` (file:///mirror/pypi/simple) or
     /// `http` (http://127.0.0.1:4873/pypi/simple/, with PEP 691 JSON and upload times).
     #[arg(long, value_name = "HOW", default_value = "file", requires = "mirror")]
-    pub(crate) mirror_serve: crate::mirror::Serve,
+    pub(crate) mirror_serve: reprorun_runtime::mirror::Serve,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub(crate) workdir: Option<PathBuf>,
@@ -91,7 +91,7 @@ pub(crate) struct ExecArgs {
     /// `overlay` (writes go to a throwaway layer that ends with the run: HOST_DIR is not
     /// changed, and caches a tool keeps there cannot leak into the next run).
     #[arg(long, value_enum, value_name = "MODE", default_value = "rw")]
-    pub(crate) workdir_mode: crate::plan::WorkdirMode,
+    pub(crate) workdir_mode: reprorun_runtime::plan::WorkdirMode,
     /// With --workdir-mode overlay: save the overlay's layers in DIR (a new or empty
     /// directory): DIR/upper holds what the run changed in /work (`spec/sandbox.md`).
     #[arg(long, value_name = "DIR")]
@@ -114,15 +114,15 @@ pub(crate) struct ExecArgs {
     /// Let the sandbox reach this host through the egress proxy: a DNS name, `*.suffix` (one
     /// or more labels), or an IP literal (`[v6]` for IPv6); PORT is 443 unless given (name
     /// every port: `:*` is refused). Repeatable; implies --net allow.
-    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| crate::net::Rule::parse(v))]
-    pub(crate) allow_host: Vec<crate::net::Rule>,
+    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| reprorun_runtime::net::Rule::parse(v))]
+    pub(crate) allow_host: Vec<reprorun_runtime::net::Rule>,
     /// Read --allow-host patterns from FILE, one a line (blank lines and `#` comments
     /// skipped). Repeatable; implies --net allow.
     #[arg(long, value_name = "FILE")]
     pub(crate) allow_file: Vec<PathBuf>,
     /// The egress proxy resolves NAME to ADDRESS instead of asking the host's resolver (as
     /// Docker's --add-host); the address rules still apply. Repeatable; implies --net allow.
-    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| crate::net::allow::parse_add_host(v))]
+    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| reprorun_runtime::net::allow::parse_add_host(v))]
     pub(crate) add_host: Vec<(String, std::net::IpAddr)>,
     /// Append one JSON line to FILE per connection attempt through the egress proxy, as it
     /// ends (the run record's `network` list holds the same); implies --net allow.
@@ -230,16 +230,16 @@ pub(crate) enum Error {
     #[error("--env-file {path}: {source}")]
     EnvFile {
         path: PathBuf,
-        source: crate::sys::hostpath::HostPathError,
+        source: reprorun_runtime::sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
-    Allow(#[from] crate::net::AllowError),
+    Allow(#[from] reprorun_runtime::net::AllowError),
     #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
-        source: crate::sys::hostpath::HostPathError,
+        source: reprorun_runtime::sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Record(#[from] RecordError),
@@ -248,18 +248,18 @@ pub(crate) enum Error {
     #[error("print plan: {0}")]
     Print(std::io::Error),
     #[error("{0}")]
-    Image(#[from] crate::image::ImageError),
+    Image(#[from] reprorun_runtime::image::ImageError),
     #[error("--mirror: {0}")]
-    Mirror(#[from] crate::mirror::MirrorError),
+    Mirror(#[from] reprorun_runtime::mirror::MirrorError),
     /// `reprorun mirror ...` itself failed.
     #[error("{0}")]
-    MirrorCommand(crate::mirror::MirrorError),
+    MirrorCommand(reprorun_runtime::mirror::MirrorError),
     #[error("{0}")]
     Oci(#[from] oci::OciError),
     #[error("reproduce: {0}")]
-    Reproduce(#[from] crate::reproduce::ReproduceError),
+    Reproduce(#[from] reprorun_reproduce::ReproduceError),
     #[error("audit: {0}")]
-    Audit(#[from] crate::audit::AuditError),
+    Audit(#[from] reprorun_audit::AuditError),
 }
 
 impl Error {
@@ -274,8 +274,8 @@ impl Error {
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
-    crate::trace::init();
-    crate::trace::step("supervisor", "main");
+    reprorun_runtime::trace::init();
+    reprorun_runtime::trace::step("supervisor", "main");
     let mut args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -302,20 +302,20 @@ pub fn main() -> i32 {
         }
         Command::Oci(c) => report(oci::cli::dispatch(&cli.global, c).map_err(Error::from)),
         Command::Image(args) => report(
-            crate::image::cli::run(args)
+            reprorun_runtime::image::cli::run(args)
                 .map(|()| 0)
                 .map_err(Error::from),
         ),
         Command::Mirror(args) => {
-            report(crate::mirror::cli::run(args).map_err(Error::MirrorCommand))
+            report(reprorun_runtime::mirror::cli::run(args).map_err(Error::MirrorCommand))
         }
         Command::Audit(args) => report(
-            crate::audit::cli::run(args)
+            reprorun_audit::cli::run(args)
                 .map(|()| 0)
                 .map_err(Error::from),
         ),
         Command::Reproduce(args) => report(
-            crate::reproduce::cli::run(args)
+            reprorun_reproduce::cli::run(args)
                 .map(|()| 0)
                 .map_err(Error::from),
         ),
@@ -328,7 +328,7 @@ fn report(result: Result<i32, Error>) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
             e.exit_code()
         }
     }
@@ -346,10 +346,10 @@ fn usage_error(e: clap::Error, args: &[String]) -> i32 {
             0
         };
     }
-    let command = crate::hint::command_path(&Cli::command(), args);
+    let command = reprorun_runtime::hint::command_path(&Cli::command(), args);
     eprint!(
         "{}",
-        crate::hint::usage_message(&e.render().to_string(), &command)
+        reprorun_runtime::hint::usage_message(&e.render().to_string(), &command)
     );
     exit::RUNTIME_ERROR
 }
@@ -383,12 +383,12 @@ fn wants_egress(args: &ExecArgs) -> bool {
 }
 
 /// The allowlist (`--allow-host`, then each `--allow-file`) and `--add-host` overrides.
-fn egress(args: &ExecArgs) -> Result<crate::net::Egress, Error> {
+fn egress(args: &ExecArgs) -> Result<reprorun_runtime::net::Egress, Error> {
     let mut rules = args.allow_host.clone();
     for file in &args.allow_file {
-        rules.extend(crate::net::allow::read_file(file)?);
+        rules.extend(reprorun_runtime::net::allow::read_file(file)?);
     }
-    Ok(crate::net::Egress {
+    Ok(reprorun_runtime::net::Egress {
         rules,
         hosts: args.add_host.clone(),
     })
@@ -404,7 +404,7 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
     for path in &args.env_file {
         // The file may lie in an earlier run's /work: no link is followed (unless
         // --follow-symlinks), no FIFO or device opened, at most 1 MiB read.
-        let text = crate::sys::hostpath::read_to_string(path, args.follow_symlinks, ENV_FILE_MAX)
+        let text = reprorun_runtime::sys::hostpath::read_to_string(path, args.follow_symlinks, ENV_FILE_MAX)
             .map_err(|source| Error::EnvFile {
             path: path.clone(),
             source,
@@ -456,25 +456,25 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
         req.import_tool(name, &path)?;
     }
     if args.mirror.is_none() && req.net == NetMode::None {
-        req.env.extend(crate::mirror::offline_env());
+        req.env.extend(reprorun_runtime::mirror::offline_env());
     }
     if let Some(dir) = &args.mirror {
         // Bound into the sandbox and served by the supervisor (as for --bind).
-        crate::plan::refuse_link(dir, args.follow_symlinks, "--mirror")?;
+        reprorun_runtime::plan::refuse_link(dir, args.follow_symlinks, "--mirror")?;
         // The clients' settings first: the user's --env-file and --env win.
         req.attach_mirror_as(dir, args.mirror_serve)?;
     }
     req.env.extend(env);
     req.env.extend(args.env.iter().cloned());
     if let Some(reference) = &args.image {
-        req.image = Some(crate::image::lookup(args.store.clone(), reference)?);
+        req.image = Some(reprorun_runtime::image::lookup(args.store.clone(), reference)?);
     }
     Ok(req)
 }
 
 fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let fail = |e: Error| {
-        eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
+        eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
         e.exit_code()
     };
     if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
@@ -482,17 +482,17 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
-    crate::trace::step("supervisor", "parse the command line");
+    reprorun_runtime::trace::step("supervisor", "parse the command line");
     let (plan, image) = match request(&args, mounts).and_then(|req| {
-        crate::trace::step("supervisor", "request");
+        reprorun_runtime::trace::step("supervisor", "request");
         let host = HostFacts::current()?;
-        crate::trace::step("supervisor", "host facts");
+        reprorun_runtime::trace::step("supervisor", "host facts");
         let image = req.image.as_ref().map(|i| RootfsId::Image {
             reference: i.reference.clone(),
             digest: i.digest.clone(),
         });
         let plan = plan::resolve(&req, &host)?;
-        crate::trace::step("supervisor", "resolve the plan");
+        reprorun_runtime::trace::step("supervisor", "resolve the plan");
         Ok((plan, image))
     }) {
         Ok(p) => p,
@@ -519,7 +519,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
         // The plan resolved it; the supervisor opens it the same way.
         let opened =
-            crate::sys::hostpath::open_write(path, false, crate::sys::hostpath::Write::Append);
+            reprorun_runtime::sys::hostpath::open_write(path, false, reprorun_runtime::sys::hostpath::Write::Append);
         if let Err(source) = opened {
             return fail(Error::NetLog {
                 path: path.to_path_buf(),
@@ -536,23 +536,23 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let started = SystemTime::now();
     let clock = Instant::now();
     let result = sandbox::run(&plan, &mut |line| {
-        eprintln!("reprorun: {}", crate::util::printable(line))
+        eprintln!("reprorun: {}", reprorun_runtime::util::printable(line))
     });
     let ended = SystemTime::now();
-    crate::trace::step("supervisor", "run returned");
+    reprorun_runtime::trace::step("supervisor", "run returned");
     let (code, error, outcome) = match result {
         Ok(o) => {
-            for h in crate::hint::after_failed_run(&plan, &o) {
-                eprintln!("reprorun: {}", crate::util::printable(&h));
+            for h in reprorun_runtime::hint::after_failed_run(&plan, &o) {
+                eprintln!("reprorun: {}", reprorun_runtime::util::printable(&h));
             }
             (o.exit_code, None, Some(o))
         }
         Err(e) => {
-            let hints = crate::hint::for_exec_error(&e, &args.command, &Cli::command());
+            let hints = reprorun_runtime::hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
-            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
             for h in hints {
-                eprintln!("reprorun: {}", crate::util::printable(&h));
+                eprintln!("reprorun: {}", reprorun_runtime::util::printable(&h));
             }
             (e.exit_code(), Some(e.to_string()), None)
         }
@@ -585,12 +585,12 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };
         if let Err(e) = sink.write(&rec) {
-            eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
             if code == 0 {
                 return exit::RUNTIME_ERROR;
             }
         }
     }
-    crate::trace::step("supervisor", "exit");
+    reprorun_runtime::trace::step("supervisor", "exit");
     code
 }

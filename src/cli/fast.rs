@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 
 use super::ExecArgs;
-use crate::determinism::clock;
-use crate::parse;
-use crate::plan::ExtraMount;
-use crate::security;
+use reprorun_runtime::determinism::clock;
+use reprorun_runtime::parse;
+use reprorun_runtime::plan::ExtraMount;
+use reprorun_runtime::security;
 
 /// The environment variables clap reads exec's options from: where one is set, clap parses.
 const ENV_BACKED: [&str; 2] = ["REPRORUN_STORE", "REPRORUN_ISOLATION"];
@@ -113,11 +113,11 @@ fn defaults() -> Option<ExecArgs> {
         hostname: parse::hostname("reprorun").ok()?,
         user: None,
         timeout: None,
-        isolation: crate::plan::Isolation::Full,
+        isolation: reprorun_runtime::plan::Isolation::Full,
         date: None,
         clock: clock::parse_clock_mode("start-at").ok()?,
         seed: 0,
-        random: crate::determinism::RandomMode::Seeded,
+        random: reprorun_runtime::determinism::RandomMode::Seeded,
         cpus: None,
         seccomp: security::seccomp::parse_option("default").ok()?,
         cap_add: Vec::new(),
@@ -177,9 +177,9 @@ fn set(a: &mut ExecArgs, mounts: &mut Vec<ExtraMount>, name: &str, v: &str) -> O
         }
         "import-tool" => repeat(&mut a.import_tool, v.to_string()),
         "net" => once!(a.net = Some(ValueEnum::from_str(v, false).ok()?)),
-        "allow-host" => repeat(&mut a.allow_host, crate::net::Rule::parse(v).ok()?),
+        "allow-host" => repeat(&mut a.allow_host, reprorun_runtime::net::Rule::parse(v).ok()?),
         "allow-file" => repeat(&mut a.allow_file, PathBuf::from(v)),
-        "add-host" => repeat(&mut a.add_host, crate::net::allow::parse_add_host(v).ok()?),
+        "add-host" => repeat(&mut a.add_host, reprorun_runtime::net::allow::parse_add_host(v).ok()?),
         "net-log" => once!(a.net_log = path()),
         "env" => repeat(&mut a.env, parse::env_entry(v).ok()?),
         "env-file" => repeat(&mut a.env_file, PathBuf::from(v)),

@@ -1,4 +1,4 @@
-//! `reprorun::parse::bind` (`--bind SRC:DST[:ro|rw]`) and `reprorun::parse::target`.
+//! `reprorun_runtime::parse::bind` (`--bind SRC:DST[:ro|rw]`) and `reprorun_runtime::parse::target`.
 #![no_main]
 
 use std::path::{Component, Path};
@@ -19,13 +19,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(p) = reprorun::parse::target(text) {
+    if let Ok(p) = reprorun_runtime::parse::target(text) {
         check_target(text, &p);
         // A normalized target is accepted again, unchanged.
         let again = p.to_str().expect("built from a &str");
-        assert_eq!(reprorun::parse::target(again).as_ref(), Ok(&p), "{text:?}");
+        assert_eq!(reprorun_runtime::parse::target(again).as_ref(), Ok(&p), "{text:?}");
     }
-    if let Ok(spec) = reprorun::parse::bind(text) {
+    if let Ok(spec) = reprorun_runtime::parse::bind(text) {
         check_target(text, &spec.dest);
         assert!(!spec.src.as_os_str().is_empty(), "{text:?}: empty SRC");
     }

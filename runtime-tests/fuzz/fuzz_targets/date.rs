@@ -1,9 +1,9 @@
-//! `reprorun::determinism::parse_date` (`--date`), `clock::parse_date_choice` and
+//! `reprorun_runtime::determinism::parse_date` (`--date`), `clock::parse_date_choice` and
 //! `clock::parse_clock_mode` (`--clock`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use reprorun::determinism::{clock, date, parse_date, DateChoice};
+use reprorun_runtime::determinism::{clock, date, parse_date, DateChoice};
 
 /// 9999-12-31T23:59:59Z, the last instant `parse_date` accepts (date.rs: MAX_EPOCH).
 const MAX_EPOCH: i64 = 253_402_300_799;

@@ -1,9 +1,9 @@
-//! `reprorun::security::seccomp::parse_oci` (an OCI `linux.seccomp` profile for `--seccomp
+//! `reprorun_runtime::security::seccomp::parse_oci` (an OCI `linux.seccomp` profile for `--seccomp
 //! FILE`) and the compilation of whatever it accepts into BPF.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use reprorun::security::seccomp::{compile, parse_oci, SeccompProfile};
+use reprorun_runtime::security::seccomp::{compile, parse_oci, SeccompProfile};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(!programs.is_empty());
             assert!(programs
                 .iter()
-                .all(|p| !p.is_empty() && p.len() <= reprorun::security::seccomp::MAX_INSTRUCTIONS));
+                .all(|p| !p.is_empty() && p.len() <= reprorun_runtime::security::seccomp::MAX_INSTRUCTIONS));
         }
     }
 });

@@ -1,0 +1,471 @@
+use serde_json::json;
+
+use super::result::{validate, ResultError};
+use super::task::{build, hidden_issues, Task};
+use super::validation::{agreement_of, draw, pair_id};
+use super::*;
+use crate::corpus::{Group, Manifest, PairEntry, CORPUS_VERSION};
+use crate::findings::Findings;
+
+/// One finding of the schema, with the text fields given.
+fn finding(
+    id: &str,
+    title: &str,
+    symptom: &str,
+    trigger: &str,
+    cause: &str,
+    ev: (&str, &str),
+    impact: &str,
+) -> serde_json::Value {
+    json!({
+        "finding_id": id, "rank_reason": "likely", "severity": "high",
+        "stage": "environment_setup", "category": "missing_dependency",
+        "issue_title": title, "user_symptom": symptom, "trigger_context": trigger,
+        "root_cause": cause,
+        "evidence": [{"path": ev.0, "line_refs": [1], "evidence_type": "code", "summary": ev.1}],
+        "impact": impact, "affected_claims_or_metrics": [], "reproducibility_blocker": true,
+        "confidence": "high"
+    })
+}
+
+fn findings(list: Vec<serde_json::Value>) -> Findings {
+    let doc = json!({
+        "reproducibility_assessment": {"overall": "partially_reproducible", "summary": "s"},
+        "findings": list, "missing_or_ambiguous_artifacts": []
+    });
+    crate::findings::validate(doc.to_string().as_bytes()).unwrap()
+}
+
+fn cv2_finding() -> serde_json::Value {
+    finding(
+        "F1",
+        "ModuleNotFoundError: No module named 'cv2' when running demo.py",
+        "python demo.py fails at startup with ModuleNotFoundError: No module named 'cv2'",
+        "python demo.py --input images/",
+        "demo.py does import cv2 but opencv-python is missing from requirements.txt",
+        ("demo.py", "import cv2"),
+        "the demo cannot run at all",
+    )
+}
+
+fn unrelated_finding() -> serde_json::Value {
+    finding(
+        "F2",
+        "Evaluation uses a different learning rate schedule than the paper",
+        "Reported accuracy is lower than Table 2",
+        "bash scripts/eval.sh",
+        "configs/base.yaml sets cosine decay while the paper describes step decay at epoch 30",
+        ("configs/base.yaml", "scheduler: cosine"),
+        "accuracy numbers differ from the paper",
+    )
+}
+
+fn fp16_finding() -> serde_json::Value {
+    finding(
+        "F3",
+        "Mixed precision training is numerically unstable",
+        "With --fp16 the run diverges after some iterations",
+        "python train.py --fp16 --batch-size 64",
+        "no GradScaler is used, so half precision gradients overflow",
+        ("train.py", "model.half() without loss scaling"),
+        "training results cannot be reproduced with half precision",
+    )
+}
+
+fn issue(
+    number: u64,
+    title: &str,
+    body: &str,
+    closed_at: Option<&str>,
+    comments: serde_json::Value,
+) -> serde_json::Value {
+    json!({"repo": "o/demo", "number": number, "title": title, "body": body,
+           "state": if closed_at.is_some() { "closed" } else { "open" },
+           "created_at": "2024-01-01T00:00:00Z", "closed_at": closed_at,
+           "url": format!("https://github.com/o/demo/issues/{number}"), "comments": comments})
+}
+
+/// A manifest: group `p@pre` holds a gold issue #1 (fixed in `p@fix`) and an open #2;
+/// `p@fix` holds an open #3 of its own.
+fn manifest() -> Manifest {
+    let group = |id: &str, issues: Vec<u64>, post: Vec<u64>| Group {
+        group_id: id.into(),
+        paper_id: "p".into(),
+        repo: "o/demo".into(),
+        commit: "c".into(),
+        tree: "t".into(),
+        issues,
+        post_fix_for: post,
+    };
+    let comments = json!([
+        {"author": "a", "body": "same here", "created_at": "2024-01-02T00:00:00Z"},
+        {"author": "m", "body": "fixed in abc123 by adding opencv", "created_at": "2024-02-02T00:00:00Z"},
+        {"author": "x", "body": "undated"}
+    ]);
+    Manifest {
+        version: CORPUS_VERSION,
+        pairs: vec![PairEntry {
+            paper_id: "p".into(),
+            title: Some("A paper".into()),
+            repo: "o/demo".into(),
+            paper: "x.md".into(),
+            paper_kind: "md".into(),
+            collected_at: "2024-01-01".into(),
+            venue: None,
+            year: None,
+            default_branch: "refs/heads/main".into(),
+        }],
+        groups: vec![
+            group("p@fix", vec![3], vec![1]),
+            group("p@pre", vec![1, 2], vec![]),
+        ],
+        issues: vec![
+            json!({"issue": issue(1, "No module named 'cv2'", "Running python demo.py gives\nModuleNotFoundError: No module named 'cv2'", Some("2024-02-01T00:00:00Z"), comments.clone()),
+                   "grounding": {"target": "closed_gold", "group_id": "p@pre", "post_fix_group_id": "p@fix", "rule": "merged_pr", "fix_commit": "abc123"}}),
+            json!({"issue": issue(2, "Where is the checkpoint?", "model_best.pth is not linked", None, comments),
+                   "grounding": {"target": "open", "group_id": "p@pre", "rule": "default_branch_at_collected_at"}}),
+            json!({"issue": issue(3, "Other", "x", None, json!([])),
+                   "grounding": {"target": "open", "group_id": "p@fix", "rule": "default_branch_at_collected_at"}}),
+        ],
+        warnings: vec![],
+    }
+}
+
+fn task_for(group: &str, list: Vec<serde_json::Value>) -> Task {
+    let m = manifest();
+    let hidden = hidden_issues(&m).unwrap();
+    let g = m.groups.iter().find(|g| g.group_id == group).unwrap();
+    build(&m, &hidden, g, 0, Some(&findings(list)))
+}
+
+#[test]
+fn a_task_holds_the_snapshots_issues_with_comments_made_before_the_fix() {
+    let t = task_for("p@pre", vec![cv2_finding(), unrelated_finding()]);
+    assert_eq!(t.task_id, "p@pre#0");
+    assert!(!t.post_fix);
+    assert_eq!(t.paper_title.as_deref(), Some("A paper"));
+    let ids: Vec<&str> = t
+        .hidden_issues
+        .iter()
+        .map(|h| h.hidden_issue_id.as_str())
+        .collect();
+    assert_eq!(ids, ["o/demo#1", "o/demo#2"]);
+    let gold = &t.hidden_issues[0];
+    assert_eq!(gold.target, "closed_gold");
+    // Before closed_at only: not the fix's comment, not an undated one.
+    let bodies: Vec<&str> = gold.comments.iter().map(|c| c.body.as_str()).collect();
+    assert_eq!(bodies, ["same here"]);
+    let fix = gold.fix_evidence.as_ref().unwrap();
+    assert_eq!(
+        (fix.rule.as_str(), fix.fix_commit.as_deref()),
+        ("merged_pr", Some("abc123"))
+    );
+    // An open issue: every comment.
+    assert_eq!(t.hidden_issues[1].comments.len(), 3);
+    assert!(t.hidden_issues[1].fix_evidence.is_none());
+    // The findings in order, with their index.
+    assert_eq!(t.findings.len(), 2);
+    assert_eq!(t.findings[1]["finding_index"], 1);
+    assert_eq!(t.findings[1]["finding_id"], "F2");
+    // The same task, the same bytes.
+    assert_eq!(
+        t.to_json(),
+        task_for("p@pre", vec![cv2_finding(), unrelated_finding()]).to_json()
+    );
+}
+
+#[test]
+fn a_post_fix_task_holds_the_fixed_issue_and_those_reported_on_that_snapshot() {
+    let t = task_for("p@fix", vec![cv2_finding()]);
+    assert!(t.post_fix);
+    let ids: Vec<(&str, bool)> = t
+        .hidden_issues
+        .iter()
+        .map(|h| (h.hidden_issue_id.as_str(), h.post_fix))
+        .collect();
+    // #1 is fixed here (a match is a false positive); #3's reporter saw this very tree.
+    assert_eq!(ids, [("o/demo#1", true), ("o/demo#3", false)]);
+    let pre = task_for("p@pre", vec![cv2_finding()]);
+    assert!(!pre.post_fix);
+    assert!(pre.hidden_issues.iter().all(|h| !h.post_fix));
+}
+
+#[test]
+fn a_run_without_findings_gets_a_task_without_findings() {
+    let m = manifest();
+    let hidden = hidden_issues(&m).unwrap();
+    let t = build(&m, &hidden, &m.groups[1], 2, None);
+    assert!(t.findings.is_empty());
+    assert_eq!(t.hidden_issues.len(), 2);
+}
+
+#[test]
+fn a_manifest_entry_that_is_no_issue_is_named() {
+    let mut m = manifest();
+    m.issues.push(json!({"issue": {"number": 9}}));
+    let e = hidden_issues(&m).unwrap_err();
+    assert!(e.starts_with("issues[3]"), "{e}");
+}
+
+/// A valid answer to a task of two issues and two findings.
+fn answer() -> serde_json::Value {
+    let dims = json!({"user_facing_symptom": "exact", "trigger_path_or_workflow": "semantic",
+                      "root_cause": "exact", "involved_artifact": "exact", "impact": "none"});
+    let none_dims = json!({"user_facing_symptom": "none", "trigger_path_or_workflow": "none",
+                      "root_cause": "none", "involved_artifact": "none", "impact": "none"});
+    json!({
+        "issue_alignments": [
+            {"hidden_issue_id": "o/demo#1", "target": "closed_gold", "issue_number": 1,
+             "best_label": "exact", "best_finding_id": "F1", "best_finding_index": 0,
+             "dimension_labels": dims, "rationale": "same", "matched_evidence": ["cv2"]},
+            {"hidden_issue_id": "o/demo#2", "best_label": "none", "best_finding_index": null,
+             "dimension_labels": none_dims, "rationale": "no"}
+        ],
+        "finding_alignments": [
+            {"finding_id": "F1", "finding_index": 0, "best_label": "exact",
+             "matched_hidden_issue_ids": ["o/demo#1"], "matched_targets": ["closed_gold"]},
+            {"finding_id": "F2", "finding_index": 1, "best_label": "none"}
+        ],
+        "pair_labels": [
+            {"hidden_issue_id": "o/demo#1", "finding_index": 0, "label": "exact"},
+            {"hidden_issue_id": "o/demo#1", "finding_index": 1, "label": "none"},
+            {"hidden_issue_id": "o/demo#2", "finding_index": 0, "label": "none"},
+            {"hidden_issue_id": "o/demo#2", "finding_index": 1, "label": "none"}
+        ],
+        "notes": ""
+    })
+}
+
+fn check(v: &serde_json::Value) -> Result<result::Pairs, ResultError> {
+    let t = task_for("p@pre", vec![cv2_finding(), unrelated_finding()]);
+    validate(v.to_string().as_bytes(), &t)
+}
+
+#[test]
+fn a_valid_result_gives_every_pairs_label() {
+    let pairs = check(&answer()).unwrap();
+    assert_eq!(pairs.len(), 4);
+    assert_eq!(pairs[&("o/demo#1".to_string(), 0)], Label::Exact);
+    assert_eq!(pairs[&("o/demo#2".to_string(), 1)], Label::None);
+    // A fenced answer in a message is found.
+    let msg = format!("Here it is:\n```json\n{}\n```\n", answer());
+    let doc = agent::extract(&msg).unwrap();
+    assert!(check(&serde_json::from_str(doc).unwrap()).is_ok());
+}
+
+/// An edit of a valid answer.
+type Edit = fn(&mut serde_json::Value);
+
+#[test]
+fn each_kind_of_bad_result_is_refused_with_its_reason() {
+    let t = task_for("p@pre", vec![cv2_finding(), unrelated_finding()]);
+    assert!(matches!(
+        validate(b"{not json", &t),
+        Err(ResultError::Syntax(_))
+    ));
+    assert!(matches!(
+        validate(b"{\"pair_labels\": 3}", &t),
+        Err(ResultError::Shape(_))
+    ));
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            |v| v["pair_labels"][0]["label"] = "maybe".into(),
+            "label \"maybe\"",
+        ),
+        (
+            |v| v["issue_alignments"][0]["best_label"] = "close".into(),
+            "issue_alignments[0]: label \"close\"",
+        ),
+        (
+            |v| v["pair_labels"][1]["hidden_issue_id"] = "o/demo#99".into(),
+            "o/demo#99",
+        ),
+        (
+            |v| v["pair_labels"][1]["finding_index"] = 7.into(),
+            "finding index 7",
+        ),
+        (
+            |v| {
+                v["pair_labels"].as_array_mut().unwrap().pop();
+            },
+            "(o/demo#2, finding 1) is not labelled",
+        ),
+        (
+            |v| v["pair_labels"][3] = v["pair_labels"][2].clone(),
+            "given twice",
+        ),
+        (
+            |v| {
+                v["issue_alignments"].as_array_mut().unwrap().pop();
+            },
+            "o/demo#2 is not answered",
+        ),
+        (
+            |v| v["issue_alignments"][1]["hidden_issue_id"] = "o/demo#1".into(),
+            "given twice",
+        ),
+        (
+            |v| v["issue_alignments"][0]["best_label"] = "semantic".into(),
+            "strongest pair label of o/demo#1 is exact",
+        ),
+        (
+            |v| v["issue_alignments"][0]["best_finding_index"] = 1.into(),
+            "best_finding_index 1 is not labelled exact",
+        ),
+        (
+            |v| v["issue_alignments"][0]["target"] = "open".into(),
+            "target is closed_gold",
+        ),
+        (
+            |v| {
+                v["issue_alignments"][0]["dimension_labels"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("impact");
+            },
+            "no impact",
+        ),
+        (
+            |v| v["issue_alignments"][0]["dimension_labels"]["root_cause"] = "yes".into(),
+            "dimension_labels.root_cause",
+        ),
+        (
+            |v| v["finding_alignments"][0]["best_label"] = "none".into(),
+            "strongest pair label of finding 0 is exact",
+        ),
+        (
+            |v| v["finding_alignments"][1]["finding_id"] = "F9".into(),
+            "finding 1 is \"F2\"",
+        ),
+        (
+            |v| v["finding_alignments"][1]["matched_hidden_issue_ids"] = json!(["x#1"]),
+            "x#1",
+        ),
+    ];
+    for (edit, needle) in cases {
+        let mut v = answer();
+        edit(&mut v);
+        let e = check(&v).expect_err(needle).to_string();
+        assert!(e.contains(needle), "{needle:?} not in {e:?}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+fn lexical_label(issue_title: &str, issue_body: &str, f: serde_json::Value) -> Label {
+    let mut m = manifest();
+    m.issues[0]["issue"]["title"] = issue_title.into();
+    m.issues[0]["issue"]["body"] = issue_body.into();
+    m.issues[0]["issue"]["comments"] = json!([]);
+    let hidden = hidden_issues(&m).unwrap();
+    let t = build(&m, &hidden, &m.groups[1], 0, Some(&findings(vec![f])));
+    let r = lexical::judge(&t);
+    let pairs = validate(&r.to_json(), &t).expect("the built-in judge's answer validates");
+    pairs[&("o/demo#1".to_string(), 0)]
+}
+
+#[test]
+fn the_lexical_judge_matches_a_missing_module_to_its_dependency_finding() {
+    let l = lexical_label(
+        "ModuleNotFoundError: No module named 'cv2'",
+        "I installed the requirements and ran `python demo.py --input images/`:\n\nTraceback (most recent call last):\n  File \"demo.py\", line 3, in <module>\n    import cv2\nModuleNotFoundError: No module named 'cv2'",
+        cv2_finding(),
+    );
+    assert_eq!(l, Label::Exact);
+}
+
+#[test]
+fn the_lexical_judge_leaves_an_unrelated_finding_unmatched() {
+    let l = lexical_label(
+        "ModuleNotFoundError: No module named 'cv2'",
+        "python demo.py fails:\nModuleNotFoundError: No module named 'cv2'",
+        unrelated_finding(),
+    );
+    assert_eq!(l, Label::None);
+}
+
+#[test]
+fn the_lexical_judge_calls_a_paraphrase_with_the_same_script_and_flag_semantic() {
+    let l = lexical_label(
+        "Loss becomes NaN with --fp16",
+        "When I launch python train.py --fp16 on a single V100 the loss is NaN after about 2k steps. Without the flag it trains fine. Any idea?",
+        fp16_finding(),
+    );
+    assert_eq!(l, Label::Semantic);
+}
+
+#[test]
+fn the_lexical_judge_is_deterministic_and_labels_every_pair() {
+    let t = task_for(
+        "p@pre",
+        vec![cv2_finding(), unrelated_finding(), fp16_finding()],
+    );
+    let a = lexical::judge(&t).to_json();
+    assert_eq!(a, lexical::judge(&t).to_json());
+    let pairs = validate(&a, &t).unwrap();
+    assert_eq!(pairs.len(), 2 * 3);
+    assert_eq!(pairs[&("o/demo#1".to_string(), 0)], Label::Exact);
+    assert_eq!(pairs[&("o/demo#1".to_string(), 1)], Label::None);
+}
+
+#[test]
+fn anchors_name_files_flags_modules_artifacts_and_exceptions() {
+    let a = lexical::anchors(
+        "Run `python tools/train.py --lr=0.1` then load ckpt/model_best.pth. ImportError: No module named 'torchvision'; from mmcv.ops import x; pip install opencv-python. torch.cuda.OutOfMemoryError.",
+    );
+    for want in [
+        "file:train.py",
+        "flag:--lr",
+        "artifact:model_best.pth",
+        "exception:importerror",
+        "exception:outofmemoryerror",
+        "module:torchvision",
+        "module:mmcv",
+        "module:cv2",
+    ] {
+        assert!(a.contains(want), "{want} not in {a:?}");
+    }
+}
+
+#[test]
+fn agreement_arithmetic_on_a_known_confusion() {
+    // human rows × judge columns: exact, semantic, none.
+    let c = [[10, 2, 3], [4, 5, 1], [2, 3, 20]];
+    let a = agreement_of(&c);
+    assert_eq!(a.pairs, 50);
+    assert_eq!(a.agree, 35);
+    assert_eq!(a.raw_agreement, Some(0.7));
+    // Both say match: 10 + 2 + 4 + 5 = 21; judge says match: 21 + 2 + 3 = 26; human: 21 + 3 + 1 = 25.
+    assert_eq!((a.match_both, a.match_judge, a.match_human), (21, 26, 25));
+    assert_eq!(a.precision, Some(21.0 / 26.0));
+    assert_eq!(a.recall, Some(21.0 / 25.0));
+    let none = agreement_of(&[[0; 3]; 3]);
+    assert_eq!(
+        (none.raw_agreement, none.precision, none.recall),
+        (None, None, None)
+    );
+}
+
+#[test]
+fn the_draw_is_deterministic_per_seed_and_capped_per_label() {
+    let labels: Vec<PairLabel> = (0..300)
+        .map(|i| PairLabel {
+            group_id: format!("g{}", i % 7),
+            repeat: i / 100,
+            judge: "builtin".into(),
+            hidden_issue_id: format!("o/r#{}", i % 11),
+            finding_index: i,
+            label: [Label::Exact, Label::Semantic, Label::None][(i % 3) as usize],
+        })
+        .collect();
+    let a = draw(&labels, 5, 1);
+    assert_eq!(a.len(), 15);
+    for l in [Label::Exact, Label::Semantic, Label::None] {
+        assert_eq!(a.iter().filter(|p| p.label == l).count(), 5);
+    }
+    assert_eq!(a, draw(&labels, 5, 1));
+    assert_ne!(a, draw(&labels, 5, 2));
+    assert_eq!(draw(&labels, 1000, 0).len(), 300);
+    // Ids are distinct per pair.
+    let ids: std::collections::BTreeSet<String> = labels.iter().map(pair_id).collect();
+    assert_eq!(ids.len(), 300);
+}

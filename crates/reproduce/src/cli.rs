@@ -1,0 +1,402 @@
+//! `reprorun reproduce run|report|regrade`: arguments to options, and what is printed.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::input::Defaults;
+use super::runner::Conditions;
+use super::store::Store;
+use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
+use reprorun_pipeline::cluster_args::PlanOut;
+pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
+use reprorun_pipeline::progress::ProgressMode;
+use reprorun_runtime::plan::NetChoice;
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    #[command(subcommand)]
+    pub command: ReproduceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReproduceCommand {
+    /// Re-run each predicted patch k times in fresh sandboxes and record every run.
+    #[command(
+        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
+    )]
+    Run(Box<RunArgs>),
+    /// Write report.md, report.html (with SVG charts) and summary.json from a study.
+    #[command(
+        after_help = "Exit status: 0, or 125 when the study cannot be read or the report written."
+    )]
+    Report(ReportArgs),
+    /// Grade every recorded run again from its stored logs under the current grading
+    /// rules, without re-running anything, and update the rows whose grade changed.
+    #[command(
+        after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
+    )]
+    Regrade(RegradeArgs),
+    /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
+    /// sbatch scripts (tasks/submit.sh) instead of running them.
+    #[command(
+        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (the leave-one-out pin runs of --compare-shim --pin-runs N) is planned by a second plan with --phase pins once phase 1 is merged, into its own --out and results. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
+    )]
+    Plan(Box<PlanArgs>),
+    /// Make one chunk's runs (an array task's part) and write each result to
+    /// DIR/runs/KEY.json; never opens the study database.
+    #[command(
+        after_help = "Runs with a result already there are skipped. SIGTERM or SIGINT: no new run starts; the one in flight finishes and is written; exit 0. Trees and scratch go to $TMPDIR (node-local). Exit status: 0, or 125 on bad input or a failure that stops the chunk (run it again to resume). Formats: spec/cluster.md."
+    )]
+    Work(WorkArgs),
+    /// Check the workers' results against the plan and record each run once in the
+    /// study database (the one writer).
+    #[command(
+        after_help = "A result that does not belong to the plan (another manifest, an unknown unit, a log whose digest does not match) is refused with one line and nothing is merged. A second result of a recorded run goes to the attempts table. Merging again adds nothing. Exit status: 0, or 125. Formats: spec/cluster.md."
+    )]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub plan: PlanOut,
+    /// One run index per chunk: the k runs of a patch are separate array tasks, so Slurm
+    /// can place them on different nodes (merge reports the hosts each patch ran on).
+    #[arg(long)]
+    pub spread_hosts: bool,
+    /// `runs`: phase 1, the k runs of each arm. `pins`: phase 2, the leave-one-out pin runs
+    /// that the merged phase-1 runs in --db call for (needs every phase-1 run merged; the
+    /// results default to `results-pins` beside --out).
+    #[arg(long, value_enum, default_value = "runs")]
+    pub phase: cluster::plan::Phase,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// SWE-bench instances: a JSON array or JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch).
+    #[arg(long, value_name = "FILE")]
+    pub predictions: PathBuf,
+    /// The study's SQLite database; created, or resumed when it exists. Logs go to
+    /// FILE.logs/, scratch trees to FILE.work/.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Runs per patch and arm.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub k: u32,
+    /// Also run each patch k times without the shim (host-like), pair the outcomes
+    /// (McNemar) and find which pin a non-reproducing patch needs.
+    #[arg(long)]
+    pub compare_shim: bool,
+    /// Also run the unpatched repository (test patch only) k times under each arm.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Runs made in parallel.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub jobs: u32,
+    /// Start run i of every patch no earlier than i×DURATION after the study began.
+    #[arg(long, value_name = "DURATION", value_parser = reprorun_runtime::parse::duration)]
+    pub stagger: Option<Duration>,
+    /// Print one JSON summary object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The recorded outcomes: a SWE-bench report.json (per instance {"resolved": bool}, or
+    /// the run summary with resolved_ids), over the instances' recorded_resolved.
+    #[arg(long, value_name = "FILE")]
+    pub recorded: Option<PathBuf>,
+    /// Where repositories are found (DIR/owner__name) for instances without repo_path.
+    #[arg(long, value_name = "DIR")]
+    pub repos: Option<PathBuf>,
+    /// The test command for instances without test_cmd (run by /bin/sh -c in /work).
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// Image store for instances with an `image` (env REPRORUN_STORE; default as for
+    /// `reprorun image`).
+    #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
+    pub store: Option<PathBuf>,
+    /// The frozen mirror for instances without a mirror field (shim arm).
+    #[arg(long, value_name = "DIR")]
+    pub mirror: Option<PathBuf>,
+    /// The index the no-shim arm installs from, as a mirror directory (the "live" index);
+    /// without it, host-like runs use the host's own pip/uv configuration.
+    #[arg(long, value_name = "DIR")]
+    pub no_shim_mirror: Option<PathBuf>,
+    /// The no-shim arm's network: `none` (loopback only), `host`, or `allow:PATTERN,...`
+    /// (only the named hosts, through the egress proxy, e.g.
+    /// `allow:pypi.org,files.pythonhosted.org`; patterns as for `exec --allow-host`).
+    #[arg(long, default_value = "none", value_name = "MODE", value_parser = NetChoice::parse)]
+    pub no_shim_net: NetChoice,
+    /// Limit for each test command.
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = reprorun_runtime::parse::duration)]
+    pub timeout: Duration,
+    /// Memory limit (cgroup) for each run; an OOM kill is an infrastructure failure.
+    #[arg(long, value_name = "BYTES", value_parser = |v: &str| reprorun_runtime::security::size("--memory", v))]
+    pub memory: Option<u64>,
+    /// The shim's seed (hash seeds, entropy streams).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub seed: u64,
+    /// Runs per left-out pin for patches that reproduce only with the shim (default k; 0
+    /// turns this off).
+    #[arg(long, value_name = "N")]
+    pub pin_runs: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Directory for report.md, report.html and summary.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print the JSON summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Summarize the first N runs per arm; default: the k of the study's last `run`.
+    #[arg(long, value_name = "N")]
+    pub k: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct RegradeArgs {
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Print one JSON object (counts and the changed runs) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the subcommand; returns the exit status.
+pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
+    match args.command {
+        ReproduceCommand::Run(a) => run_study(*a),
+        ReproduceCommand::Report(a) => run_report(a),
+        ReproduceCommand::Regrade(a) => run_regrade(a),
+        ReproduceCommand::Plan(a) => run_plan(*a),
+        ReproduceCommand::Work(a) => run_work(a),
+        ReproduceCommand::Merge(a) => run_merge(a),
+    }
+}
+
+fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
+    let results = a.plan.results.clone().unwrap_or_else(|| {
+        let parent = a.plan.out.parent().unwrap_or(std::path::Path::new("."));
+        parent.join(match a.phase {
+            cluster::plan::Phase::Runs => "results",
+            cluster::plan::Phase::Pins => "results-pins",
+        })
+    });
+    let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
+    let p = cluster::plan::PlanOptions {
+        study: study_options(a.run),
+        out: a.plan.out,
+        results,
+        chunk: a.plan.chunk,
+        sbatch_args: a.plan.sbatch_args,
+        spread_hosts: a.spread_hosts,
+        reprorun,
+        phase: a.phase,
+    };
+    let Some(m) = cluster::plan::plan(&p)? else {
+        return write_out(
+            "0 runs: no patch reproduces with the shim and not without it; nothing to submit\n",
+        );
+    };
+    let units: u32 = m.chunks.iter().map(|c| c.units).sum();
+    let text = format!(
+        "{units} runs in {} chunks; submit with {}\n",
+        m.chunks.len(),
+        std::path::absolute(&p.out)
+            .unwrap_or(p.out.clone())
+            .join("submit.sh")
+            .display()
+    );
+    write_out(&text)
+}
+
+fn run_work(a: WorkArgs) -> Result<(), ReproduceError> {
+    let done = cluster::work::work(&cluster::work::WorkOptions {
+        tasks: a.tasks,
+        chunk: a.chunk,
+        results: a.results,
+    })?;
+    eprintln!(
+        "reprorun: reproduce work: {} run(s) made, {} already done{}",
+        done.ran,
+        done.skipped,
+        if done.stopped {
+            "; stopped by a signal before the rest"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
+    let m = cluster::merge::merge(&cluster::merge::MergeOptions {
+        tasks: a.tasks.clone(),
+        results: a.results.clone(),
+        db: a.db.clone(),
+    })?;
+    let json = a.json.then(|| serde_json::to_string(&m)).transpose();
+    let json = json.map_err(|e| ReproduceError::Print(e.into()))?;
+    let coverage = reprorun_pipeline::cluster::Coverage {
+        recorded: m.recorded,
+        planned: m.planned,
+        missing_chunks: m.missing_chunks.clone(),
+    };
+    let counts = [m.inserted, m.attempts, m.already];
+    let (out, err) = a.output("reproduce merge", "run", counts, &coverage, json);
+    if let Some(line) = err {
+        eprintln!("{line}");
+    }
+    write_out(&out)
+}
+
+/// The summary with each instance's distinct hosts, where the study was merged from a
+/// cluster.
+fn with_hosts(store: &Store, mut s: summary::Summary) -> Result<summary::Summary, ReproduceError> {
+    let hosts = cluster::merge::distinct_hosts(store)?;
+    for i in &mut s.instances {
+        i.distinct_hosts = hosts.get(&i.instance_id).copied();
+    }
+    Ok(s)
+}
+
+fn write_out(text: &str) -> Result<(), ReproduceError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
+}
+
+fn study_options(a: RunArgs) -> study::Options {
+    let mut conditions = Conditions::new(a.timeout, a.seed);
+    conditions.memory = a.memory;
+    conditions.no_shim_mirror = a.no_shim_mirror.clone();
+    conditions.no_shim_net = a.no_shim_net;
+    conditions.store = a.store.clone();
+    study::Options {
+        instances: a.instances,
+        predictions: a.predictions,
+        db: a.db,
+        k: a.k,
+        compare_shim: a.compare_shim,
+        baseline: a.baseline,
+        jobs: a.jobs,
+        stagger: a.stagger,
+        pin_runs: a.pin_runs.unwrap_or(a.k),
+        defaults: Defaults {
+            repos: a.repos,
+            test_cmd: a.test_cmd,
+            recorded: a.recorded,
+            mirror: a.mirror,
+            store: a.store,
+        },
+        conditions,
+        progress: ProgressMode::for_stderr(),
+    }
+}
+
+fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
+    let (db, k, json) = (a.db.clone(), a.k, a.json);
+    let opts = study_options(a);
+    let skipped = study::run(&opts)?;
+    if !skipped.is_empty() {
+        eprintln!(
+            "reprorun: reproduce: {} instance(s) without a prediction were not run: {}",
+            skipped.len(),
+            skipped.join(", ")
+        );
+    }
+    let store = Store::open(&db, false)?;
+    let summary = with_hosts(&store, summary::summarize(&store.instance_runs()?, k))?;
+    print(&summary, json)
+}
+
+fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
+    let store = Store::open(&a.db, false)?;
+    let runs = store.instance_runs()?;
+    // The k of the study's last `run`, unless asked otherwise.
+    let k = match a.k {
+        Some(k) => k,
+        None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
+    };
+    let summary = with_hosts(&store, summary::summarize(&runs, k))?;
+    let files = report::write_report(&summary, &a.out)?;
+    if a.json {
+        print(&summary, true)
+    } else {
+        for f in files {
+            println!("{}", f.display());
+        }
+        Ok(())
+    }
+}
+
+fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {
+    let done = regrade::regrade(&a.db)?;
+    let text = if a.json {
+        let line = serde_json::to_string(&done).map_err(|e| ReproduceError::Print(e.into()))?;
+        format!("{line}\n")
+    } else {
+        done.text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
+}
+
+/// The summary as one JSON object, or as a short table.
+fn print(summary: &summary::Summary, json: bool) -> Result<(), ReproduceError> {
+    let mut out = std::io::stdout().lock();
+    let text = if json {
+        let line = serde_json::to_string(summary).map_err(|e| ReproduceError::Print(e.into()))?;
+        format!("{line}\n")
+    } else {
+        table(summary)
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(ReproduceError::Print)
+}
+
+fn table(s: &summary::Summary) -> String {
+    let mut t = String::from("arm          reproducible  flaky  broken\n");
+    for (arm, counts) in [("shim", Some(&s.shim)), ("no_shim", s.no_shim.as_ref())] {
+        if let Some(c) = counts {
+            t.push_str(&format!(
+                "{arm:<12} {:>12}  {:>5}  {:>6}\n",
+                c.reproducible, c.flaky, c.broken
+            ));
+        }
+    }
+    if let Some(p) = s.mcnemar_p {
+        t.push_str(&format!("McNemar exact p = {p:.4}\n"));
+    }
+    if let Some(o) = s.overhead_median {
+        t.push_str(&format!("median shim overhead = {:+.1}%\n", o * 100.0));
+    }
+    if let Some(h) = s.half_life_days {
+        t.push_str(&format!("dependency-drift half-life = {h:.0} days\n"));
+    }
+    let name = |c: Option<stats::Class>| c.map_or("-", stats::Class::name);
+    for i in &s.instances {
+        t.push_str(&format!("  {}: shim {}", i.instance_id, name(i.class_shim)));
+        if i.class_no_shim.is_some() {
+            t.push_str(&format!(", no shim {}", name(i.class_no_shim)));
+        }
+        t.push('\n');
+    }
+    t
+}

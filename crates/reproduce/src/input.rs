@@ -1,0 +1,439 @@
+//! The study's input: SWE-bench instances (JSON array or JSONL) and predictions (JSONL),
+//! the recorded outcomes (a SWE-bench `report.json`, or a field per instance), and
+//! reprorun's optional per-instance fields. Everything is checked before anything is
+//! written, so bad input leaves nothing behind. Formats: `spec/reproduce.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use reprorun_pipeline::records::{string_field, Records};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum InputError {
+    #[error("read {what} {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {reason}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("instance {id}: {reason}")]
+    Instance { id: String, reason: String },
+    #[error(
+        "{path}:{line}: prediction for unknown instance {id:?}: it is not in the instances file"
+    )]
+    UnknownInstance {
+        path: PathBuf,
+        line: usize,
+        id: String,
+    },
+    #[error("{0}: no instance has a prediction; nothing to run")]
+    NothingToRun(PathBuf),
+}
+
+reprorun_pipeline::records_error_into!(InputError);
+
+/// One instance, resolved: paths absolute, dates parsed, its prediction attached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instance {
+    pub instance_id: String,
+    /// `owner/name`, informational.
+    pub repo: String,
+    /// A local git repository (a directory) or bundle file.
+    pub repo_path: PathBuf,
+    pub base_commit: String,
+    pub test_patch: String,
+    pub model_patch: String,
+    pub model_name: String,
+    pub fail_to_pass: Vec<String>,
+    pub pass_to_pass: Vec<String>,
+    /// Run by `/bin/sh -c` in the checkout.
+    pub test_cmd: String,
+    pub image: Option<String>,
+    pub rootfs: Option<PathBuf>,
+    /// The frozen mirror the shim arm installs from.
+    pub mirror: Option<PathBuf>,
+    /// Unix seconds: `bench_date`, else `created_at`.
+    pub bench_date: i64,
+    pub recorded_resolved: bool,
+}
+
+/// What the caller adds to the files.
+#[derive(Debug, Clone, Default)]
+pub struct Defaults {
+    /// `--repos DIR`: where `repo` `owner/name` is found as `DIR/owner__name` or
+    /// `DIR/owner/name` when an instance has no `repo_path`.
+    pub repos: Option<PathBuf>,
+    /// `--test-cmd`: for instances without `test_cmd`.
+    pub test_cmd: Option<String>,
+    /// `--recorded FILE`: a SWE-bench report.json.
+    pub recorded: Option<PathBuf>,
+    /// `--mirror DIR`: for instances without `mirror`.
+    pub mirror: Option<PathBuf>,
+    /// `--store DIR`: the image store `image` is looked up in.
+    pub store: Option<PathBuf>,
+}
+
+/// The instances that have a prediction, in instance-id order, and the ids skipped for
+/// having none.
+#[derive(Debug)]
+pub struct Input {
+    pub instances: Vec<Instance>,
+    pub without_prediction: Vec<String>,
+}
+
+/// Reads and checks everything.
+pub fn load(
+    instances: &Path,
+    predictions: &Path,
+    defaults: &Defaults,
+) -> Result<Input, InputError> {
+    let base = instances
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let raw = read_records(instances, "instances")?;
+    let preds = read_records(predictions, "predictions")?;
+    let recorded = match &defaults.recorded {
+        Some(path) => Some(read_report(path)?),
+        None => None,
+    };
+
+    let mut by_id: BTreeMap<String, (usize, &serde_json::Map<String, Value>)> = BTreeMap::new();
+    for (line, obj) in &raw {
+        let id = string_field(obj, "instance_id").ok_or_else(|| InputError::Line {
+            path: instances.to_path_buf(),
+            line: *line,
+            reason: "no \"instance_id\" string".into(),
+        })?;
+        if by_id.insert(id.clone(), (*line, obj)).is_some() {
+            return Err(InputError::Line {
+                path: instances.to_path_buf(),
+                line: *line,
+                reason: format!("instance {id:?} appears twice"),
+            });
+        }
+    }
+
+    let mut patches: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for (line, obj) in &preds {
+        let bad = |reason: String| InputError::Line {
+            path: predictions.to_path_buf(),
+            line: *line,
+            reason,
+        };
+        let id = string_field(obj, "instance_id")
+            .ok_or_else(|| bad("no \"instance_id\" string".into()))?;
+        if !by_id.contains_key(&id) {
+            return Err(InputError::UnknownInstance {
+                path: predictions.to_path_buf(),
+                line: *line,
+                id,
+            });
+        }
+        let patch = match obj.get("model_patch") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(_) => return Err(bad("\"model_patch\" is not a string".into())),
+        };
+        let model = string_field(obj, "model_name_or_path").unwrap_or_default();
+        if patches.insert(id.clone(), (patch, model)).is_some() {
+            return Err(bad(format!("a second prediction for instance {id:?}")));
+        }
+    }
+    if patches.is_empty() {
+        return Err(InputError::NothingToRun(predictions.to_path_buf()));
+    }
+
+    let mut out = Vec::new();
+    let mut without = Vec::new();
+    for (id, (_, obj)) in &by_id {
+        let Some((patch, model)) = patches.remove(id) else {
+            without.push(id.clone());
+            continue;
+        };
+        out.push(instance(
+            id,
+            obj,
+            patch,
+            model,
+            &base,
+            defaults,
+            recorded.as_ref(),
+        )?);
+    }
+    Ok(Input {
+        instances: out,
+        without_prediction: without,
+    })
+}
+
+fn instance(
+    id: &str,
+    obj: &serde_json::Map<String, Value>,
+    model_patch: String,
+    model_name: String,
+    base: &Path,
+    defaults: &Defaults,
+    recorded: Option<&BTreeMap<String, bool>>,
+) -> Result<Instance, InputError> {
+    let bad = |reason: String| InputError::Instance {
+        id: id.to_string(),
+        reason,
+    };
+    let text = |key: &str| -> Result<Option<String>, InputError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(bad(format!("\"{key}\" is not a string"))),
+        }
+    };
+    let path = |p: String| {
+        let p = PathBuf::from(p);
+        if p.is_absolute() {
+            p
+        } else {
+            base.join(p)
+        }
+    };
+    let repo = text("repo")?.unwrap_or_default();
+    let repo_path = match text("repo_path")? {
+        Some(p) => path(p),
+        None => {
+            find_repo(&repo, defaults).ok_or_else(|| {
+                bad("no repository: add \"repo_path\" (a local git repository or bundle) or pass --repos DIR holding owner__name".into())
+            })?
+        }
+    };
+    if !repo_path.exists() {
+        return Err(bad(format!(
+            "repository {} does not exist: fix \"repo_path\" (relative paths are read from the instances file's directory)",
+            repo_path.display()
+        )));
+    }
+    let base_commit = text("base_commit")?
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| bad("no \"base_commit\"".into()))?;
+    if base_commit.starts_with('-') || base_commit.contains(char::is_whitespace) {
+        return Err(bad(format!(
+            "\"base_commit\" {base_commit:?} is not a revision"
+        )));
+    }
+    let test_cmd = text("test_cmd")?
+        .or_else(|| defaults.test_cmd.clone())
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| bad("no test command: add \"test_cmd\" or pass --test-cmd".into()))?;
+    let date = |key: &str| -> Result<Option<i64>, InputError> {
+        text(key)?
+            .map(|t| {
+                parse_when(&t).ok_or_else(|| {
+                    bad(format!(
+                        "\"{key}\" {t:?} is not a date (2023-05-10 or 2023-05-10T12:00:00Z)"
+                    ))
+                })
+            })
+            .transpose()
+    };
+    let bench_date = match date("bench_date")? {
+        Some(d) => d,
+        None => date("created_at")?.ok_or_else(|| {
+            bad(
+                "no \"bench_date\" or \"created_at\": the shim's clock needs the benchmark date"
+                    .into(),
+            )
+        })?,
+    };
+    let recorded_resolved = recorded_outcome(id, obj, recorded).map_err(&bad)?;
+    let image = text("image")?;
+    let rootfs = text("rootfs")?.map(path);
+    if image.is_some() && rootfs.is_some() {
+        return Err(bad("\"image\" and \"rootfs\" cannot both be set".into()));
+    }
+    if let Some(reference) = &image {
+        reprorun_runtime::image::lookup(defaults.store.clone(), reference)
+            .map_err(|e| bad(format!("image {reference:?}: {e}")))?;
+    }
+    if let Some(r) = &rootfs {
+        if !r.is_dir() {
+            return Err(bad(format!("rootfs {} is not a directory", r.display())));
+        }
+    }
+    let mirror = text("mirror")?
+        .map(path)
+        .or_else(|| defaults.mirror.clone());
+    if let Some(m) = mirror.as_deref().filter(|m| !m.join("lock.json").is_file()) {
+        return Err(bad(format!(
+            "mirror {} has no lock.json: make it with `reprorun mirror pull` or `mirror add`",
+            m.display()
+        )));
+    }
+    Ok(Instance {
+        instance_id: id.to_string(),
+        repo,
+        repo_path,
+        base_commit,
+        test_patch: text("test_patch")?.unwrap_or_default(),
+        model_patch,
+        model_name,
+        fail_to_pass: test_list(obj, "FAIL_TO_PASS").map_err(&bad)?,
+        pass_to_pass: test_list(obj, "PASS_TO_PASS").map_err(&bad)?,
+        test_cmd,
+        image,
+        rootfs,
+        mirror,
+        bench_date,
+        recorded_resolved,
+    })
+}
+
+/// `--repos DIR`'s repository for `owner/name`: `DIR/owner__name`, `DIR/owner/name` or
+/// `DIR/name`.
+fn find_repo(repo: &str, defaults: &Defaults) -> Option<PathBuf> {
+    let dir = defaults.repos.as_ref()?;
+    [
+        dir.join(repo.replace('/', "__")),
+        dir.join(repo),
+        dir.join(repo.rsplit('/').next().unwrap_or("")),
+    ]
+    .into_iter()
+    .find(|p| !repo.is_empty() && p.exists())
+}
+
+/// The instance's recorded outcome: `--recorded`'s, else its `recorded_resolved`, else its
+/// `recorded`.
+fn recorded_outcome(
+    id: &str,
+    obj: &serde_json::Map<String, Value>,
+    recorded: Option<&BTreeMap<String, bool>>,
+) -> Result<bool, String> {
+    match (recorded.and_then(|r| r.get(id)), obj.get("recorded_resolved"), obj.get("recorded")) {
+        (Some(r), _, _) => Ok(*r),
+        (None, Some(Value::Bool(b)), _) => Ok(*b),
+        (None, None, Some(v)) => recorded_value(v)
+            .ok_or_else(|| "\"recorded\" must be true/false, \"resolved\"/\"unresolved\" or {\"resolved\": bool}".into()),
+        (None, Some(_), _) => Err("\"recorded_resolved\" is not true or false".into()),
+        (None, None, None) => Err(
+            "no recorded outcome: add \"recorded_resolved\" or pass --recorded report.json".into(),
+        ),
+    }
+}
+
+/// SWE-bench writes the test lists either as JSON arrays or as strings holding one.
+fn test_list(obj: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    let strings = |v: &Vec<Value>| {
+        v.iter()
+            .map(|t| t.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("\"{key}\" holds a value that is not a string"))
+    };
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(v)) => strings(v),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(Vec::new()),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Array(v)) => strings(&v),
+            _ => Err(format!(
+                "\"{key}\" is a string but not a JSON array of test names"
+            )),
+        },
+        Some(_) => Err(format!("\"{key}\" is not a list of test names")),
+    }
+}
+
+fn recorded_value(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s == "resolved" => Some(true),
+        Value::String(s) if s == "unresolved" => Some(false),
+        Value::Object(o) => o.get("resolved").and_then(Value::as_bool),
+        _ => None,
+    }
+}
+
+/// Dates as SWE-bench writes them: RFC 3339, `2023-05-10 12:00:00`, or a plain date.
+pub fn parse_when(text: &str) -> Option<i64> {
+    use reprorun_runtime::determinism::date::parse_date;
+    let t = text.trim();
+    parse_date(t)
+        .ok()
+        .or_else(|| parse_date(&format!("{}Z", t.replacen(' ', "T", 1))).ok())
+        .or_else(|| t.get(..10).and_then(|d| parse_date(d).ok()))
+}
+
+/// A SWE-bench report: `{"ID": {"resolved": bool, ...}, ...}` (per-instance report.json
+/// files merged) or the run summary `{"resolved_ids": [...], "unresolved_ids": [...], ...}`.
+fn read_report(path: &Path) -> Result<BTreeMap<String, bool>, InputError> {
+    let bad = |reason: &str| InputError::File {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
+        what: "--recorded",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    let obj = v.as_object().ok_or_else(|| bad("not a JSON object"))?;
+    let mut out = BTreeMap::new();
+    if obj.contains_key("resolved_ids") {
+        for (key, resolved) in [
+            ("resolved_ids", true),
+            ("unresolved_ids", false),
+            ("error_ids", false),
+            ("empty_patch_ids", false),
+        ] {
+            for id in obj.get(key).and_then(Value::as_array).into_iter().flatten() {
+                let id = id
+                    .as_str()
+                    .ok_or_else(|| bad(&format!("\"{key}\" holds a non-string")))?;
+                out.insert(id.to_string(), resolved);
+            }
+        }
+        return Ok(out);
+    }
+    for (id, entry) in obj {
+        let resolved = entry
+            .get("resolved")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| bad(&format!("entry {id:?} has no \"resolved\" true/false")))?;
+        out.insert(id.clone(), resolved);
+    }
+    Ok(out)
+}
+
+/// The records of `path`, at least one.
+fn read_records(path: &Path, what: &'static str) -> Result<Records, InputError> {
+    let out = reprorun_pipeline::records::read_records(path, what)?;
+    if out.is_empty() {
+        return Err(InputError::File {
+            path: path.to_path_buf(),
+            reason: "no records (expected JSON Lines or a JSON array of objects)".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Every test the SWE-bench rule looks at.
+impl Instance {
+    pub fn listed_tests(&self) -> BTreeSet<&str> {
+        self.fail_to_pass
+            .iter()
+            .chain(&self.pass_to_pass)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

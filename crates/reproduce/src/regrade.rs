@@ -1,0 +1,193 @@
+//! `reprorun reproduce regrade`: every recorded run graded again from its stored logs
+//! (stdout, stderr, JUnit XML in `FILE.logs/`) under the current grading rules
+//! ([`outcome::grade_logs`]), without re-running anything; rows whose grade changed are
+//! updated in one transaction. Runs that produced no test outcome (infrastructure failures)
+//! keep theirs: there is nothing to grade.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::outcome;
+use super::store::{RunRow, Store, StoreError};
+use reprorun_pipeline::store::LockError;
+
+#[derive(Debug, Error)]
+pub enum RegradeError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lock(#[from] LockError),
+    #[error("--db {db}: instance {id} has no stored test lists (the study predates them); run `reprorun reproduce run` on it once with the same inputs, then regrade")]
+    NoLists { db: PathBuf, id: String },
+    #[error("--db {db}: run {id} {arm} #{idx}: log {digest} is missing from the log store; it cannot be regraded")]
+    MissingLog {
+        db: PathBuf,
+        id: String,
+        arm: String,
+        idx: u32,
+        digest: String,
+    },
+}
+
+/// One run whose grade changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub instance_id: String,
+    pub arm: String,
+    pub idx: u32,
+    pub resolved_before: bool,
+    pub resolved_after: bool,
+}
+
+/// What a regrade did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Regraded {
+    /// Runs in the study.
+    pub runs: u64,
+    /// Runs graded again (those with a test outcome).
+    pub graded: u64,
+    /// Infrastructure failures, kept as they are.
+    pub infra: u64,
+    /// Runs whose stored grade (resolved, signature, evidence or test statuses) changed.
+    pub changed: u64,
+    /// Of those, runs unresolved before and resolved now, and the other way round.
+    pub now_resolved: u64,
+    pub now_unresolved: u64,
+    pub changes: Vec<Change>,
+}
+
+/// Regrades the study at `db` (holding its lock: no `run` may record meanwhile).
+pub fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
+    let store = Store::open(db, false)?;
+    let _lock = reprorun_pipeline::store::lock(db)?;
+    let lists = store.graded_lists()?;
+    let mut out = Regraded::default();
+    let mut updated = Vec::new();
+    for row in store.rows()? {
+        out.runs += 1;
+        if row.infra.is_some() {
+            out.infra += 1;
+            continue;
+        }
+        out.graded += 1;
+        let (recorded, listed) = match lists.get(&row.instance_id) {
+            Some((recorded, Some(listed))) => (*recorded, listed),
+            _ => {
+                return Err(RegradeError::NoLists {
+                    db: db.to_path_buf(),
+                    id: row.instance_id,
+                })
+            }
+        };
+        let new = graded(&store, db, &row, recorded, listed)?;
+        if new == row {
+            continue;
+        }
+        out.changed += 1;
+        match (row.resolved, new.resolved) {
+            (false, true) => out.now_resolved += 1,
+            (true, false) => out.now_unresolved += 1,
+            _ => {}
+        }
+        out.changes.push(Change {
+            instance_id: row.instance_id.clone(),
+            arm: row.arm.name(),
+            idx: row.idx,
+            resolved_before: row.resolved,
+            resolved_after: new.resolved,
+        });
+        updated.push(new);
+    }
+    store.update_grades(&updated)?;
+    Ok(out)
+}
+
+/// `row` graded again from its logs.
+fn graded(
+    store: &Store,
+    db: &Path,
+    row: &RunRow,
+    recorded: bool,
+    listed: &[String],
+) -> Result<RunRow, RegradeError> {
+    let log = |digest: &str| {
+        store.log(digest).ok_or_else(|| RegradeError::MissingLog {
+            db: db.to_path_buf(),
+            id: row.instance_id.clone(),
+            arm: row.arm.name(),
+            idx: row.idx,
+            digest: digest.to_string(),
+        })
+    };
+    let stdout = log(&row.stdout_sha256)?;
+    let stderr = log(&row.stderr_sha256)?;
+    let junit = row.junit_sha256.as_deref().map(log).transpose()?;
+    let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+    let g = outcome::grade_logs(
+        &listed,
+        recorded,
+        row.exit_code,
+        &stdout,
+        &stderr,
+        junit.as_deref(),
+    );
+    Ok(RunRow {
+        resolved: g.resolved,
+        signature: g.signature,
+        evidence: g.evidence,
+        tests: g.tests,
+        ..row.clone()
+    })
+}
+
+impl Regraded {
+    /// The counts, and one line per changed run.
+    pub fn text(&self) -> String {
+        let mut t = format!(
+            "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved\n",
+            self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved
+        );
+        for c in &self.changes {
+            let word = |r: bool| if r { "resolved" } else { "unresolved" };
+            t.push_str(&format!(
+                "  {} {} #{}: {} -> {}\n",
+                c.instance_id,
+                c.arm,
+                c.idx,
+                word(c.resolved_before),
+                word(c.resolved_after)
+            ));
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_counts_and_names_each_change() {
+        let r = Regraded {
+            runs: 3,
+            graded: 2,
+            infra: 1,
+            changed: 1,
+            now_resolved: 1,
+            now_unresolved: 0,
+            changes: vec![Change {
+                instance_id: "a".into(),
+                arm: "shim".into(),
+                idx: 0,
+                resolved_before: false,
+                resolved_after: true,
+            }],
+        };
+        assert_eq!(
+            r.text(),
+            "regraded 2 of 3 runs (1 infrastructure failures kept): 1 changed, 1 now resolved, 0 no longer resolved\n  a shim #0: unresolved -> resolved\n"
+        );
+    }
+}

@@ -1,0 +1,561 @@
+//! One run: the arm's conditions turned into a sandbox request over the prepared tree, the
+//! test command run with its output captured, and the outcome graded. Called by a worker
+//! process; the sandbox is reprorun's own library, never its command line.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::input::Instance;
+use super::outcome;
+use super::store::{RunRow, Store, StoreError};
+use super::tree::{self, Variant};
+use super::ReproduceError;
+use super::{Arm, Infra, Pin};
+use reprorun_runtime::determinism::clock::DateChoice;
+use reprorun_runtime::determinism::{EnvProfile, RandomMode};
+use reprorun_runtime::parse::BindSpec;
+use reprorun_pipeline::unit::{Scratch, OUT_DIR};
+use reprorun_runtime::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetChoice};
+
+/// Where the run's JUnit XML is asked for, inside the sandbox (in [`OUT_DIR`]).
+pub const JUNIT: &str = "/.reprorun/out/junit.xml";
+
+/// What keeps a run from being made (the host's failure, not the patch's): the study
+/// stops, resumable.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Tree(#[from] tree::TreeError),
+    #[error("{0}")]
+    Unit(#[from] reprorun_pipeline::unit::UnitError),
+    #[error("{0}")]
+    Plan(#[from] reprorun_runtime::plan::PlanError),
+    #[error("{0}")]
+    Image(#[from] reprorun_runtime::image::ImageError),
+    #[error("{0}")]
+    Mirror(#[from] reprorun_runtime::mirror::MirrorError),
+    #[error("sandbox: {0}")]
+    Sandbox(#[source] reprorun_runtime::sandbox::SandboxError),
+}
+
+/// How runs are made (the study's options that shape a sandbox).
+#[derive(Debug, Clone)]
+pub struct Conditions {
+    /// The test command's limit.
+    pub timeout: Duration,
+    /// `--memory`: a cgroup limit for each run.
+    pub memory: Option<u64>,
+    /// `--seed` for the shim's seeded sources.
+    pub seed: u64,
+    /// The index the no-shim arm installs from (`--no-shim-mirror`); `None`: the host's
+    /// own configuration (the live index, through the network it allows).
+    pub no_shim_mirror: Option<PathBuf>,
+    /// `--no-shim-net`.
+    pub no_shim_net: NetChoice,
+    /// The caller's environment, passed to host-like runs.
+    pub host_env: Vec<(String, String)>,
+    /// `--store`: the image store for instances with an `image`.
+    pub store: Option<PathBuf>,
+}
+
+/// Variables of the caller that host-like runs do not take: reprorun's own, the shell's
+/// bookkeeping, `HOME` (runs get a private writable one), paths that do not exist or are
+/// read-only in the sandbox (`TMPDIR`, `XDG_*_HOME`, ...), and anything that looks like a
+/// credential — the patch is untrusted code (`spec/reproduce.md`).
+pub fn host_like(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    let secret = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
+        || [
+            "AWS_", "AZURE_", "GOOGLE_", "GCP_", "GH_", "SSH_", "GPG_", "KRB5",
+        ]
+        .iter()
+        .any(|p| upper.starts_with(p));
+    let path = matches!(
+        key,
+        "TMPDIR"
+            | "TMP"
+            | "TEMP"
+            | "XDG_RUNTIME_DIR"
+            | "XDG_CACHE_HOME"
+            | "XDG_CONFIG_HOME"
+            | "XDG_DATA_HOME"
+            | "XDG_STATE_HOME"
+            | "DBUS_SESSION_BUS_ADDRESS"
+    );
+    !(secret
+        || path
+        || key.starts_with("REPRORUN_")
+        || matches!(
+            key,
+            "HOME" | "PWD" | "OLDPWD" | "SHLVL" | "_" | "PYTEST_ADDOPTS" | "NOTIFY_SOCKET"
+        ))
+}
+
+/// The shim's pins that are not "the environment" (they stay when the env pin is left
+/// out): hash seeds and the build date.
+const SEED_PINS: &[&str] = &[
+    "PYTHONHASHSEED",
+    "PERL_HASH_SEED",
+    "PERL_PERTURB_KEYS",
+    "SWIFT_DETERMINISTIC_HASHING",
+    "SOURCE_DATE_EPOCH",
+];
+
+impl Conditions {
+    /// What of these conditions a study's runs depend on, as text: a resumed study must
+    /// be made under the same (`Store::check_options`).
+    pub fn fingerprint(&self) -> String {
+        serde_json::json!({
+            "timeout_ms": self.timeout.as_millis() as u64,
+            "memory": self.memory,
+            "seed": self.seed,
+            "no_shim_mirror": self.no_shim_mirror,
+            "no_shim_net": self.no_shim_net.to_string(),
+        })
+        .to_string()
+    }
+
+    pub fn new(timeout: Duration, seed: u64) -> Self {
+        Conditions {
+            timeout,
+            memory: None,
+            seed,
+            no_shim_mirror: None,
+            no_shim_net: NetChoice::NONE,
+            store: None,
+            host_env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, _)| host_like(k))
+                .collect(),
+        }
+    }
+}
+
+/// The sandbox request for `arm` over `tree`, writing into `out` (bound at [`OUT_DIR`]).
+/// A host-like run intercepts nothing; a run without the directory-order pin lists
+/// directories in the filesystem's order.
+pub fn request(
+    inst: &Instance,
+    arm: Arm,
+    cond: &Conditions,
+    host: &HostFacts,
+    tree: &Path,
+    out: &Path,
+) -> Result<ExecRequest, SetupError> {
+    let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
+    req.workdir = Some(tree.to_path_buf());
+    req.workdir_mode = reprorun_runtime::plan::WorkdirMode::Overlay;
+    req.isolation = Isolation::Full;
+    req.timeout = Some(cond.timeout);
+    req.resources.memory = cond.memory;
+    req.seed = cond.seed;
+    req.rootfs = inst.rootfs.clone();
+    if let Some(reference) = &inst.image {
+        req.image = Some(reprorun_runtime::image::lookup(cond.store.clone(), reference)?);
+    }
+    let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
+    let without = match arm {
+        Arm::ShimWithout(p) => Some(p),
+        _ => None,
+    };
+    req.intercept = !host_like;
+    req.sorted_dirs = without != Some(Pin::DirOrder);
+    let mut env = Vec::new();
+    let mut mirror = inst.mirror.clone();
+    if host_like {
+        req.date = Some(DateChoice::Now);
+        req.random = RandomMode::Real;
+        req.pinned_env = false;
+        req.net = cond.no_shim_net.mode;
+        req.egress = cond.no_shim_net.egress.clone();
+        req.cpus = Some(host.cpus_available);
+        // Behind the egress proxy the caller's own proxy settings would lead nowhere.
+        let ours = |k: &str| {
+            req.net == reprorun_runtime::plan::NetMode::Allow
+                && reprorun_runtime::plan::proxy_env().iter().any(|(p, _)| *p == k)
+        };
+        env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
+        mirror = cond.no_shim_mirror.clone();
+    } else {
+        req.date = Some(match without {
+            Some(Pin::Clock) => DateChoice::Now,
+            _ => DateChoice::Pinned(inst.bench_date),
+        });
+        if without == Some(Pin::Random) {
+            req.random = RandomMode::Real;
+        }
+        if without == Some(Pin::Env) {
+            // The caller's environment instead of the pinned one, the seed pins kept.
+            req.pinned_env = false;
+            env.extend(
+                cond.host_env
+                    .iter()
+                    .filter(|(k, _)| !SEED_PINS.contains(&k.as_str()))
+                    .cloned(),
+            );
+            let pins = EnvProfile::pinned(inst.bench_date, cond.seed);
+            for k in SEED_PINS {
+                if let Some(v) = pins.get(k) {
+                    env.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
+        if without == Some(Pin::HashSeed) {
+            env.push(("PYTHONHASHSEED".into(), "random".into()));
+            env.push(("PERL_PERTURB_KEYS".into(), "RANDOM".into()));
+        }
+        if without == Some(Pin::Cpus) {
+            req.cpus = Some(host.cpus_available);
+        }
+        if without == Some(Pin::Network) {
+            req.net = cond.no_shim_net.mode;
+            req.egress = cond.no_shim_net.egress.clone();
+        }
+        if without == Some(Pin::Mirror) {
+            mirror = cond.no_shim_mirror.clone();
+        }
+    }
+    req.env = env;
+    if let Some(dir) = &mirror {
+        req.attach_mirror(dir)?;
+    }
+    req.extra_mounts.push(ExtraMount::Bind(BindSpec {
+        src: out.to_path_buf(),
+        dest: OUT_DIR.into(),
+        readonly: false,
+    }));
+    // The instruments come last: pytest writes JUnit XML and the -rA summary; other
+    // runners may write their JUnit XML to $REPRORUN_JUNIT.
+    req.env
+        .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
+    req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
+    Ok(req)
+}
+
+/// A run's row before anything is known of it.
+fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
+    RunRow {
+        instance_id: inst.instance_id.clone(),
+        arm,
+        idx,
+        resolved: false,
+        infra: None,
+        exit_code: reprorun_runtime::exit::RUNTIME_ERROR,
+        wall_ms: 0,
+        started_at,
+        signature: String::new(),
+        evidence: Vec::new(),
+        apply: String::new(),
+        tests: "{}".into(),
+        stdout_sha256: String::new(),
+        stderr_sha256: String::new(),
+        junit_sha256: None,
+        error: None,
+    }
+}
+
+/// Where a run's logs go and where its scratch lives: the study database (`run`), or a
+/// worker's result directory and node-local scratch (`work`, which never opens SQLite).
+pub trait RunSink {
+    /// Writes a log, content-addressed, and returns its digest.
+    fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError>;
+    /// The directory of trees and run scratch.
+    fn work_dir(&self) -> PathBuf;
+}
+
+impl RunSink for Store {
+    fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        Store::put_log(self, bytes)
+    }
+    fn work_dir(&self) -> PathBuf {
+        reprorun_pipeline::store::Db::work_dir(self)
+    }
+}
+
+/// `row` as an infrastructure failure of `kind`, with its output and error text stored.
+fn infra_row(
+    store: &impl RunSink,
+    mut row: RunRow,
+    kind: Infra,
+    out: &[u8],
+    err: String,
+) -> Result<RunRow, StoreError> {
+    row.infra = Some(kind);
+    row.resolved = false;
+    row.signature = outcome::infra_signature(kind);
+    row.evidence = if matches!(kind, Infra::Timeout | Infra::Oom) {
+        vec![super::Mode::TimeoutResource]
+    } else {
+        Vec::new()
+    };
+    row.stdout_sha256 = store.put_log(out)?;
+    row.stderr_sha256 = store.put_log(err.as_bytes())?;
+    row.error = err.lines().next_back().map(str::to_string);
+    Ok(row)
+}
+
+/// Makes one run and returns its row (logs already stored). Infra failures are rows too;
+/// only a failure to record anything is an error.
+pub fn run(
+    store: &impl RunSink,
+    inst: &Instance,
+    arm: Arm,
+    idx: u32,
+    cond: &Conditions,
+) -> Result<RunRow, ReproduceError> {
+    let setup = |cause: SetupError| ReproduceError::Setup {
+        id: inst.instance_id.clone(),
+        cause: Box::new(cause),
+    };
+    let started_at = reprorun_pipeline::unix_now_ms() / 1000;
+    let variant = if arm.is_baseline() {
+        Variant::Baseline
+    } else {
+        Variant::Patched
+    };
+    let listed: Vec<&str> = inst.listed_tests().into_iter().collect();
+    let mut row = blank_row(inst, arm, idx, started_at);
+    let infra = |row, kind, out: &[u8], err: String| infra_row(store, row, kind, out, err);
+
+    let work = store.work_dir();
+    let tree = tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.into()))?;
+    row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
+    if !tree.applied.ok {
+        let log = tree.applied.log.clone();
+        let why = format!("patch did not apply ({})\n", row.apply);
+        return Ok(infra(row, Infra::PatchApply, log.as_bytes(), why)?);
+    }
+
+    let mut scratch = Scratch::create(work.join("runs").join(format!(
+        "{}-{}-{}-{}",
+        reprorun_pipeline::unit::file_name_part(&inst.instance_id),
+        arm.name(),
+        idx,
+        std::process::id()
+    )))
+    .map_err(|e| setup(e.into()))?;
+    let out = scratch.out_dir();
+
+    let host = HostFacts::current().map_err(|e| setup(e.into()))?;
+    let req = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
+    let clock = Instant::now();
+    let result = scratch.run(&req, &host).map_err(|e| setup(e.into()))?;
+    let took = clock.elapsed();
+    let out_bytes = scratch.stdout();
+    let err_bytes = scratch.stderr();
+    let outcome = match result {
+        Ok(o) => o,
+        // The test command itself could not be executed: this instance's failure.
+        Err(e @ reprorun_runtime::sandbox::SandboxError::Exec { .. }) => {
+            let mut text = String::from_utf8_lossy(&err_bytes).into_owned();
+            text.push_str(&format!("reprorun: {e}\n"));
+            return Ok(infra(row, Infra::Runtime, &out_bytes, text)?);
+        }
+        // The sandbox could not be made: stop the study (resumable) rather than record
+        // a failure that is the host's.
+        Err(e) => return Err(setup(SetupError::Sandbox(e))),
+    };
+    row.wall_ms = took.as_millis() as u64;
+    row.exit_code = outcome.exit_code;
+    if outcome.timed_out || outcome.oom_killed {
+        let kind = if outcome.timed_out {
+            Infra::Timeout
+        } else {
+            Infra::Oom
+        };
+        let row = infra(
+            row,
+            kind,
+            &out_bytes,
+            String::from_utf8_lossy(&err_bytes).into_owned(),
+        );
+        return Ok(row.map(|mut r| {
+            r.wall_ms = took.as_millis() as u64;
+            r.exit_code = outcome.exit_code;
+            r
+        })?);
+    }
+
+    // The sandbox wrote out/: read it as untrusted (no links, no FIFOs, capped).
+    let junit = scratch.read_out("junit.xml");
+    let graded = outcome::grade_logs(
+        &listed,
+        inst.recorded_resolved,
+        outcome.exit_code,
+        &out_bytes,
+        &err_bytes,
+        junit.as_deref(),
+    );
+    row.resolved = graded.resolved;
+    row.signature = graded.signature;
+    row.evidence = graded.evidence;
+    row.tests = graded.tests;
+    row.stdout_sha256 = store.put_log(&out_bytes)?;
+    row.stderr_sha256 = store.put_log(&err_bytes)?;
+    row.junit_sha256 = junit.map(|x| store.put_log(&x)).transpose()?;
+    Ok(row)
+}
+
+/// Checks that the study's scratch directory can hold overlay lower directories (the
+/// overlay options string cannot name a path with ',', ':' or '\\').
+pub fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if abs.to_string_lossy().contains([',', ':', '\\']) {
+        return Err(ReproduceError::Usage(format!(
+            "--db: the study's scratch directory {} holds ',', ':' or '\\', which overlayfs cannot name; put the database elsewhere",
+            abs.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst() -> Instance {
+        Instance {
+            instance_id: "i".into(),
+            repo: String::new(),
+            repo_path: "/repo".into(),
+            base_commit: "abc".into(),
+            test_patch: String::new(),
+            model_patch: "p".into(),
+            model_name: String::new(),
+            fail_to_pass: vec![],
+            pass_to_pass: vec![],
+            test_cmd: "pytest".into(),
+            image: None,
+            rootfs: None,
+            mirror: None,
+            bench_date: 1_683_720_000,
+            recorded_resolved: true,
+        }
+    }
+
+    fn cond() -> Conditions {
+        let mut c = Conditions::new(Duration::from_secs(60), 7);
+        c.host_env = vec![
+            ("TZ".into(), "Asia/Tokyo".into()),
+            ("LANG".into(), "de_DE.UTF-8".into()),
+            ("PATH".into(), "/opt/bin:/usr/bin".into()),
+            ("PYTHONHASHSEED".into(), "123".into()),
+        ];
+        c
+    }
+
+    /// The plan's environment and clock for `arm`.
+    fn plan(
+        arm: Arm,
+    ) -> (
+        std::collections::BTreeMap<String, String>,
+        reprorun_runtime::plan::Plan,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let host = HostFacts::current().unwrap();
+        let req = request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
+        let plan = reprorun_runtime::plan::resolve(&req, &host).unwrap();
+        let env = plan
+            .env
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        (env, plan)
+    }
+
+    #[test]
+    fn each_arm_gets_its_conditions() {
+        let (env, p) = plan(Arm::Shim);
+        assert_eq!(env["TZ"], "UTC");
+        assert_eq!(env["LC_ALL"], "C.UTF-8");
+        assert_eq!(env["PYTHONHASHSEED"], "7");
+        assert_eq!(env["SOURCE_DATE_EPOCH"], "1683720000");
+        assert_eq!(p.clock.map(|c| c.epoch), Some(1_683_720_000));
+        assert_eq!(p.random, RandomMode::Seeded);
+        assert!(p.intercept && p.identity.cpus == 1);
+        assert!(env["PYTEST_ADDOPTS"].contains("--junitxml=/.reprorun/out/junit.xml"));
+
+        let (env, p) = plan(Arm::NoShim);
+        assert_eq!(env["TZ"], "Asia/Tokyo");
+        assert_eq!(env["LANG"], "de_DE.UTF-8");
+        assert_eq!(env["PATH"], "/opt/bin:/usr/bin");
+        assert_eq!(env["PYTHONHASHSEED"], "123", "the caller's own");
+        assert!(!env.contains_key("LC_ALL") && !env.contains_key("SOURCE_DATE_EPOCH"));
+        assert!(p.clock.is_none() && p.random == RandomMode::Real && !p.intercept);
+
+        // Without the env pin: the caller's TZ/locale/PATH, and nothing of the pinned
+        // environment the caller does not set (no LC_ALL), but the seeds stay pinned.
+        let (env, p) = plan(Arm::ShimWithout(Pin::Env));
+        assert_eq!(env["TZ"], "Asia/Tokyo");
+        assert_eq!(env["PATH"], "/opt/bin:/usr/bin");
+        assert!(!env.contains_key("LC_ALL"));
+        assert_eq!(env["PYTHONHASHSEED"], "7");
+        assert_eq!(env["SOURCE_DATE_EPOCH"], "1683720000");
+        assert!(p.clock.is_some() && p.random == RandomMode::Seeded);
+
+        let (env, p) = plan(Arm::ShimWithout(Pin::Clock));
+        assert!(p.clock.is_none());
+        assert_eq!(env["TZ"], "UTC");
+        let (env, _) = plan(Arm::ShimWithout(Pin::HashSeed));
+        assert_eq!(env["PYTHONHASHSEED"], "random");
+        let (_, p) = plan(Arm::ShimWithout(Pin::Random));
+        assert_eq!(p.random, RandomMode::Real);
+        assert!(p.clock.is_some());
+        let (_, p) = plan(Arm::ShimWithout(Pin::DirOrder));
+        assert!(!p.sorted_dirs && p.intercept && p.clock.is_some());
+        assert!(plan(Arm::Shim).1.sorted_dirs);
+        let (_, p) = plan(Arm::ShimWithout(Pin::Cpus));
+        assert_eq!(
+            p.identity.cpus,
+            HostFacts::current().unwrap().cpus_available
+        );
+        let (_, p) = plan(Arm::ShimWithout(Pin::Network));
+        assert!(
+            p.has(reprorun_runtime::plan::Namespace::Net),
+            "--no-shim-net none: still no network"
+        );
+    }
+
+    #[test]
+    fn host_like_runs_do_not_get_secrets_or_host_paths() {
+        for k in [
+            "GITHUB_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_PROFILE",
+            "MY_SECRET",
+            "SSH_AUTH_SOCK",
+            "TMPDIR",
+            "XDG_RUNTIME_DIR",
+            "HOME",
+            "REPRORUN_ISOLATION",
+        ] {
+            assert!(!host_like(k), "{k}");
+        }
+        for k in ["TZ", "LANG", "LC_ALL", "PATH", "USER", "PYTHONPATH", "CI"] {
+            assert!(host_like(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn the_scratch_path_must_suit_overlayfs() {
+        assert!(check_work_dir(Path::new("/tmp/study.db.work")).is_ok());
+        let e = check_work_dir(Path::new("/tmp/2024-05-10T12:00/study.db.work")).unwrap_err();
+        assert!(e.to_string().contains("overlayfs cannot name"), "{e}");
+    }
+}

@@ -1,0 +1,220 @@
+//! The study: which runs to make, made by worker processes, resumable. Nothing is decided
+//! by the clock except `--stagger`: the runs still missing from the store are the runs to
+//! make, so a study killed at any moment and started again finishes with every run
+//! recorded once.
+//!
+//! Phase 1 makes k runs of every instance in every arm asked for (shim; with
+//! `--compare-shim` no-shim; with `--baseline` the unpatched repository under each). Phase 2
+//! (with `--compare-shim`) takes each patch that reproduces with the shim but not without
+//! it and re-runs it with one pin of the shim left out at a time: the pins whose absence
+//! breaks it are the failure modes.
+
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reprorun_pipeline::pool::Pool;
+use reprorun_pipeline::progress::{Progress, ProgressMode};
+use reprorun_pipeline::unix_now_ms;
+
+use super::input::{self, Defaults, Instance};
+use super::runner::{self, Conditions};
+use super::store::Store;
+use super::{Arm, Pin, ReproduceError};
+
+/// `reprorun reproduce run`'s options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub instances: PathBuf,
+    pub predictions: PathBuf,
+    pub db: PathBuf,
+    pub k: u32,
+    pub compare_shim: bool,
+    pub baseline: bool,
+    pub jobs: u32,
+    pub stagger: Option<Duration>,
+    /// Runs per left-out pin in phase 2 (0: no phase 2); at most `k`.
+    pub pin_runs: u32,
+    pub defaults: Defaults,
+    pub conditions: Conditions,
+    /// How progress is shown on stderr.
+    pub progress: ProgressMode,
+}
+
+/// One run to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Job {
+    inst: usize,
+    arm: Arm,
+    idx: u32,
+}
+
+/// Runs the study to completion (or to the first error that stops it) and returns the
+/// instances that had no prediction.
+pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
+    if opts.k == 0 {
+        return Err(ReproduceError::Usage("--k must be at least 1".into()));
+    }
+    if opts.jobs == 0 {
+        return Err(ReproduceError::Usage("--jobs must be at least 1".into()));
+    }
+    if let Some(m) = &opts.conditions.no_shim_mirror {
+        reprorun_runtime::mirror::read_lock(m)
+            .map_err(|e| ReproduceError::Usage(format!("--no-shim-mirror: {e}")))?;
+    }
+    // Everything is read and checked before the store is created.
+    let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
+    let insts = input.instances;
+    let lock = reprorun_pipeline::store::lock(&opts.db)?;
+    let lock_fd = lock.as_raw_fd();
+    let start = {
+        let store = Store::open(&opts.db, true)?;
+        runner::check_work_dir(&store.work_dir())?;
+        store.register(&insts)?;
+        store.check_options(&opts.conditions.fingerprint())?;
+        store.set_meta("k", &opts.k.to_string())?;
+        let now = unix_now_ms() / 1000;
+        let start: i64 = store
+            .meta_or_set("started_at", &now.to_string())?
+            .parse()
+            .unwrap_or(now);
+        // Scratch of runs a killed study left; nothing else runs on this study (the lock).
+        let _ = std::fs::remove_dir_all(store.work_dir().join("runs"));
+        start
+        // The coordinator's connection closes here: SQLite connections must not cross fork.
+    };
+
+    let arms = arms(opts);
+    let mut phase1 = Vec::new();
+    for idx in 0..opts.k {
+        for &arm in &arms {
+            for i in 0..insts.len() {
+                phase1.push(Job { inst: i, arm, idx });
+            }
+        }
+    }
+    let mut progress = Progress::new(opts.progress, "runs");
+    let mut pool = Pool {
+        workers: opts.jobs as usize,
+        close_in_worker: vec![lock_fd],
+        progress: &mut progress,
+    };
+    let done = execute(&insts, opts, phase1, start, &mut pool);
+    if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
+        let phase2 = pin_jobs(&insts, opts)?;
+        execute(&insts, opts, phase2, start, &mut pool)?;
+    }
+    progress.finish();
+    drop(lock);
+    done.map(|()| input.without_prediction)
+}
+
+/// The arms of phase 1, in the order runs are made.
+pub(crate) fn arms(opts: &Options) -> Vec<Arm> {
+    let mut arms = vec![Arm::Shim];
+    if opts.compare_shim {
+        arms.push(Arm::NoShim);
+    }
+    if opts.baseline {
+        arms.push(Arm::BaselineShim);
+        if opts.compare_shim {
+            arms.push(Arm::BaselineNoShim);
+        }
+    }
+    arms
+}
+
+/// Phase 2: the leave-one-out runs of each patch that reproduces with the shim and not
+/// without it.
+fn pin_jobs(insts: &[Instance], opts: &Options) -> Result<Vec<Job>, ReproduceError> {
+    let rows = Store::open(&opts.db, false)?.rows()?;
+    let cpus = reprorun_runtime::plan::HostFacts::current().map_or(1, |h| h.cpus_available);
+    Ok(pin_runs(insts, opts, &rows, cpus)
+        .into_iter()
+        .map(|(inst, arm, idx)| Job { inst, arm, idx })
+        .collect())
+}
+
+/// The phase-2 runs (instance index, arm, run index) that phase 1's `rows` call for, on a
+/// host with `cpus` CPUs: `run`'s second phase and `plan --phase pins`.
+pub(crate) fn pin_runs(
+    insts: &[Instance],
+    opts: &Options,
+    rows: &[super::store::RunRow],
+    cpus: u32,
+) -> Vec<(usize, Arm, u32)> {
+    let reproduces = |id: &str, arm: Arm, recorded: bool| {
+        let rs: Vec<bool> = rows
+            .iter()
+            .filter(|r| r.instance_id == id && r.arm == arm && r.idx < opts.k)
+            .map(|r| r.infra.is_none() && r.resolved == recorded)
+            .collect();
+        !rs.is_empty() && rs.iter().all(|x| *x)
+    };
+    let cpus_per_worker = cpus / opts.jobs.max(1);
+    let mut jobs = Vec::new();
+    for idx in 0..opts.pin_runs.min(opts.k) {
+        for (i, inst) in insts.iter().enumerate() {
+            let id = inst.instance_id.as_str();
+            if !reproduces(id, Arm::Shim, inst.recorded_resolved)
+                || reproduces(id, Arm::NoShim, inst.recorded_resolved)
+            {
+                continue;
+            }
+            for pin in Pin::ALL {
+                // A pin is left out only where leaving it out changes something: the
+                // mirror needs one and a live index to replace it; the CPUs, a worker
+                // share of more than one; the network, `--no-shim-net host`.
+                let same = match pin {
+                    Pin::Mirror => {
+                        inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none()
+                    }
+                    Pin::Cpus => cpus_per_worker <= 1,
+                    Pin::Network => opts.conditions.no_shim_net.mode == reprorun_runtime::plan::NetMode::None,
+                    _ => false,
+                };
+                if !same {
+                    jobs.push((i, Arm::ShimWithout(pin), idx));
+                }
+            }
+        }
+    }
+    jobs
+}
+
+/// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its
+/// own ([`Pool`]). On an error no new run starts; the runs in flight finish and are
+/// recorded.
+fn execute(
+    insts: &[Instance],
+    opts: &Options,
+    jobs: Vec<Job>,
+    start: i64,
+    pool: &mut Pool,
+) -> Result<(), ReproduceError> {
+    let mut pending = Vec::new();
+    {
+        let store = Store::open(&opts.db, false)?;
+        for j in jobs {
+            if !store.has_run(&insts[j.inst].instance_id, j.arm, j.idx)? {
+                pending.push(j);
+            }
+        }
+    }
+    let stagger = opts.stagger.map_or(0, |s| s.as_millis() as i64);
+    pool.run(
+        pending,
+        |j| start * 1000 + stagger * j.idx as i64,
+        |j| format!("{} {} #{}", insts[j.inst].instance_id, j.arm.name(), j.idx),
+        |j| worker(&insts[j.inst], *j, opts),
+    )?;
+    Ok(())
+}
+
+/// One run, recorded.
+fn worker(inst: &Instance, job: Job, opts: &Options) -> Result<(), ReproduceError> {
+    let store = Store::open(&opts.db, false)?;
+    let row = runner::run(&store, inst, job.arm, job.idx, &opts.conditions)?;
+    store.insert(&row)?;
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! The egress allowlist (`--net allow`, `spec/network.md`): the patterns users write
+//! ([`allow`]), which addresses the proxy refuses whatever the name ([`addr`]; the host's
+//! own: [`local`]), the record of every connection attempt ([`log`]) and the proxy that
+//! enforces it all ([`proxy`]).
+//!
+//! The sandbox keeps its own network namespace with loopback only. Its init listens on
+//! `127.0.0.1:3128` there and hands the listening socket to the supervisor (or an OCI
+//! container's monitor), which accepts on it from the host side: every connection the
+//! workload opens to the proxy port is served by a thread in the caller's network
+//! namespace, which decides by name, resolves, connects and relays.
+
+pub(crate) mod addr;
+pub mod allow;
+pub(crate) mod local;
+pub(crate) mod log;
+pub(crate) mod proxy;
+
+use std::net::IpAddr;
+
+pub use allow::{AllowError, Rule};
+
+/// The port the proxy listens on inside the sandbox (on 127.0.0.1).
+pub(crate) const PROXY_PORT: u16 = 3128;
+
+/// The egress policy of a `--net allow` run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Egress {
+    /// The allowlist in the order given (an empty list allows nothing).
+    pub rules: Vec<Rule>,
+    /// `--add-host NAME:ADDR`: names the proxy resolves to these addresses instead of
+    /// asking the host's resolver (names normalized as the allowlist's are).
+    pub hosts: Vec<(String, IpAddr)>,
+}

@@ -1,0 +1,290 @@
+//! The executor: turns a [`Plan`] into running processes. Nothing outside this module
+//! creates namespaces or performs mounts.
+//!
+//! Process model (full isolation): the supervisor (caller's namespaces) clones init into new
+//! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
+//! enters a new time namespace and forks the workload, then reaps and forwards signals.
+
+pub mod cgroup;
+pub(crate) mod container;
+mod devfilter;
+pub mod devices;
+mod dirs;
+mod elf;
+mod exec;
+mod fakeclock;
+pub(crate) mod idmap;
+mod init;
+mod mounts;
+mod netns;
+mod notify;
+mod pins_only;
+mod probe;
+mod procpath;
+mod program;
+mod protocol;
+mod signals;
+mod spawn;
+mod supervisor;
+mod throttle;
+mod tracees;
+mod tty;
+mod userjoin;
+mod vdso;
+
+use nix::errno::Errno;
+use thiserror::Error;
+
+/// libreprotime.so, built from src/reprotime by build.rs; written into each sandbox that fakes
+/// the clock.
+pub(crate) static PRELOAD_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprotime.so"));
+
+use crate::plan::{Isolation, Plan};
+use crate::sys::Usage;
+
+#[derive(Debug, Error)]
+pub enum SandboxError {
+    /// The host refuses namespaces or mounts (e.g. a container's default seccomp profile).
+    #[error("{reason}; isolation is unavailable here — pass --isolation=auto (or set REPRORUN_ISOLATION=auto) to fall back to environment pins only, or --isolation=none")]
+    Unavailable { reason: String },
+    /// A setup step init reported failing (its words come over init's socket).
+    #[error("{step}")]
+    Init { step: String },
+    #[error("{0}")]
+    Seccomp(#[from] crate::security::SeccompError),
+    #[error("{0}")]
+    Cgroup(#[from] cgroup::CgroupError),
+    #[error("{0}")]
+    Devices(#[from] devices::DevicesError),
+    #[error("join namespace {path}: {errno}")]
+    Join {
+        path: std::path::PathBuf,
+        errno: Errno,
+    },
+    #[error("open {path}: {source}{hint}")]
+    Open {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+        /// What the failure likely means (may be empty).
+        hint: &'static str,
+    },
+    #[error("write {file}: {source}; mapping ranges needs root (or newuidmap), a rootless caller may map only its own id")]
+    IdMap {
+        file: &'static str,
+        source: std::io::Error,
+    },
+    #[error("container init exited during setup ({0})")]
+    InitExited(String),
+    #[error("container init exited before it was committed")]
+    NotCommitted,
+    #[error("connect to the container's monitor: {0}")]
+    Monitor(Errno),
+    #[error("{program}: {}", exec_reason(*.errno))]
+    Exec { program: String, errno: Errno },
+    #[error("{step}: {errno}")]
+    Supervise { step: &'static str, errno: Errno },
+    /// A step of the workload's own preparation before its exec (pins-only runs).
+    #[error("{step}: {errno}")]
+    Prepare { step: &'static str, errno: Errno },
+}
+
+fn exec_reason(errno: Errno) -> String {
+    match errno {
+        Errno::ENOENT | Errno::ENOTDIR => "command not found".into(),
+        Errno::EACCES => "permission denied (not executable)".into(),
+        e => format!("cannot execute: {e}"),
+    }
+}
+
+impl SandboxError {
+    /// The exit status reprorun reports for this failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SandboxError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
+            _ => crate::exit::RUNTIME_ERROR,
+        }
+    }
+}
+
+/// Writes the runtime page (for a clock that starts now) and the preload library into `dir`.
+fn write_runtime_files(
+    dir: &std::path::Path,
+    clock: Option<crate::determinism::ClockPlan>,
+    seed: Option<u64>,
+) -> std::io::Result<()> {
+    use crate::determinism::clock::{runtime_page, PAGE_FILE, PRELOAD_FILE};
+    use std::os::unix::fs::PermissionsExt;
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)?;
+    let page = dir.join(PAGE_FILE);
+    std::fs::write(
+        &page,
+        runtime_page(clock, seed, now.tv_sec() * 1_000_000_000 + now.tv_nsec()),
+    )?;
+    std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644))?;
+    let lib = dir.join(PRELOAD_FILE);
+    std::fs::write(&lib, PRELOAD_LIB)?;
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o755))
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What reprorun exits with: the workload's status, 128+N, or 124 on timeout.
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub usage: Usage,
+    /// The isolation actually used (`full` or `none`).
+    pub isolation: Isolation,
+    /// The kernel's OOM killer killed a process of the sandbox (`--memory`).
+    pub oom_killed: bool,
+    /// With `--net allow`: the egress proxy's record of the connection attempts (at most
+    /// `log::KEPT` of each source) and the count of the others.
+    pub network: crate::net::log::Network,
+}
+
+/// The workload's standard input, output and error, when they are not the caller's own
+/// (a pipeline's unit writes to its own log files): put on descriptors 0, 1 and 2 of the
+/// sandbox's first process, never of the caller.
+#[derive(Debug, Clone, Copy)]
+pub struct Stdio<'a> {
+    pub stdin: std::os::fd::BorrowedFd<'a>,
+    pub stdout: std::os::fd::BorrowedFd<'a>,
+    pub stderr: std::os::fd::BorrowedFd<'a>,
+}
+
+impl Stdio<'_> {
+    /// Makes them descriptors 0, 1 and 2 of the calling process (a child about to become
+    /// the sandbox's first process).
+    fn install(self) -> Result<(), Errno> {
+        use std::os::fd::AsRawFd;
+        for (fd, to) in [(self.stdin, 0), (self.stdout, 1), (self.stderr, 2)] {
+            nix::unistd::dup2(fd.as_raw_fd(), to)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the plan with the caller's own stdio. With `Isolation::Auto`, a host that refuses
+/// namespaces gets a pins-only run, announced through `warn` before the workload starts.
+pub fn run(plan: &Plan, warn: &mut dyn FnMut(&str)) -> Result<Outcome, SandboxError> {
+    run_with(plan, None, warn)
+}
+
+/// [`run`] with the workload's stdio on `stdio` (the caller's own with `None`).
+pub fn run_with(
+    plan: &Plan,
+    stdio: Option<Stdio>,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Outcome, SandboxError> {
+    // The notification server keeps descriptors per live caller: use the whole soft limit
+    // the caller allows (the workload gets its own limits, `spec/security.md`).
+    crate::trace::init();
+    raise_nofile();
+    let mut seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
+    if plan.security.refuse_setid {
+        seccomp.extend(crate::security::setid::programs()?);
+    }
+    crate::trace::step("supervisor", "compile the seccomp profile");
+    // The sandbox's device rules (`devices`): a root caller's sandbox, whose init waits for
+    // the supervisor's word (it has id maps to write) and so joins the cgroup first.
+    // Where the host mounts neither the v1 `devices` controller nor a v2 hierarchy, the run
+    // goes without them (the user namespace and `nodev` mounts stand).
+    let hierarchy = match plan.parent_maps.is_some() && plan.isolation != Isolation::None {
+        true => devices::hierarchy()?,
+        false => None,
+    };
+    let device_rules = hierarchy
+        .as_ref()
+        .map(|_| devices::rules(&workload_fds(stdio, plan.security.preserve_fds)));
+    let cgroup = if plan.resources.any() {
+        // Unique even against a cgroup left by a crashed run that had our pid.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("reprorun-{}-{nanos}", std::process::id());
+        let mut resources = plan.resources.clone();
+        resources.devices = device_rules.clone().unwrap_or_default();
+        let cg = cgroup::Cgroup::create(&resources, &name)?;
+        crate::trace::step("supervisor", "create the cgroup");
+        Some(cg)
+    } else {
+        None
+    };
+    let shared = match (&cgroup, &device_rules, &hierarchy) {
+        (None, Some(rules), Some(h)) => {
+            let shared = match devices::Shared::for_rules(h, rules) {
+                Err(e) if e.is_refusal() => None,
+                other => other?,
+            };
+            crate::trace::step("supervisor", "find the device cgroup");
+            shared
+        }
+        _ => None,
+    };
+    let res = Resources {
+        seccomp: &seccomp,
+        cgroup: cgroup.as_ref(),
+        devices: shared.as_ref(),
+        stdio,
+    };
+    let outcome = match plan.isolation {
+        Isolation::None => pins_only::run(plan, &res, warn),
+        Isolation::Full => supervisor::run(plan, &res),
+        Isolation::Auto => match supervisor::run(plan, &res) {
+            Err(SandboxError::Unavailable { reason }) => {
+                warn(&format!(
+                    "warning: full isolation unavailable ({reason}); running with environment pins only (--isolation=auto)"
+                ));
+                pins_only::run(plan, &res, warn)
+            }
+            other => other,
+        },
+    };
+    outcome.map(|mut o| {
+        o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
+        o
+    })
+}
+
+/// The descriptors the workload gets: its standard ones (the caller's, or `stdio`) and the
+/// `preserved` ones after them.
+fn workload_fds(stdio: Option<Stdio>, preserved: u32) -> Vec<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    let mut fds = match stdio {
+        Some(s) => vec![
+            s.stdin.as_raw_fd(),
+            s.stdout.as_raw_fd(),
+            s.stderr.as_raw_fd(),
+        ],
+        None => vec![0, 1, 2],
+    };
+    fds.extend((0..preserved).filter_map(|i| i32::try_from(3 + u64::from(i)).ok()));
+    fds
+}
+
+/// Kills what is left in an OCI container's cgroup directories and removes them.
+pub(crate) fn remove_cgroup(dirs: &[std::path::PathBuf]) {
+    cgroup::remove_dirs(dirs)
+}
+
+/// Raises the soft open-files limit of this process to its hard limit.
+fn raise_nofile() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}
+
+/// What the executor prepared before any process starts.
+pub(crate) struct Resources<'a> {
+    /// The compiled security seccomp programs.
+    pub(crate) seccomp: &'a [seccompiler::BpfProgram],
+    /// The sandbox's cgroup, with `--memory`, `--pids` or `--cpus-quota`.
+    pub(crate) cgroup: Option<&'a cgroup::Cgroup>,
+    /// The shared device cgroup a sandbox without a cgroup of its own joins.
+    pub(crate) devices: Option<&'a devices::Shared>,
+    /// The workload's stdio, when not the caller's.
+    pub(crate) stdio: Option<Stdio<'a>>,
+}
