@@ -12,11 +12,14 @@ use reprorun_runtime::determinism::RandomMode;
 use reprorun_runtime::exit;
 use reprorun_runtime::oci;
 use reprorun_runtime::parse::{self, BindSpec, ParseError};
-use reprorun_runtime::plan::{self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError};
+use reprorun_runtime::plan::{
+    self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError,
+};
 use reprorun_runtime::record::{self, RecordError, RecordSink, RunRecord};
 use reprorun_runtime::rootfs_id::{Described, RootfsId};
 use reprorun_runtime::sandbox::{self, SandboxError};
 use reprorun_runtime::security::{self, Resources, Rlimit, SeccompProfile};
+use reprorun_runtime::{hint, image, mirror, net, sys, trace, util};
 
 mod fast;
 
@@ -46,10 +49,10 @@ pub(crate) enum Command {
     #[command(flatten)]
     Oci(oci::cli::OciCommand),
     /// Import, list, inspect and remove container images (`spec/image.md`).
-    Image(reprorun_runtime::image::cli::ImageArgs),
+    Image(image::cli::ImageArgs),
     /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
     /// (`spec/mirror.md`).
-    Mirror(reprorun_runtime::mirror::cli::MirrorArgs),
+    Mirror(mirror::cli::MirrorArgs),
     /// Re-run benchmark patches k times with and without the determinism shim; study
     /// reproducibility (`spec/reproduce.md`).
     Reproduce(reprorun_reproduce::cli::ReproduceArgs),
@@ -83,7 +86,7 @@ pub(crate) struct ExecArgs {
     /// How pip and uv reach the mirror's PyPI part: `file` (file:///mirror/pypi/simple) or
     /// `http` (http://127.0.0.1:4873/pypi/simple/, with PEP 691 JSON and upload times).
     #[arg(long, value_name = "HOW", default_value = "file", requires = "mirror")]
-    pub(crate) mirror_serve: reprorun_runtime::mirror::Serve,
+    pub(crate) mirror_serve: mirror::Serve,
     /// Host directory mounted read-write at /work, the working directory (default: current directory).
     #[arg(long, value_name = "HOST_DIR")]
     pub(crate) workdir: Option<PathBuf>,
@@ -114,15 +117,15 @@ pub(crate) struct ExecArgs {
     /// Let the sandbox reach this host through the egress proxy: a DNS name, `*.suffix` (one
     /// or more labels), or an IP literal (`[v6]` for IPv6); PORT is 443 unless given (name
     /// every port: `:*` is refused). Repeatable; implies --net allow.
-    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| reprorun_runtime::net::Rule::parse(v))]
-    pub(crate) allow_host: Vec<reprorun_runtime::net::Rule>,
+    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| net::Rule::parse(v))]
+    pub(crate) allow_host: Vec<net::Rule>,
     /// Read --allow-host patterns from FILE, one a line (blank lines and `#` comments
     /// skipped). Repeatable; implies --net allow.
     #[arg(long, value_name = "FILE")]
     pub(crate) allow_file: Vec<PathBuf>,
     /// The egress proxy resolves NAME to ADDRESS instead of asking the host's resolver (as
     /// Docker's --add-host); the address rules still apply. Repeatable; implies --net allow.
-    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| reprorun_runtime::net::allow::parse_add_host(v))]
+    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| net::allow::parse_add_host(v))]
     pub(crate) add_host: Vec<(String, std::net::IpAddr)>,
     /// Append one JSON line to FILE per connection attempt through the egress proxy, as it
     /// ends (the run record's `network` list holds the same); implies --net allow.
@@ -230,16 +233,16 @@ pub(crate) enum Error {
     #[error("--env-file {path}: {source}")]
     EnvFile {
         path: PathBuf,
-        source: reprorun_runtime::sys::hostpath::HostPathError,
+        source: sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
-    Allow(#[from] reprorun_runtime::net::AllowError),
+    Allow(#[from] net::AllowError),
     #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
-        source: reprorun_runtime::sys::hostpath::HostPathError,
+        source: sys::hostpath::HostPathError,
     },
     #[error("{0}")]
     Record(#[from] RecordError),
@@ -248,12 +251,12 @@ pub(crate) enum Error {
     #[error("print plan: {0}")]
     Print(std::io::Error),
     #[error("{0}")]
-    Image(#[from] reprorun_runtime::image::ImageError),
+    Image(#[from] image::ImageError),
     #[error("--mirror: {0}")]
-    Mirror(#[from] reprorun_runtime::mirror::MirrorError),
+    Mirror(#[from] mirror::MirrorError),
     /// `reprorun mirror ...` itself failed.
     #[error("{0}")]
-    MirrorCommand(reprorun_runtime::mirror::MirrorError),
+    MirrorCommand(mirror::MirrorError),
     #[error("{0}")]
     Oci(#[from] oci::OciError),
     #[error("reproduce: {0}")]
@@ -274,8 +277,8 @@ impl Error {
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
-    reprorun_runtime::trace::init();
-    reprorun_runtime::trace::step("supervisor", "main");
+    trace::init();
+    trace::step("supervisor", "main");
     let mut args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -301,14 +304,8 @@ pub fn main() -> i32 {
             exec(args, mounts)
         }
         Command::Oci(c) => report(oci::cli::dispatch(&cli.global, c).map_err(Error::from)),
-        Command::Image(args) => report(
-            reprorun_runtime::image::cli::run(args)
-                .map(|()| 0)
-                .map_err(Error::from),
-        ),
-        Command::Mirror(args) => {
-            report(reprorun_runtime::mirror::cli::run(args).map_err(Error::MirrorCommand))
-        }
+        Command::Image(args) => report(image::cli::run(args).map(|()| 0).map_err(Error::from)),
+        Command::Mirror(args) => report(mirror::cli::run(args).map_err(Error::MirrorCommand)),
         Command::Audit(args) => report(
             reprorun_audit::cli::run(args)
                 .map(|()| 0)
@@ -328,7 +325,7 @@ fn report(result: Result<i32, Error>) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", util::printable(&e.to_string()));
             e.exit_code()
         }
     }
@@ -346,11 +343,8 @@ fn usage_error(e: clap::Error, args: &[String]) -> i32 {
             0
         };
     }
-    let command = reprorun_runtime::hint::command_path(&Cli::command(), args);
-    eprint!(
-        "{}",
-        reprorun_runtime::hint::usage_message(&e.render().to_string(), &command)
-    );
+    let command = hint::command_path(&Cli::command(), args);
+    eprint!("{}", hint::usage_message(&e.render().to_string(), &command));
     exit::RUNTIME_ERROR
 }
 
@@ -383,12 +377,12 @@ fn wants_egress(args: &ExecArgs) -> bool {
 }
 
 /// The allowlist (`--allow-host`, then each `--allow-file`) and `--add-host` overrides.
-fn egress(args: &ExecArgs) -> Result<reprorun_runtime::net::Egress, Error> {
+fn egress(args: &ExecArgs) -> Result<net::Egress, Error> {
     let mut rules = args.allow_host.clone();
     for file in &args.allow_file {
-        rules.extend(reprorun_runtime::net::allow::read_file(file)?);
+        rules.extend(net::allow::read_file(file)?);
     }
-    Ok(reprorun_runtime::net::Egress {
+    Ok(net::Egress {
         rules,
         hosts: args.add_host.clone(),
     })
@@ -404,11 +398,11 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
     for path in &args.env_file {
         // The file may lie in an earlier run's /work: no link is followed (unless
         // --follow-symlinks), no FIFO or device opened, at most 1 MiB read.
-        let text = reprorun_runtime::sys::hostpath::read_to_string(path, args.follow_symlinks, ENV_FILE_MAX)
+        let text = sys::hostpath::read_to_string(path, args.follow_symlinks, ENV_FILE_MAX)
             .map_err(|source| Error::EnvFile {
-            path: path.clone(),
-            source,
-        })?;
+                path: path.clone(),
+                source,
+            })?;
         env.extend(parse::env_file(&path.to_string_lossy(), &text)?);
     }
     let mut req = ExecRequest {
@@ -456,7 +450,7 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
         req.import_tool(name, &path)?;
     }
     if args.mirror.is_none() && req.net == NetMode::None {
-        req.env.extend(reprorun_runtime::mirror::offline_env());
+        req.env.extend(mirror::offline_env());
     }
     if let Some(dir) = &args.mirror {
         // Bound into the sandbox and served by the supervisor (as for --bind).
@@ -467,14 +461,14 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
     req.env.extend(env);
     req.env.extend(args.env.iter().cloned());
     if let Some(reference) = &args.image {
-        req.image = Some(reprorun_runtime::image::lookup(args.store.clone(), reference)?);
+        req.image = Some(image::lookup(args.store.clone(), reference)?);
     }
     Ok(req)
 }
 
 fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let fail = |e: Error| {
-        eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
+        eprintln!("reprorun: {}", util::printable(&e.to_string()));
         e.exit_code()
     };
     if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
@@ -482,17 +476,17 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
-    reprorun_runtime::trace::step("supervisor", "parse the command line");
+    trace::step("supervisor", "parse the command line");
     let (plan, image) = match request(&args, mounts).and_then(|req| {
-        reprorun_runtime::trace::step("supervisor", "request");
+        trace::step("supervisor", "request");
         let host = HostFacts::current()?;
-        reprorun_runtime::trace::step("supervisor", "host facts");
+        trace::step("supervisor", "host facts");
         let image = req.image.as_ref().map(|i| RootfsId::Image {
             reference: i.reference.clone(),
             digest: i.digest.clone(),
         });
         let plan = plan::resolve(&req, &host)?;
-        reprorun_runtime::trace::step("supervisor", "resolve the plan");
+        trace::step("supervisor", "resolve the plan");
         Ok((plan, image))
     }) {
         Ok(p) => p,
@@ -518,8 +512,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
 
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
         // The plan resolved it; the supervisor opens it the same way.
-        let opened =
-            reprorun_runtime::sys::hostpath::open_write(path, false, reprorun_runtime::sys::hostpath::Write::Append);
+        let opened = sys::hostpath::open_write(path, false, sys::hostpath::Write::Append);
         if let Err(source) = opened {
             return fail(Error::NetLog {
                 path: path.to_path_buf(),
@@ -536,23 +529,23 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
     let started = SystemTime::now();
     let clock = Instant::now();
     let result = sandbox::run(&plan, &mut |line| {
-        eprintln!("reprorun: {}", reprorun_runtime::util::printable(line))
+        eprintln!("reprorun: {}", util::printable(line))
     });
     let ended = SystemTime::now();
-    reprorun_runtime::trace::step("supervisor", "run returned");
+    trace::step("supervisor", "run returned");
     let (code, error, outcome) = match result {
         Ok(o) => {
-            for h in reprorun_runtime::hint::after_failed_run(&plan, &o) {
-                eprintln!("reprorun: {}", reprorun_runtime::util::printable(&h));
+            for h in hint::after_failed_run(&plan, &o) {
+                eprintln!("reprorun: {}", util::printable(&h));
             }
             (o.exit_code, None, Some(o))
         }
         Err(e) => {
-            let hints = reprorun_runtime::hint::for_exec_error(&e, &args.command, &Cli::command());
+            let hints = hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
-            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", util::printable(&e.to_string()));
             for h in hints {
-                eprintln!("reprorun: {}", reprorun_runtime::util::printable(&h));
+                eprintln!("reprorun: {}", util::printable(&h));
             }
             (e.exit_code(), Some(e.to_string()), None)
         }
@@ -585,12 +578,12 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             rusage: outcome.map(|o| o.usage).unwrap_or_default().into(),
         };
         if let Err(e) = sink.write(&rec) {
-            eprintln!("reprorun: {}", reprorun_runtime::util::printable(&e.to_string()));
+            eprintln!("reprorun: {}", util::printable(&e.to_string()));
             if code == 0 {
                 return exit::RUNTIME_ERROR;
             }
         }
     }
-    reprorun_runtime::trace::step("supervisor", "exit");
+    trace::step("supervisor", "exit");
     code
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where `reprorun exec -- /bin/true` spends its start-up (issue 20), in three parts:
-#   1. the per-step table: REPRORUN_TRACE_STEPS=1 timestamps (src/trace.rs) of RUNS traced
+#   1. the per-step table: REPRORUN_TRACE_STEPS=1 timestamps (crates/runtime/src/trace.rs) of RUNS traced
 #      runs, median per step (its own duration, and µs since the supervisor's main);
 #   2. the cost of each isolation piece: exec with the piece turned off by its flag, side by
 #      side with the default and bubblewrap (hyperfine, in rounds); median wall time, CPU time

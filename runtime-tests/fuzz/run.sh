@@ -31,7 +31,7 @@ fuzz_dir="runtime-tests/fuzz"
 # config `rustflags`, so crt-static does not reach the fuzz build. A config file in
 # runtime-tests/fuzz could not undo it: cargo joins `rustflags` arrays across config files, and
 # `+crt-static` wins over a later `-crt-static`. CARGO_ENCODED_RUSTFLAGS would in turn replace
-# cargo-fuzz's RUSTFLAGS, so drop it. (build.rs builds src/reprotime with RUSTFLAGS="" itself.)
+# cargo-fuzz's RUSTFLAGS, so drop it. (crates/runtime/build.rs builds crates/reprotime with RUSTFLAGS="" itself.)
 unset CARGO_ENCODED_RUSTFLAGS
 
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then

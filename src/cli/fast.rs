@@ -177,9 +177,15 @@ fn set(a: &mut ExecArgs, mounts: &mut Vec<ExtraMount>, name: &str, v: &str) -> O
         }
         "import-tool" => repeat(&mut a.import_tool, v.to_string()),
         "net" => once!(a.net = Some(ValueEnum::from_str(v, false).ok()?)),
-        "allow-host" => repeat(&mut a.allow_host, reprorun_runtime::net::Rule::parse(v).ok()?),
+        "allow-host" => repeat(
+            &mut a.allow_host,
+            reprorun_runtime::net::Rule::parse(v).ok()?,
+        ),
         "allow-file" => repeat(&mut a.allow_file, PathBuf::from(v)),
-        "add-host" => repeat(&mut a.add_host, reprorun_runtime::net::allow::parse_add_host(v).ok()?),
+        "add-host" => repeat(
+            &mut a.add_host,
+            reprorun_runtime::net::allow::parse_add_host(v).ok()?,
+        ),
         "net-log" => once!(a.net_log = path()),
         "env" => repeat(&mut a.env, parse::env_entry(v).ok()?),
         "env-file" => repeat(&mut a.env_file, PathBuf::from(v)),

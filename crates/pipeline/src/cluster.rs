@@ -260,7 +260,8 @@ impl Scripts<'_> {
             ("merge.sh", self.merge()),
         ] {
             let path = self.tasks.join(name);
-            reprorun_runtime::sys::write_atomic(&path, text.as_bytes(), 0o755).map_err(write_err(&path))?;
+            reprorun_runtime::sys::write_atomic(&path, text.as_bytes(), 0o755)
+                .map_err(write_err(&path))?;
         }
         Ok(())
     }
@@ -285,9 +286,11 @@ pub fn write_plan(
     let chunk_dir = out.join("chunks");
     std::fs::create_dir_all(&chunk_dir).map_err(write_err(&chunk_dir))?;
     for (file, text) in files {
-        reprorun_runtime::sys::write_atomic(file, text.as_bytes(), 0o644).map_err(write_err(file))?;
+        reprorun_runtime::sys::write_atomic(file, text.as_bytes(), 0o644)
+            .map_err(write_err(file))?;
     }
-    reprorun_runtime::sys::write_atomic(&path, manifest.as_bytes(), 0o644).map_err(write_err(&path))?;
+    reprorun_runtime::sys::write_atomic(&path, manifest.as_bytes(), 0o644)
+        .map_err(write_err(&path))?;
     Ok(Ok(()))
 }
 

@@ -107,11 +107,7 @@ pub fn sibling(db: &Path, suffix: &str) -> PathBuf {
 impl Db {
     /// Opens (creating if `create`) the study database. An existing file is checked
     /// before anything is written into it: it may be another program's database.
-    pub fn open(
-        path: &Path,
-        create: bool,
-        schema: &'static Schema,
-    ) -> Result<Db, StoreError> {
+    pub fn open(path: &Path, create: bool, schema: &'static Schema) -> Result<Db, StoreError> {
         if let Some(link) = planted_link(path) {
             return Err(StoreError::Link {
                 path: path.to_path_buf(),

@@ -56,7 +56,11 @@ pub fn sandboxed(
         stdout: stdout.as_fd(),
         stderr: stderr.as_fd(),
     };
-    Ok(reprorun_runtime::sandbox::run_with(&plan, Some(stdio), &mut |_| {}))
+    Ok(reprorun_runtime::sandbox::run_with(
+        &plan,
+        Some(stdio),
+        &mut |_| {},
+    ))
 }
 
 /// An id (an instance's, a snapshot group's) as a file-name part: ASCII letters, digits, `-`

@@ -21,7 +21,7 @@ use super::Mode;
 /// The failure modes `log` shows evidence of, sorted (in [`Mode`]'s order) and without
 /// duplicates. Empty when nothing matches (the caller decides whether that means
 /// [`Mode::Other`]).
-pub fn detect(log: &str) -> Vec<Mode> {
+pub(crate) fn detect(log: &str) -> Vec<Mode> {
     let mut found = BTreeSet::new();
     let mut key_error = false;
     let mut environ_lookup = false;

@@ -71,7 +71,7 @@ pub struct Instance {
 
 /// What the caller adds to the files.
 #[derive(Debug, Clone, Default)]
-pub struct Defaults {
+pub(crate) struct Defaults {
     /// `--repos DIR`: where `repo` `owner/name` is found as `DIR/owner__name` or
     /// `DIR/owner/name` when an instance has no `repo_path`.
     pub repos: Option<PathBuf>,
@@ -88,13 +88,13 @@ pub struct Defaults {
 /// The instances that have a prediction, in instance-id order, and the ids skipped for
 /// having none.
 #[derive(Debug)]
-pub struct Input {
+pub(crate) struct Input {
     pub instances: Vec<Instance>,
     pub without_prediction: Vec<String>,
 }
 
 /// Reads and checks everything.
-pub fn load(
+pub(crate) fn load(
     instances: &Path,
     predictions: &Path,
     defaults: &Defaults,
@@ -362,7 +362,7 @@ fn recorded_value(v: &Value) -> Option<bool> {
 }
 
 /// Dates as SWE-bench writes them: RFC 3339, `2023-05-10 12:00:00`, or a plain date.
-pub fn parse_when(text: &str) -> Option<i64> {
+pub(crate) fn parse_when(text: &str) -> Option<i64> {
     use reprorun_runtime::determinism::date::parse_date;
     let t = text.trim();
     parse_date(t)

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Passed,
     Failed,
     Error,
@@ -22,11 +22,11 @@ pub enum Status {
 
 impl Status {
     /// SWE-bench counts PASSED and XFAIL as passing.
-    pub fn passes(self) -> bool {
+    pub(crate) fn passes(self) -> bool {
         matches!(self, Status::Passed | Status::Xfail)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Status::Passed => "passed",
             Status::Failed => "failed",
@@ -52,11 +52,11 @@ impl Status {
 
 /// Test statuses by name. JUnit cases are keyed `classname.name`; pytest node ids are kept
 /// as written and matched through [`dotted`].
-pub type Tests = BTreeMap<String, Status>;
+pub(crate) type Tests = BTreeMap<String, Status>;
 
 /// Parses JUnit XML (pytest's, or any runner's `<testcase>` elements). `None` when the text
 /// is not XML with test cases.
-pub fn parse_junit(xml: &str) -> Option<Tests> {
+pub(crate) fn parse_junit(xml: &str) -> Option<Tests> {
     let doc = roxmltree::Document::parse(xml).ok()?;
     let mut tests = Tests::new();
     let mut any = false;
@@ -95,7 +95,7 @@ pub fn parse_junit(xml: &str) -> Option<Tests> {
 
 /// Parses pytest's terminal output: `-v` lines (`path::test PASSED [ 50%]`) and the `-rA`
 /// short summary (`PASSED path::test`, `FAILED path::test - reason`).
-pub fn parse_pytest(output: &str) -> Tests {
+pub(crate) fn parse_pytest(output: &str) -> Tests {
     let mut tests = Tests::new();
     for line in output.lines() {
         let line = line.trim_end();
@@ -124,7 +124,7 @@ pub fn parse_pytest(output: &str) -> Tests {
 
 /// A pytest node id (`tests/test_a.py::TestX::test_y[p]`) in JUnit's dotted form
 /// (`tests.test_a.TestX.test_y[p]`); other names are returned unchanged.
-pub fn dotted(id: &str) -> String {
+pub(crate) fn dotted(id: &str) -> String {
     match id.split_once("::") {
         Some((file, rest)) if file.ends_with(".py") => {
             let module = file.trim_end_matches(".py").replace('/', ".");
@@ -142,13 +142,13 @@ pub fn dotted(id: &str) -> String {
 /// The status of a listed test: by exact name (pytest's output keeps node ids), else by
 /// its dotted form (JUnit's `classname.name`). Two map lookups, so grading stays cheap for
 /// instances that list thousands of tests.
-pub fn lookup(tests: &Tests, id: &str) -> Option<Status> {
+pub(crate) fn lookup(tests: &Tests, id: &str) -> Option<Status> {
     tests.get(id).or_else(|| tests.get(&dotted(id))).copied()
 }
 
 /// SWE-bench's rule over the listed tests, or the exit status when none are listed; and
 /// the signature of the outcome (what flakiness compares).
-pub fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, String) {
+pub(crate) fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, String) {
     if listed.is_empty() {
         return (exit_code == 0, digest(&format!("exit:{exit_code}")));
     }
@@ -167,7 +167,7 @@ pub fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, String) {
 
 /// What grading makes of a finished run's logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Graded {
+pub(crate) struct Graded {
     pub resolved: bool,
     pub signature: String,
     /// Failure modes the logs show, looked for only when the outcome differs from the
@@ -182,7 +182,7 @@ pub struct Graded {
 /// a runner that writes none still prints its results), SWE-bench's rule over `listed`
 /// (or the exit status), and evidence when the outcome is not the `recorded` one. The
 /// same logs give the same grade: runs are graded this way when made and by `regrade`.
-pub fn grade_logs(
+pub(crate) fn grade_logs(
     listed: &[&str],
     recorded: bool,
     exit_code: i32,
@@ -229,7 +229,7 @@ pub fn grade_logs(
 }
 
 /// The signature of a run that produced no test outcome.
-pub fn infra_signature(infra: super::Infra) -> String {
+pub(crate) fn infra_signature(infra: super::Infra) -> String {
     digest(&format!("infra:{}", infra.name()))
 }
 

@@ -33,7 +33,7 @@ pub enum RegradeError {
 
 /// One run whose grade changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
+pub(crate) struct Change {
     pub instance_id: String,
     pub arm: String,
     pub idx: u32,
@@ -43,7 +43,7 @@ pub struct Change {
 
 /// What a regrade did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Regraded {
+pub(crate) struct Regraded {
     /// Runs in the study.
     pub runs: u64,
     /// Runs graded again (those with a test outcome).
@@ -59,7 +59,7 @@ pub struct Regraded {
 }
 
 /// Regrades the study at `db` (holding its lock: no `run` may record meanwhile).
-pub fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
+pub(crate) fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
     let store = Store::open(db, false)?;
     let _lock = reprorun_pipeline::store::lock(db)?;
     let lists = store.graded_lists()?;
@@ -144,7 +144,7 @@ fn graded(
 
 impl Regraded {
     /// The counts, and one line per changed run.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut t = format!(
             "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved\n",
             self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved

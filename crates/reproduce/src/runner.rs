@@ -11,14 +11,14 @@ use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
 use super::{Arm, Infra, Pin};
+use reprorun_pipeline::unit::{Scratch, OUT_DIR};
 use reprorun_runtime::determinism::clock::DateChoice;
 use reprorun_runtime::determinism::{EnvProfile, RandomMode};
 use reprorun_runtime::parse::BindSpec;
-use reprorun_pipeline::unit::{Scratch, OUT_DIR};
 use reprorun_runtime::plan::{ExecRequest, ExtraMount, HostFacts, Isolation, NetChoice};
 
 /// Where the run's JUnit XML is asked for, inside the sandbox (in [`OUT_DIR`]).
-pub const JUNIT: &str = "/.reprorun/out/junit.xml";
+pub(crate) const JUNIT: &str = "/.reprorun/out/junit.xml";
 
 /// What keeps a run from being made (the host's failure, not the patch's): the study
 /// stops, resumable.
@@ -40,7 +40,7 @@ pub enum SetupError {
 
 /// How runs are made (the study's options that shape a sandbox).
 #[derive(Debug, Clone)]
-pub struct Conditions {
+pub(crate) struct Conditions {
     /// The test command's limit.
     pub timeout: Duration,
     /// `--memory`: a cgroup limit for each run.
@@ -62,7 +62,7 @@ pub struct Conditions {
 /// bookkeeping, `HOME` (runs get a private writable one), paths that do not exist or are
 /// read-only in the sandbox (`TMPDIR`, `XDG_*_HOME`, ...), and anything that looks like a
 /// credential — the patch is untrusted code (`spec/reproduce.md`).
-pub fn host_like(key: &str) -> bool {
+pub(crate) fn host_like(key: &str) -> bool {
     let upper = key.to_ascii_uppercase();
     let secret = [
         "TOKEN",
@@ -119,7 +119,7 @@ const SEED_PINS: &[&str] = &[
 impl Conditions {
     /// What of these conditions a study's runs depend on, as text: a resumed study must
     /// be made under the same (`Store::check_options`).
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         serde_json::json!({
             "timeout_ms": self.timeout.as_millis() as u64,
             "memory": self.memory,
@@ -130,7 +130,7 @@ impl Conditions {
         .to_string()
     }
 
-    pub fn new(timeout: Duration, seed: u64) -> Self {
+    pub(crate) fn new(timeout: Duration, seed: u64) -> Self {
         Conditions {
             timeout,
             memory: None,
@@ -149,7 +149,7 @@ impl Conditions {
 /// The sandbox request for `arm` over `tree`, writing into `out` (bound at [`OUT_DIR`]).
 /// A host-like run intercepts nothing; a run without the directory-order pin lists
 /// directories in the filesystem's order.
-pub fn request(
+pub(crate) fn request(
     inst: &Instance,
     arm: Arm,
     cond: &Conditions,
@@ -166,7 +166,10 @@ pub fn request(
     req.seed = cond.seed;
     req.rootfs = inst.rootfs.clone();
     if let Some(reference) = &inst.image {
-        req.image = Some(reprorun_runtime::image::lookup(cond.store.clone(), reference)?);
+        req.image = Some(reprorun_runtime::image::lookup(
+            cond.store.clone(),
+            reference,
+        )?);
     }
     let host_like = matches!(arm, Arm::NoShim | Arm::BaselineNoShim);
     let without = match arm {
@@ -187,7 +190,9 @@ pub fn request(
         // Behind the egress proxy the caller's own proxy settings would lead nowhere.
         let ours = |k: &str| {
             req.net == reprorun_runtime::plan::NetMode::Allow
-                && reprorun_runtime::plan::proxy_env().iter().any(|(p, _)| *p == k)
+                && reprorun_runtime::plan::proxy_env()
+                    .iter()
+                    .any(|(p, _)| *p == k)
         };
         env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
         mirror = cond.no_shim_mirror.clone();
@@ -271,7 +276,7 @@ fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
 
 /// Where a run's logs go and where its scratch lives: the study database (`run`), or a
 /// worker's result directory and node-local scratch (`work`, which never opens SQLite).
-pub trait RunSink {
+pub(crate) trait RunSink {
     /// Writes a log, content-addressed, and returns its digest.
     fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError>;
     /// The directory of trees and run scratch.
@@ -311,7 +316,7 @@ fn infra_row(
 
 /// Makes one run and returns its row (logs already stored). Infra failures are rows too;
 /// only a failure to record anything is an error.
-pub fn run(
+pub(crate) fn run(
     store: &impl RunSink,
     inst: &Instance,
     arm: Arm,
@@ -413,7 +418,7 @@ pub fn run(
 
 /// Checks that the study's scratch directory can hold overlay lower directories (the
 /// overlay options string cannot name a path with ',', ':' or '\\').
-pub fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
+pub(crate) fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     if abs.to_string_lossy().contains([',', ':', '\\']) {
         return Err(ReproduceError::Usage(format!(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// The class of a patch (or a baseline) from its reproduction rate r.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Class {
+pub(crate) enum Class {
     /// r = 1: every run gave the recorded outcome.
     Reproducible,
     /// 0 < r < 1: some runs did, some did not.
@@ -21,10 +21,10 @@ pub enum Class {
 
 impl Class {
     #[cfg(test)]
-    pub const ALL: [Class; 3] = [Class::Reproducible, Class::Flaky, Class::Broken];
+    pub(crate) const ALL: [Class; 3] = [Class::Reproducible, Class::Flaky, Class::Broken];
 
     /// The class's name in JSON and in reports: `reproducible`, `flaky`, `broken`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Reproducible => "reproducible",
             Class::Flaky => "flaky",
@@ -35,7 +35,7 @@ impl Class {
 
 /// r(π) = (1/k) Σ 1[T_i = T_0]: the share of `results` (each run's `resolved`, T_i) equal
 /// to `recorded` (T_0). `None` for no runs.
-pub fn reproduction_rate(results: &[bool], recorded: bool) -> Option<f64> {
+pub(crate) fn reproduction_rate(results: &[bool], recorded: bool) -> Option<f64> {
     if results.is_empty() {
         return None;
     }
@@ -45,7 +45,7 @@ pub fn reproduction_rate(results: &[bool], recorded: bool) -> Option<f64> {
 
 /// Reproducible if r ≥ 1, flaky if 0 < r < 1, broken otherwise (r ≤ 0, and NaN: a rate that
 /// is not a number shows no reproduction).
-pub fn classify(r: f64) -> Class {
+pub(crate) fn classify(r: f64) -> Class {
     if r >= 1.0 {
         Class::Reproducible
     } else if r > 0.0 {

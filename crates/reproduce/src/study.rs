@@ -24,7 +24,7 @@ use super::{Arm, Pin, ReproduceError};
 
 /// `reprorun reproduce run`'s options.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub instances: PathBuf,
     pub predictions: PathBuf,
     pub db: PathBuf,
@@ -51,7 +51,7 @@ struct Job {
 
 /// Runs the study to completion (or to the first error that stops it) and returns the
 /// instances that had no prediction.
-pub fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
+pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     if opts.k == 0 {
         return Err(ReproduceError::Usage("--k must be at least 1".into()));
     }
@@ -170,7 +170,9 @@ pub(crate) fn pin_runs(
                         inst.mirror.is_none() || opts.conditions.no_shim_mirror.is_none()
                     }
                     Pin::Cpus => cpus_per_worker <= 1,
-                    Pin::Network => opts.conditions.no_shim_net.mode == reprorun_runtime::plan::NetMode::None,
+                    Pin::Network => {
+                        opts.conditions.no_shim_net.mode == reprorun_runtime::plan::NetMode::None
+                    }
                     _ => false,
                 };
                 if !same {

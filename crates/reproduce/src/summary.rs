@@ -30,7 +30,7 @@ const DAY: f64 = 86_400.0;
 ///   does not hold; fields marked "`null`" are always present.
 /// - Fractions are plain numbers in [0, 1] (0.068 means 6.8%), not percentages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Runs per arm the study asked for (`--k`); runs with `idx >= k` are ignored.
     pub k: u32,
     /// Instances summarized (entries of the input, duplicates of an id included).
@@ -98,7 +98,7 @@ pub struct Summary {
 
 /// How many instances fall in each class, and their shares.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct ClassCounts {
+pub(crate) struct ClassCounts {
     /// Instances with r = 1 (for baselines: every run with the modal signature).
     pub reproducible: u64,
     /// Instances with 0 < r < 1.
@@ -115,7 +115,7 @@ pub struct ClassCounts {
 
 impl ClassCounts {
     /// Counts and shares of `classes`.
-    pub fn from_classes(classes: impl IntoIterator<Item = Class>) -> ClassCounts {
+    pub(crate) fn from_classes(classes: impl IntoIterator<Item = Class>) -> ClassCounts {
         let mut counts = ClassCounts::default();
         for class in classes {
             match class {
@@ -133,12 +133,12 @@ impl ClassCounts {
     }
 
     /// Instances classified.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.reproducible + self.flaky + self.broken
     }
 
     /// The count of one class.
-    pub fn get(&self, class: Class) -> u64 {
+    pub(crate) fn get(&self, class: Class) -> u64 {
         match class {
             Class::Reproducible => self.reproducible,
             Class::Flaky => self.flaky,
@@ -151,14 +151,14 @@ impl ClassCounts {
 /// whose baseline is flaky too (the flakiness the unpatched repository already shows).
 /// `null` when no patch is flaky in that arm with a baseline there.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BaselineExplained {
+pub(crate) struct BaselineExplained {
     pub shim: Option<f64>,
     pub no_shim: Option<f64>,
 }
 
 /// The exact McNemar test on the paired shim/no-shim classes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct McNemar {
+pub(crate) struct McNemar {
     /// Pairs reproducible (r = 1) with the shim but not without it.
     pub b: u64,
     /// Pairs reproducible without the shim but not with it.
@@ -169,7 +169,7 @@ pub struct McNemar {
 
 /// The dependency-drift observations (current-status data: one per instance).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Drift {
+pub(crate) struct Drift {
     /// Instances with no-shim runs and a positive age.
     pub observations: u64,
     /// Of those, how many have `dependency_drift` in their no-shim failure modes.
@@ -190,7 +190,7 @@ pub struct Drift {
 /// `timeout_resource`, `other`), zero included. A patch with several modes counts once
 /// under each, so the counts can sum to more than the non-reproducing patches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FailureModes {
+pub(crate) struct FailureModes {
     /// Over patches not reproducible in the shim arm (`InstanceSummary::modes_shim`).
     pub shim: BTreeMap<Mode, u64>,
     /// Over patches not reproducible in the no-shim arm. Omitted when `no_shim` is.
@@ -200,7 +200,7 @@ pub struct FailureModes {
 
 /// Runs that produced no test outcome, per cause ([`Infra`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct InfraCounts {
+pub(crate) struct InfraCounts {
     pub patch_apply: u64,
     pub timeout: u64,
     pub oom: u64,
@@ -218,7 +218,7 @@ impl InfraCounts {
     }
 
     /// The count for one cause.
-    pub fn get(&self, infra: Infra) -> u64 {
+    pub(crate) fn get(&self, infra: Infra) -> u64 {
         match infra {
             Infra::PatchApply => self.patch_apply,
             Infra::Timeout => self.timeout,
@@ -230,7 +230,7 @@ impl InfraCounts {
 
 /// One instance's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InstanceSummary {
+pub(crate) struct InstanceSummary {
     pub instance_id: String,
     /// r of the shim arm; `null` without shim runs.
     pub r_shim: Option<f64>,
@@ -411,7 +411,7 @@ fn mcnemar(rows: &[InstanceSummary]) -> Option<McNemar> {
 }
 
 /// Summarizes a study run with `k` runs per arm; see [`Summary`] for every rule.
-pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
+pub(crate) fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
     let mut ordered: Vec<&InstanceRuns> = instances.iter().collect();
     ordered.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
 
@@ -460,7 +460,8 @@ pub fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
             .min()
             .zip(measured.iter().max())
             .map(|(a, b)| {
-                let date = |s: i64| reprorun_runtime::determinism::date::rfc3339_secs(s)[..10].to_string();
+                let date =
+                    |s: i64| reprorun_runtime::determinism::date::rfc3339_secs(s)[..10].to_string();
                 [date(*a), date(*b)]
             }),
     });

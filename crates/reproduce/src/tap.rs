@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// A TAP test result (its line and directive); [`super::outcome`] grades it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tap {
+pub(crate) enum Tap {
     Ok,
     NotOk,
     Skip,
@@ -18,7 +18,7 @@ pub enum Tap {
 }
 
 /// Results by test name.
-pub type Tests = BTreeMap<String, Tap>;
+pub(crate) type Tests = BTreeMap<String, Tap>;
 
 /// TAP escapes `#` and `\` in names.
 fn unescape(name: &str) -> String {
@@ -64,7 +64,7 @@ fn result(line: &str) -> Option<(Tap, String)> {
 }
 
 /// Per-test statuses from TAP output; empty when the output is not TAP.
-pub fn parse_tap(output: &str) -> Tests {
+pub(crate) fn parse_tap(output: &str) -> Tests {
     let mut tests = Tests::new();
     if !output.lines().any(|l| l.trim().starts_with("TAP version ")) {
         return tests;

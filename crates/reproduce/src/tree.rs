@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::input::Instance;
-use reprorun_runtime::parse::BindSpec;
 use reprorun_pipeline::unit::{self, UnitError, OUT_DIR};
+use reprorun_runtime::parse::BindSpec;
 use reprorun_runtime::plan::{ExecRequest, ExtraMount, HostFacts, Isolation};
 
 #[derive(Debug, Error)]
@@ -51,7 +51,7 @@ pub enum TreeError {
 
 /// Which patches a tree holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub(crate) enum Variant {
     /// The model patch, then the test patch.
     Patched,
     /// The test patch only (the unpatched repository).
@@ -60,7 +60,7 @@ pub enum Variant {
 
 /// How the patches went on; stored beside the tree as `KEY.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Both patches applied.
     pub ok: bool,
     /// The method that applied the model patch (`git-apply`, `git-apply-3way`,
@@ -74,13 +74,13 @@ pub struct Applied {
 
 /// A tree ready to run: its directory and how its patches applied.
 #[derive(Debug, Clone)]
-pub struct Tree {
+pub(crate) struct Tree {
     pub dir: PathBuf,
     pub applied: Applied,
 }
 
 /// The cache key of a tree: what makes it differ.
-pub fn key(inst: &Instance, variant: Variant) -> String {
+pub(crate) fn key(inst: &Instance, variant: Variant) -> String {
     let mut h = Sha256::new();
     for part in [
         inst.repo_path.to_string_lossy().as_bytes(),
@@ -99,7 +99,7 @@ pub fn key(inst: &Instance, variant: Variant) -> String {
 
 /// The tree for `inst`/`variant` under `dir`, made if missing. Concurrent callers (workers)
 /// serialize on a lock file; a tree left half-made by a killed run is made again.
-pub fn ensure(dir: &Path, inst: &Instance, variant: Variant) -> Result<Tree, TreeError> {
+pub(crate) fn ensure(dir: &Path, inst: &Instance, variant: Variant) -> Result<Tree, TreeError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| TreeError::Io { path, source }

@@ -55,12 +55,14 @@ pub(crate) fn command(args: FilterArgs) -> Result<(), super::AuditError> {
         out.push('\n');
     }
     match &args.out {
-        Some(path) => reprorun_runtime::sys::write_atomic(path, out.as_bytes(), 0o644).map_err(|source| {
-            FilterError::Write {
-                path: path.clone(),
-                source,
-            }
-        })?,
+        Some(path) => {
+            reprorun_runtime::sys::write_atomic(path, out.as_bytes(), 0o644).map_err(|source| {
+                FilterError::Write {
+                    path: path.clone(),
+                    source,
+                }
+            })?
+        }
         None => std::io::stdout()
             .lock()
             .write_all(out.as_bytes())

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use reprorun_pipeline::records::{read_records, string_field, Records};
 pub(crate) use issue::issue_from_record;
+use reprorun_pipeline::records::{read_records, string_field, Records};
 
 #[derive(Debug, Error)]
 pub enum InputError {

@@ -411,10 +411,7 @@ fn judge_run(
             let bytes = logs
                 .log(sha)
                 .ok_or_else(|| setup("findings")(format!("log {sha} is missing")))?;
-            Some(
-                crate::findings::validate(&bytes)
-                    .map_err(|e| setup("findings")(e.to_string()))?,
-            )
+            Some(crate::findings::validate(&bytes).map_err(|e| setup("findings")(e.to_string()))?)
         }
         _ => None,
     };

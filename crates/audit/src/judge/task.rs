@@ -134,18 +134,13 @@ pub(crate) fn is_post_fix(hidden: &[Hidden], group_id: &str) -> bool {
 /// The comments a judge sees: all for an open issue; for a closed one those made strictly
 /// before `closed_at` (none when a time is missing: what cannot be placed is left out).
 fn early_comments(h: &Hidden) -> Vec<TaskComment> {
-    let cutoff = h
-        .closed_at
-        .as_deref()
-        .and_then(crate::input::strict_time);
+    let cutoff = h.closed_at.as_deref().and_then(crate::input::strict_time);
     let open = h.grounding.target == "open";
     h.comments
         .iter()
         .filter(|c| {
             open || match (cutoff, c.created_at.as_deref()) {
-                (Some(cut), Some(t)) => {
-                    crate::input::strict_time(t).is_some_and(|t| t < cut)
-                }
+                (Some(cut), Some(t)) => crate::input::strict_time(t).is_some_and(|t| t < cut),
                 _ => false,
             }
         })

@@ -307,8 +307,7 @@ pub(crate) fn agreement(args: AgreementArgs) -> Result<(), crate::AuditError> {
         c[idx(h)][idx(j)] += 1;
     }
     let a = agreement_of(&c);
-    let print =
-        |s: String| writeln!(std::io::stdout(), "{s}").map_err(crate::AuditError::Print);
+    let print = |s: String| writeln!(std::io::stdout(), "{s}").map_err(crate::AuditError::Print);
     if args.json {
         return print(format!(
             "{:#}",

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use reprorun_pipeline::doc::{Align, Block, Cell, Doc, Table};
-use reprorun_pipeline::store::StoreError;
 pub(crate) use compute::{compute, ConfigMetrics, Options};
 pub(crate) use load::Config;
+use reprorun_pipeline::doc::{Align, Block, Cell, Doc, Table};
+use reprorun_pipeline::store::StoreError;
 
 #[derive(Debug, Error)]
 pub enum MetricsError {

@@ -17,7 +17,7 @@ use super::{RunArgs, RunError};
 use crate::corpus::Corpus;
 use reprorun_pipeline::cluster::{self, ChunkRef, LogDir};
 use reprorun_pipeline::cluster_args::PlanOut;
-pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
+pub(crate) use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
 use reprorun_pipeline::host::Host;
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};

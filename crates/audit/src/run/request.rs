@@ -168,7 +168,10 @@ pub(crate) fn request(
         req.extra_mounts.push(bind(root, "/opt/agent", true));
         env.push((
             "PATH".into(),
-            format!("/opt/agent/bin:{}", reprorun_runtime::determinism::env::FROZEN_PATH),
+            format!(
+                "/opt/agent/bin:{}",
+                reprorun_runtime::determinism::env::FROZEN_PATH
+            ),
         ));
     }
     env.extend(inv.env.iter().cloned());

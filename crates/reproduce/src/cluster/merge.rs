@@ -11,9 +11,9 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::{key, read_err, ClusterError, Shard, Tasks, Unit, SHARD_FORMAT};
+use crate::store::{Store, StoreError};
 use reprorun_pipeline::cluster::{self, LogDir};
 use reprorun_pipeline::store::sha256_hex;
-use crate::store::{Store, StoreError};
 
 /// `merge`'s options.
 #[derive(Debug, Clone)]

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{ClusterError, CondSpec, Manifest, Unit, CHUNK_FORMAT, MANIFEST_FORMAT};
-use reprorun_pipeline::cluster::{self, layout};
-use reprorun_pipeline::store::sha256_hex;
 use crate::input::{self, Instance};
 use crate::store::Store;
 use crate::study::{self, Options};
 use crate::Arm;
+use reprorun_pipeline::cluster::{self, layout};
+use reprorun_pipeline::store::sha256_hex;
 
 /// `plan`'s options beyond `run`'s.
 #[derive(Debug, Clone)]

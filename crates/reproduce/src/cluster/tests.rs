@@ -3,9 +3,9 @@ use std::time::Duration;
 
 use super::merge::{merge, MergeOptions, Merged};
 use super::*;
+use crate::store::Store;
 use reprorun_pipeline::cluster::{chunk_file, layout, result_path, write_result};
 use reprorun_pipeline::host;
-use crate::store::Store;
 
 fn inst(id: &str) -> Instance {
     Instance {

@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use super::{ClusterError, Host, Shard, Tasks, Unit, SHARD_FORMAT};
+use crate::runner::{self, RunSink};
+use crate::store::StoreError;
+use crate::ReproduceError;
 use reprorun_pipeline::cluster::{catch_stop, scratch_dir, write_result, LogDir};
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::tasks::work_units;
 pub(crate) use reprorun_pipeline::tasks::Done;
-use crate::runner::{self, RunSink};
-use crate::store::StoreError;
-use crate::ReproduceError;
 
 /// `work`'s options.
 #[derive(Debug, Clone)]

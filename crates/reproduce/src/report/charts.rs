@@ -4,9 +4,9 @@
 use maud::Markup;
 
 use super::arms;
-use reprorun_pipeline::svg::{self, Bar, Survival};
 use crate::stats::Class;
 use crate::summary::{Drift, Summary};
+use reprorun_pipeline::svg::{self, Bar, Survival};
 
 const COLORS: [(Class, &str); 3] = [
     (Class::Reproducible, "#2e7d32"),

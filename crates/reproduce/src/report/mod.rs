@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use super::summary::{ClassCounts, Summary};
 
 /// The report's file names, in the order [`write_report`] returns them.
-pub const MARKDOWN_FILE: &str = "report.md";
-pub const HTML_FILE: &str = "report.html";
-pub const JSON_FILE: &str = "summary.json";
+pub(crate) const MARKDOWN_FILE: &str = "report.md";
+pub(crate) const HTML_FILE: &str = "report.html";
+pub(crate) const JSON_FILE: &str = "summary.json";
 
 /// Why a report could not be written; each names the step and the path.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum ReportError {
 /// parents when missing) and returns their paths in that order. Every file is rendered
 /// first, then written through a temporary file renamed over the target, so a failure
 /// leaves each file either as it was or complete, never half written.
-pub fn write_report(summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ReportError> {
+pub(crate) fn write_report(summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(out).map_err(|source| ReportError::CreateDir {
         path: out.to_path_buf(),
         source,
@@ -72,19 +72,19 @@ pub fn write_report(summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, Repor
 }
 
 /// The summary as pretty-printed JSON with a final newline (the content of `summary.json`).
-pub fn render_json(summary: &Summary) -> Result<String, serde_json::Error> {
+pub(crate) fn render_json(summary: &Summary) -> Result<String, serde_json::Error> {
     let mut text = serde_json::to_string_pretty(summary)?;
     text.push('\n');
     Ok(text)
 }
 
 /// The report as Markdown.
-pub fn render_markdown(s: &Summary) -> String {
+pub(crate) fn render_markdown(s: &Summary) -> String {
     sections::document(s).markdown()
 }
 
 /// The report as one self-contained HTML page.
-pub fn render_html(s: &Summary) -> String {
+pub(crate) fn render_html(s: &Summary) -> String {
     sections::document(s).html()
 }
 

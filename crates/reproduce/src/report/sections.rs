@@ -2,10 +2,10 @@
 //! sentences written, the tables laid out. Rendering is the document's business.
 
 use super::{arms, charts};
-use reprorun_pipeline::doc::{Align, Block, Cell, Doc, Header, Table};
 use crate::stats::Class;
 use crate::summary::Summary;
 use crate::{Infra, Mode};
+use reprorun_pipeline::doc::{Align, Block, Cell, Doc, Header, Table};
 
 /// A header of fixed text.
 fn h(text: &'static str) -> Header {

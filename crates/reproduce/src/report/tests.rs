@@ -1,11 +1,11 @@
 use super::charts::{outcome_svg, survival_svg};
 use super::sections::{p_value, pct, signed_pct};
 use super::*;
-use reprorun_pipeline::doc::{escape_html, md};
-use reprorun_pipeline::svg::nice_step;
 use crate::summary::summarize;
 use crate::Mode;
 use crate::{Arm, InstanceRuns, Pin, RunResult};
+use reprorun_pipeline::doc::{escape_html, md};
+use reprorun_pipeline::svg::nice_step;
 
 const T0: i64 = 1_600_000_000;
 

@@ -295,11 +295,11 @@ impl MountOp {
 pub(crate) mod octal {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{mode:04o}"))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         let text = String::deserialize(d)?;
         u32::from_str_radix(&text, 8).map_err(D::Error::custom)
     }

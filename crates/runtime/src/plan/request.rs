@@ -17,7 +17,7 @@ pub enum ExtraMount {
 }
 
 /// Where `--import-tool` puts programs (on the sandbox's own /run).
-pub const TOOLS_DIR: &str = "/run/tools";
+pub(super) const TOOLS_DIR: &str = "/run/tools";
 
 /// How the working directory is mounted at /work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -151,11 +151,7 @@ fn parent_and_name(path: &Path, follow: bool) -> Result<(OwnedFd, PathBuf), Host
 /// an existing one must be regular (appended to, or truncated); a new one is made with
 /// `O_EXCL | O_NOFOLLOW` in its parent's descriptor. Writes on the result block again (a
 /// full disk is waited on, not dropped).
-pub fn open_write(
-    path: &Path,
-    follow: bool,
-    how: Write,
-) -> Result<std::fs::File, HostPathError> {
+pub fn open_write(path: &Path, follow: bool, how: Write) -> Result<std::fs::File, HostPathError> {
     if callers_own(path) {
         use std::os::unix::fs::OpenOptionsExt;
         let mut o = std::fs::OpenOptions::new();

@@ -7,14 +7,14 @@ use crate::determinism::clock::{self, ClockMode, DateChoice};
 use crate::determinism::{RandomMode, DEFAULT_EPOCH};
 
 /// Annotation keys reprorun reads (all under this prefix).
-pub const ANNOTATION_PREFIX: &str = "org.reprorun.";
+pub(super) const ANNOTATION_PREFIX: &str = "org.reprorun.";
 /// `true`: `config.json` fields reprorun does not know are refused (read by
 /// [`crate::oci::read_spec`]; default: ignored, as the runtime spec requires).
 pub const STRICT_ANNOTATION: &str = "org.reprorun.strict";
 
 /// The determinism settings a container asked for through annotations.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Determinism {
+pub(super) struct Determinism {
     pub enabled: bool,
     pub date: DateChoice,
     pub clock: ClockMode,
@@ -65,7 +65,9 @@ impl Determinism {
 
 /// Reads the `org.reprorun.*` annotations; an unknown key under the prefix is an error (a
 /// typo would otherwise silently leave a pin at its default).
-pub fn determinism(annotations: &BTreeMap<String, String>) -> Result<Determinism, ConvertError> {
+pub(super) fn determinism(
+    annotations: &BTreeMap<String, String>,
+) -> Result<Determinism, ConvertError> {
     let mut d = Determinism::default();
     for (key, value) in annotations {
         let Some(name) = key.strip_prefix(ANNOTATION_PREFIX) else {
