@@ -16,8 +16,8 @@ fn main() {
         "../reprotime/src",
         "../reprotime/Cargo.toml",
         "../reprotime/Cargo.lock",
-        "src/determinism/mix.rs",
-        "src/determinism/page.rs",
+        "../base/src/determinism/mix.rs",
+        "../base/src/determinism/page.rs",
     ] {
         println!("cargo:rerun-if-changed={path}");
     }

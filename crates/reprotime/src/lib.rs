@@ -26,8 +26,8 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { libc::abort() }
 }
 
-/// The clock page's layout, one type shared with the runtime (`src/determinism/page.rs`).
-#[path = "../../runtime/src/determinism/page.rs"]
+/// The clock page's layout, one type shared with the runtime (`crates/base/src/determinism/page.rs`).
+#[path = "../../base/src/determinism/page.rs"]
 #[allow(dead_code)]
 mod shared_page;
 use shared_page::{
@@ -163,7 +163,7 @@ extern "C" fn constructor() {
     seed_at_random();
 }
 
-#[path = "../../runtime/src/determinism/mix.rs"]
+#[path = "../../base/src/determinism/mix.rs"]
 mod mix;
 
 const AT_RANDOM: libc::c_ulong = 25;

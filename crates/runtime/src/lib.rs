@@ -8,19 +8,15 @@
 //! may install; `record` the run record. The pipelines (`reprorun-pipeline` and the crates on
 //! it) and the command line (the `reprorun` binary) sit above this crate.
 
-pub mod determinism;
-pub mod exit;
 pub mod hint;
 pub mod image;
 pub mod mirror;
-pub mod net;
 pub mod oci;
-pub mod parse;
 pub mod plan;
 pub mod record;
-pub mod rootfs_id;
 pub mod sandbox;
-pub mod security;
-pub mod sys;
-pub mod trace;
-pub mod util;
+
+// The layers below, re-exported under their names here: the code above them, and the
+// crates above this one, say `sys`, `net` and the rest as before.
+pub use reprorun_base::{determinism, exit, parse, rootfs_id, security, sys, trace, util};
+pub use reprorun_net as net;

@@ -22,7 +22,7 @@ struct RulesetAttr {
 /// ABI 6: the attribute's `scoped` field is unknown to it, E2BIG; or Landlock off or absent):
 /// nothing is changed. Two system calls, no version query first (this is on every run's
 /// start-up path). Needs no_new_privs (or CAP_SYS_ADMIN).
-pub(crate) fn scope_self() -> Result<bool, Errno> {
+pub fn scope_self() -> Result<bool, Errno> {
     let attr = RulesetAttr {
         handled_access_fs: 0,
         handled_access_net: 0,

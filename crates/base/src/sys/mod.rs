@@ -8,19 +8,19 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
-pub(crate) mod bpf;
+pub mod bpf;
 pub mod hostpath;
-pub(crate) mod landlock;
-pub(crate) mod newmount;
-pub(crate) mod sched;
-pub(crate) mod seccomp;
-pub(crate) mod stack;
+pub mod landlock;
+pub mod newmount;
+pub mod sched;
+pub mod seccomp;
+pub mod stack;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
-pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
-pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
-pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
-pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 #[repr(C)]
@@ -33,9 +33,9 @@ struct MountAttr {
 
 /// The kernel's real-time signals, numbered as glibc and runc number them (`RTMIN` is 34):
 /// musl's `SIGRTMIN()` is 35, as it keeps 34 for itself, so reprorun does not ask its libc.
-pub(crate) const SIGRT_FIRST: i32 = 34;
+pub const SIGRT_FIRST: i32 = 34;
 /// The last real-time signal (`RTMAX`).
-pub(crate) const SIGRT_LAST: i32 = 64;
+pub const SIGRT_LAST: i32 = 64;
 
 fn cpath(path: &Path) -> Result<CString, Errno> {
     CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)
@@ -47,7 +47,7 @@ fn cpath(path: &Path) -> Result<CString, Errno> {
 /// The caller must be single-threaded: the child is a copy of the calling thread only, and
 /// glibc's cached thread id in the child still names the parent's thread, so the child must
 /// not use pthread functions that rely on it (it only mounts, forks and execs).
-pub(crate) fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
+pub fn clone_process(flags: libc::c_int) -> Result<Option<Pid>, Errno> {
     // SAFETY: a raw clone without CLONE_VM and with a null stack behaves like fork(2): the
     // child gets a copy-on-write copy of the address space and continues on the same stack.
     // No pointer arguments are passed (parent_tid, child_tid and tls are null).
@@ -92,10 +92,7 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 /// with `CLONE_INTO_CGROUP`): no migration afterwards, which on a kernel without
 /// `favordynmods` waits for an RCU grace period (milliseconds) when no other migration came
 /// just before; with a new cgroup namespace, its root is that cgroup.
-pub(crate) fn clone_process_into(
-    flags: libc::c_int,
-    cgroup: BorrowedFd,
-) -> Result<Option<Pid>, Errno> {
+pub fn clone_process_into(flags: libc::c_int, cgroup: BorrowedFd) -> Result<Option<Pid>, Errno> {
     let args = CloneArgs {
         flags: flags as u32 as u64 | CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -121,12 +118,7 @@ pub(crate) fn clone_process_into(
 
 /// Sets or clears mount attributes on the mount at `path` (and, with `recursive`, on every
 /// mount below it) through `mount_setattr(2)`.
-pub(crate) fn mount_setattr(
-    path: &Path,
-    recursive: bool,
-    set: u64,
-    clear: u64,
-) -> Result<(), Errno> {
+pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), Errno> {
     let c = cpath(path)?;
     let attr = MountAttr {
         attr_set: set,
@@ -151,21 +143,21 @@ pub(crate) fn mount_setattr(
 }
 
 /// `RESOLVE_*` bits of `openat2(2)`.
-pub(crate) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-pub(crate) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-pub(crate) const RESOLVE_IN_ROOT: u64 = 0x10;
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
 
 /// Opens `path` (absolute or relative) as seen from the directory `root` taken as the root:
 /// `..` and absolute symlinks cannot leave it (`openat2` with RESOLVE_IN_ROOT), and no
 /// procfs magic link is followed. Regular files only (looked up with O_PATH first, so no
 /// FIFO, device or socket is ever opened). Read-only, close-on-exec, non-blocking.
-pub(crate) fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+pub fn open_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
     open_in_root_with(root, path, false, false)
 }
 
 /// Finds `path` inside `root` (as [`open_in_root`] resolves it) without opening it: an
 /// O_PATH descriptor, whatever the file's type (no device's open runs).
-pub(crate) fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
+pub fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs::File, Errno> {
     openat2(
         root,
         path,
@@ -176,7 +168,7 @@ pub(crate) fn find_in_root(root: &std::fs::File, path: &Path) -> Result<std::fs:
 
 /// [`open_in_root`], optionally read-write, and optionally refusing every symbolic link on
 /// the way (RESOLVE_NO_SYMLINKS).
-pub(crate) fn open_in_root_with(
+pub fn open_in_root_with(
     root: &std::fs::File,
     path: &Path,
     write: bool,
@@ -215,7 +207,7 @@ pub(crate) fn reopen_fd(fd: BorrowedFd, flags: libc::c_int) -> Result<std::fs::F
 
 /// `openat2(2)`: `path` from the directory `dir` with open `flags` (O_CLOEXEC added) and
 /// `resolve` (`RESOLVE_*` bits).
-pub(crate) fn openat2(
+pub fn openat2(
     dir: &std::fs::File,
     path: &Path,
     flags: libc::c_int,
@@ -261,7 +253,7 @@ pub(crate) fn openat2_at(
 
 /// The mount id of an open file (`statx` STATX_MNT_ID): with st_dev and st_ino, it tells
 /// whether two descriptors name the same directory through the same mount.
-pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
+pub fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
     const STATX_MNT_ID: u32 = 0x1000;
     // SAFETY: statx is plain old data; zeroed is a valid value that statx overwrites.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
@@ -285,7 +277,7 @@ pub(crate) fn mount_id(file: &std::fs::File) -> Result<u64, Errno> {
 
 /// Points standard input, output and error at `/dev/null` (best effort): for a process that
 /// must not hold the caller's stdio open (an OCI container's init, its monitor).
-pub(crate) fn stdio_to_null() {
+pub fn stdio_to_null() {
     use std::os::fd::AsRawFd;
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
@@ -313,7 +305,7 @@ pub fn first_link(path: &Path) -> Option<std::path::PathBuf> {
 
 /// `PTRACE_LISTEN`: lets a seized tracee in group-stop stay stopped while still reporting a
 /// later SIGCONT (nix has no wrapper for it).
-pub(crate) fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
+pub fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
     // SAFETY: PTRACE_LISTEN takes no pointer arguments (addr and data are zero).
     let ret = unsafe { libc::ptrace(libc::PTRACE_LISTEN, pid.as_raw(), 0, 0) };
     Errno::result(ret).map(drop)
@@ -321,7 +313,7 @@ pub(crate) fn ptrace_listen(pid: Pid) -> Result<(), Errno> {
 
 /// Marks every descriptor from `first` up close-on-exec (`close_range(2)`), so that only the
 /// ones below `first` reach an exec'd program.
-pub(crate) fn cloexec_from(first: u32) -> Result<(), Errno> {
+pub fn cloexec_from(first: u32) -> Result<(), Errno> {
     // SAFETY: close_range takes integers only; CLOSE_RANGE_CLOEXEC changes flags, closes none.
     // (The system call itself: musl has no wrapper.)
     let ret = unsafe {
@@ -336,7 +328,7 @@ pub(crate) fn cloexec_from(first: u32) -> Result<(), Errno> {
 }
 
 /// `setdomainname(2)`.
-pub(crate) fn setdomainname(name: &str) -> Result<(), Errno> {
+pub fn setdomainname(name: &str) -> Result<(), Errno> {
     // SAFETY: the pointer and length describe `name`'s bytes, which outlive the call.
     let ret = unsafe { libc::setdomainname(name.as_ptr().cast(), name.len()) };
     Errno::result(ret).map(drop)
@@ -345,9 +337,9 @@ pub(crate) fn setdomainname(name: &str) -> Result<(), Errno> {
 /// Resource usage of a reaped child.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
-    pub(crate) user_us: u64,
-    pub(crate) sys_us: u64,
-    pub(crate) max_rss_kib: u64,
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub max_rss_kib: u64,
 }
 
 impl Usage {
@@ -363,7 +355,7 @@ impl Usage {
 
 /// This process's resource usage together with that of every child it has waited for: what
 /// its parent's `wait4` would show once it exits (less what the exit itself costs).
-pub(crate) fn usage_so_far() -> Usage {
+pub fn usage_so_far() -> Usage {
     let of = |who| {
         // SAFETY: rusage is plain old data; getrusage fills the one we own.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -385,10 +377,7 @@ pub(crate) fn usage_so_far() -> Usage {
 /// `wait4(2)`: waits for `pid` (or any child or tracee with -1) with `flags`; returns the
 /// pid, raw wait status and resource usage (the child's own and that of every descendant it
 /// waited for), or `None` with WNOHANG when nothing is ready.
-pub(crate) fn wait4(
-    pid: Pid,
-    flags: libc::c_int,
-) -> Result<Option<(Pid, libc::c_int, Usage)>, Errno> {
+pub fn wait4(pid: Pid, flags: libc::c_int) -> Result<Option<(Pid, libc::c_int, Usage)>, Errno> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value and wait4 overwrites it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -408,7 +397,7 @@ pub(crate) fn wait4(
 }
 
 /// Brings the loopback interface up in the current network namespace.
-pub(crate) fn loopback_up() -> Result<(), Errno> {
+pub fn loopback_up() -> Result<(), Errno> {
     // SAFETY: socket(2) with constant arguments; the result is checked before use.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     let fd = Errno::result(fd)?;
@@ -431,7 +420,7 @@ pub(crate) fn loopback_up() -> Result<(), Errno> {
 }
 
 /// A TCP socket listening on 127.0.0.1:`port` in the current network namespace.
-pub(crate) fn listen_loopback(port: u16) -> Result<OwnedFd, Errno> {
+pub fn listen_loopback(port: u16) -> Result<OwnedFd, Errno> {
     use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType};
     let sock = socket(
         AddressFamily::Inet,
@@ -446,7 +435,7 @@ pub(crate) fn listen_loopback(port: u16) -> Result<OwnedFd, Errno> {
 }
 
 /// Sends a descriptor over a unix socket (SCM_RIGHTS) with a one-byte tag.
-pub(crate) fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
+pub fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
     use std::os::fd::AsRawFd;
     let fds = [fd.as_raw_fd()];
@@ -456,7 +445,7 @@ pub(crate) fn send_fd(sock: &OwnedFd, fd: &OwnedFd, tag: u8) -> Result<(), Errno
 }
 
 /// A received datagram: its bytes and the descriptor passed with it, if any.
-pub(crate) type Packet = (Vec<u8>, Option<OwnedFd>);
+pub type Packet = (Vec<u8>, Option<OwnedFd>);
 
 /// One datagram from a SOCK_SEQPACKET socket without blocking: its bytes and any descriptor
 /// passed with it (received close-on-exec). `Ok(None)` when nothing is queued or the peer hung up.
@@ -464,7 +453,7 @@ pub(crate) type Packet = (Vec<u8>, Option<OwnedFd>);
 /// A peer that closed with datagrams of ours unread marks this end ECONNRESET, which the
 /// kernel reports (once) before the datagrams the peer sent: those are still read (init's
 /// last report when it failed before reading the network helper's namespace).
-pub(crate) fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
+pub fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     use std::os::fd::AsRawFd;
     let mut buf = vec![0u8; 8192];
@@ -506,7 +495,7 @@ pub(crate) fn recv_packet(sock: &OwnedFd) -> Result<Option<Packet>, Errno> {
 
 /// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or for its process where the kernel
 /// only takes process ids. Close-on-exec.
-pub(crate) fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
+pub fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
     const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
     for flags in [PIDFD_THREAD, 0] {
         // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
@@ -522,7 +511,7 @@ pub(crate) fn pidfd_open(tid: Pid) -> Result<OwnedFd, Errno> {
 }
 
 /// A pidfd for process `pid` (readable once the whole process has exited). Close-on-exec.
-pub(crate) fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
+pub fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
     // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
     // SAFETY: a fresh descriptor that nothing else owns.
@@ -531,7 +520,7 @@ pub(crate) fn pidfd_open_process(pid: Pid) -> Result<OwnedFd, Errno> {
 
 /// A duplicate of descriptor `fd` of the process behind `pidfd`: the same open file
 /// description, so its offset is shared. Close-on-exec (the kernel sets it).
-pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
+pub fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> {
     // SAFETY: pidfd_getfd takes two descriptors and flags (0); it returns a new descriptor.
     let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
     // SAFETY: a fresh descriptor that nothing else owns.
@@ -539,7 +528,7 @@ pub(crate) fn pidfd_getfd(pidfd: &OwnedFd, fd: RawFd) -> Result<OwnedFd, Errno> 
 }
 
 /// Sends `sig` to the process behind `pidfd` (`pidfd_send_signal(2)`).
-pub(crate) fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
+pub fn pidfd_send_signal(pidfd: &OwnedFd, sig: i32) -> Result<(), Errno> {
     use std::os::fd::AsRawFd;
     // SAFETY: a null siginfo asks for the kernel's default; the descriptor is valid.
     let r = unsafe {

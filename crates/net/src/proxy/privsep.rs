@@ -29,9 +29,9 @@ use nix::unistd::Pid;
 
 use super::upstream::{Decider, Opened, Refusal};
 use super::{lock, socks, Config};
-use crate::net::allow::{normalize_name, Target};
-use crate::net::log::{ConnRecord, Decision, Kept, LogFile, Network};
-use crate::net::Egress;
+use crate::allow::{normalize_name, Target};
+use crate::log::{ConnRecord, Decision, Kept, LogFile, Network};
+use crate::Egress;
 
 /// The process name of the helper (`comm`, as `ps` shows it).
 pub(crate) const HELPER_NAME: &str = "rrnet-proxy";
@@ -66,7 +66,7 @@ fn send(sock: &impl AsRawFd, bytes: &[u8], fd: Option<&OwnedFd>) -> Result<(), E
 }
 
 /// One datagram (blocking): `None` at the peer's end; a truncated one is an error.
-fn recv(sock: &impl AsRawFd, max: usize) -> Result<Option<crate::sys::Packet>, Errno> {
+fn recv(sock: &impl AsRawFd, max: usize) -> Result<Option<reprorun_base::sys::Packet>, Errno> {
     use nix::sys::socket::ControlMessageOwned;
     let mut buf = vec![0u8; max];
     let mut cmsg = nix::cmsg_space!([RawFd; 1]);
@@ -202,7 +202,7 @@ fn split_nul(bytes: &[u8]) -> Option<(Option<String>, String)> {
 }
 
 /// The supervisor's side: the helper process and the thread that answers it.
-pub(crate) struct Helper {
+pub struct Helper {
     pid: Pid,
     control: Arc<OwnedFd>,
     broker: Option<JoinHandle<Network>>,
@@ -223,7 +223,7 @@ impl Helper {
     /// Forks the helper (the caller is single-threaded): into the sandbox's cgroup
     /// (`join_cgroup`, run in the helper), then the ids
     /// `uid`/`gid` (for a root caller; 65534 where they are 0), no capability, no_new_privs.
-    pub(crate) fn fork(
+    pub fn fork(
         join_cgroup: &dyn Fn() -> bool,
         uid: u32,
         gid: u32,
@@ -250,7 +250,7 @@ impl Helper {
     }
 
     /// Hands the helper `listener` and answers it with `egress`.
-    pub(crate) fn serve(
+    pub fn serve(
         &mut self,
         listener: OwnedFd,
         egress: Egress,
@@ -268,7 +268,7 @@ impl Helper {
     }
 
     /// Stops the helper (every connection ends), reaps it and returns its records.
-    pub(crate) fn stop(mut self) -> Network {
+    pub fn stop(mut self) -> Network {
         *lock(&self.state.stop_by) = Some(Instant::now() + STOP_GRACE);
         {
             let mut live = lock(&self.state.live);
@@ -310,7 +310,7 @@ fn broker(
     config: &Config,
     log: Option<&LogFile>,
 ) -> Network {
-    let host_addrs = Arc::new(crate::net::local::HostAddrs::read());
+    let host_addrs = Arc::new(crate::local::HostAddrs::read());
     let mut kept: Kept<(u64, ConnRecord)> = Kept::default();
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     loop {
@@ -407,7 +407,7 @@ fn parse_record(json: &[u8]) -> Option<ConnRecord> {
 struct Job {
     state: Arc<State>,
     egress: Egress,
-    host_addrs: Arc<crate::net::local::HostAddrs>,
+    host_addrs: Arc<crate::local::HostAddrs>,
     connect_timeout: Duration,
 }
 

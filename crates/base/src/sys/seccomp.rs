@@ -37,7 +37,7 @@ const WAIT_KILLABLE_RECV: libc::c_ulong = 1 << 5;
 
 /// Installs a filter and returns its notification listener (close-on-exec). Waits the
 /// server has taken up are killable only (where the kernel knows the flag).
-pub(crate) fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+pub fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
     let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong;
     let fd = match set_filter(prog, listener | WAIT_KILLABLE_RECV) {
         Err(Errno::EINVAL) => set_filter(prog, listener)?,
@@ -53,12 +53,12 @@ pub(crate) fn install_with_listener(prog: &[libc::sock_filter]) -> Result<OwnedF
 }
 
 /// Installs a filter (a compiled security profile).
-pub(crate) fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
+pub fn install(prog: &[seccompiler::sock_filter]) -> Result<(), Errno> {
     set_filter(prog, 0).map(drop)
 }
 
 /// Receives one pending notification.
-pub(crate) fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
+pub fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
     // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed on entry.
     let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: the ioctl writes one seccomp_notif into the valid, exclusively borrowed struct.
@@ -73,7 +73,7 @@ pub(crate) fn recv(listener: &OwnedFd) -> Result<libc::seccomp_notif, Errno> {
 }
 
 /// Whether the notification is still pending (its thread did not die or get a signal).
-pub(crate) fn id_valid(listener: &OwnedFd, id: u64) -> bool {
+pub fn id_valid(listener: &OwnedFd, id: u64) -> bool {
     // SAFETY: the ioctl reads one u64 from a valid pointer.
     unsafe {
         libc::ioctl(
@@ -85,7 +85,7 @@ pub(crate) fn id_valid(listener: &OwnedFd, id: u64) -> bool {
 }
 
 /// Answers a notification: the system call returns `val`, or fails with `error` (positive).
-pub(crate) fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
+pub fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Result<(), Errno> {
     send(
         listener,
         libc::seccomp_notif_resp {
@@ -98,7 +98,7 @@ pub(crate) fn respond(listener: &OwnedFd, id: u64, val: i64, error: i32) -> Resu
 }
 
 /// Lets the notified system call run as if no filter had stopped it.
-pub(crate) fn respond_continue(listener: &OwnedFd, id: u64) -> Result<(), Errno> {
+pub fn respond_continue(listener: &OwnedFd, id: u64) -> Result<(), Errno> {
     let flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
     send(
         listener,
@@ -125,7 +125,7 @@ fn send(listener: &OwnedFd, mut resp: libc::seccomp_notif_resp) -> Result<(), Er
 
 /// Asks for synchronous wake-ups between the notifying thread and the listener's reader
 /// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): lower latency per notification.
-pub(crate) fn set_sync_wakeup(listener: &OwnedFd) -> Result<(), Errno> {
+pub fn set_sync_wakeup(listener: &OwnedFd) -> Result<(), Errno> {
     const SECCOMP_IOCTL_NOTIF_SET_FLAGS: libc::c_ulong = 0x4008_2104; // _IOW('!', 4, __u64)
     const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
     // SAFETY: the ioctl takes the flags by value; no pointer is passed.

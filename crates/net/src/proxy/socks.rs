@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Instant;
 
 use super::http::{read_some, HeadError};
-use crate::net::allow::Target;
+use crate::allow::Target;
 
 /// Reply codes.
 pub(super) const GENERAL_FAILURE: u8 = 0x01;

@@ -2,7 +2,7 @@
 
 use nix::errno::Errno;
 
-use crate::plan::sched::{IoPriority, SchedAttr};
+use serde::{Deserialize, Serialize};
 
 /// `struct sched_attr` as the kernel reads it (`SCHED_ATTR_SIZE_VER1`, 56 bytes, as runc
 /// passes it: the utilization clamps, which the runtime-spec does not carry, are 0).
@@ -21,7 +21,7 @@ struct RawSchedAttr {
 }
 
 /// Sets the calling thread's scheduling policy and attributes.
-pub(crate) fn set_scheduler(attr: &SchedAttr) -> Result<(), Errno> {
+pub fn set_scheduler(attr: &SchedAttr) -> Result<(), Errno> {
     let raw = RawSchedAttr {
         size: std::mem::size_of::<RawSchedAttr>() as u32,
         policy: attr.policy,
@@ -41,11 +41,38 @@ pub(crate) fn set_scheduler(attr: &SchedAttr) -> Result<(), Errno> {
 }
 
 /// Sets the calling process's I/O priority (`IOPRIO_WHO_PROCESS`, itself).
-pub(crate) fn set_io_priority(prio: IoPriority) -> Result<(), Errno> {
+pub fn set_io_priority(prio: IoPriority) -> Result<(), Errno> {
     const IOPRIO_WHO_PROCESS: libc::c_int = 1;
     // SAFETY: ioprio_set takes three integers and touches no memory of ours.
     let r = unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, prio.value()) };
     Errno::result(r).map(drop)
+}
+
+/// `struct sched_attr` without its size (`SCHED_*` policy number, `SCHED_FLAG_*` bits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedAttr {
+    pub policy: u32,
+    pub flags: u64,
+    pub nice: i32,
+    pub priority: u32,
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
+}
+
+/// An I/O scheduling class (`IOPRIO_CLASS_*`: 1 real-time, 2 best-effort, 3 idle) and
+/// level (0, highest, to 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoPriority {
+    pub class: u16,
+    pub level: u16,
+}
+
+impl IoPriority {
+    /// The value `ioprio_set(2)` takes: `IOPRIO_PRIO_VALUE(class, level)`.
+    pub fn value(self) -> i32 {
+        (i32::from(self.class) << 13) | i32::from(self.level)
+    }
 }
 
 #[cfg(test)]
@@ -65,5 +92,16 @@ mod tests {
             ..SchedAttr::default()
         };
         assert_eq!(set_scheduler(&attr), Err(Errno::EINVAL));
+    }
+}
+
+#[cfg(test)]
+mod priority_tests {
+    use super::*;
+
+    #[test]
+    fn an_io_priority_is_class_and_level_in_one_word() {
+        let be4 = IoPriority { class: 2, level: 4 };
+        assert_eq!(be4.value(), (2 << 13) | 4);
     }
 }

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::sni::{client_hello_bytes, ACCESS_DENIED};
 use super::{start, Config, Proxy};
-use crate::net::allow::{parse_add_host, Rule};
-use crate::net::log::{ConnRecord, Decision};
-use crate::net::Egress;
+use crate::allow::{parse_add_host, Rule};
+use crate::log::{ConnRecord, Decision};
+use crate::Egress;
 
 /// The descriptor and thread census of `no_leaks` needs the other proxy tests out of the way.
 static CENSUS: RwLock<()> = RwLock::new(());

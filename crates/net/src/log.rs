@@ -112,14 +112,14 @@ pub struct Network {
 /// outside the sandbox, which its network namespace refuses — noted by the supervisor's
 /// notification server as the workload makes them (`spec/network.md`).
 #[derive(Default)]
-pub(crate) struct Journal {
+pub struct Journal {
     records: std::sync::Mutex<Kept<ConnRecord>>,
     log: Option<LogFile>,
 }
 
 impl Journal {
     /// A journal that also appends each record to `log` (the `--net-log` file).
-    pub(crate) fn new(log: Option<std::fs::File>) -> Journal {
+    pub fn new(log: Option<std::fs::File>) -> Journal {
         Journal {
             records: Default::default(),
             log: log.map(LogFile::new),
@@ -128,7 +128,7 @@ impl Journal {
 
     /// Notes a refused direct attempt to `ip:port` (`what`: `direct-connect` or
     /// `direct-sendto`).
-    pub(crate) fn direct(&self, what: &'static str, ip: std::net::IpAddr, port: u16) {
+    pub fn direct(&self, what: &'static str, ip: std::net::IpAddr, port: u16) {
         let record = ConnRecord {
             host: ip.to_string(),
             port,
@@ -142,7 +142,7 @@ impl Journal {
             ),
             bytes_up: 0,
             bytes_down: 0,
-            start: crate::determinism::date::timestamp(std::time::SystemTime::now()),
+            start: reprorun_base::determinism::date::timestamp(std::time::SystemTime::now()),
             duration_ms: 0,
             note: None,
         };
@@ -156,7 +156,7 @@ impl Journal {
     }
 
     /// The records kept so far, in order, and the count of the others.
-    pub(crate) fn take(&self) -> Network {
+    pub fn take(&self) -> Network {
         let kept = match self.records.lock() {
             Ok(mut r) => std::mem::take(&mut *r),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -167,7 +167,7 @@ impl Journal {
 }
 
 /// The proxy's records and the direct attempts as one list, in the order they started.
-pub(crate) fn merge(proxied: Network, direct: Network) -> Network {
+pub fn merge(proxied: Network, direct: Network) -> Network {
     let mut records = proxied.records;
     records.extend(direct.records);
     // RFC 3339 UTC timestamps of one format sort as text; the sort is stable.

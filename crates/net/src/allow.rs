@@ -213,7 +213,7 @@ impl TryFrom<String> for Rule {
 /// Reads `--allow-file`: one pattern a line; blank lines and `#` comments skipped.
 pub fn read_file(path: &Path) -> Result<Vec<Rule>, AllowError> {
     // A regular file of at most 1 MiB (never a FIFO or device an earlier run left).
-    let text = crate::sys::hostpath::read_to_string(path, true, 1 << 20).map_err(|e| {
+    let text = reprorun_base::sys::hostpath::read_to_string(path, true, 1 << 20).map_err(|e| {
         AllowError::File {
             path: path.to_path_buf(),
             source: std::io::Error::other(e),

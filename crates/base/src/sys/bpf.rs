@@ -5,7 +5,7 @@
 /// `AUDIT_ARCH_*` of this build (what `seccomp_data.arch` holds for its native calls); 0 where
 /// reprorun has no seccomp support.
 #[cfg(target_arch = "x86_64")]
-pub(crate) const AUDIT_ARCH: u32 = 0xc000_003e;
+pub const AUDIT_ARCH: u32 = 0xc000_003e;
 #[cfg(target_arch = "aarch64")]
 pub(crate) const AUDIT_ARCH: u32 = 0xc000_00b7;
 #[cfg(target_arch = "riscv64")]
@@ -18,18 +18,18 @@ pub(crate) const AUDIT_ARCH: u32 = 0xc000_00f3;
 pub(crate) const AUDIT_ARCH: u32 = 0;
 
 /// The bit x86-64's x32 ABI sets in its system call numbers.
-pub(crate) const X32_BIT: u32 = 0x4000_0000;
+pub const X32_BIT: u32 = 0x4000_0000;
 
 /// Offsets in `struct seccomp_data`: the call's number, its architecture, and the low 32 bits
 /// of argument `index` (little-endian: the argument's first word).
-pub(crate) const NR: u32 = 0;
-pub(crate) const ARCH: u32 = 4;
-pub(crate) const fn arg_low(index: u8) -> u32 {
+pub const NR: u32 = 0;
+pub const ARCH: u32 = 4;
+pub const fn arg_low(index: u8) -> u32 {
     16 + 8 * index as u32
 }
 
 /// `A = seccomp_data[offset]` (a 32-bit word).
-pub(crate) const fn load(offset: u32) -> libc::sock_filter {
+pub const fn load(offset: u32) -> libc::sock_filter {
     libc::sock_filter {
         code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
         jt: 0,
@@ -39,7 +39,7 @@ pub(crate) const fn load(offset: u32) -> libc::sock_filter {
 }
 
 /// Return `action` (`SECCOMP_RET_*`, with its data).
-pub(crate) const fn ret(action: u32) -> libc::sock_filter {
+pub const fn ret(action: u32) -> libc::sock_filter {
     libc::sock_filter {
         code: (libc::BPF_RET | libc::BPF_K) as u16,
         jt: 0,
@@ -50,7 +50,7 @@ pub(crate) const fn ret(action: u32) -> libc::sock_filter {
 
 /// A conditional jump on `A op k` (`BPF_JEQ`, `BPF_JGE`, `BPF_JSET`, ...): `jt` instructions
 /// ahead when true, `jf` when false.
-pub(crate) const fn jump(op: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+pub const fn jump(op: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter {
         code: (libc::BPF_JMP | op | libc::BPF_K) as u16,
         jt,
@@ -60,7 +60,7 @@ pub(crate) const fn jump(op: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 }
 
 /// `A &= k`.
-pub(crate) const fn and(k: u32) -> libc::sock_filter {
+pub const fn and(k: u32) -> libc::sock_filter {
     libc::sock_filter {
         code: (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16,
         jt: 0,
@@ -88,9 +88,9 @@ pub(crate) fn to_program(prog: &[libc::sock_filter]) -> seccompiler::BpfProgram 
 
 /// Runs a classic-BPF seccomp program as the kernel would over the `seccomp_data` of
 /// (arch, nr, args) (the instructions this crate's and seccompiler's programs use); returns
-/// its action and how many instructions it took. For tests of every filter the crate builds.
-#[cfg(test)]
-pub(crate) fn run(
+/// its action and how many instructions it took. For tests of every filter the workspace
+/// builds (here and in the runtime's notification filter), so not only under `cfg(test)`.
+pub fn run(
     prog: impl IntoIterator<Item = (u16, u8, u8, u32)>,
     arch: u32,
     nr: i64,

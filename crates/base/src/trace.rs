@@ -40,7 +40,7 @@ pub fn step(who: &str, what: &str) {
 
 /// [`step`] whose name is made only when tracing is on.
 #[inline]
-pub(crate) fn step_with(who: &str, what: impl FnOnce() -> String) {
+pub fn step_with(who: &str, what: impl FnOnce() -> String) {
     if let Some(Some(t0)) = START.get() {
         emit(*t0, who, &what());
     }

@@ -51,7 +51,7 @@ pub enum Write {
 /// Whether `path` names one of the caller's own descriptors (`/dev/stdout`, `/dev/stderr`,
 /// `/dev/fd/N`, `/proc/self/fd/N`): a pipe or terminal the caller chose, which no earlier run
 /// can have planted; it is opened as named.
-pub(crate) fn callers_own(path: &Path) -> bool {
+pub fn callers_own(path: &Path) -> bool {
     let text = path.to_string_lossy();
     ["/dev/stdout", "/dev/stderr"].contains(&text.as_ref())
         || ["/dev/fd/", "/proc/self/fd/"].iter().any(|p| {
@@ -63,7 +63,7 @@ pub(crate) fn callers_own(path: &Path) -> bool {
 /// Finds `path` (relative ones from the current directory) as an `O_PATH` descriptor,
 /// whatever its kind: nothing is opened. Unless `follow`, a symbolic link in any component
 /// is refused, naming it.
-pub(crate) fn find(path: &Path, follow: bool) -> Result<OwnedFd, HostPathError> {
+pub fn find(path: &Path, follow: bool) -> Result<OwnedFd, HostPathError> {
     let resolve = match follow {
         true => 0,
         false => RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -215,7 +215,7 @@ fn create(path: &Path, follow: bool, flags: libc::c_int) -> Result<std::fs::File
 /// Makes the directory `path` and any missing parent (as `mkdir -p`, mode `mode` less the
 /// umask) and returns it as an `O_PATH` descriptor. Each component is made and opened in its
 /// parent's descriptor without following a link; an existing one must be a directory.
-pub(crate) fn make_dir(path: &Path, mode: u32) -> Result<OwnedFd, HostPathError> {
+pub fn make_dir(path: &Path, mode: u32) -> Result<OwnedFd, HostPathError> {
     let start = if path.is_absolute() { "/" } else { "." };
     let mut dir = find(Path::new(start), false)?;
     for part in path.components() {
@@ -235,7 +235,7 @@ pub(crate) fn make_dir(path: &Path, mode: u32) -> Result<OwnedFd, HostPathError>
 
 /// Makes `name` in the directory `dir` if missing (mode `mode`, less the umask) and opens
 /// it without following a link: `O_PATH`, checked to be a directory.
-pub(crate) fn make_dir_in(
+pub fn make_dir_in(
     dir: &OwnedFd,
     name: impl AsRef<Path>,
     mode: u32,

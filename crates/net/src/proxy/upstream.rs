@@ -13,10 +13,10 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
 
 use super::socks;
-use crate::net::allow::Target;
-use crate::net::local::HostAddrs;
-use crate::net::log::Decision;
-use crate::net::{addr, local, Egress};
+use crate::allow::Target;
+use crate::local::HostAddrs;
+use crate::log::Decision;
+use crate::{addr, local, Egress};
 
 /// The class of an address on one of the host's interfaces.
 const HOST_OWN: &str = "the host's own address";

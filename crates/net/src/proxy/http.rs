@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Instant;
 
 use super::body::Framer;
-use crate::net::allow::Target;
+use crate::allow::Target;
 
 /// Why a request head could not be read or understood.
 #[derive(Debug)]

@@ -15,8 +15,8 @@ use super::http::{self, read_some, HeadError};
 use super::sni::{self, Hello};
 use super::socks::{self, SocksError};
 use super::{blank_record, millis, relay, Shared, Tier};
-use crate::net::allow::{normalize_name, Target};
-use crate::net::log::{ConnRecord, Decision};
+use crate::allow::{normalize_name, Target};
+use crate::log::{ConnRecord, Decision};
 
 /// How long an error answer waits for the client to finish sending before closing (so the
 /// close does not reset the connection under the answer).

@@ -9,7 +9,7 @@
 mod body;
 mod conn;
 mod http;
-pub(crate) mod privsep;
+pub mod privsep;
 mod privsep_child;
 mod relay;
 mod sni;
@@ -50,7 +50,7 @@ pub(crate) const SOCKET_BUF: usize = 256 * 1024;
 
 /// Limits of the proxy.
 #[derive(Debug, Clone)]
-pub(crate) struct Config {
+pub struct Config {
     pub(crate) head_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) idle_timeout: Duration,
@@ -71,7 +71,7 @@ impl Default for Config {
 }
 
 /// A running proxy.
-pub(crate) struct Proxy {
+pub struct Proxy {
     shared: Arc<Shared>,
     /// Write end of the pipe that wakes the accept thread.
     wake: Option<OwnedFd>,
@@ -96,7 +96,7 @@ pub(crate) enum Broker {
     /// This process: the allowlist, and the host's own addresses (refused as loopback is).
     Local {
         egress: Egress,
-        host_addrs: crate::net::local::HostAddrs,
+        host_addrs: crate::local::HostAddrs,
     },
     /// The supervisor, asked over the proxy helper's socket (`privsep`); records go there too.
     Remote(privsep::Asker),
@@ -134,7 +134,7 @@ impl Shared {
     fn open(
         &self,
         id: u64,
-        target: &crate::net::allow::Target,
+        target: &crate::allow::Target,
         port: u16,
     ) -> Result<upstream::Opened, upstream::Refusal> {
         match &self.broker {
@@ -184,7 +184,7 @@ fn blank_record(started: SystemTime) -> ConnRecord {
         rule: String::new(),
         bytes_up: 0,
         bytes_down: 0,
-        start: crate::determinism::date::timestamp(started),
+        start: reprorun_base::determinism::date::timestamp(started),
         duration_ms: 0,
         note: None,
     }
@@ -215,7 +215,7 @@ fn helper_main(
 }
 
 /// Starts serving `listener` (a listening stream socket), deciding in this process.
-pub(crate) fn start(
+pub fn start(
     listener: OwnedFd,
     egress: Egress,
     config: Config,
@@ -223,7 +223,7 @@ pub(crate) fn start(
 ) -> std::io::Result<Proxy> {
     let broker = Broker::Local {
         egress,
-        host_addrs: crate::net::local::HostAddrs::read(),
+        host_addrs: crate::local::HostAddrs::read(),
     };
     start_with(listener, broker, config, log)
 }
@@ -268,7 +268,7 @@ pub(crate) fn start_with(
 impl Proxy {
     /// Stops accepting, ends every live connection, joins every thread and returns the
     /// records kept, in the order the connections were accepted (and the count of the rest).
-    pub(crate) fn stop(mut self) -> Network {
+    pub fn stop(mut self) -> Network {
         self.halt();
         let kept = std::mem::take(&mut *lock(&self.shared.records));
         let (mut records, dropped) = kept.into_parts();

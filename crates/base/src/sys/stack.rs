@@ -7,7 +7,7 @@ use nix::errno::Errno;
 const GUARD: usize = 4096;
 
 /// An anonymous, private stack mapping of a fixed size, its lowest page inaccessible.
-pub(crate) struct Stack {
+pub struct Stack {
     base: *mut libc::c_void,
     len: usize,
 }
@@ -15,7 +15,7 @@ pub(crate) struct Stack {
 impl Stack {
     /// Maps `len` bytes (rounded up to whole pages) plus a guard page. Pages are only backed
     /// once touched (`MAP_NORESERVE`).
-    pub(crate) fn new(len: usize) -> Result<Stack, Errno> {
+    pub fn new(len: usize) -> Result<Stack, Errno> {
         let len = len.div_ceil(GUARD) * GUARD + GUARD;
         // SAFETY: an anonymous mapping at an address the kernel chooses; nothing is aliased.
         let base = unsafe {
@@ -38,7 +38,7 @@ impl Stack {
     }
 
     /// The usable part, above the guard page (a stack grows down from its end).
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: [base + GUARD, base + len) is mapped readable and writable and owned by
         // this value for its life.
         unsafe {

@@ -18,7 +18,7 @@ pub(crate) const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 /// A detached copy of the mount at `path` (with every mount below it when `recursive`), as
 /// a close-on-exec descriptor; the copy lives as long as the descriptor unless it is
 /// attached with [`move_mount`].
-pub(crate) fn open_tree_clone(path: &Path, recursive: bool) -> Result<OwnedFd, Errno> {
+pub fn open_tree_clone(path: &Path, recursive: bool) -> Result<OwnedFd, Errno> {
     let c = cpath(path)?;
     let mut flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC;
     if recursive {
@@ -33,7 +33,7 @@ pub(crate) fn open_tree_clone(path: &Path, recursive: bool) -> Result<OwnedFd, E
 
 /// [`open_tree_clone`] of the mount an open descriptor (`O_PATH` will do) names: the
 /// directory itself, never a path looked up again.
-pub(crate) fn open_tree_clone_fd(dir: BorrowedFd, recursive: bool) -> Result<OwnedFd, Errno> {
+pub fn open_tree_clone_fd(dir: BorrowedFd, recursive: bool) -> Result<OwnedFd, Errno> {
     let mut flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as libc::c_uint;
     if recursive {
         flags |= AT_RECURSIVE;
@@ -48,11 +48,7 @@ pub(crate) fn open_tree_clone_fd(dir: BorrowedFd, recursive: bool) -> Result<Own
 
 /// Gives the detached tree `tree` the id mapping of the user namespace `userns` (on every
 /// mount of the tree when `recursive`, else on its top mount only).
-pub(crate) fn set_idmap(
-    tree: BorrowedFd,
-    userns: BorrowedFd,
-    recursive: bool,
-) -> Result<(), Errno> {
+pub fn set_idmap(tree: BorrowedFd, userns: BorrowedFd, recursive: bool) -> Result<(), Errno> {
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         attr_clr: 0,
@@ -79,7 +75,7 @@ pub(crate) fn set_idmap(
 }
 
 /// Attaches the detached tree `tree` at `target`.
-pub(crate) fn move_mount(tree: BorrowedFd, target: &Path) -> Result<(), Errno> {
+pub fn move_mount(tree: BorrowedFd, target: &Path) -> Result<(), Errno> {
     let c = cpath(target)?;
     // SAFETY: the source path is an empty NUL-terminated string and `c` a valid one; the
     // kernel only reads them during the call.

@@ -12,15 +12,15 @@
 pub(crate) mod addr;
 pub mod allow;
 pub(crate) mod local;
-pub(crate) mod log;
-pub(crate) mod proxy;
+pub mod log;
+pub mod proxy;
 
 use std::net::IpAddr;
 
 pub use allow::{AllowError, Rule};
 
 /// The port the proxy listens on inside the sandbox (on 127.0.0.1).
-pub(crate) const PROXY_PORT: u16 = 3128;
+pub const PROXY_PORT: u16 = 3128;
 
 /// The egress policy of a `--net allow` run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

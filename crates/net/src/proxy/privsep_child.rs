@@ -21,7 +21,7 @@ pub(super) fn run(
     gid: u32,
     config: Config,
 ) -> i32 {
-    crate::sys::stdio_to_null();
+    reprorun_base::sys::stdio_to_null();
     let keep = control.as_raw_fd() as u32;
     // SAFETY: close_range takes plain integers; every other descriptor of the supervisor's
     // (init's socket, the logs, the caller's files) is closed in this copy.
@@ -81,7 +81,7 @@ fn serve(control: OwnedFd, config: Config) -> i32 {
             Err(Errno::EINTR) => continue,
             Err(_) => break,
         }
-        match crate::sys::recv_packet(&control) {
+        match reprorun_base::sys::recv_packet(&control) {
             Ok(Some((bytes, Some(listener)))) if bytes == b"L" && proxy.is_none() => {
                 let asker = match control.try_clone() {
                     Ok(c) => Asker::new(c),

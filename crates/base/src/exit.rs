@@ -1,10 +1,10 @@
 //! Exit statuses reprorun itself reports (documented in spec/sandbox.md).
 
 /// The workload ran past `--timeout` and was killed.
-pub(crate) const TIMEOUT: i32 = 124;
+pub const TIMEOUT: i32 = 124;
 /// reprorun could not set up or supervise the run (bad input included).
 pub const RUNTIME_ERROR: i32 = 125;
 /// The command was found but could not be executed.
-pub(crate) const NOT_EXECUTABLE: i32 = 126;
+pub const NOT_EXECUTABLE: i32 = 126;
 /// The command was not found.
-pub(crate) const NOT_FOUND: i32 = 127;
+pub const NOT_FOUND: i32 = 127;
