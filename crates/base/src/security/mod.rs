@@ -1,6 +1,6 @@
 //! Hardening and limits as data: the seccomp profile, capabilities to keep, descriptors to
 //! pass, resource limits (rlimits and cgroup limits). Parsed and resolved here, applied by
-//! the sandbox executor (`sandbox::exec` and `sandbox::cgroup`).
+//! the sandbox executor (`sandbox::workload` and `sandbox::isolation::cgroup`).
 
 pub mod seccomp;
 pub mod setid;

@@ -63,7 +63,7 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     }
     // Idmapped binds: their trees made now, so that a filesystem that refuses the mapping
     // fails here, naming the mount, before anything is created.
-    let trees = crate::sandbox::idmap::detached_trees(&c.plan.mounts, (0, 0), None)
+    let trees = crate::sandbox::isolation::idmap::detached_trees(&c.plan.mounts, (0, 0), None)
         .map_err(|f| tree_failed(&spec, f))?;
     let pid_file = o.pid_file.as_deref().map(absolute).transpose()?;
     c.plan.security.preserve_fds = o.preserve_fds;
@@ -162,7 +162,10 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
 
 /// An idmapped bind whose tree could not be made, named by its place in the config's
 /// `mounts` (the plan's idmapped binds are the config's idmapped mounts, in order).
-fn tree_failed(spec: &super::spec::Spec, f: crate::sandbox::idmap::TreeFailed) -> OciError {
+fn tree_failed(
+    spec: &super::spec::Spec,
+    f: crate::sandbox::isolation::idmap::TreeFailed,
+) -> OciError {
     let at = spec
         .mounts
         .iter()

@@ -18,11 +18,13 @@ use nix::sys::socket::{AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
 use super::init::{self, Lifecycle};
+use super::intercept::{notify, vdso};
+use super::isolation::cgroup;
 use super::protocol;
 pub(crate) use super::supervisor::wait_init;
-use super::vdso::LISTENER_TAG;
-use super::{cgroup, notify, vdso, SandboxError};
+use super::SandboxError;
 use crate::plan::{Namespace, Plan};
+use crate::sandbox::intercept::vdso::LISTENER_TAG;
 
 /// A container whose init waits for the creator's commit.
 pub(crate) struct Created {
@@ -46,14 +48,14 @@ fn no_fallback(e: SandboxError) -> SandboxError {
 
 /// Creates the container: namespaces, id maps, cgroup, root, and a pid 1 that waits. On
 /// error nothing is left behind (init is killed, the cgroup removed). `trees`: the detached
-/// idmapped trees of the plan's idmapped binds ([`super::idmap::detached_trees`]), which
+/// idmapped trees of the plan's idmapped binds ([`crate::sandbox::isolation::idmap::detached_trees`]), which
 /// init inherits and attaches.
 pub(crate) fn create(
     plan: &Plan,
     cgroup_path: &str,
     exec_fifo: &Path,
     console: Option<OwnedFd>,
-    trees: Vec<super::idmap::Tree>,
+    trees: Vec<crate::sandbox::isolation::idmap::Tree>,
 ) -> Result<Created, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     super::raise_nofile();
@@ -105,7 +107,9 @@ pub(crate) fn create(
     };
     let user = plan.join.iter().find(|j| j.ns == Namespace::User);
     let (child, ours) = match user {
-        Some(j) => super::userjoin::clone_init_in(&j.path, plan, &seccomp, &lifecycle),
+        Some(j) => {
+            crate::sandbox::isolation::userjoin::clone_init_in(&j.path, plan, &seccomp, &lifecycle)
+        }
         None => super::supervisor::clone_init(plan, &seccomp, Some(&lifecycle), None, 0, None),
     }
     .map_err(no_fallback)?;
@@ -527,7 +531,7 @@ fn join_and_run(
                     super::tty::take_terminal(t, super::tty::Terminals([true; 3]))?;
                 }
                 nix::unistd::chdir(&p.cwd)?;
-                let pins = super::exec::ProcessPins {
+                let pins = crate::sandbox::workload::ProcessPins {
                     umask: p.plan.umask,
                     cpus: p.plan.identity.cpus,
                     security: &p.security,
@@ -540,17 +544,19 @@ fn join_and_run(
                     domain: p.plan.personality,
                     leave: super::tty::Leave::Session,
                 };
-                let notify = notify_sock.map(|sock| super::exec::Notify {
+                let notify = notify_sock.map(|sock| crate::sandbox::workload::Notify {
                     sock,
                     filter: &filter,
                     patches_execs,
                 });
-                Err(super::exec::exec(&p.argv, &p.env, pins, true, notify))
+                Err(crate::sandbox::workload::exec(
+                    &p.argv, &p.env, pins, true, notify,
+                ))
             })()
             .unwrap_or_else(|e: Errno| e);
             let _ = nix::unistd::write(&exec_w, &(errno as i32).to_ne_bytes());
             // SAFETY: _exit ends the failed child at once.
-            unsafe { libc::_exit(super::exec::exit_code_for(errno as i32)) }
+            unsafe { libc::_exit(crate::sandbox::workload::exit_code_for(errno as i32)) }
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             drop(exec_w);

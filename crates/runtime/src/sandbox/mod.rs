@@ -5,32 +5,20 @@
 //! user/pid/mount/net/uts/ipc/cgroup namespaces; init writes its id maps, builds the root,
 //! enters a new time namespace and forks the workload, then reaps and forwards signals.
 
-pub mod cgroup;
 pub(crate) mod container;
-mod devfilter;
-pub mod devices;
-mod dirs;
-mod elf;
-mod exec;
-mod fakeclock;
-pub(crate) mod idmap;
+pub(crate) mod intercept;
+mod workload;
+
+use isolation::{cgroup, devices};
 mod init;
-mod mounts;
-mod netns;
-mod notify;
+pub mod isolation;
 mod pins_only;
 mod probe;
-mod procpath;
-mod program;
 mod protocol;
 mod signals;
 mod spawn;
 mod supervisor;
-mod throttle;
-mod tracees;
 mod tty;
-mod userjoin;
-mod vdso;
 
 use nix::errno::Errno;
 use thiserror::Error;
@@ -100,7 +88,7 @@ impl SandboxError {
     /// The exit status reprorun reports for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            SandboxError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
+            SandboxError::Exec { errno, .. } => workload::exit_code_for(*errno as i32),
             _ => crate::exit::RUNTIME_ERROR,
         }
     }

@@ -24,9 +24,10 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
 use crate::sys::recv_packet;
 
+use super::intercept::{notify, vdso};
 use super::supervisor::{watch, Watch};
 use super::tty;
-use super::{exec, notify, probe, signals, spawn, vdso, Outcome, SandboxError};
+use super::{probe, signals, spawn, workload, Outcome, SandboxError};
 use crate::determinism::clock::{PAGE_FILE, PRELOAD_FILE};
 use crate::determinism::{ClockPlan, RandomMode};
 use crate::plan::{Isolation, Plan};
@@ -148,16 +149,16 @@ pub(crate) fn run(
         }
         nix::unistd::chdir(&plan.host_workdir)
     };
-    let notify_to = theirs.as_ref().map(|sock| exec::Notify {
+    let notify_to = theirs.as_ref().map(|sock| workload::Notify {
         sock,
         filter: &filter,
         patches_execs,
     });
-    let pins = exec::ProcessPins {
+    let pins = workload::ProcessPins {
         scoped: true,
         aslr_off: refused.personality.is_none(),
         leave: tty::Leave::Group,
-        ..exec::ProcessPins::from_plan(plan, res.seccomp)
+        ..workload::ProcessPins::from_plan(plan, res.seccomp)
     };
     // SAFETY: the supervisor is single-threaded here (the server thread starts below).
     let spawned = unsafe {
@@ -201,7 +202,7 @@ pub(crate) fn run(
         }
     }
     spawned.confirm().map_err(|f| match f.step {
-        exec::Prep::Exec => SandboxError::Exec {
+        workload::Prep::Exec => SandboxError::Exec {
             program: plan.argv[0].clone(),
             errno: f.errno,
         },
@@ -284,7 +285,7 @@ fn kill_descendants(reap: bool) {
         std::thread::sleep(Duration::from_millis(1));
     }
     if reap {
-        let _guard = super::tracees::reap_guard();
+        let _guard = crate::sandbox::intercept::tracees::reap_guard();
         while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             if status == nix::sys::wait::WaitStatus::StillAlive {
                 break;

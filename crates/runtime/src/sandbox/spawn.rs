@@ -8,7 +8,9 @@ use std::os::fd::OwnedFd;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
-use super::exec::{exit_code_for, prepare_and_exec, Failed, Notify, Prep, ProcessPins};
+use crate::sandbox::workload::{
+    exit_code_for, prepare_and_exec, Failed, Notify, Prep, ProcessPins,
+};
 
 /// A started workload whose exec is not confirmed yet.
 pub(crate) struct Spawned {
@@ -103,7 +105,7 @@ pub(crate) unsafe fn spawn(
             };
             // The child has exec'd or exited: what its exec's arguments were laid out in is
             // ours again (see `program`).
-            super::program::unmap_left();
+            crate::sandbox::intercept::program::unmap_left();
             pid?
         }
     };

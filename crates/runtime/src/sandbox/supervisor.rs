@@ -11,11 +11,13 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::Pid;
 
+use super::intercept::{notify, tracees, vdso};
+use super::isolation::netns;
 use super::protocol::{self, drain, InitMsg};
 use super::tty::{self, Relay};
-use super::vdso::LISTENER_TAG;
-use super::{init, netns, notify, signals, tracees, vdso, Outcome, SandboxError};
+use super::{init, signals, Outcome, SandboxError};
 use crate::plan::{IdMap, Isolation, Plan};
+use crate::sandbox::intercept::vdso::LISTENER_TAG;
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
 use std::sync::mpsc::Sender;
 
@@ -110,7 +112,10 @@ pub(super) struct Egress {
 impl Egress {
     /// Forks the proxy's helper into `cgroup` with the sandbox's host ids; the caller is
     /// single-threaded (before the notification thread starts).
-    pub(super) fn of(plan: &Plan, cgroup: Option<&super::cgroup::Cgroup>) -> Option<Egress> {
+    pub(super) fn of(
+        plan: &Plan,
+        cgroup: Option<&crate::sandbox::isolation::cgroup::Cgroup>,
+    ) -> Option<Egress> {
         let egress = plan.egress.clone()?;
         let join = || cgroup.map_or(true, |cg| cg.add(nix::unistd::Pid::from_raw(0)).is_ok());
         let helper = crate::net::proxy::privsep::Helper::fork(
@@ -349,14 +354,14 @@ fn exit_code(status: libc::c_int) -> i32 {
 
 /// Clones init into the plan's new namespaces (signals blocked first, so it inherits the
 /// mask) and returns its pid and our end of its socket. The child never returns from here.
-/// `extra` adds clone flags (`CLONE_PARENT` from [`super::userjoin`]).
+/// `extra` adds clone flags (`CLONE_PARENT` from [`crate::sandbox::isolation::userjoin`]).
 pub(super) fn clone_init(
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
     lifecycle: Option<&init::Lifecycle>,
     stdio: Option<super::Stdio>,
     extra: libc::c_int,
-    into: Option<&super::devices::Shared>,
+    into: Option<&crate::sandbox::isolation::devices::Shared>,
 ) -> Result<(Pid, OwnedFd), SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     signals::block_supervised().map_err(step("block signals"))?;
@@ -438,7 +443,7 @@ pub(super) fn write_maps(
     for (file, maps) in [("uid_map", uid), ("gid_map", gid)] {
         std::fs::write(
             format!("/proc/{child}/{file}"),
-            super::idmap::map_text(maps),
+            crate::sandbox::isolation::idmap::map_text(maps),
         )
         .map_err(|source| SandboxError::IdMap { file, source })?;
     }
@@ -482,7 +487,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
             Some(shared) => shared.add(child).map_err(SandboxError::from),
             None => Ok(()),
         })
-        .and_then(|()| super::idmap::send_trees(plan, child, &ours));
+        .and_then(|()| crate::sandbox::isolation::idmap::send_trees(plan, child, &ours));
         if let Err(e) = added {
             let _ = kill(child, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(child, None);

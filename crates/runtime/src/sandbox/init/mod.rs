@@ -11,13 +11,14 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use thiserror::Error;
 
-use super::mounts::MountError;
 use super::protocol::{post, InitMsg};
+use crate::sandbox::isolation::mounts::MountError;
 mod steps;
 pub(crate) use steps::{PROXY_TAG, REGISTRY_TAG};
 
+use super::intercept::{notify, vdso};
 use super::tty::{self, Terminals};
-use super::{exec, notify, signals, spawn, vdso};
+use super::{signals, spawn, workload};
 use crate::determinism::entropy::{self, Stream};
 use crate::determinism::RandomMode;
 use crate::plan::{Plan, ENTROPY_FIFO};
@@ -124,7 +125,7 @@ impl InitError {
 
     fn exit_code(&self) -> i32 {
         match self {
-            InitError::Exec { errno, .. } => exec::exit_code_for(*errno as i32),
+            InitError::Exec { errno, .. } => workload::exit_code_for(*errno as i32),
             _ => 125,
         }
     }
@@ -150,7 +151,7 @@ pub(crate) struct Lifecycle {
     pub(crate) console: Option<OwnedFd>,
     /// The detached idmapped trees the creator made, in the order of the plan's idmapped
     /// binds; taken when the root is built (the copy in the creator is dropped with it).
-    pub(crate) trees: std::cell::Cell<Vec<super::idmap::Tree>>,
+    pub(crate) trees: std::cell::Cell<Vec<crate::sandbox::isolation::idmap::Tree>>,
 }
 
 /// Runs as pid 1 and never returns.
@@ -273,7 +274,7 @@ fn run(
     crate::trace::step("init", "build the notification filter");
     let sfd = SignalFd::with_flags(&signals::supervised_set(), SfdFlags::SFD_CLOEXEC)
         .map_err(InitError::Signals)?;
-    let notify = (vdso::SUPPORTED && plan.intercept).then_some(exec::Notify {
+    let notify = (vdso::SUPPORTED && plan.intercept).then_some(workload::Notify {
         sock,
         filter: &filter,
         patches_execs: config.patches_execs(),
@@ -289,14 +290,14 @@ fn run(
             },
             &plan.argv,
             &plan.env,
-            exec::ProcessPins {
+            workload::ProcessPins {
                 scoped: lifecycle.is_none(),
                 // init has no controlling terminal now, whichever way it left.
                 leave: match leave {
                     tty::Leave::Session => tty::Leave::Session,
                     _ => tty::Leave::GroupOnly,
                 },
-                ..exec::ProcessPins::from_plan(plan, seccomp)
+                ..workload::ProcessPins::from_plan(plan, seccomp)
             },
             true,
             notify,
@@ -310,7 +311,7 @@ fn run(
         release_start(fifo)?;
     }
     let workload = confirmed.map_err(|f| match f.step {
-        exec::Prep::Exec => InitError::Exec {
+        workload::Prep::Exec => InitError::Exec {
             program: plan.argv[0].clone(),
             errno: f.errno,
         },

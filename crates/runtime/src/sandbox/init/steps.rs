@@ -7,7 +7,7 @@ use nix::errno::Errno;
 
 use super::{InitError, GO};
 use crate::plan::{Namespace, Plan};
-use crate::sandbox::mounts::build_root;
+use crate::sandbox::isolation::mounts::build_root;
 
 /// Tags the egress proxy's listening socket on init's socket.
 pub(crate) const PROXY_TAG: u8 = b'P';
@@ -86,7 +86,7 @@ pub(super) fn steps(plan: &Plan, oci: bool) -> Vec<Step> {
         steps.push(Step::Hostname);
     }
     // A network namespace made beside init is joined while the root is built (`netns`).
-    if plan.has(Namespace::Net) && !crate::sandbox::netns::by_helper(plan, oci) {
+    if plan.has(Namespace::Net) && !crate::sandbox::isolation::netns::by_helper(plan, oci) {
         steps.push(Step::Loopback);
         if plan.egress.is_some() {
             steps.push(Step::ProxyListener);
@@ -108,12 +108,12 @@ pub(super) fn perform(
     step: Step,
     plan: &Plan,
     (sock, oci): (&OwnedFd, bool),
-    trees: &mut Vec<crate::sandbox::idmap::Tree>,
+    trees: &mut Vec<crate::sandbox::isolation::idmap::Tree>,
 ) -> Result<(), InitError> {
     match step {
         Step::AwaitGo => await_go(sock, plan, trees),
         // A user namespace joined by path was joined before init was cloned
-        // ([`crate::sandbox::userjoin`]).
+        // ([`crate::sandbox::isolation::userjoin`]).
         Step::JoinNamespaces => join_namespaces(plan, &[Namespace::Mount]),
         Step::IdMaps => write_id_maps(plan),
         Step::UserRoot => {
@@ -155,8 +155,8 @@ pub(super) fn perform(
         Step::Root => {
             let own =
                 plan.has(Namespace::Mount) || plan.join.iter().any(|j| j.ns == Namespace::Mount);
-            let join = || crate::sandbox::netns::join(sock);
-            let join_net = match crate::sandbox::netns::by_helper(plan, oci) {
+            let join = || crate::sandbox::isolation::netns::join(sock);
+            let join_net = match crate::sandbox::isolation::netns::by_helper(plan, oci) {
                 true => Some(&join as &dyn Fn() -> Result<(), Errno>),
                 false => None,
             };
@@ -204,13 +204,13 @@ fn join_namespaces(plan: &Plan, kinds: &[Namespace]) -> Result<(), InitError> {
 /// `--user` (0 by default), an OCI container's 0. Capabilities in the namespace stay: the
 /// change from the host's root to another id would otherwise clear them.
 /// Waits for the supervisor's word to go, taking the trees it sends first (an `exec`
-/// sandbox's, [`crate::sandbox::idmap::send_trees`]), each paired with where it goes.
+/// sandbox's, [`crate::sandbox::isolation::idmap::send_trees`]), each paired with where it goes.
 fn await_go(
     sock: &OwnedFd,
     plan: &Plan,
-    trees: &mut Vec<crate::sandbox::idmap::Tree>,
+    trees: &mut Vec<crate::sandbox::isolation::idmap::Tree>,
 ) -> Result<(), InitError> {
-    use crate::sandbox::idmap::{tree_dests, Tree, TREE_TAG};
+    use crate::sandbox::isolation::idmap::{tree_dests, Tree, TREE_TAG};
     let mut dests = tree_dests(&plan.mounts).into_iter();
     loop {
         let mut fds = [nix::poll::PollFd::new(

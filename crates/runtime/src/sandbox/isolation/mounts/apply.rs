@@ -307,7 +307,7 @@ impl Builder<'_> {
             }
             MountOp::RuntimeFiles { dir, clock, seed } => {
                 let dir_path = self.ensure_dir(dir)?;
-                super::super::write_runtime_files(&dir_path, *clock, *seed)
+                crate::sandbox::write_runtime_files(&dir_path, *clock, *seed)
                     .map_err(|e| fail("runtime files", dir)(io_errno(&e)))
             }
             MountOp::File { dest, contents } => self.generated(dest, contents),

@@ -1,5 +1,5 @@
 //! Idmapped binds, init's half: the creator's detached idmapped tree of the source
-//! ([`crate::sandbox::idmap`]) attached at the mount point, then the bind's flag words.
+//! ([`crate::sandbox::isolation::idmap`]) attached at the mount point, then the bind's flag words.
 
 use std::os::fd::AsFd;
 use std::path::Path;

@@ -33,7 +33,7 @@ const AT_SYSINFO_EHDR: u64 = 33;
 
 /// What a static or Go program's clock gets at its exec.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum ClockPatch {
+pub(in crate::sandbox) enum ClockPatch {
     /// Nothing (the clock is not faked).
     Keep,
     /// The fake clock in-process.
@@ -44,7 +44,7 @@ pub(super) enum ClockPatch {
 
 /// What to change in a static or Go program at its exec.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ExecPatch {
+pub(in crate::sandbox) struct ExecPatch {
     pub(crate) clock: ClockPatch,
     /// Seeded entropy: AT_RANDOM is rewritten (static Go: removed).
     pub(crate) seeded: bool,
@@ -399,7 +399,7 @@ fn exec_bypasses_libc(
 /// the exec'ing process's view). `None` for anything else: another format, a script of a
 /// script, a file that cannot be read. (Used by the server at every exec, and by the
 /// workload for its own, `program`.)
-pub(super) fn program_of(
+pub(in crate::sandbox) fn program_of(
     file: std::fs::File,
     open: impl FnOnce(&[u8]) -> Option<std::fs::File>,
     budget: &mut Budget,
@@ -486,7 +486,7 @@ fn at_exec_stop(p: Pid, clock: ClockPatch, random: Random, go_ticks: Option<GoTi
 /// Handles an exec notification: lets the exec proceed, and when the new program bypasses
 /// libc (static, Go), applies `patch` at the exec stop: its AT_RANDOM bytes, and its clock
 /// (the fake clock in-process, or no vDSO). `respond` lets the exec continue.
-pub(super) fn on_exec(
+pub(in crate::sandbox) fn on_exec(
     pid: Pid,
     nr: i64,
     args: &[u64; 6],

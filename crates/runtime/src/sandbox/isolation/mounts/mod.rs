@@ -159,7 +159,7 @@ pub(crate) struct Builder<'a> {
     /// The read-only sources of generated files and masks, once made.
     sources: sources::Sources,
     /// The creator's detached idmapped trees, in the order of the idmapped binds.
-    trees: std::collections::VecDeque<crate::sandbox::idmap::Tree>,
+    trees: std::collections::VecDeque<crate::sandbox::isolation::idmap::Tree>,
 }
 
 impl<'a> Builder<'a> {
@@ -174,7 +174,10 @@ impl<'a> Builder<'a> {
     }
 
     /// The builder with the creator's idmapped trees to attach.
-    pub(crate) fn with_trees(mut self, trees: Vec<crate::sandbox::idmap::Tree>) -> Builder<'a> {
+    pub(crate) fn with_trees(
+        mut self,
+        trees: Vec<crate::sandbox::isolation::idmap::Tree>,
+    ) -> Builder<'a> {
         self.trees = trees.into();
         self
     }
@@ -373,7 +376,7 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
 pub(crate) fn build_root(
     ops: &[MountOp],
     own_namespace: bool,
-    trees: Vec<crate::sandbox::idmap::Tree>,
+    trees: Vec<crate::sandbox::isolation::idmap::Tree>,
     join_net: Option<&dyn Fn() -> Result<(), Errno>>,
 ) -> Result<(), MountError> {
     if !own_namespace {
@@ -435,7 +438,7 @@ fn root_propagation(sys: &dyn Syscall, ops: &[MountOp]) -> Result<(), MountError
 /// (the binds of its files keep them).
 fn build_root_in_place(
     ops: &[MountOp],
-    trees: Vec<crate::sandbox::idmap::Tree>,
+    trees: Vec<crate::sandbox::isolation::idmap::Tree>,
 ) -> Result<(), MountError> {
     let sys = Host;
     let root = ops

@@ -473,8 +473,8 @@ fn idmapped_bind(dest: &str, recursive: bool, flags: &[&str]) -> MountOp {
 }
 
 /// A stand-in for a detached tree made by the creator.
-fn tree(dest: &str) -> crate::sandbox::idmap::Tree {
-    crate::sandbox::idmap::Tree {
+fn tree(dest: &str) -> crate::sandbox::isolation::idmap::Tree {
+    crate::sandbox::isolation::idmap::Tree {
         dest: dest.into(),
         fd: std::fs::File::open("/dev/null").unwrap().into(),
     }

@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 
 /// What one exec may cost the supervisor: bytes read from the program.
 #[derive(Debug)]
-pub(super) struct Budget {
+pub(in crate::sandbox) struct Budget {
     left: usize,
     examined: usize,
 }
@@ -22,14 +22,14 @@ impl Budget {
     /// Bytes one exec may read: headers (at most 8 MiB with 65535 of each), the section
     /// names (1 MiB) and, for a static Go program, its string and symbol tables (16 MiB each
     /// at most).
-    pub(super) const BYTES: usize = 48 << 20;
+    pub(in crate::sandbox) const BYTES: usize = 48 << 20;
 
     /// The budget of one exec.
-    pub(super) fn per_exec() -> Budget {
+    pub(in crate::sandbox) fn per_exec() -> Budget {
         Budget::new(Budget::BYTES)
     }
 
-    pub(super) fn new(bytes: usize) -> Budget {
+    pub(in crate::sandbox) fn new(bytes: usize) -> Budget {
         Budget {
             left: bytes,
             examined: 0,
@@ -38,7 +38,7 @@ impl Budget {
 
     /// Bytes read so far.
     #[cfg(test)]
-    pub(super) fn examined(&self) -> usize {
+    pub(in crate::sandbox) fn examined(&self) -> usize {
         self.examined
     }
 
@@ -63,7 +63,7 @@ const SYMTAB_MAX: usize = 16 << 20;
 const MAX_HITS: usize = 64;
 
 /// A little-endian unsigned field of `n` bytes at `at`, if `b` holds it.
-pub(super) fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
+pub(in crate::sandbox) fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
     let bytes = b.get(at..at.checked_add(n)?)?;
     Some(
         bytes
@@ -76,7 +76,7 @@ pub(super) fn le(b: &[u8], at: usize, n: usize) -> Option<usize> {
 /// The NUL-terminated name at `at` in a string table, looked at over `max + 1` bytes at most
 /// (empty if out of range): a name longer than `max` comes back longer than `max` (and so
 /// equals no wanted name of at most `max` bytes) without the rest of the table being scanned.
-pub(super) fn name_at(table: &[u8], at: usize, max: usize) -> &[u8] {
+pub(in crate::sandbox) fn name_at(table: &[u8], at: usize, max: usize) -> &[u8] {
     let name = table.get(at..).unwrap_or(&[]);
     let name = &name[..name.len().min(max.saturating_add(1))];
     &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())]
@@ -86,7 +86,11 @@ pub(super) fn name_at(table: &[u8], at: usize, max: usize) -> &[u8] {
 /// the file's size and never more than 64 MiB (a crafted header must not make the supervisor
 /// allocate or read gigabytes). A read of at most 64 KiB (every header of an ordinary
 /// program) is not checked against the size first: a short file fails the read itself.
-pub(super) fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
+pub(in crate::sandbox) fn read_bounded(
+    exe: &std::fs::File,
+    at: usize,
+    len: usize,
+) -> Option<Vec<u8>> {
     const LIMIT: usize = 64 << 20;
     const UNCHECKED: usize = 64 << 10;
     let end = at.checked_add(len)?;
@@ -99,7 +103,7 @@ pub(super) fn read_bounded(exe: &std::fs::File, at: usize, len: usize) -> Option
 
 /// What kind of program an ELF file is, as far as the exec-time path cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ProgramKind {
+pub(in crate::sandbox) struct ProgramKind {
     /// Linked statically (no PT_INTERP).
     pub(crate) is_static: bool,
     /// Built by Go (its runtime reads the clock and AT_RANDOM itself).
@@ -121,7 +125,10 @@ fn elf64(ehdr: &[u8]) -> Option<&[u8]> {
 
 /// The kind of an ELF64 little-endian program; `None` for anything else, a malformed file or
 /// one that exhausts `budget`.
-pub(super) fn program_kind(exe: &std::fs::File, budget: &mut Budget) -> Option<ProgramKind> {
+pub(in crate::sandbox) fn program_kind(
+    exe: &std::fs::File,
+    budget: &mut Budget,
+) -> Option<ProgramKind> {
     let ehdr = budget.read(exe, 0, 64)?;
     let ehdr = elf64(&ehdr)?;
     let (phoff, phentsize, phnum) = (le(ehdr, 32, 8)?, le(ehdr, 54, 2)?, le(ehdr, 56, 2)?);
@@ -158,7 +165,7 @@ pub(super) fn program_kind(exe: &std::fs::File, budget: &mut Budget) -> Option<P
 
 /// Where a Go program's `runtime.cputicks` (its ABI0 assembly body) lies, to be replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct GoTicks {
+pub(in crate::sandbox) struct GoTicks {
     pub(crate) vaddr: u64,
     /// The program's own entry address when it is position-independent (then the load
     /// base is AT_ENTRY minus this).
@@ -171,7 +178,7 @@ const CPUTICKS: &[u8] = b"runtime.cputicks.abi0";
 /// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds),
 /// if its body holds at least `min_size` bytes. Linear: the places where the name starts in
 /// the string table are found first (one pass), then the symbol naming one of them (another).
-pub(super) fn go_cputicks(
+pub(in crate::sandbox) fn go_cputicks(
     exe: &std::fs::File,
     min_size: usize,
     budget: &mut Budget,

@@ -27,19 +27,19 @@ static TRACING: Mutex<()> = Mutex::new(());
 static EXITS: Mutex<Vec<(Pid, libc::c_int, Usage)>> = Mutex::new(Vec::new());
 
 /// How long the tracing thread waits for one state change of a tracee.
-pub(super) const WAIT_LIMIT: Duration = Duration::from_secs(2);
+pub(in crate::sandbox) const WAIT_LIMIT: Duration = Duration::from_secs(2);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Held by the tracing thread while it has a tracee.
-pub(super) fn tracing() -> MutexGuard<'static, ()> {
+pub(in crate::sandbox) fn tracing() -> MutexGuard<'static, ()> {
     lock(&TRACING)
 }
 
 /// The main thread's leave to reap now (`None`: a tracee is being handled; try again soon).
-pub(super) fn may_reap() -> Option<MutexGuard<'static, ()>> {
+pub(in crate::sandbox) fn may_reap() -> Option<MutexGuard<'static, ()>> {
     match TRACING.try_lock() {
         Ok(g) => Some(g),
         Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -48,12 +48,12 @@ pub(super) fn may_reap() -> Option<MutexGuard<'static, ()>> {
 }
 
 /// The main thread's leave to reap, waiting for the tracing thread to let go.
-pub(super) fn reap_guard() -> MutexGuard<'static, ()> {
+pub(in crate::sandbox) fn reap_guard() -> MutexGuard<'static, ()> {
     lock(&TRACING)
 }
 
 /// An exit of `pid` (`None`: any) the tracing thread collected, taken.
-pub(super) fn take_exit(pid: Option<Pid>) -> Option<(Pid, libc::c_int, Usage)> {
+pub(in crate::sandbox) fn take_exit(pid: Option<Pid>) -> Option<(Pid, libc::c_int, Usage)> {
     let mut exits = lock(&EXITS);
     let at = exits.iter().position(|e| pid.map_or(true, |p| p == e.0))?;
     Some(exits.remove(at))
@@ -63,7 +63,7 @@ pub(super) fn take_exit(pid: Option<Pid>) -> Option<(Pid, libc::c_int, Usage)> {
 /// (`__WALL | __WNOTHREAD` are added): the first state change within [`WAIT_LIMIT`], or
 /// ETIMEDOUT. With WNOHANG, returns at once (`StillAlive`: nothing yet). An exit it collects
 /// is kept for the main thread.
-pub(super) fn wait(pid: Pid, flags: libc::c_int) -> Result<WaitStatus, Errno> {
+pub(in crate::sandbox) fn wait(pid: Pid, flags: libc::c_int) -> Result<WaitStatus, Errno> {
     let flags = flags | libc::__WALL | libc::__WNOTHREAD;
     let once = flags & libc::WNOHANG != 0;
     let deadline = Instant::now() + WAIT_LIMIT;
@@ -93,7 +93,7 @@ pub(super) fn wait(pid: Pid, flags: libc::c_int) -> Result<WaitStatus, Errno> {
 /// meanwhile stops under its leader's pid. Nothing is left to do when it died meanwhile.
 /// Every wait has a deadline: a tracee whose stop never shows is detached if it is stopped,
 /// and killed rather than left traced if it cannot be.
-pub(super) fn release(pid: Pid) {
+pub(in crate::sandbox) fn release(pid: Pid) {
     if ptrace::interrupt(pid).is_err() {
         return; // gone (or not ours)
     }
@@ -116,6 +116,6 @@ pub(super) fn release(pid: Pid) {
 
 /// The next state change of tracee `pid` (-1: any tracee of this thread), within
 /// `tracees::WAIT_LIMIT`. __WNOTHREAD keeps the supervisor's own child (init) out of reach.
-pub(super) fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
+pub(in crate::sandbox) fn wait_stop(pid: Pid) -> Result<WaitStatus, Errno> {
     wait(pid, 0)
 }

@@ -40,7 +40,7 @@ use super::dirs::{self, Listings};
 use crate::determinism::clock::{ClockMode, ClockPlan, PAGE_PATH, PAGE_SIZE};
 use crate::determinism::entropy::{self, Stream};
 use crate::determinism::Identity;
-use crate::sandbox::vdso::{ClockPatch, ExecPatch};
+use crate::sandbox::intercept::vdso::{ClockPatch, ExecPatch};
 use crate::sys::seccomp;
 
 /// What the server answers with: the sandbox's clock, entropy seed and identity.
@@ -173,7 +173,8 @@ pub(crate) fn start(config: Config, at: PageAt) -> Result<NotifyServer, Errno> {
                 Some(mode) => Page::open(&at, matches!(mode, ClockMode::Tick { .. })).ok(),
             };
             // The server's CPU time is the sandbox's: held to its quota.
-            let mut throttle = crate::sandbox::throttle::Throttle::new(config.cpu_rate_milli());
+            let mut throttle =
+                crate::sandbox::intercept::throttle::Throttle::new(config.cpu_rate_milli());
             let mut server = Server::new(config, page);
             // Ask the kernel to hand the CPU straight to us and back (a synchronous round
             // trip); an older kernel without the flag still works, with slower wake-ups.

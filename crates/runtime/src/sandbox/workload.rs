@@ -374,8 +374,12 @@ fn install_filters(
     if let Some(notify) = notify {
         let listener =
             crate::sys::seccomp::install_with_listener(notify.filter).map_err(at(Prep::Notify))?;
-        crate::sys::send_fd(notify.sock, &listener, super::vdso::LISTENER_TAG)
-            .map_err(at(Prep::Notify))?;
+        crate::sys::send_fd(
+            notify.sock,
+            &listener,
+            crate::sandbox::intercept::vdso::LISTENER_TAG,
+        )
+        .map_err(at(Prep::Notify))?;
         trace("notification filter, send the listener");
     }
     crate::sys::cloexec_from(3 + preserve_fds).map_err(at(Prep::Descriptors))?;
@@ -397,9 +401,9 @@ fn resolve_and_filter(
     notify: Option<Notify>,
     pins: &ProcessPins,
     final_ids: bool,
-) -> Result<super::program::Exec, Failed> {
+) -> Result<crate::sandbox::intercept::program::Exec, Failed> {
     let at = |step: Prep| move |errno: Errno| Failed { step, errno };
-    use super::program::FirstExec;
+    use crate::sandbox::intercept::program::FirstExec;
     // Before the ids change (OCI noNewPrivileges false), the capabilities are dropped with
     // the filter in: a call routed then (a trace's clock read without a vDSO, hash keys drawn
     // with seeded entropy) would leave the server holding this memory, which only a notified
@@ -409,13 +413,13 @@ fn resolve_and_filter(
         (Some(_), true) => FirstExec::Passing,
         _ => FirstExec::Routed,
     };
-    let exec =
-        super::program::Exec::resolve(argv, env, first, final_ids).map_err(at(Prep::Exec))?;
+    let exec = crate::sandbox::intercept::program::Exec::resolve(argv, env, first, final_ids)
+        .map_err(at(Prep::Exec))?;
     crate::trace::step("workload", "find and classify the program");
     let passing;
     let (notify, quiet) = match (notify, exec.passing_call()) {
         (Some(n), Some(call)) => {
-            passing = super::notify::passing_exec(n.filter, call);
+            passing = crate::sandbox::intercept::notify::passing_exec(n.filter, call);
             let filter = &passing;
             (Some(Notify { filter, ..n }), true)
         }

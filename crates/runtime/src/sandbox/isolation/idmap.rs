@@ -93,15 +93,15 @@ pub(crate) fn send_trees(
     plan: &crate::plan::Plan,
     init: nix::unistd::Pid,
     sock: &OwnedFd,
-) -> Result<(), super::SandboxError> {
+) -> Result<(), crate::sandbox::SandboxError> {
     let Some(maps) = &plan.parent_maps else {
         return Ok(());
     };
     let failed = |f: TreeFailed| match f.error.is_refusal() {
-        true => super::SandboxError::Unavailable {
+        true => crate::sandbox::SandboxError::Unavailable {
             reason: f.error.refusal_reason(),
         },
-        false => super::SandboxError::Init {
+        false => crate::sandbox::SandboxError::Init {
             step: f.error.to_string(),
         },
     };
@@ -116,7 +116,7 @@ pub(crate) fn send_trees(
         detached_trees(&plan.mounts, workload, Some((maps, userns.as_fd()))).map_err(failed)?;
     for tree in &trees {
         crate::sys::send_fd(sock, &tree.fd, TREE_TAG).map_err(|errno| {
-            super::SandboxError::Supervise {
+            crate::sandbox::SandboxError::Supervise {
                 step: "send a tree to init",
                 errno,
             }

@@ -13,17 +13,17 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
-use super::{init, SandboxError};
 use crate::plan::Plan;
+use crate::sandbox::{init, SandboxError};
 
 /// Tags of the helper's reports.
 const PID_TAG: u8 = b'p';
 const JOIN_FAILED: u8 = b'j';
 const CLONE_FAILED: u8 = b'c';
 
-/// Clones init as [`super::supervisor::clone_init`] does, from inside the user namespace at
+/// Clones init as [`crate::sandbox::supervisor::clone_init`] does, from inside the user namespace at
 /// `user`. The caller must be single-threaded (it forks).
-pub(super) fn clone_init_in(
+pub(in crate::sandbox) fn clone_init_in(
     user: &Path,
     plan: &Plan,
     seccomp: &[seccompiler::BpfProgram],
@@ -110,7 +110,7 @@ fn helper(
             return fail(e);
         }
     }
-    match super::supervisor::clone_init(
+    match crate::sandbox::supervisor::clone_init(
         plan,
         seccomp,
         Some(lifecycle),

@@ -37,7 +37,7 @@ pub(crate) fn by_helper(plan: &Plan, oci: bool) -> bool {
 /// namespace and exited: nothing is copied to start it, and the supervisor's pages are not
 /// made copy-on-write by it. Returns its pid for the caller to reap; where it cannot start,
 /// tells init to make the namespace itself and returns `None`.
-pub(super) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
+pub(in crate::sandbox) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid> {
     let failed = || {
         let _ = nix::sys::socket::send(
             sock.as_raw_fd(),

@@ -5,17 +5,17 @@
 /// Where the fake clock page is mapped in static and Go programs: a fixed address unused by
 /// the usual layouts — below the mmap area (0x7f..), far above PIE programs and their heaps
 /// (0x55..-0x56..). (The page makes no system call, so the filter needs no exception for it.)
-pub(super) const FAKE_PAGE: u64 = 0x6e5e_0000_0000;
-pub(super) const ENTRY_CLOCK_GETTIME: u64 = 0x000;
-pub(super) const ENTRY_GETTIMEOFDAY: u64 = 0x100;
-pub(super) const ENTRY_TIME: u64 = 0x200;
-pub(super) const SLOTS: usize = 0x800;
+pub(in crate::sandbox) const FAKE_PAGE: u64 = 0x6e5e_0000_0000;
+pub(in crate::sandbox) const ENTRY_CLOCK_GETTIME: u64 = 0x000;
+pub(in crate::sandbox) const ENTRY_GETTIMEOFDAY: u64 = 0x100;
+pub(in crate::sandbox) const ENTRY_TIME: u64 = 0x200;
+pub(in crate::sandbox) const SLOTS: usize = 0x800;
 /// The slots: mode, offset (whole seconds), date, the vDSO's clock_gettime, offset
 /// (nanoseconds beyond the seconds).
-pub(super) const SLOTS_LEN: usize = 40;
+pub(in crate::sandbox) const SLOTS_LEN: usize = 40;
 
 // Machine code of asm/fakeclock.S, assembled with GNU as (x86-64), one array per entry point.
-pub(super) const CODE_CLOCK_GETTIME: [u8; 122] = [
+pub(in crate::sandbox) const CODE_CLOCK_GETTIME: [u8; 122] = [
     0x83, 0xff, 0x00, 0x74, 0x10, 0x83, 0xff, 0x05, 0x74, 0x0b, 0x83, 0xff, 0x0b, 0x74, 0x06, 0xff,
     0x25, 0x03, 0x08, 0x00, 0x00, 0x48, 0x83, 0x3d, 0xe3, 0x07, 0x00, 0x00, 0x02, 0x74, 0x46, 0x56,
     0xff, 0x15, 0xf2, 0x07, 0x00, 0x00, 0x5e, 0x85, 0xc0, 0x75, 0x39, 0x48, 0x8b, 0x0e, 0x48, 0x8b,
@@ -25,13 +25,13 @@ pub(super) const CODE_CLOCK_GETTIME: [u8; 122] = [
     0x56, 0x08, 0x31, 0xc0, 0xc3, 0x48, 0x8b, 0x05, 0xa4, 0x07, 0x00, 0x00, 0x48, 0x89, 0x06, 0x48,
     0xc7, 0x46, 0x08, 0x00, 0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3,
 ];
-pub(super) const CODE_GETTIMEOFDAY: [u8; 50] = [
+pub(in crate::sandbox) const CODE_GETTIMEOFDAY: [u8; 50] = [
     0x48, 0x85, 0xff, 0x74, 0x1e, 0x56, 0x48, 0x89, 0xfe, 0x31, 0xff, 0xe8, 0xf0, 0xfe, 0xff, 0xff,
     0x48, 0x8b, 0x46, 0x08, 0x31, 0xd2, 0xb9, 0xe8, 0x03, 0x00, 0x00, 0x48, 0xf7, 0xf1, 0x48, 0x89,
     0x46, 0x08, 0x5e, 0x48, 0x85, 0xf6, 0x74, 0x07, 0x48, 0xc7, 0x06, 0x00, 0x00, 0x00, 0x00, 0x31,
     0xc0, 0xc3,
 ];
-pub(super) const CODE_TIME: [u8; 33] = [
+pub(in crate::sandbox) const CODE_TIME: [u8; 33] = [
     0x57, 0x48, 0x83, 0xec, 0x10, 0x48, 0x89, 0xe6, 0x31, 0xff, 0xe8, 0xf1, 0xfd, 0xff, 0xff, 0x48,
     0x8b, 0x04, 0x24, 0x48, 0x83, 0xc4, 0x10, 0x5f, 0x48, 0x85, 0xff, 0x74, 0x03, 0x48, 0x89, 0x07,
     0xc3,
@@ -39,7 +39,7 @@ pub(super) const CODE_TIME: [u8; 33] = [
 
 /// The fake clock a static or Go program gets in-process.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum FakeClock {
+pub(in crate::sandbox) enum FakeClock {
     /// Real time plus `offset_ns`.
     StartAt { offset_ns: i64 },
     /// Always `epoch` seconds.
@@ -48,7 +48,7 @@ pub(super) enum FakeClock {
 
 /// The page injected into the program: code at its entry points, the clock and the address
 /// of the vDSO's own `clock_gettime` in the slots.
-pub(super) fn fake_page(clock: FakeClock, vdso_clock_gettime: u64) -> Vec<u8> {
+pub(in crate::sandbox) fn fake_page(clock: FakeClock, vdso_clock_gettime: u64) -> Vec<u8> {
     let mut page = vec![0u8; SLOTS + SLOTS_LEN];
     page[..CODE_CLOCK_GETTIME.len()].copy_from_slice(&CODE_CLOCK_GETTIME);
     let at = ENTRY_GETTIMEOFDAY as usize;
@@ -121,8 +121,8 @@ mod tests {
     #[test]
     fn embedded_code_matches_the_assembly_source() {
         let dir = tempfile::tempdir().unwrap();
-        let src =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sandbox/asm/fakeclock.S");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/sandbox/intercept/asm/fakeclock.S");
         let obj = dir.path().join("fc.o");
         let bin = dir.path().join("fc.bin");
         let ok = std::process::Command::new("as")

@@ -21,7 +21,7 @@ use super::elf::Budget;
 
 /// What the workload's own exec may skip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FirstExec {
+pub(in crate::sandbox) enum FirstExec {
     /// Nothing to skip: no notification filter.
     Routed,
     /// The notification, when its program needs nothing at the exec.
@@ -31,7 +31,7 @@ pub(super) enum FirstExec {
 }
 
 /// The exec the workload is about to make: its arguments, environment and the paths to try.
-pub(super) struct Exec {
+pub(in crate::sandbox) struct Exec {
     args: Vec<CString>,
     envp: Vec<CString>,
     /// The paths to try in order: the program itself, or its `PATH` candidates (those seen
@@ -46,7 +46,7 @@ impl Exec {
     /// it has no slash; `first` says whether its first candidate may skip the server. With
     /// `skip_missing` (the caller has the ids the exec will have), directories where the
     /// program is not are left out of the search.
-    pub(super) fn resolve(
+    pub(in crate::sandbox) fn resolve(
         argv: &[String],
         env: &[String],
         first: FirstExec,
@@ -86,13 +86,13 @@ impl Exec {
     }
 
     /// The pointers of the exec the notification filter lets through: `[path, argv, envp]`.
-    pub(super) fn passing_call(&self) -> Option<[u64; 3]> {
+    pub(in crate::sandbox) fn passing_call(&self) -> Option<[u64; 3]> {
         self.passing.as_ref().map(Passing::call)
     }
 
     /// `execve` of each candidate in turn, as `execvp` does: on to the next where the program
     /// is missing or not executable there. Returns only on failure.
-    pub(super) fn run(self) -> Errno {
+    pub(in crate::sandbox) fn run(self) -> Errno {
         let mut denied = None;
         for (i, candidate) in self.candidates.iter().enumerate() {
             let errno = match (&self.passing, i) {
@@ -227,7 +227,7 @@ thread_local! {
 
 /// In the parent, after a child that shared its memory has exec'd or exited: unmaps what the
 /// child's [`Passing`] left (nothing when it laid none out).
-pub(super) fn unmap_left() {
+pub(in crate::sandbox) fn unmap_left() {
     let (base, len) = LEFT.take();
     if base != 0 {
         // SAFETY: `base` and `len` are a mapping `map_at_random` made in this memory, which

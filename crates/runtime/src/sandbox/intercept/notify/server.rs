@@ -59,7 +59,7 @@ impl Server {
 
     /// The in-process clock for static and Go programs at exec.
     pub(super) fn clock_patch(&self) -> ClockPatch {
-        use crate::sandbox::fakeclock::FakeClock;
+        use crate::sandbox::intercept::fakeclock::FakeClock;
         let Some(clock) = self.config.clock else {
             return ClockPatch::Keep;
         };
@@ -133,7 +133,7 @@ impl Server {
             // for a program that bypasses libc (a dynamic one's preload library asks itself,
             // or, as the command, needs no answer), so a dynamic exec waits for no /proc read.
             let seed = self.config.seed;
-            crate::sandbox::vdso::on_exec(
+            crate::sandbox::intercept::vdso::on_exec(
                 pid,
                 nr,
                 &args,
