@@ -164,10 +164,7 @@ impl Corpus {
 
 #[test]
 fn plan_work_merge_records_the_study_audit_run_records() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     let common = [
@@ -295,10 +292,7 @@ fn plan_work_merge_records_the_study_audit_run_records() {
 
 #[test]
 fn merge_refuses_a_database_of_another_configuration() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     expect_code(
@@ -381,10 +375,7 @@ fn work_and_merge(c: &Corpus, tasks: &str, results: &str, db: &str) -> serde_jso
 
 #[test]
 fn judge_plan_work_merge_judges_as_audit_judge_does() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     let common = [
@@ -538,10 +529,7 @@ fn submit(c: &Corpus, slurm: &crate::cluster::Slurm, tasks: &str, results: &str)
 fn a_one_node_slurm_runs_and_judges_the_audit() {
     let slurm = match crate::cluster::Slurm::start() {
         Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: Slurm cannot be started here: {why}");
-            return;
-        }
+        Err(why) => skip!("Slurm cannot be started here: {why}"),
     };
     let c = Corpus::new();
     let agent = Corpus::agent();

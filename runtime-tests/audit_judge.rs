@@ -165,10 +165,7 @@ fn row<'a>(s: &'a serde_json::Value, group: &str) -> &'a serde_json::Value {
 
 #[test]
 fn the_builtin_judge_labels_every_pair_once() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(1, false);
     let s = c.judge(&[]);
@@ -218,10 +215,7 @@ fn the_builtin_judge_labels_every_pair_once() {
 
 #[test]
 fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(1, true);
     let s = c.judge(&[
@@ -253,10 +247,7 @@ fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped()
 
 #[test]
 fn a_judge_sees_only_its_task_and_reaches_no_network() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = other.local_addr().unwrap().port();
     other.set_nonblocking(true).unwrap();
@@ -297,10 +288,7 @@ fn a_judge_sees_only_its_task_and_reaches_no_network() {
 
 #[test]
 fn a_killed_judging_resumes_and_judges_each_run_once() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(3, false);
     let judge = "sleep 1; echo no answer";
@@ -329,10 +317,7 @@ fn a_killed_judging_resumes_and_judges_each_run_once() {
 
 #[test]
 fn sample_and_agreement_end_to_end() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(2, false);
     c.judge(&[]);

@@ -99,10 +99,7 @@ impl Corpus {
 
 #[test]
 fn scripted_agents_are_recorded_with_what_they_wrote() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     std::fs::write(c.work.path().join("findings.json"), FINDINGS).unwrap();
     let agent = format!(
@@ -141,10 +138,7 @@ fn scripted_agents_are_recorded_with_what_they_wrote() {
 
 #[test]
 fn malformed_missing_and_failing_agents_are_recorded_as_such() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     for (agent, status) in [
         (
             "printf '{not json' > \"$REPRORUN_AUDIT_OUT\"",
@@ -174,10 +168,7 @@ fn malformed_missing_and_failing_agents_are_recorded_as_such() {
 
 #[test]
 fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     // A loopback "model API" the agent may reach, and a host service it may not.
     let api = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let api_port = api.local_addr().unwrap().port();
@@ -250,10 +241,7 @@ fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
 
 #[test]
 fn the_builtin_auditor_runs_offline_in_the_sandbox() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let s = c.summary(&[]);
     assert_eq!(s["by_status"]["ok"], 2, "{s}");
@@ -270,10 +258,7 @@ fn the_builtin_auditor_runs_offline_in_the_sandbox() {
 
 #[test]
 fn a_killed_study_resumes_and_a_changed_one_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = format!(
         "sleep 1; printf '%s' '{}' > \"$REPRORUN_AUDIT_OUT\"",
@@ -401,18 +386,7 @@ fn scripted_model(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<V
 /// the model and nothing of it is stored.
 #[test]
 fn codex_audits_through_the_allowlist_with_a_scripted_model() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    if std::process::Command::new("codex")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: the codex CLI is not installed (npm install -g @openai/codex)");
-        return;
-    }
+    require!(Need::Root, Need::Tool("codex"));
     let (port, seen) = scripted_model(FINDINGS_LINE);
     let c = Corpus::new();
     let mut cmd = c.work.cmd(&[
@@ -554,20 +528,7 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
 /// tools, its result text becomes the findings, its usage and cost the run's.
 #[test]
 fn claude_code_audits_through_the_allowlist_with_a_scripted_model() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    if std::process::Command::new("claude")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "skipped: Claude Code is not installed (npm install -g @anthropic-ai/claude-code)"
-        );
-        return;
-    }
+    require!(Need::Root, Need::Tool("claude"));
     let (port, seen) = scripted_claude(FINDINGS_LINE);
     let c = Corpus::new();
     let mut cmd = c.work.cmd(&[
