@@ -4,6 +4,7 @@
 
 #[macro_use]
 pub mod skip;
+pub mod audit;
 pub use skip::Need;
 
 use std::io::Write;
