@@ -235,6 +235,32 @@ fn the_readme_installs_reprorun_before_its_first_use() {
     assert!(!readme.contains("target/release/reprorun"));
 }
 
+/// README's test command is the one CI runs (after its set-up), and CI runs it with skips
+/// made failures.
+#[test]
+fn the_readme_test_command_is_what_ci_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let run = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let lines: Vec<&str> = run
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    let command = *lines.last().expect("a command in .ci/run");
+    assert!(command.starts_with(".ci/setup && "), "{command}");
+    assert!(
+        readme.lines().any(|l| l == command),
+        "README.md lacks .ci/run's command line {command:?}"
+    );
+    let strict = lines
+        .iter()
+        .position(|l| *l == "export REPRORUN_STRICT_SKIPS=1");
+    assert!(
+        strict.is_some_and(|i| i + 1 < lines.len()),
+        ".ci/run does not export REPRORUN_STRICT_SKIPS=1 before its command"
+    );
+}
+
 #[test]
 fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
     let w = Work::new();
