@@ -92,8 +92,10 @@ pub fn test_name() -> String {
 pub fn skipped(reason: &str, optional: bool) {
     let test = test_name();
     let tag = if optional { " (optional)" } else { "" };
-    // Straight to the file descriptor: libtest captures `eprintln!` of passing tests.
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}{tag}");
+    // Straight to the file descriptor (libtest captures `eprintln!` of passing tests), in one
+    // write, so that the line is not split by the runner's own lines.
+    let line = format!("SKIPPED {test}: {reason}{tag}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
     if strict() && !optional {
         panic!("{test} was skipped under {STRICT}=1, which allows no skip: {reason}");
     }
