@@ -5,101 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::audit::{agent_writing, Corpus, FINDINGS};
 use crate::common::*;
 
-/// Two findings: the missing cv2 dependency, then an unrelated schedule mismatch.
-const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two"},
- "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high",
-   "stage": "environment_setup", "category": "missing_dependency",
-   "issue_title": "ModuleNotFoundError: No module named cv2 when running main.py",
-   "user_symptom": "python main.py fails at startup with ModuleNotFoundError: No module named cv2",
-   "trigger_context": "python main.py",
-   "root_cause": "main.py does import cv2 but opencv-python is in no requirements file",
-   "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}],
-   "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true,
-   "confidence": "high"},
-  {"finding_id": "F2", "rank_reason": "numbers", "severity": "medium",
-   "stage": "evaluation", "category": "config_mismatch",
-   "issue_title": "Learning rate schedule differs from the paper",
-   "user_symptom": "Reported accuracy is lower than Table 2",
-   "trigger_context": "bash scripts/eval.sh",
-   "root_cause": "configs/base.yaml sets cosine decay while the paper describes step decay",
-   "evidence": [{"path": "configs/base.yaml", "line_refs": [3], "evidence_type": "config", "summary": "scheduler cosine"}],
-   "impact": "accuracy differs", "affected_claims_or_metrics": [], "reproducibility_blocker": false,
-   "confidence": "medium"}],
- "missing_or_ambiguous_artifacts": []}"#;
-
-/// A corpus of one pair: `p1@000000000000` (pre-fix: gold issue #1, fixed in
-/// `p1@000000000001`, and open issue #2) and `p1@000000000001` (the fix).
-struct Corpus {
-    work: Work,
-}
-
-const PRE: &str = "p1@000000000000";
-const FIX: &str = "p1@000000000001";
-
 impl Corpus {
-    fn new() -> Corpus {
-        let work = Work::new();
-        let dir = work.path().join("corpus");
-        std::fs::create_dir_all(dir.join("trees")).unwrap();
-        std::fs::create_dir_all(dir.join("papers")).unwrap();
-        let mut groups = Vec::new();
-        for (i, main) in ["import cv2\nprint(cv2.__version__)\n", "print('fixed')\n"]
-            .into_iter()
-            .enumerate()
-        {
-            let digest = store_tree(
-                &dir,
-                &[
-                    ("main.py", main, 0o644),
-                    ("README.md", "Run `python main.py`.\n", 0o644),
-                ],
-            );
-            groups.push(serde_json::json!({
-                "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
-                "commit": format!("{i:040}"), "tree": digest,
-                "issues": if i == 0 { vec![1, 2] } else { vec![] },
-                "post_fix_for": if i == 1 { vec![1] } else { vec![] },
-            }));
-        }
-        let paper = "# A paper\nWe train for 100 epochs.\n";
-        let paper_digest = sha256_hex(paper.as_bytes());
-        std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
-        let manifest = serde_json::json!({
-            "version": 1,
-            "pairs": [{"paper_id": "p1", "title": "A paper", "repo": "o/demo", "paper": format!("{paper_digest}.md"),
-                       "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
-            "groups": groups,
-            "issues": [
-                {"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN: No module named 'cv2'",
-                           "body": "Running `python main.py` gives\nModuleNotFoundError: No module named 'cv2'",
-                           "state": "closed", "created_at": "2024-01-02T00:00:00Z", "closed_at": "2024-02-01T00:00:00Z",
-                           "comments": [{"body": "same here", "created_at": "2024-01-03T00:00:00Z"},
-                                        {"body": "FIX-DISCUSSION added opencv-python", "created_at": "2024-02-02T00:00:00Z"}]},
-                 "grounding": {"target": "closed_gold", "group_id": PRE, "post_fix_group_id": FIX,
-                               "rule": "merged_pr", "fix_commit": format!("{:040}", 1)}},
-                {"issue": {"repo": "o/demo", "number": 2, "title": "Where is the pretrained checkpoint?",
-                           "body": "The README links model_best.pth but the link is dead.", "state": "open",
-                           "created_at": "2024-01-05T00:00:00Z"},
-                 "grounding": {"target": "open", "group_id": PRE, "rule": "default_branch_at_collected_at"}},
-            ],
-            "warnings": [],
-        });
-        std::fs::write(
-            dir.join("corpus.json"),
-            serde_json::to_vec_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        Corpus { work }
-    }
-
     /// A scripted agent: [`FINDINGS`] on snapshots whose main.py imports cv2, none elsewhere.
     fn agent() -> String {
-        let doc = FINDINGS.replace('\'', "");
-        format!(
-            "grep -q cv2 /work/repo/main.py && printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"; true"
-        )
+        agent_writing(FINDINGS, true)
     }
 
     fn json(&self, args: &[&str]) -> serde_json::Value {
@@ -164,10 +76,7 @@ impl Corpus {
 
 #[test]
 fn plan_work_merge_records_the_study_audit_run_records() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     let common = [
@@ -295,10 +204,7 @@ fn plan_work_merge_records_the_study_audit_run_records() {
 
 #[test]
 fn merge_refuses_a_database_of_another_configuration() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     expect_code(
@@ -381,10 +287,7 @@ fn work_and_merge(c: &Corpus, tasks: &str, results: &str, db: &str) -> serde_jso
 
 #[test]
 fn judge_plan_work_merge_judges_as_audit_judge_does() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     let agent = Corpus::agent();
     let common = [
@@ -538,10 +441,7 @@ fn submit(c: &Corpus, slurm: &crate::cluster::Slurm, tasks: &str, results: &str)
 fn a_one_node_slurm_runs_and_judges_the_audit() {
     let slurm = match crate::cluster::Slurm::start() {
         Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: Slurm cannot be started here: {why}");
-            return;
-        }
+        Err(why) => skip!("Slurm cannot be started here: {why}"),
     };
     let c = Corpus::new();
     let agent = Corpus::agent();

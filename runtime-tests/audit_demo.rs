@@ -129,10 +129,7 @@ const PLANTED: &[(&str, &str, &str, Option<&str>)] = &[
 
 #[test]
 fn example_corpus_grounds_its_issues_and_the_builtin_auditor_finds_the_static_blockers() {
-    if !is_root() {
-        eprintln!("skipped: audit run needs root");
-        return;
-    }
+    require!(Need::Root);
     let s = Study::new();
     let m = &s.manifest;
     assert_eq!(m["pairs"].as_array().unwrap().len(), 6, "{m}");
@@ -251,23 +248,9 @@ fn rates(v: &Value, path: &str, out: &mut Vec<(String, f64)>) {
 
 #[test]
 fn example_corpus_is_judged_measured_and_reported() {
-    if !is_root() {
-        eprintln!("skipped: audit run needs root");
-        return;
-    }
+    require!(Need::Root);
     let s = Study::new();
     let o = s.work.run(&["audit", "judge", "--db", "audit.db"]);
-    let err = stderr(&o);
-    // While `audit judge` is a skeleton it says so (or rejects --db, having no options yet).
-    if !o.status.success()
-        && (err.contains("not yet built") || err.contains("unexpected argument '--db'"))
-    {
-        eprintln!(
-            "skipped: `reprorun audit judge` is not built yet: {}",
-            err.trim()
-        );
-        return;
-    }
     expect_code(&o, 0);
     let o = s
         .work

@@ -2,112 +2,17 @@
 //! `spec/audit.md`), scripted agents' findings, the built-in judge's pair labels in the
 //! database, scripted judges that answer badly or try to look around, kill and resume.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::audit::{agent_writing, Corpus, FINDINGS, FIX, PRE};
 use crate::common::*;
 
-/// Two findings: the missing cv2 dependency, then an unrelated schedule mismatch.
-const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two"},
- "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high",
-   "stage": "environment_setup", "category": "missing_dependency",
-   "issue_title": "ModuleNotFoundError: No module named cv2 when running main.py",
-   "user_symptom": "python main.py fails at startup with ModuleNotFoundError: No module named cv2",
-   "trigger_context": "python main.py",
-   "root_cause": "main.py does import cv2 but opencv-python is in no requirements file",
-   "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}],
-   "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true,
-   "confidence": "high"},
-  {"finding_id": "F2", "rank_reason": "numbers", "severity": "medium",
-   "stage": "evaluation", "category": "config_mismatch",
-   "issue_title": "Learning rate schedule differs from the paper",
-   "user_symptom": "Reported accuracy is lower than Table 2",
-   "trigger_context": "bash scripts/eval.sh",
-   "root_cause": "configs/base.yaml sets cosine decay while the paper describes step decay",
-   "evidence": [{"path": "configs/base.yaml", "line_refs": [3], "evidence_type": "config", "summary": "scheduler cosine"}],
-   "impact": "accuracy differs", "affected_claims_or_metrics": [], "reproducibility_blocker": false,
-   "confidence": "medium"}],
- "missing_or_ambiguous_artifacts": []}"#;
-
-/// A corpus of one pair: `p1@000000000000` (pre-fix: gold issue #1, fixed in
-/// `p1@000000000001`, and open issue #2) and `p1@000000000001` (the fix).
-struct Corpus {
-    work: Work,
-}
-
-const PRE: &str = "p1@000000000000";
-const FIX: &str = "p1@000000000001";
-
 impl Corpus {
-    fn new() -> Corpus {
-        let work = Work::new();
-        let dir = work.path().join("corpus");
-        std::fs::create_dir_all(dir.join("trees")).unwrap();
-        std::fs::create_dir_all(dir.join("papers")).unwrap();
-        let mut groups = Vec::new();
-        for (i, main) in ["import cv2\nprint(cv2.__version__)\n", "print('fixed')\n"]
-            .into_iter()
-            .enumerate()
-        {
-            let digest = store_tree(
-                &dir,
-                &[
-                    ("main.py", main, 0o644),
-                    ("README.md", "Run `python main.py`.\n", 0o644),
-                ],
-            );
-            groups.push(serde_json::json!({
-                "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
-                "commit": format!("{i:040}"), "tree": digest,
-                "issues": if i == 0 { vec![1, 2] } else { vec![] },
-                "post_fix_for": if i == 1 { vec![1] } else { vec![] },
-            }));
-        }
-        let paper = "# A paper\nWe train for 100 epochs.\n";
-        let paper_digest = sha256_hex(paper.as_bytes());
-        std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
-        let manifest = serde_json::json!({
-            "version": 1,
-            "pairs": [{"paper_id": "p1", "title": "A paper", "repo": "o/demo", "paper": format!("{paper_digest}.md"),
-                       "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
-            "groups": groups,
-            "issues": [
-                {"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN: No module named 'cv2'",
-                           "body": "Running `python main.py` gives\nModuleNotFoundError: No module named 'cv2'",
-                           "state": "closed", "created_at": "2024-01-02T00:00:00Z", "closed_at": "2024-02-01T00:00:00Z",
-                           "comments": [{"body": "same here", "created_at": "2024-01-03T00:00:00Z"},
-                                        {"body": "FIX-DISCUSSION added opencv-python", "created_at": "2024-02-02T00:00:00Z"}]},
-                 "grounding": {"target": "closed_gold", "group_id": PRE, "post_fix_group_id": FIX,
-                               "rule": "merged_pr", "fix_commit": format!("{:040}", 1)}},
-                {"issue": {"repo": "o/demo", "number": 2, "title": "Where is the pretrained checkpoint?",
-                           "body": "The README links model_best.pth but the link is dead.", "state": "open",
-                           "created_at": "2024-01-05T00:00:00Z"},
-                 "grounding": {"target": "open", "group_id": PRE, "rule": "default_branch_at_collected_at"}},
-            ],
-            "warnings": [],
-        });
-        std::fs::write(
-            dir.join("corpus.json"),
-            serde_json::to_vec_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        Corpus { work }
-    }
-
-    fn dir(&self) -> PathBuf {
-        self.work.path().join("corpus")
-    }
-
     /// `audit run` with a scripted agent writing [`FINDINGS`] (only on snapshots whose
     /// main.py imports cv2, with `only_cv2`).
     fn audit(&self, repeats: u32, only_cv2: bool) {
-        let doc = FINDINGS.replace('\'', "");
-        let agent = if only_cv2 {
-            format!("grep -q cv2 /work/repo/main.py && printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"; true")
-        } else {
-            format!("printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"")
-        };
+        let agent = agent_writing(FINDINGS, only_cv2);
         let o = self.work.run(&[
             "audit",
             "run",
@@ -128,11 +33,6 @@ impl Corpus {
         args.extend_from_slice(extra);
         let o = self.work.run(&args);
         serde_json::from_str(&expect_code(&o, 0)).unwrap()
-    }
-
-    fn log(&self, digest: &str) -> String {
-        let path = self.work.path().join("audit.db.logs").join(digest);
-        String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
     }
 
     fn db(&self) -> rusqlite::Connection {
@@ -165,10 +65,7 @@ fn row<'a>(s: &'a serde_json::Value, group: &str) -> &'a serde_json::Value {
 
 #[test]
 fn the_builtin_judge_labels_every_pair_once() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(1, false);
     let s = c.judge(&[]);
@@ -218,10 +115,7 @@ fn the_builtin_judge_labels_every_pair_once() {
 
 #[test]
 fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(1, true);
     let s = c.judge(&[
@@ -253,10 +147,7 @@ fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped()
 
 #[test]
 fn a_judge_sees_only_its_task_and_reaches_no_network() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = other.local_addr().unwrap().port();
     other.set_nonblocking(true).unwrap();
@@ -297,10 +188,7 @@ fn a_judge_sees_only_its_task_and_reaches_no_network() {
 
 #[test]
 fn a_killed_judging_resumes_and_judges_each_run_once() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(3, false);
     let judge = "sleep 1; echo no answer";
@@ -329,10 +217,7 @@ fn a_killed_judging_resumes_and_judges_each_run_once() {
 
 #[test]
 fn sample_and_agreement_end_to_end() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let c = Corpus::new();
     c.audit(2, false);
     c.judge(&[]);

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-/// Two findings, ranked: a missing dependency, then a paper/code mismatch.
-const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two blockers"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2 <script>x</script>", "user_symptom": "ModuleNotFoundError", "trigger_context": "python main.py", "root_cause": "opencv-python is not listed", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}, {"finding_id": "F2", "rank_reason": "second", "severity": "medium", "stage": "training", "category": "paper_code_mismatch", "issue_title": "Learning rate differs from the paper", "user_symptom": "lower accuracy", "trigger_context": "python main.py", "root_cause": "lr 0.01 in code, 0.001 in paper", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "lr"}], "impact": "numbers differ", "affected_claims_or_metrics": ["Table 1"], "reproducibility_blocker": false, "confidence": "medium"}], "missing_or_ambiguous_artifacts": []}"#;
+/// Two findings, ranked: a missing dependency (its title with markup the report must
+/// escape), then a paper/code mismatch.
+const RANKED_FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "two blockers"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2 <script>x</script>", "user_symptom": "ModuleNotFoundError", "trigger_context": "python main.py", "root_cause": "opencv-python is not listed", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}, {"finding_id": "F2", "rank_reason": "second", "severity": "medium", "stage": "training", "category": "paper_code_mismatch", "issue_title": "Learning rate differs from the paper", "user_symptom": "lower accuracy", "trigger_context": "python main.py", "root_cause": "lr 0.01 in code, 0.001 in paper", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "lr"}], "impact": "numbers differ", "affected_claims_or_metrics": ["Table 1"], "reproducibility_blocker": false, "confidence": "medium"}], "missing_or_ambiguous_artifacts": []}"#;
 
 /// Two papers: p1 (NeurIPS 2024; snapshot g0 with issues o/demo#1 and #2, and g1, the fix
 /// of #2), p2 (snapshot g2 with o/two#1).
@@ -90,7 +91,7 @@ impl Study {
     /// `audit run` with a scripted agent, 2 repeats.
     fn run_agent(&self) {
         let agent = format!(
-            "printf '%s' '{FINDINGS}' > \"$REPRORUN_AUDIT_OUT\"; \
+            "printf '%s' '{RANKED_FINDINGS}' > \"$REPRORUN_AUDIT_OUT\"; \
              echo '{{\"input_tokens\": 100, \"cached_input_tokens\": 40, \"output_tokens\": 7}}' > /out/usage.json"
         );
         let o = self.work.run(&[
@@ -173,10 +174,7 @@ fn judged_study() -> Study {
 
 #[test]
 fn metrics_match_hand_computed_values_and_the_report_is_safe() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let s = judged_study();
     let o = s.work.run(&[
         "audit", "metrics", "--db", "audit.db", "--json", "--seed", "3",
@@ -290,8 +288,8 @@ fn render(html: &Path, png: &Path) {
         .iter()
         .find_map(|c| which(c))
     else {
-        eprintln!("chromium is not installed: the page is not rendered");
-        return;
+        // .ci/setup does not install a browser (hundreds of MB for one screenshot).
+        skip!(optional: "its rendering of report.html: needs `chromium` on PATH");
     };
     let o = std::process::Command::new(chromium)
         .args([

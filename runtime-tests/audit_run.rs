@@ -6,15 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::audit::{Corpus, Tree};
 use crate::common::*;
 
-/// A corpus of one pair and two snapshot groups, written by hand in the documented format.
-struct Corpus {
-    work: Work,
-}
-
-/// A valid findings document with one finding.
-const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"},
+/// A valid findings document with one finding (and a field of the agent's own).
+const ONE_FINDING: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"},
  "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high",
    "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2",
    "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py",
@@ -25,57 +21,45 @@ const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partially_
  "missing_or_ambiguous_artifacts": []}"#;
 
 /// The same document on one line (a model's final message).
-const FINDINGS_LINE: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}], "missing_or_ambiguous_artifacts": []}"#;
+const ONE_FINDING_LINE: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}], "missing_or_ambiguous_artifacts": []}"#;
 
 impl Corpus {
-    fn new() -> Corpus {
-        let work = Work::new();
-        let dir = work.path().join("corpus");
-        std::fs::create_dir_all(dir.join("trees")).unwrap();
-        std::fs::create_dir_all(dir.join("papers")).unwrap();
-        let mut groups = Vec::new();
-        for (i, files) in [
-            vec![
+    /// A corpus of one pair and two snapshot groups, each with its issue; the manifest lists
+    /// only the first group's issue, by title alone.
+    fn two_groups() -> Corpus {
+        let trees: [Tree; 2] = [
+            &[
                 ("main.py", "import cv2\nprint(cv2.__version__)\n", 0o644),
                 ("README.md", "# Demo\nRun `python main.py`.\n", 0o644),
             ],
-            vec![
+            &[
                 ("main.py", "print('fixed')\n", 0o644),
                 ("requirements.txt", "numpy==1.26.4\n", 0o644),
                 ("run.sh", "#!/bin/sh\npython main.py\n", 0o755),
             ],
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let digest = store_tree(&dir, &files);
-            groups.push(serde_json::json!({
-                "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
-                "commit": format!("{i:040}"), "tree": digest, "issues": [i + 1],
-            }));
-        }
+        ];
         let paper = "# A paper\nWe train for 100 epochs with a learning rate of 0.001.\n";
-        let paper_digest = sha256_hex(paper.as_bytes());
-        std::fs::write(dir.join("papers").join(format!("{paper_digest}.md")), paper).unwrap();
-        let manifest = serde_json::json!({
-            "version": 1,
-            "pairs": [{"paper_id": "p1", "repo": "o/demo", "paper": format!("{paper_digest}.md"),
-                       "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
-            "groups": groups,
-            "issues": [{"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN-ISSUE-TITLE"},
-                        "grounding": {"target": "open", "group_id": "p1@000000000000", "rule": "default_branch_at_collected_at"}}],
-            "warnings": [],
-        });
-        std::fs::write(
-            dir.join("corpus.json"),
-            serde_json::to_vec_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
-        Corpus { work }
-    }
-
-    fn dir(&self) -> PathBuf {
-        self.work.path().join("corpus")
+        Corpus::write(&trees, paper, |digests, paper| {
+            let groups: Vec<serde_json::Value> = digests
+                .iter()
+                .enumerate()
+                .map(|(i, digest)| {
+                    serde_json::json!({
+                        "group_id": format!("p1@{i:012}"), "paper_id": "p1", "repo": "o/demo",
+                        "commit": format!("{i:040}"), "tree": digest, "issues": [i + 1],
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "version": 1,
+                "pairs": [{"paper_id": "p1", "repo": "o/demo", "paper": paper,
+                           "paper_kind": "md", "collected_at": "2024-01-01T00:00:00Z"}],
+                "groups": groups,
+                "issues": [{"issue": {"repo": "o/demo", "number": 1, "title": "HIDDEN-ISSUE-TITLE"},
+                            "grounding": {"target": "open", "group_id": "p1@000000000000", "rule": "default_branch_at_collected_at"}}],
+                "warnings": [],
+            })
+        })
     }
 
     fn run(&self, extra: &[&str]) -> std::process::Output {
@@ -90,28 +74,20 @@ impl Corpus {
         let o = self.run(&args);
         serde_json::from_str(&expect_code(&o, 0)).unwrap()
     }
-
-    fn log(&self, digest: &str) -> String {
-        let path = self.work.path().join("audit.db.logs").join(digest);
-        String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
-    }
 }
 
 #[test]
 fn scripted_agents_are_recorded_with_what_they_wrote() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    let c = Corpus::new();
-    std::fs::write(c.work.path().join("findings.json"), FINDINGS).unwrap();
+    require!(Need::Root);
+    let c = Corpus::two_groups();
+    std::fs::write(c.work.path().join("findings.json"), ONE_FINDING).unwrap();
     let agent = format!(
         "cat {dir}/../findings.json > \"$REPRORUN_AUDIT_OUT\" 2>/dev/null || printf '%s' '{doc}' > \"$REPRORUN_AUDIT_OUT\"; \
          ls /work; test -f /work/repo/main.py && echo has-repo; head -c 7 \"$REPRORUN_AUDIT_PAPER\"; echo; \
          grep -c findings.json \"$REPRORUN_AUDIT_PROMPT\" >/dev/null && echo has-prompt; \
          echo '{{\"input_tokens\": 100, \"cached_input_tokens\": 40, \"output_tokens\": 7}}' > /out/usage.json",
         dir = c.dir().display(),
-        doc = FINDINGS.replace('\'', ""),
+        doc = ONE_FINDING.replace('\'', ""),
     );
     let s = c.summary(&["--agent-cmd", &agent, "--repeats", "2"]);
     assert_eq!(s["runs"], 4, "{s}");
@@ -141,10 +117,7 @@ fn scripted_agents_are_recorded_with_what_they_wrote() {
 
 #[test]
 fn malformed_missing_and_failing_agents_are_recorded_as_such() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     for (agent, status) in [
         (
             "printf '{not json' > \"$REPRORUN_AUDIT_OUT\"",
@@ -157,7 +130,7 @@ fn malformed_missing_and_failing_agents_are_recorded_as_such() {
         ("echo nothing written", "no_output"),
         ("sleep 30", "timeout"),
     ] {
-        let c = Corpus::new();
+        let c = Corpus::two_groups();
         let s = c.summary(&["--agent-cmd", agent, "--timeout", "3s"]);
         assert_eq!(s["by_status"][status], 2, "{agent}: {s}");
         if status == "invalid_output" {
@@ -174,10 +147,7 @@ fn malformed_missing_and_failing_agents_are_recorded_as_such() {
 
 #[test]
 fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     // A loopback "model API" the agent may reach, and a host service it may not.
     let api = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let api_port = api.local_addr().unwrap().port();
@@ -191,7 +161,7 @@ fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let other_port = other.local_addr().unwrap().port();
     other.set_nonblocking(true).unwrap();
-    let c = Corpus::new();
+    let c = Corpus::two_groups();
     let corpus = c.dir();
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
     let probes = [
@@ -224,7 +194,7 @@ fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
     }
     script.push_str(&format!(
         "curl -sf -m 5 http://api.test:{api_port}/v1 && echo; printf '%s' '{}' > \"$REPRORUN_AUDIT_OUT\"",
-        FINDINGS.replace('\'', "")
+        ONE_FINDING.replace('\'', "")
     ));
     let s = c.summary(&[
         "--agent-cmd",
@@ -250,11 +220,8 @@ fn an_agent_cannot_reach_the_answers_the_host_or_the_network() {
 
 #[test]
 fn the_builtin_auditor_runs_offline_in_the_sandbox() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    let c = Corpus::new();
+    require!(Need::Root);
+    let c = Corpus::two_groups();
     let s = c.summary(&[]);
     assert_eq!(s["by_status"]["ok"], 2, "{s}");
     // The snapshot with `import cv2` and no requirements file gets findings.
@@ -270,14 +237,11 @@ fn the_builtin_auditor_runs_offline_in_the_sandbox() {
 
 #[test]
 fn a_killed_study_resumes_and_a_changed_one_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    let c = Corpus::new();
+    require!(Need::Root);
+    let c = Corpus::two_groups();
     let agent = format!(
         "sleep 1; printf '%s' '{}' > \"$REPRORUN_AUDIT_OUT\"",
-        FINDINGS.replace('\'', "")
+        ONE_FINDING.replace('\'', "")
     );
     let mut child = c
         .work
@@ -327,7 +291,7 @@ fn a_killed_study_resumes_and_a_changed_one_is_refused() {
 
 #[test]
 fn bad_input_is_one_line_before_anything_runs() {
-    let c = Corpus::new();
+    let c = Corpus::two_groups();
     for (args, needle) in [
         (vec!["--repeats", "0"], "--repeats"),
         (vec!["--agent", "cmd"], "--agent-cmd"),
@@ -401,20 +365,9 @@ fn scripted_model(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<V
 /// the model and nothing of it is stored.
 #[test]
 fn codex_audits_through_the_allowlist_with_a_scripted_model() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    if std::process::Command::new("codex")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: the codex CLI is not installed (npm install -g @openai/codex)");
-        return;
-    }
-    let (port, seen) = scripted_model(FINDINGS_LINE);
-    let c = Corpus::new();
+    require!(Need::Root, Need::Tool("codex"));
+    let (port, seen) = scripted_model(ONE_FINDING_LINE);
+    let c = Corpus::two_groups();
     let mut cmd = c.work.cmd(&[
         "audit",
         "run",
@@ -554,22 +507,9 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
 /// tools, its result text becomes the findings, its usage and cost the run's.
 #[test]
 fn claude_code_audits_through_the_allowlist_with_a_scripted_model() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    if std::process::Command::new("claude")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "skipped: Claude Code is not installed (npm install -g @anthropic-ai/claude-code)"
-        );
-        return;
-    }
-    let (port, seen) = scripted_claude(FINDINGS_LINE);
-    let c = Corpus::new();
+    require!(Need::Root, Need::Tool("claude"));
+    let (port, seen) = scripted_claude(ONE_FINDING_LINE);
+    let c = Corpus::two_groups();
     let mut cmd = c.work.cmd(&[
         "audit",
         "run",

@@ -426,11 +426,7 @@ impl Slurm {
     /// Starts it, or says why it cannot be started here.
     pub(crate) fn start() -> Result<Slurm, String> {
         use std::os::unix::fs::PermissionsExt;
-        if !is_root() {
-            return Err("not root".into());
-        }
-        let one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
-        for prog in [
+        let tools = [
             "slurmctld",
             "slurmd",
             "sbatch",
@@ -438,17 +434,13 @@ impl Slurm {
             "munged",
             "munge",
             "runuser",
-        ] {
-            let found = std::process::Command::new("sh")
-                .args(["-c", &format!("command -v {prog}")])
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !found {
-                return Err(format!(
-                    "{prog} is not installed (apt-get install slurmctld slurmd slurm-client munge)"
-                ));
-            }
+        ];
+        let mut needs = vec![Need::Root];
+        needs.extend(tools.map(Need::Tool));
+        if let Some(why) = crate::common::skip::unmet(&needs) {
+            return Err(why);
         }
+        let one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let t = dir.path().to_path_buf();
         let t = t.as_path();
@@ -536,10 +528,7 @@ impl Drop for Slurm {
 fn a_one_node_slurm_runs_the_plan_and_merges_it() {
     let slurm = match Slurm::start() {
         Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: Slurm cannot be started here: {why}");
-            return;
-        }
+        Err(why) => skip!("Slurm cannot be started here: {why}"),
     };
     let f = fixture();
     plan(&f, "cluster.db", &["--sbatch-args", "--partition=debug"]);

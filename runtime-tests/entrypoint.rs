@@ -50,17 +50,12 @@ const LIMITS: &[&str] = &[
 ];
 
 fn podman() -> Option<Command> {
-    let have = |p: &str| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !is_root() || !have("podman") || !have("runc") || !have("skopeo") {
-        eprintln!("skipped: needs root, podman, runc and skopeo");
-        return None;
-    }
+    require!(
+        Need::Root,
+        Need::Tool("podman"),
+        Need::Tool("runc"),
+        Need::Tool("skopeo")
+    );
     let mut c = Command::new("podman");
     c.args([
         "--runtime",

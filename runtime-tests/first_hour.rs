@@ -98,8 +98,9 @@ fn the_run_record_names_the_root_filesystem() {
     let rootfs = &rec["rootfs"];
     assert_eq!(rootfs["kind"], "host", "{rec}");
     assert_eq!(rootfs["path"], "/");
-    // This host is Debian-like (dpkg): the package list is counted and hashed.
-    if std::path::Path::new("/var/lib/dpkg/status").exists() {
+    // On a Debian-like host (dpkg) the package list is counted and hashed.
+    let dpkg = Need::Path("/var/lib/dpkg/status", "a Debian-like host (dpkg)");
+    if skip::part_runs("package-list case", &[dpkg]) {
         let p = &rootfs["packages"];
         assert_eq!(p["manager"], "dpkg", "{rec}");
         assert!(p["count"].as_u64().unwrap() > 10, "{rec}");
@@ -234,6 +235,32 @@ fn the_readme_installs_reprorun_before_its_first_use() {
     assert!(!readme.contains("target/release/reprorun"));
 }
 
+/// README's test command is the one CI runs (after its set-up), and CI runs it with skips
+/// made failures.
+#[test]
+fn the_readme_test_command_is_what_ci_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let run = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let lines: Vec<&str> = run
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    let command = *lines.last().expect("a command in .ci/run");
+    assert!(command.starts_with(".ci/setup && "), "{command}");
+    assert!(
+        readme.lines().any(|l| l == command),
+        "README.md lacks .ci/run's command line {command:?}"
+    );
+    let strict = lines
+        .iter()
+        .position(|l| *l == "export REPRORUN_STRICT_SKIPS=1");
+    assert!(
+        strict.is_some_and(|i| i + 1 < lines.len()),
+        ".ci/run does not export REPRORUN_STRICT_SKIPS=1 before its command"
+    );
+}
+
 #[test]
 fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
     let w = Work::new();
@@ -280,9 +307,7 @@ fn tree_of_uid_1001(w: &Work) -> std::path::PathBuf {
 #[test]
 fn a_root_caller_writes_a_work_tree_of_another_uid() {
     use std::os::unix::fs::MetadataExt;
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let w = Work::new();
     let tree = tree_of_uid_1001(&w);
     let o = w

@@ -1,6 +1,7 @@
 //! Integration suite: runs the real `reprorun` binary and asserts on what a user sees.
 //! Needs namespaces (root in CI); the rootless cases run as an unprivileged user they create.
 
+#[macro_use]
 mod common;
 
 mod audit_cluster;

@@ -108,19 +108,9 @@ fn pull(w: &Work, date: &str, index: &str, out: &str, pkg: &str) -> std::process
     ])
 }
 
-fn uv_available() -> bool {
-    Command::new("uv")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
-    if !is_root() || !uv_available() {
-        eprintln!("skipped: needs root and uv (pip install uv)");
-        return;
-    }
+    require!(Need::Root, Need::Tool("uv"));
     let idx = Index::start();
     let w = Work::new();
     let out = w.path().join("m");
@@ -228,10 +218,7 @@ fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
 
 #[test]
 fn pull_fails_clearly_and_leaves_nothing() {
-    if !is_root() || !uv_available() {
-        eprintln!("skipped: needs root and uv");
-        return;
-    }
+    require!(Need::Root, Need::Tool("uv"));
     let idx = Index::start();
     let w = Work::new();
     let out = w.path().join("m");
@@ -294,9 +281,7 @@ fn pull_fails_clearly_and_leaves_nothing() {
 
 #[test]
 fn add_and_index_build_a_mirror_offline() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let w = Work::new();
     let src = tempfile::tempdir().unwrap();
     let a1 = wheel(src.path(), "alpha", "1.0", &[]);
@@ -349,9 +334,7 @@ fn add_and_index_build_a_mirror_offline() {
 /// PEP 691 JSON with upload times for clients that ask for it (uv's --exclude-newer).
 #[test]
 fn the_pypi_part_is_served_over_http_with_upload_times() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let w = Work::new();
     let src = tempfile::tempdir().unwrap();
     let m = w.path().join("m");
@@ -441,10 +424,7 @@ open(os.path.join(d, "list"), "w").write("v1.0.0\nv1.1.0\n")
 
 #[test]
 fn go_modules_mirror_and_build_offline() {
-    if !is_root() || Command::new("go").arg("version").output().is_err() {
-        eprintln!("skipped: needs root and golang-go");
-        return;
-    }
+    require!(Need::Root, Need::Tool("go"));
     let fixture = tempfile::tempdir().unwrap();
     go_fixture(fixture.path());
     let proxy = format!("file://{}", fixture.path().display());
@@ -519,10 +499,7 @@ fn go_modules_mirror_and_build_offline() {
 /// PEP 735 groups); `--into` adds to an existing mirror at its own date and refuses another.
 #[test]
 fn pull_reads_a_project_and_adds_into_an_existing_mirror() {
-    if !is_root() || !uv_available() {
-        eprintln!("skipped: needs root and uv (pip install uv)");
-        return;
-    }
+    require!(Need::Root, Need::Tool("uv"));
     let idx = Index::start();
     let w = Work::new();
     let proj = w.path().join("proj");

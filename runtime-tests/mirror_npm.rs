@@ -72,13 +72,6 @@ impl Drop for Registry {
 const APP: &str = r#"{"name": "app", "version": "1.0.0", "private": true,
   "dependencies": {"mid": "^1.0.0", "@scope/util": "^1.0.0", "top": "*"}}"#;
 
-fn npm_available() -> bool {
-    Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// `mirror pull --npm PACKAGE_JSON [--npm-lock LOCK] --npm-registry URL --date DATE --out OUT`.
 fn pull(
     w: &Work,
@@ -187,10 +180,7 @@ fn offline(mirror: &Path, dir: &Path, script: &str) -> std::process::Output {
 
 #[test]
 fn npm_pull_takes_the_versions_of_the_date_and_npm_ci_installs_them_offline() {
-    if !is_root() || !npm_available() {
-        eprintln!("skipped: needs root and npm");
-        return;
-    }
+    require!(Need::Root, Need::Tool("npm"));
     let (reg, w, pj) = registry_and_app();
     let (early, late) = (w.path().join("m2021"), w.path().join("m2022"));
     expect_code(&pull(&w, &reg.url, "2021-01-01", &pj, None, &early), 0);
@@ -246,10 +236,7 @@ fn npm_pull_takes_the_versions_of_the_date_and_npm_ci_installs_them_offline() {
 
 #[test]
 fn npm_lockfile_pull_refuses_later_versions_and_tampering_fails_verify_and_npm_ci() {
-    if !is_root() || !npm_available() {
-        eprintln!("skipped: needs root and npm");
-        return;
-    }
+    require!(Need::Root, Need::Tool("npm"));
     let reg = Registry::start();
     let w = Work::new();
     // A lockfile made today against the registry (its newest matching versions).
@@ -318,10 +305,7 @@ fn npm_lockfile_pull_refuses_later_versions_and_tampering_fails_verify_and_npm_c
 
 #[test]
 fn npm_pull_bad_input_is_one_line_and_leaves_nothing() {
-    if !is_root() || !npm_available() {
-        eprintln!("skipped: needs root and npm");
-        return;
-    }
+    require!(Need::Root, Need::Tool("npm"));
     let reg = Registry::start();
     let w = Work::new();
     let out = w.path().join("m");
@@ -399,19 +383,14 @@ fn npm_pull_bad_input_is_one_line_and_leaves_nothing() {
     expect_error(&o, "needs a network namespace of its own");
 }
 
-fn installed(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn yarn_classic_and_pnpm_install_the_dates_versions_from_the_served_mirror() {
-    if !is_root() || !npm_available() || !installed("yarn") || !installed("pnpm") {
-        eprintln!("skipped: needs root, npm, yarn and pnpm");
-        return;
-    }
+    require!(
+        Need::Root,
+        Need::Tool("npm"),
+        Need::Tool("yarn"),
+        Need::Tool("pnpm")
+    );
     let (reg, w, pj) = registry_and_app();
     let m = w.path().join("m");
     expect_code(&pull(&w, &reg.url, "2021-01-01", &pj, None, &m), 0);

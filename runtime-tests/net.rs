@@ -86,10 +86,7 @@ fn network(work: &Work) -> Vec<serde_json::Value> {
 
 #[test]
 fn allowed_names_work_for_curl_python_pip_and_node() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let wheel = tiny_wheel();
     let up = Upstream::serving(Arc::new(move |path: &str| {
         match path {
@@ -182,10 +179,7 @@ fn tiny_wheel() -> Vec<u8> {
 
 #[test]
 fn every_refusal_class_is_refused_and_recorded() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let up = Upstream::start();
     let p = up.port;
     // A host abstract socket the sandbox must not reach.
@@ -295,10 +289,7 @@ fn every_refusal_class_is_refused_and_recorded() {
 
 #[test]
 fn a_tls_client_hello_must_name_the_connect_host() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     // A loopback "TLS" upstream that is allowlisted by its literal address: the CONNECT is
     // allowed, then the ClientHello's SNI decides.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -404,10 +395,7 @@ fn bad_allowlists_fail_before_anything_starts() {
 
 #[test]
 fn nothing_hangs_and_nothing_is_left_when_the_run_ends() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     // An upstream that accepts and never answers.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let p = silent.local_addr().unwrap().port();
@@ -512,10 +500,7 @@ fn status_field(pid: &str, key: &str) -> Option<String> {
 
 #[test]
 fn the_proxy_parses_the_sandbox_bytes_unprivileged_in_the_sandbox_cgroup() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     let up = Upstream::start();
     let work = Work::new();
     let port = up.port.to_string();

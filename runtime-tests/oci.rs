@@ -130,9 +130,7 @@ fn alive(pid: i64) -> bool {
 
 #[test]
 fn lifecycle_create_start_exec_kill_delete() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(
         &["sh", "-c", "touch /shared/started; exec sleep 1000"],
         |c| {
@@ -257,9 +255,7 @@ fn lifecycle_create_start_exec_kill_delete() {
 
 #[test]
 fn run_waits_and_propagates_status_and_signals() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(
         &[
             "sh",
@@ -289,9 +285,7 @@ fn run_waits_and_propagates_status_and_signals() {
 
 #[test]
 fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(&["true"], |_| {});
     let one_line = |o: &Output, needle: &str| {
         expect_error(o, needle);
@@ -363,9 +357,7 @@ fn bad_bundles_and_commands_fail_with_one_line_and_leave_nothing() {
 
 #[test]
 fn a_create_killed_midway_leaves_nothing_behind() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(&["true"], |c| {
         c["hooks"] =
             serde_json::json!({"createRuntime": [{"path": "/bin/sleep", "args": ["sleep", "5"]}]});
@@ -403,9 +395,7 @@ fn a_create_killed_midway_leaves_nothing_behind() {
 /// (`cpu.shares` on v1, `cpu.weight` by runc's map on v2), gone with the container.
 #[test]
 fn cpu_shares_reach_the_containers_cgroup() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let path = format!("/reprorun-test-shares-{}", std::process::id());
     let b = Bundle::new(&["sleep", "1000"], |c| {
         c["linux"]["cgroupsPath"] = path.clone().into();
@@ -445,9 +435,7 @@ fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
 
 #[test]
 fn concurrent_containers_do_not_interfere() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(&["sh", "-c", "echo $HOSTNAME > /dev/null"], |_| {});
     let threads: Vec<_> = (0..6)
         .map(|i| {
@@ -473,9 +461,7 @@ fn concurrent_containers_do_not_interfere() {
 
 #[test]
 fn hooks_run_at_their_stages_with_the_state() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let log = tempfile::tempdir().unwrap();
     let hook = |stage: &str| {
         let out = log.path().join(stage);
@@ -539,9 +525,7 @@ fn recv_fd(sock: &std::os::unix::net::UnixStream) -> OwnedFd {
 
 #[test]
 fn terminal_master_goes_out_on_the_console_socket() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(&["sh", "-c", "tty; echo done"], |c| {
         c["process"]["terminal"] = true.into();
     });
@@ -580,10 +564,7 @@ fn terminal_master_goes_out_on_the_console_socket() {
 
 #[test]
 fn runc_generated_config_runs() {
-    if !is_root() || Command::new("runc").arg("--version").output().is_err() {
-        eprintln!("skipped: needs root and runc");
-        return;
-    }
+    require!(Need::Root, Need::Tool("runc"));
     let b = Bundle::new(&["true"], |_| {});
     std::fs::remove_file(b.work.path().join("config.json")).unwrap();
     let o = Command::new("runc")
@@ -669,10 +650,7 @@ mod podman {
     const IMAGE: &str = "localhost/reprorun-test-busybox:latest";
 
     fn podman() -> Option<Command> {
-        if !is_root() || Command::new("podman").arg("--version").output().is_err() {
-            eprintln!("skipped: podman needs root and the podman package");
-            return None;
-        }
+        require!(Need::Root, Need::Tool("podman"));
         let mut c = Command::new("podman");
         c.args([
             "--runtime",
@@ -801,9 +779,7 @@ mod podman {
 fn a_container_cannot_reach_the_callers_group_or_the_hosts_devices() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::os::unix::process::{CommandExt, ExitStatusExt};
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let before = std::fs::metadata("/dev/full").unwrap().mode();
     let b = Bundle::new(
         &[
@@ -837,9 +813,7 @@ fn a_container_cannot_reach_the_callers_group_or_the_hosts_devices() {
 /// monitor serves, and nothing else; `org.reprorun.net.log` records both attempts.
 #[test]
 fn a_container_reaches_allowlisted_hosts_only() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let p = listener.local_addr().unwrap().port();

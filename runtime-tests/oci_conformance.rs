@@ -3,6 +3,26 @@
 use crate::common::*;
 use crate::oci::Bundle;
 
+// The host's cgroup layout, which no set-up changes (and tests must not remount): a CI
+// machine booted with cgroup v2 alone has none of these, so the tests needing them may skip
+// there even under REPRORUN_STRICT_SKIPS=1 (`require!(optional: ..)`), saying so.
+const HYBRID_UNIFIED: Need = Need::Path(
+    "/sys/fs/cgroup/unified/cgroup.controllers",
+    "a hybrid cgroup layout (v2 at /sys/fs/cgroup/unified beside v1)",
+);
+const V1_DEVICES: Need = Need::Path(
+    "/sys/fs/cgroup/devices/devices.list",
+    "the cgroup v1 devices controller",
+);
+const V1_MEMORY: Need = Need::Path(
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    "the cgroup v1 memory controller",
+);
+const V1_CPUSET: Need = Need::Path(
+    "/sys/fs/cgroup/cpuset/cpuset.cpus",
+    "the cgroup v1 cpuset controller",
+);
+
 /// The capability sets of `/proc/self/status` lines, as printed by `grep ^Cap`.
 fn cap_bit(status: &str, set: &str, bit: u32) -> bool {
     let line = status
@@ -17,9 +37,7 @@ const CAP_MKNOD: u32 = 27;
 
 #[test]
 fn oci_unknown_config_fields_are_ignored_unless_strict() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let newer = |c: &mut serde_json::Value| {
         c["vendorExtension"] = serde_json::json!({"x": 1});
         c["process"]["futureField"] = true.into();
@@ -45,9 +63,7 @@ fn oci_unknown_config_fields_are_ignored_unless_strict() {
 
 #[test]
 fn oci_capabilities_apply_as_given_and_the_device_cgroup_guards_nodes() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let all = [
         "CAP_MKNOD",
         "CAP_CHOWN",
@@ -93,9 +109,8 @@ fn oci_capabilities_apply_as_given_and_the_device_cgroup_guards_nodes() {
         ]});
         c["linux"]["cgroupsPath"] = "/reprorun-test-devices".into();
     });
-    if !std::path::Path::new("/sys/fs/cgroup/devices").exists() {
-        return;
-    }
+    // The rules' case needs the v1 device controller.
+    require!(optional: V1_DEVICES);
     let o = b.run(&["create", "d1"]);
     expect_code(&o, 0);
     let list = std::fs::read_to_string("/sys/fs/cgroup/devices/reprorun-test-devices/devices.list")
@@ -109,9 +124,7 @@ fn oci_capabilities_apply_as_given_and_the_device_cgroup_guards_nodes() {
 
 #[test]
 fn oci_no_new_privileges_follows_the_config() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     for (nnp, annotation, determinism, want) in [
         (false, None, "on", "0"),
         (false, None, "off", "0"),
@@ -144,9 +157,7 @@ fn oci_no_new_privileges_follows_the_config() {
 
 #[test]
 fn oci_dev_random_and_urandom_are_char_devices_unless_seeded_is_asked() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let script = "stat -c '%F %t:%T' /dev/random /dev/urandom; head -c8 /dev/urandom | od -An -tx1";
     let b = Bundle::new(&["sh", "-c", script], |_| {});
     let out = expect_code(&b.run(&["run", "r1"]), 0);
@@ -182,9 +193,7 @@ fn wait_for(path: &std::path::Path) -> bool {
 
 #[test]
 fn oci_start_returns_once_the_program_runs_and_real_time_signals_reach_it() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(
         &[
             "sh",
@@ -227,9 +236,7 @@ fn oci_start_returns_once_the_program_runs_and_real_time_signals_reach_it() {
 
 #[test]
 fn oci_root_propagation_shared_and_a_user_namespace_without_host_root() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     for p in ["shared", "slave", "private", "unbindable"] {
         let b = Bundle::new(
             &[
@@ -292,9 +299,7 @@ fn oci_root_propagation_shared_and_a_user_namespace_without_host_root() {
 
 #[test]
 fn oci_tmpcopyup_and_bind_data_options_as_runc_takes_them() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let b = Bundle::new(
         &[
             "sh",
@@ -335,9 +340,7 @@ fn oci_tmpcopyup_and_bind_data_options_as_runc_takes_them() {
 
 #[test]
 fn oci_namespaces_joined_by_path_and_a_hostname_set_in_a_joined_uts() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let a = Bundle::new(&["sleep", "1000"], |_| {});
     let a_pid_file = a.work.path().join("pid");
     expect_code(
@@ -440,9 +443,8 @@ fn wait_for_text(path: &std::path::Path, text: &str) -> bool {
 
 #[test]
 fn oci_resources_cpuset_and_memory_fields_reach_the_cgroup() {
-    if !is_root() || !std::path::Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists() {
-        return;
-    }
+    require!(Need::Root);
+    require!(optional: V1_CPUSET);
     let b = Bundle::new(&["sleep", "1000"], |c| {
         c["linux"]["cgroupsPath"] = "/reprorun-test-res/c1".into();
         c["linux"]["resources"] = serde_json::json!({
@@ -472,9 +474,7 @@ fn oci_resources_cpuset_and_memory_fields_reach_the_cgroup() {
 
 #[test]
 fn oci_without_a_mount_namespace_the_root_is_built_in_place_and_chrooted_as_runc_does() {
-    if !is_root() || !std::path::Path::new("/usr/bin/nsenter").exists() {
-        return;
-    }
+    require!(Need::Root, Need::Tool("nsenter"));
     let no_mount_ns = |c: &mut serde_json::Value| {
         c["linux"]["namespaces"]
             .as_array_mut()
@@ -540,9 +540,10 @@ fn oci_without_a_mount_namespace_the_root_is_built_in_place_and_chrooted_as_runc
 
 #[test]
 fn oci_user_network_ipc_and_time_namespaces_joined_by_path() {
-    if !is_root() || !std::path::Path::new("/proc/self/ns/time").exists() {
-        return;
-    }
+    require!(
+        Need::Root,
+        Need::Path("/proc/self/ns/time", "time namespaces (Linux 5.6)")
+    );
     // A: a container whose user namespace maps its root to host uid 1000.
     let a = Bundle::new(&["sleep", "1000"], |c| {
         c["linux"]["namespaces"]
@@ -636,11 +637,8 @@ fn oci_user_network_ipc_and_time_namespaces_joined_by_path() {
 
 #[test]
 fn oci_device_rules_on_cgroup_v2_are_a_bpf_program() {
-    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
-    let v1 = std::path::Path::new("/sys/fs/cgroup/devices/devices.list");
-    if !is_root() || !unified.exists() || !v1.exists() {
-        return;
-    }
+    require!(Need::Root);
+    require!(optional: HYBRID_UNIFIED, V1_DEVICES);
     // This host is hybrid: with the v1 device controller unmounted (in a private mount
     // namespace) the container's cgroup is made on the v2 hierarchy, where the rules are a
     // BPF program. /dev/fuse (10:229, which the host lets root open): mknod is allowed
@@ -702,12 +700,8 @@ fn oci_device_rules_on_cgroup_v2_are_a_bpf_program() {
 
 #[test]
 fn oci_device_rules_beside_v1_limits_are_a_bpf_program_on_the_unified_hierarchy() {
-    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
-    let v1 = std::path::Path::new("/sys/fs/cgroup/devices/devices.list");
-    let memory = std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    if !is_root() || !unified.exists() || !v1.exists() || !memory.exists() {
-        return;
-    }
+    require!(Need::Root);
+    require!(optional: HYBRID_UNIFIED, V1_DEVICES, V1_MEMORY);
     // A hybrid host without the v1 device controller (unmounted in a private mount
     // namespace) and a memory limit, which only v1 offers here: the limit goes to a v1
     // cgroup and the device rules to a BPF program on a cgroup of the unified hierarchy
@@ -755,10 +749,14 @@ fn oci_device_rules_beside_v1_limits_are_a_bpf_program_on_the_unified_hierarchy(
 
 #[test]
 fn oci_block_io_applies_and_fields_without_a_controller_fail_naming_it_as_runc_fails() {
-    let blkio = std::path::Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device");
-    if !is_root() || !blkio.exists() || !std::path::Path::new("/sys/dev/block/254:0").exists() {
-        return;
-    }
+    require!(Need::Root);
+    require!(
+        optional: Need::Path(
+            "/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device",
+            "the cgroup v1 blkio controller"
+        ),
+        Need::Path("/sys/dev/block/254:0", "the block device 254:0 the test throttles")
+    );
     let b = Bundle::new(&["true"], |c| {
         c["linux"]["cgroupsPath"] = "/reprorun-test-blkio".into();
         c["linux"]["resources"] = serde_json::json!({"blockIO": {

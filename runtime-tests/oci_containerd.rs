@@ -38,18 +38,12 @@ static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::ne
 impl Containerd {
     /// Starts containerd with `config(cri, extra)`; `None` (reason printed) where it cannot.
     fn start(cri: bool, extra: &str) -> Option<Containerd> {
-        if !is_root() {
-            eprintln!("skipped: containerd needs root");
-            return None;
-        }
-        for tool in ["containerd", "ctr", "containerd-shim-runc-v2"] {
-            let found = std::env::var_os("PATH")
-                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
-            if !found {
-                eprintln!("skipped: {tool} not found (apt-get install containerd)");
-                return None;
-            }
-        }
+        require!(
+            Need::Root,
+            Need::Tool("containerd"),
+            Need::Tool("ctr"),
+            Need::Tool("containerd-shim-runc-v2")
+        );
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("config.toml");
         std::fs::write(&conf, config(dir.path(), cri, extra)).unwrap();
@@ -76,11 +70,10 @@ impl Containerd {
             matches!(c.child.try_wait(), Ok(None)) && c.ctr(&["version"]).status.success()
         });
         if !up {
-            eprintln!(
-                "skipped: containerd did not start here; its log:\n{}",
-                c.log()
+            skip!(
+                "containerd did not start here; its log: {}",
+                c.log().trim().replace('\n', " | ")
             );
-            return None;
         }
         Some(c)
     }

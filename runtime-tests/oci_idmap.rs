@@ -63,9 +63,7 @@ const SHOW: &[&str] = &[
 
 #[test]
 fn oci_idmapped_bind_in_a_user_namespace() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     // The mount's own mapping: the directory of host uid 1000 is the container's root's
     // (host 100000), so its root may write there; what it makes is 1000's on the host.
     let b = Bundle::new(SHOW, |c| {
@@ -96,9 +94,7 @@ fn oci_idmapped_bind_in_a_user_namespace() {
 
 #[test]
 fn oci_idmapped_bind_without_a_user_namespace() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     // Host ids 0 and 1000 appear as 0 and 2000; the container's root writes as host 0.
     let b = Bundle::new(SHOW, |c| {
         idmapped_data(
@@ -129,9 +125,7 @@ impl Drop for HostTmpfs {
 
 #[test]
 fn oci_ridmap_maps_every_mount_of_an_rbind_and_idmap_only_its_top() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     for (option, sub_owner) in [("ridmap", "2000:2000"), ("idmap", "1000:1000")] {
         let b = Bundle::new(&["stat", "-c", "%u:%g", "/data/f", "/data/sub/g"], |c| {
             idmapped_data(
@@ -161,9 +155,7 @@ fn oci_ridmap_maps_every_mount_of_an_rbind_and_idmap_only_its_top() {
 
 #[test]
 fn oci_refused_idmapped_mounts_fail_create_with_one_line() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(Edit, &str)> = vec![
         (
@@ -228,9 +220,7 @@ fn oci_features_announce_idmapped_mounts() {
 
 #[test]
 fn oci_idmapped_bind_in_a_root_built_in_place() {
-    if !is_root() || !Path::new("/usr/bin/unshare").exists() {
-        return;
-    }
+    require!(Need::Root, Need::Tool("unshare"));
     // No mount namespace of the container's own: the tree is attached in the caller's
     // (a private copy of the host's, so that nothing stays on the host).
     let b = Bundle::new(SHOW, |c| {
@@ -258,9 +248,7 @@ fn oci_idmapped_bind_in_a_root_built_in_place() {
 
 #[test]
 fn oci_idmapped_bind_in_a_joined_user_namespace() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     // A: holds a user namespace whose root is host 100000.
     let a = Bundle::new(&["sleep", "1000"], user_namespace);
     let a_pid_file = a.work.path().join("pid");

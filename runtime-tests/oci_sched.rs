@@ -27,9 +27,7 @@ fn start_showing(b: &Bundle, id: &str) -> (std::process::Output, bool, String) {
 
 #[test]
 fn oci_scheduler_and_io_priority_apply_to_the_process_and_its_execs() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     let script = format!("({SHOW}) > /shared/out; exec sleep 1000");
     let b = Bundle::new(&["sh", "-c", &script], |c| {
         c["process"]["scheduler"] = serde_json::json!({"policy": "SCHED_BATCH", "nice": 5});
@@ -66,9 +64,7 @@ fn oci_scheduler_and_io_priority_apply_to_the_process_and_its_execs() {
 
 #[test]
 fn oci_bad_scheduling_fails_with_one_line() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     // Refused at create, naming the field (runc's checks).
     let b = Bundle::new(&["true"], |c| {
         c["process"]["scheduler"] = serde_json::json!({"policy": "SCHED_OTHER", "priority": 5});
@@ -97,9 +93,7 @@ fn oci_bad_scheduling_fails_with_one_line() {
 /// `create` with one line.
 #[test]
 fn oci_personality_sets_the_execution_domain() {
-    if !is_root() {
-        return;
-    }
+    require!(Need::Root);
     const SHOW: &str = "busybox uname -m; busybox cat /proc/self/personality";
     let script = format!("({SHOW}) > /shared/out; exec sleep 1000");
     let b = Bundle::new(&["sh", "-c", &script], |c| {

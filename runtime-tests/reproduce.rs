@@ -849,10 +849,7 @@ fn instances_run_on_an_image() {
 /// nothing else; the shim arm stays offline.
 #[test]
 fn the_no_shim_arm_reaches_allowlisted_hosts_only() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+    require!(Need::Root);
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let p = listener.local_addr().unwrap().port();

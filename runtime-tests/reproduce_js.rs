@@ -10,11 +10,7 @@ use crate::common::*;
 
 #[test]
 fn the_javascript_instance_drifts_without_the_shim() {
-    let npm = Command::new("npm").arg("--version").output();
-    if !is_root() || !npm.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: needs root and npm");
-        return;
-    }
+    require!(Need::Root, Need::Tool("npm"));
     let work = Work::new();
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/js-corpus/build.sh");
     let out = Command::new(&recipe)

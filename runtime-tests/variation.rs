@@ -442,8 +442,8 @@ fn without_reprorun_each_variation_changes_the_output() {
         if (v.a.as_user || v.b.as_user) && user.is_none() {
             continue;
         }
-        if v.name == "num_cpus" && host_cpus() < 2 {
-            eprintln!("num_cpus: skipped on a one-CPU host (taskset changes nothing)");
+        // On one CPU taskset changes nothing.
+        if v.name == "num_cpus" && !skip::part_runs("num_cpus variation", &[Need::Cpus(2)]) {
             continue;
         }
         let a = launch(&v.a, false, &build, user);
@@ -555,10 +555,7 @@ fn seeds_change_every_seeded_source_and_real_entropy_opts_out() {
 
 #[test]
 fn cpus_option_is_what_every_interface_reports() {
-    if host_cpus() < 2 {
-        eprintln!("skipped: needs two CPUs");
-        return;
-    }
+    require!(Need::Cpus(2));
     let w = Work::new();
     let o = w.run(&[
         "exec",

@@ -2,6 +2,11 @@
 
 #![allow(dead_code)]
 
+#[macro_use]
+pub mod skip;
+pub mod audit;
+pub use skip::Need;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -153,8 +158,12 @@ pub fn host_mounts() -> Vec<String> {
 
 /// An unprivileged user for rootless tests, created on first use (root only).
 pub fn rootless_user() -> Option<(u32, u32)> {
-    if !is_root() {
-        eprintln!("skipped: creating the rootless test user needs root");
+    if let Some(why) = Need::Root.unmet() {
+        // The caller's rootless cases do not run (under strict skips: the test fails).
+        skip::skipped(
+            &format!("its rootless cases: creating their user {why}"),
+            false,
+        );
         return None;
     }
     const NAME: &str = "reprorun-rootless";
