@@ -38,6 +38,17 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// For unit tests that cannot run on this machine (a tool missing, not root): prints one
+/// `SKIPPED` line, or fails under `REPRORUN_STRICT_SKIPS=1`, as CI sets it (the runtime tests'
+/// `require!` does the same; `crates/STYLE.md`).
+#[doc(hidden)]
+pub fn skip_test(test: &str, reason: &str) {
+    if std::env::var_os("REPRORUN_STRICT_SKIPS").is_some_and(|v| v == "1") {
+        panic!("{test} was skipped under REPRORUN_STRICT_SKIPS=1, which allows no skip: {reason}");
+    }
+    eprintln!("SKIPPED {test}: {reason}");
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

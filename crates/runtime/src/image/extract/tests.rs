@@ -502,7 +502,10 @@ fn file_capabilities_are_stripped_unless_kept() {
     );
 
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped --keep-caps half: setting file capabilities needs root");
+        crate::util::skip_test(
+            "image extract --keep-caps half",
+            "setting file capabilities needs root",
+        );
         return;
     }
     let f = Fixture::new();

@@ -131,7 +131,7 @@ mod tests {
             .arg(&src)
             .status();
         if !ok.is_ok_and(|s| s.success()) {
-            eprintln!("skipped: GNU as not available");
+            crate::util::skip_test("fakeclock machine code", "GNU as not available (binutils)");
             return;
         }
         let copied = std::process::Command::new("objcopy")
