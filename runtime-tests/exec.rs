@@ -485,6 +485,30 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
 }
 
 #[test]
+fn a_record_to_the_callers_own_stderr_follows_what_is_there() {
+    // `--record /dev/stderr 2>log`: the record goes after what the caller's stderr already
+    // holds, through the caller's own descriptor. (Opening the path again truncated the log,
+    // and even without truncation would have written from offset 0 over it.)
+    let w = Work::new();
+    let log_path = w.path().join("log");
+    let mut log = std::fs::File::create(&log_path).unwrap();
+    std::io::Write::write_all(&mut log, b"earlier line\n").unwrap();
+    let status = w
+        .cmd(&["exec", "--record", "/dev/stderr", "--", "true"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let rest = text
+        .strip_prefix("earlier line\n")
+        .unwrap_or_else(|| panic!("the log lost its first line: {text:?}"));
+    let rec: serde_json::Value = serde_json::from_str(rest.trim()).unwrap();
+    assert_eq!(rec["exit_code"], 0);
+}
+
+#[test]
 fn record_describes_the_run() {
     let w = Work::new();
     let o = w.run(&[

@@ -86,50 +86,24 @@ pub struct RecordSink {
 }
 
 impl RecordSink {
-    /// The directory often is the sandbox's /work, so a FIFO left there by an earlier run
-    /// must not block (O_NONBLOCK: no reader, ENXIO), and only a regular file is truncated.
-    /// A path that crosses a symbolic link is refused unless `follow` (the caller's own
-    /// descriptors, `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, are always allowed).
+    /// The directory often is the sandbox's /work: only a regular file is written (created
+    /// if missing, else truncated; a FIFO left there by an earlier run is refused, never
+    /// opened), and a path that crosses a symbolic link is refused unless `follow`. The
+    /// caller's own descriptors (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`) are always
+    /// allowed, duplicated and never truncated: the record follows what is there
+    /// (`crate::sys::hostpath`).
     pub fn open(path: &Path, follow: bool) -> Result<Self, RecordError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let err = |source| RecordError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let own_fd = crate::sys::hostpath::callers_own(path);
-        if !own_fd {
-            // A regular file only (created if missing), reached without following a link
-            // unless `follow` (`crate::sys::hostpath`).
-            use crate::sys::hostpath::{open_write, HostPathError, Write};
-            let file = open_write(path, follow, Write::Truncate).map_err(|e| match e {
-                HostPathError::Link(link) => RecordError::Link {
-                    path: path.to_path_buf(),
-                    link,
-                },
-                other => err(std::io::Error::other(other)),
-            })?;
-            return Ok(RecordSink {
+        use crate::sys::hostpath::{open_write, HostPathError, Write};
+        let file = open_write(path, follow, Write::Truncate).map_err(|e| match e {
+            HostPathError::Link(link) => RecordError::Link {
                 path: path.to_path_buf(),
-                file,
-            });
-        }
-        // The caller's own descriptor (a pipe or terminal): std opens with O_CLOEXEC.
-        let file = File::options()
-            .write(true)
-            .create(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(err)?;
-        if file.metadata().map_err(err)?.is_file() {
-            file.set_len(0).map_err(err)?;
-        }
-        // Writes block again (a pipe or terminal the caller named takes the whole record).
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
-        )
-        .map_err(|e| err(e.into()))?;
+                link,
+            },
+            other => RecordError::Open {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(other),
+            },
+        })?;
         Ok(RecordSink {
             path: path.to_path_buf(),
             file,

@@ -11,7 +11,7 @@
 //! through its descriptor (`/proc/self/fd/N`), never through its path again.
 
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -52,12 +52,41 @@ pub enum Write {
 /// `/dev/fd/N`, `/proc/self/fd/N`): a pipe or terminal the caller chose, which no earlier run
 /// can have planted; it is opened as named.
 pub fn callers_own(path: &Path) -> bool {
+    callers_fd(path).is_some()
+}
+
+/// The descriptor number [`callers_own`] names.
+fn callers_fd(path: &Path) -> Option<RawFd> {
     let text = path.to_string_lossy();
-    ["/dev/stdout", "/dev/stderr"].contains(&text.as_ref())
-        || ["/dev/fd/", "/proc/self/fd/"].iter().any(|p| {
+    match text.as_ref() {
+        "/dev/stdout" => Some(1),
+        "/dev/stderr" => Some(2),
+        _ => ["/dev/fd/", "/proc/self/fd/"].iter().find_map(|p| {
             text.strip_prefix(p)
-                .is_some_and(|n| n.parse::<u32>().is_ok())
+                .and_then(|n| n.parse::<u32>().ok())
+                .and_then(|n| RawFd::try_from(n).ok())
+        }),
+    }
+}
+
+/// The caller's own descriptor `path` names ([`callers_own`]), duplicated (close-on-exec):
+/// written where the caller's own writes go, at the offset it shares with the caller, never
+/// truncated (a run with `--record /dev/stderr` and `2>log` adds to the log; opening the
+/// path again would start a new file description at offset 0, truncating or overwriting
+/// it). `None` when `path` is not one.
+pub fn dup_callers_own(path: &Path) -> Option<Result<std::fs::File, HostPathError>> {
+    let fd = callers_fd(path)?;
+    let dup = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3));
+    Some(
+        dup.map(|raw| {
+            // SAFETY: F_DUPFD_CLOEXEC returned a fresh descriptor that nothing else owns.
+            std::fs::File::from(unsafe { OwnedFd::from_raw_fd(raw) })
         })
+        .map_err(|errno| HostPathError::Io {
+            step: "open",
+            errno,
+        }),
+    )
 }
 
 /// Finds `path` (relative ones from the current directory) as an `O_PATH` descriptor,
@@ -152,17 +181,8 @@ fn parent_and_name(path: &Path, follow: bool) -> Result<(OwnedFd, PathBuf), Host
 /// `O_EXCL | O_NOFOLLOW` in its parent's descriptor. Writes on the result block again (a
 /// full disk is waited on, not dropped).
 pub fn open_write(path: &Path, follow: bool, how: Write) -> Result<std::fs::File, HostPathError> {
-    if callers_own(path) {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).custom_flags(libc::O_NONBLOCK);
-        if how == Write::Append {
-            o.append(true);
-        }
-        return o.open(path).map_err(|e| HostPathError::Io {
-            step: "open",
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        });
+    if let Some(own) = dup_callers_own(path) {
+        return own;
     }
     let flags = libc::O_WRONLY
         | match how {
