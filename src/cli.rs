@@ -1,5 +1,7 @@
-//! Command-line definitions and the glue from arguments to a request. All exit-code mapping
-//! happens here, in [`Error::exit_code`].
+//! Command-line definitions and the glue from arguments to a request. All exit-status mapping
+//! happens here: every error maps through [`ExitStatus`] (the runtime's errors say 126/127
+//! for a command that could not be executed, everything else is 125), and [`main`] turns the
+//! one [`Status`] a command ends with into the process's status.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -9,7 +11,7 @@ use thiserror::Error;
 
 use reprorun_runtime::determinism::clock::{self, ClockMode, DateChoice};
 use reprorun_runtime::determinism::RandomMode;
-use reprorun_runtime::exit;
+use reprorun_runtime::exit::{ExitStatus, Status};
 use reprorun_runtime::oci;
 use reprorun_runtime::parse::{self, BindSpec, ParseError};
 use reprorun_runtime::plan::{
@@ -265,18 +267,22 @@ pub(crate) enum Error {
     Audit(#[from] reprorun_audit::AuditError),
 }
 
-impl Error {
-    pub(crate) fn exit_code(&self) -> i32 {
+impl ExitStatus for Error {
+    fn status(&self) -> Status {
         match self {
-            Error::Sandbox(e) => e.exit_code(),
-            Error::Oci(e) => e.exit_code(),
-            _ => exit::RUNTIME_ERROR,
+            Error::Sandbox(e) => e.status(),
+            Error::Oci(e) => e.status(),
+            _ => Status::RuntimeError,
         }
     }
 }
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
+    run().code()
+}
+
+fn run() -> Status {
     trace::init();
     trace::step("supervisor", "main");
     let mut args: Vec<String> = std::env::args_os()
@@ -319,33 +325,38 @@ pub fn main() -> i32 {
     }
 }
 
-/// The one place a command's error becomes what users see: one line on stderr and the exit
-/// status of [`Error::exit_code`].
-fn report(result: Result<i32, Error>) -> i32 {
+/// A command's end: its own status (the workload's, passed on), or its error in one line on
+/// stderr and the error's [`ExitStatus`].
+fn report(result: Result<i32, Error>) -> Status {
     match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("reprorun: {}", util::printable(&e.to_string()));
-            e.exit_code()
-        }
+        Ok(code) => Status::Exited(code),
+        Err(e) => fail(&e),
     }
 }
 
-fn usage_error(e: clap::Error, args: &[String]) -> i32 {
+/// The one place an error becomes what users see: one line on stderr, and its status.
+fn fail(e: &Error) -> Status {
+    eprintln!("reprorun: {}", util::printable(&e.to_string()));
+    e.status()
+}
+
+/// clap's refusal of the command line (125), or the help or version it was asked for (0;
+/// help shown for a missing subcommand is a refusal).
+fn usage_error(e: clap::Error, args: &[String]) -> Status {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
         || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     {
         let _ = e.print();
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-            125
+            Status::RuntimeError
         } else {
-            0
+            Status::OK
         };
     }
     let command = hint::command_path(&Cli::command(), args);
     eprint!("{}", hint::usage_message(&e.render().to_string(), &command));
-    exit::RUNTIME_ERROR
+    Status::RuntimeError
 }
 
 /// `--bind` and `--tmpfs` merged back into command-line order.
@@ -466,13 +477,9 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
     Ok(req)
 }
 
-fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
-    let fail = |e: Error| {
-        eprintln!("reprorun: {}", util::printable(&e.to_string()));
-        e.exit_code()
-    };
+fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> Status {
     if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
-        return fail(Error::Usage(format!(
+        return fail(&Error::Usage(format!(
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
@@ -490,14 +497,14 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         Ok((plan, image))
     }) {
         Ok(p) => p,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     if args.dry_run {
         let text = serde_json::to_string_pretty(&plan).expect("plans serialize");
         use std::io::Write;
         return match writeln!(std::io::stdout(), "{text}") {
-            Ok(()) => 0,
-            Err(e) => fail(Error::Print(e)),
+            Ok(()) => Status::OK,
+            Err(e) => fail(&Error::Print(e)),
         };
     }
     let sink = match args
@@ -507,14 +514,14 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         .transpose()
     {
         Ok(s) => s,
-        Err(e) => return fail(e.into()),
+        Err(e) => return fail(&e.into()),
     };
 
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
         // The plan resolved it; the supervisor opens it the same way.
         let opened = sys::hostpath::open_write(path, false, sys::hostpath::Write::Append);
         if let Err(source) = opened {
-            return fail(Error::NetLog {
+            return fail(&Error::NetLog {
                 path: path.to_path_buf(),
                 source,
             });
@@ -538,16 +545,16 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             for h in hint::after_failed_run(&plan, &o) {
                 eprintln!("reprorun: {}", util::printable(&h));
             }
-            (o.exit_code, None, Some(o))
+            (Status::Exited(o.exit_code), None, Some(o))
         }
         Err(e) => {
             let hints = hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
-            eprintln!("reprorun: {}", util::printable(&e.to_string()));
+            let status = fail(&e);
             for h in hints {
                 eprintln!("reprorun: {}", util::printable(&h));
             }
-            (e.exit_code(), Some(e.to_string()), None)
+            (status, Some(e.to_string()), None)
         }
     };
     if let Some(sink) = sink {
@@ -561,7 +568,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             started_at: record::timestamp(started),
             ended_at: record::timestamp(ended),
             duration_s: clock.elapsed().as_secs_f64(),
-            exit_code: code,
+            exit_code: code.code(),
             timed_out: outcome.as_ref().is_some_and(|o| o.timed_out),
             oom_killed: outcome.as_ref().is_some_and(|o| o.oom_killed),
             error,
@@ -579,8 +586,8 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         };
         if let Err(e) = sink.write(&rec) {
             eprintln!("reprorun: {}", util::printable(&e.to_string()));
-            if code == 0 {
-                return exit::RUNTIME_ERROR;
+            if code == Status::OK {
+                return Status::RuntimeError;
             }
         }
     }

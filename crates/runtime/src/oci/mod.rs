@@ -73,13 +73,13 @@ pub enum OciError {
     Usage(String),
 }
 
-impl OciError {
-    /// The exit status for this error: a program that could not be executed keeps the
-    /// shell's 126/127; everything else is 125 (runc says 1; engines only compare to zero).
-    pub fn exit_code(&self) -> i32 {
+impl crate::exit::ExitStatus for OciError {
+    /// A program that could not be executed keeps the shell's 126/127; everything else is
+    /// 125 (runc says 1; engines only compare to zero).
+    fn status(&self) -> crate::exit::Status {
         match self {
-            OciError::Sandbox(e) => e.exit_code(),
-            _ => crate::exit::RUNTIME_ERROR,
+            OciError::Sandbox(e) => e.status(),
+            _ => crate::exit::Status::RuntimeError,
         }
     }
 }
