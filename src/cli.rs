@@ -230,36 +230,36 @@ pub(crate) struct ExecArgs {
 pub(crate) enum Error {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Parse(#[from] ParseError),
     #[error("--env-file {path}: {source}")]
     EnvFile {
         path: PathBuf,
         source: sys::hostpath::HostPathError,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Plan(#[from] PlanError),
-    #[error("{0}")]
+    #[error(transparent)]
     Allow(#[from] net::AllowError),
     #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
         source: sys::hostpath::HostPathError,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Record(#[from] RecordError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sandbox(#[from] SandboxError),
     #[error("print plan: {0}")]
     Print(std::io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Image(#[from] image::ImageError),
     #[error("--mirror: {0}")]
     Mirror(#[from] mirror::MirrorError),
     /// `reprorun mirror ...` itself failed.
-    #[error("{0}")]
+    #[error(transparent)]
     MirrorCommand(mirror::MirrorError),
-    #[error("{0}")]
+    #[error(transparent)]
     Oci(#[from] oci::OciError),
     #[error("reproduce: {0}")]
     Reproduce(#[from] reprorun_reproduce::ReproduceError),

@@ -34,7 +34,7 @@ pub const OCI_VERSION: &str = "1.2.0";
 
 #[derive(Debug, Error)]
 pub enum OciError {
-    #[error("{0}")]
+    #[error(transparent)]
     State(#[from] state::StateError),
     #[error("read {path}: {source}; pass --bundle DIR holding config.json")]
     ReadConfig {
@@ -45,9 +45,9 @@ pub enum OciError {
     ParseConfig { path: PathBuf, reason: String },
     #[error("config.json {0}")]
     Convert(#[from] convert::ConvertError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
-    #[error("{0}")]
+    #[error(transparent)]
     Hook(#[from] hooks::HookError),
     #[error("container {id:?} is {status}; {hint}")]
     Status {
@@ -64,10 +64,10 @@ pub enum OciError {
         source: std::io::Error,
     },
     /// The caller's facts (CPUs, ids) could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Host(#[from] crate::plan::PlanError),
     /// A capability or limit named on the command line is not one.
-    #[error("{0}")]
+    #[error(transparent)]
     Limit(#[from] crate::security::LimitError),
     #[error("{0}")]
     Usage(String),

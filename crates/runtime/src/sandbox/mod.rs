@@ -39,11 +39,11 @@ pub enum SandboxError {
     /// A setup step init reported failing (its words come over init's socket).
     #[error("{step}")]
     Init { step: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Seccomp(#[from] crate::security::SeccompError),
-    #[error("{0}")]
+    #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
-    #[error("{0}")]
+    #[error(transparent)]
     Devices(#[from] devices::DevicesError),
     #[error("join namespace {path}: {errno}")]
     Join {

@@ -38,7 +38,7 @@ pub(crate) enum InitError {
     ProxyListener(Errno),
     #[error("listen on 127.0.0.1:4873 for the mirror's npm registry: {0}")]
     RegistryListener(Errno),
-    #[error("{0}")]
+    #[error(transparent)]
     Mount(#[from] MountError),
     #[error("chdir {0}: {1}")]
     Chdir(String, Errno),
