@@ -84,7 +84,7 @@ fn leaves_the_rest_to_clap() {
     }
     let args = argv("reprorun exec -- true");
     for var in ENV_BACKED {
-        assert!(parse_exec(&args, |v| v == var).is_none(), "{var}");
+        assert!(parse_exec(&args, |v| v == *var).is_none(), "{var}");
     }
 }
 
