@@ -76,6 +76,8 @@ fn leaves_the_rest_to_clap() {
         "reprorun exec --rootfs= -- true",
         "reprorun exec --rootfs",
         "reprorun exec --root /run/x -- true",
+        "reprorun exec --dry_run -- true",
+        "reprorun exec --mirror /m --mirror_serve http -- true",
         "reprorun --root /x exec -- true",
         "reprorun image ls",
         "reprorun",
