@@ -1,27 +1,28 @@
-//! Command-line definitions and the glue from arguments to a request. All exit-code mapping
-//! happens here, in [`Error::exit_code`].
+//! Command-line definitions and the glue from arguments to a request. All exit-status mapping
+//! happens here: every error maps through [`ExitStatus`] (the runtime's errors say 126/127
+//! for a command that could not be executed, everything else is 125), and [`main`] turns the
+//! one [`Status`] a command ends with into the process's status.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use thiserror::Error;
 
-use reprorun_runtime::determinism::clock::{self, ClockMode, DateChoice};
-use reprorun_runtime::determinism::RandomMode;
-use reprorun_runtime::exit;
+use reprorun_runtime::exit::{ExitStatus, Status};
 use reprorun_runtime::oci;
-use reprorun_runtime::parse::{self, BindSpec, ParseError};
-use reprorun_runtime::plan::{
-    self, ExecRequest, ExtraMount, HostFacts, Isolation, NetMode, PlanError,
-};
+use reprorun_runtime::parse::{self, ParseError};
+use reprorun_runtime::plan::{self, ExecRequest, ExtraMount, HostFacts, NetMode, PlanError};
 use reprorun_runtime::record::{self, RecordError, RecordSink, RunRecord};
 use reprorun_runtime::rootfs_id::{Described, RootfsId};
 use reprorun_runtime::sandbox::{self, SandboxError};
-use reprorun_runtime::security::{self, Resources, Rlimit, SeccompProfile};
+use reprorun_runtime::security::Resources;
 use reprorun_runtime::{hint, image, mirror, net, sys, trace, util};
 
+mod exec_args;
 mod fast;
+
+pub(crate) use exec_args::ExecArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -61,203 +62,40 @@ pub(crate) enum Command {
     Audit(reprorun_audit::cli::AuditArgs),
 }
 
-/// Options of `reprorun exec`. Defaults give a sandbox with the host's root read-only, the
-/// current directory at /work, no network, and the pinned environment.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Exit status: the command's own; 124 timeout; 125 reprorun error; \
-126 command not executable; 127 command not found; 128+N killed by signal N."
-)]
-pub(crate) struct ExecArgs {
-    /// Root filesystem to run in (default: the host's /, read-only).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) rootfs: Option<PathBuf>,
-    /// Run on an imported image (NAME[:TAG] or sha256:DIGEST) with a fresh writable overlay
-    /// per run; with no COMMAND, the image's Entrypoint and Cmd (`spec/image.md`).
-    #[arg(long, value_name = "IMAGE", conflicts_with = "rootfs")]
-    pub(crate) image: Option<String>,
-    /// Image store for --image (env REPRORUN_STORE; default as for `reprorun image`).
-    #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
-    pub(crate) store: Option<PathBuf>,
-    /// A dependency mirror (`reprorun mirror`), mounted read-only at /mirror; pip, uv and go
-    /// are pointed at it, npm at its npm part served on 127.0.0.1:4873 (`spec/mirror.md`).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) mirror: Option<PathBuf>,
-    /// How pip and uv reach the mirror's PyPI part: `file` (file:///mirror/pypi/simple) or
-    /// `http` (http://127.0.0.1:4873/pypi/simple/, with PEP 691 JSON and upload times).
-    #[arg(long, value_name = "HOW", default_value = "file", requires = "mirror")]
-    pub(crate) mirror_serve: mirror::Serve,
-    /// Host directory mounted read-write at /work, the working directory (default: current directory).
-    #[arg(long, value_name = "HOST_DIR")]
-    pub(crate) workdir: Option<PathBuf>,
-    /// How /work is mounted: `rw` (what the run writes stays in HOST_DIR), `ro`, or
-    /// `overlay` (writes go to a throwaway layer that ends with the run: HOST_DIR is not
-    /// changed, and caches a tool keeps there cannot leak into the next run).
-    #[arg(long, value_enum, value_name = "MODE", default_value = "rw")]
-    pub(crate) workdir_mode: reprorun_runtime::plan::WorkdirMode,
-    /// With --workdir-mode overlay: save the overlay's layers in DIR (a new or empty
-    /// directory): DIR/upper holds what the run changed in /work (`spec/sandbox.md`).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) keep_changes: Option<PathBuf>,
-    /// Bind a host path into the sandbox (default rw); repeatable, applied in order.
-    #[arg(long, value_name = "SRC:DST[:ro|rw]", value_parser = parse::bind)]
-    pub(crate) bind: Vec<BindSpec>,
-    /// Mount an empty tmpfs at DST; repeatable, applied in order with --bind.
-    #[arg(long, value_name = "DST", value_parser = parse::target)]
-    pub(crate) tmpfs: Vec<PathBuf>,
-    /// Bring a program from your PATH (such as uv in ~/.local/bin) in read-only at
-    /// /run/tools/NAME, first on PATH; repeatable (`spec/sandbox.md`).
-    #[arg(long, value_name = "NAME")]
-    pub(crate) import_tool: Vec<String>,
-    /// Network: `none` (a new namespace, loopback only; the default), `host` (the host's
-    /// network), or `allow` (a new namespace whose one way out is reprorun's egress proxy,
-    /// which lets through the --allow-host list and nothing else; `spec/network.md`).
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub(crate) net: Option<NetMode>,
-    /// Let the sandbox reach this host through the egress proxy: a DNS name, `*.suffix` (one
-    /// or more labels), or an IP literal (`[v6]` for IPv6); PORT is 443 unless given (name
-    /// every port: `:*` is refused). Repeatable; implies --net allow.
-    #[arg(long, value_name = "PATTERN[:PORT]", value_parser = |v: &str| net::Rule::parse(v))]
-    pub(crate) allow_host: Vec<net::Rule>,
-    /// Read --allow-host patterns from FILE, one a line (blank lines and `#` comments
-    /// skipped). Repeatable; implies --net allow.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) allow_file: Vec<PathBuf>,
-    /// The egress proxy resolves NAME to ADDRESS instead of asking the host's resolver (as
-    /// Docker's --add-host); the address rules still apply. Repeatable; implies --net allow.
-    #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| net::allow::parse_add_host(v))]
-    pub(crate) add_host: Vec<(String, std::net::IpAddr)>,
-    /// Append one JSON line to FILE per connection attempt through the egress proxy, as it
-    /// ends (the run record's `network` list holds the same); implies --net allow.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) net_log: Option<PathBuf>,
-    /// Set an environment variable (after the pins and --env-file); repeatable.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse::env_entry)]
-    pub(crate) env: Vec<(String, String)>,
-    /// Read KEY=VALUE lines from a file; repeatable.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) env_file: Vec<PathBuf>,
-    /// Hostname inside the sandbox.
-    #[arg(long, default_value = "reprorun", value_parser = parse::hostname)]
-    pub(crate) hostname: String,
-    /// Identity inside the sandbox (default 0:0; a root caller's: at most 65535, never a
-    /// host user's id); the caller's ids (a root caller: the work tree's owner's) map to it.
-    #[arg(long, value_name = "UID:GID", value_parser = parse::user)]
-    pub(crate) user: Option<(u32, u32)>,
-    /// Kill everything in the sandbox after DURATION (e.g. 90s, 10m) and exit 124.
-    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
-    pub(crate) timeout: Option<Duration>,
-    /// `full` fails when the host refuses any isolation step; `auto` falls back to pins only
-    /// with a warning; `none` asks for pins only (a refused pin is skipped with a warning).
-    #[arg(long, value_enum, env = "REPRORUN_ISOLATION", default_value_t = Isolation::Full)]
-    pub(crate) isolation: Isolation,
-    /// The sandbox's wall-clock date: RFC 3339, YYYY-MM-DD, @EPOCH, or `now` (no faking).
-    /// Default: the caller's SOURCE_DATE_EPOCH, else 2024-01-01T00:00:00Z.
-    #[arg(long, value_name = "DATE", value_parser = clock::parse_date_choice)]
-    pub(crate) date: Option<DateChoice>,
-    /// How the clock moves: `start-at` (from DATE in real time), `frozen`, or `tick[=STEP]`
-    /// (each read advances by STEP, default 1ms).
-    #[arg(long, value_name = "MODE", default_value = "start-at", value_parser = clock::parse_clock_mode)]
-    pub(crate) clock: ClockMode,
-    /// Seed of every seeded source: hash seeds (PYTHONHASHSEED, PERL_HASH_SEED), getrandom,
-    /// /dev/urandom, /dev/random and AT_RANDOM. Different seeds give different streams.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub(crate) seed: u64,
-    /// Where random bytes come from: `seeded` (a deterministic stream from --seed; for tests,
-    /// never for keys) or `real` (the kernel's entropy, nothing intercepted).
-    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = RandomMode::Seeded)]
-    pub(crate) random: RandomMode,
-    /// CPUs the command runs on and sees (affinity, nproc, /proc/cpuinfo, /sys agree); at
-    /// most the CPUs reprorun itself may use. Default: 1.
-    #[arg(long, value_name = "N")]
-    pub(crate) cpus: Option<u32>,
-    /// Security seccomp profile: `default` (refuses what Docker's default profile refuses and
-    /// more), `unconfined`, or the path of an OCI `linux.seccomp` JSON profile.
-    #[arg(long, value_name = "PROFILE", default_value = "default", value_parser = security::seccomp::parse_option)]
-    pub(crate) seccomp: SeccompProfile,
-    /// Keep one capability (e.g. NET_RAW); every other one is dropped. Repeatable.
-    #[arg(long, value_name = "CAP", value_parser = security::capability)]
-    pub(crate) cap_add: Vec<String>,
-    /// Pass descriptors 3 .. 3+N-1 on to the command (all others are closed).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub(crate) preserve_fds: u32,
-    /// A resource limit, NAME=SOFT[:HARD] (e.g. nofile=4096, core=unlimited); repeatable.
-    /// Defaults: core=0, nofile=1024:524288.
-    #[arg(long, value_name = "NAME=SOFT[:HARD]", value_parser = security::rlimit)]
-    pub(crate) rlimit: Vec<Rlimit>,
-    /// Memory limit for the whole sandbox (e.g. 512m, 2g); an OOM kill exits 137.
-    #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--memory", v))]
-    pub(crate) memory: Option<u64>,
-    /// Limit on processes and threads in the sandbox.
-    #[arg(long, value_name = "N", value_parser = security::pids)]
-    pub(crate) pids: Option<u64>,
-    /// CPU time limit, in CPUs (e.g. 0.5).
-    #[arg(long, value_name = "CPUS", value_parser = security::cpu_quota)]
-    pub(crate) cpus_quota: Option<u64>,
-    /// Size limit of the sandbox's /tmp (e.g. 256m).
-    #[arg(long, value_name = "BYTES", value_parser = |v: &str| security::size("--tmpfs-size", v))]
-    pub(crate) tmpfs_size: Option<u64>,
-    /// Hand the caller's terminal to the command as it is (still not its controlling
-    /// terminal). By default the command runs without the caller's controlling terminal and,
-    /// where standard input, output or error is a terminal, on a pseudo-terminal of the
-    /// sandbox's own that reprorun relays (so nothing inside can change or read back the
-    /// caller's terminal).
-    #[arg(long)]
-    pub(crate) share_tty: bool,
-    /// Follow symbolic links in the host paths this run names (--workdir, --bind, --rootfs,
-    /// --mirror, --keep-changes, --record, --net-log, --env-file); by default a path that
-    /// crosses one is refused: a link planted by an earlier run must not choose a host path.
-    #[arg(long)]
-    pub(crate) follow_symlinks: bool,
-    /// Write a JSON record of the run (plan, times, status, rusage) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) record: Option<PathBuf>,
-    /// Print the resolved plan as JSON and run nothing.
-    #[arg(long)]
-    pub(crate) dry_run: bool,
-    /// The command and its arguments, after `--`.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
-    pub(crate) command: Vec<String>,
-}
-
 #[derive(Debug, Error)]
 pub(crate) enum Error {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Parse(#[from] ParseError),
     #[error("--env-file {path}: {source}")]
     EnvFile {
         path: PathBuf,
         source: sys::hostpath::HostPathError,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Plan(#[from] PlanError),
-    #[error("{0}")]
+    #[error(transparent)]
     Allow(#[from] net::AllowError),
     #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
         source: sys::hostpath::HostPathError,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Record(#[from] RecordError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sandbox(#[from] SandboxError),
     #[error("print plan: {0}")]
     Print(std::io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Image(#[from] image::ImageError),
     #[error("--mirror: {0}")]
     Mirror(#[from] mirror::MirrorError),
     /// `reprorun mirror ...` itself failed.
-    #[error("{0}")]
+    #[error(transparent)]
     MirrorCommand(mirror::MirrorError),
-    #[error("{0}")]
+    #[error(transparent)]
     Oci(#[from] oci::OciError),
     #[error("reproduce: {0}")]
     Reproduce(#[from] reprorun_reproduce::ReproduceError),
@@ -265,18 +103,22 @@ pub(crate) enum Error {
     Audit(#[from] reprorun_audit::AuditError),
 }
 
-impl Error {
-    pub(crate) fn exit_code(&self) -> i32 {
+impl ExitStatus for Error {
+    fn status(&self) -> Status {
         match self {
-            Error::Sandbox(e) => e.exit_code(),
-            Error::Oci(e) => e.exit_code(),
-            _ => exit::RUNTIME_ERROR,
+            Error::Sandbox(e) => e.status(),
+            Error::Oci(e) => e.status(),
+            _ => Status::RuntimeError,
         }
     }
 }
 
 /// Parses the command line and runs it; returns the process exit status.
 pub fn main() -> i32 {
+    run().code()
+}
+
+fn run() -> Status {
     trace::init();
     trace::step("supervisor", "main");
     let mut args: Vec<String> = std::env::args_os()
@@ -319,33 +161,38 @@ pub fn main() -> i32 {
     }
 }
 
-/// The one place a command's error becomes what users see: one line on stderr and the exit
-/// status of [`Error::exit_code`].
-fn report(result: Result<i32, Error>) -> i32 {
+/// A command's end: its own status (the workload's, passed on), or its error in one line on
+/// stderr and the error's [`ExitStatus`].
+fn report(result: Result<i32, Error>) -> Status {
     match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("reprorun: {}", util::printable(&e.to_string()));
-            e.exit_code()
-        }
+        Ok(code) => Status::Exited(code),
+        Err(e) => fail(&e),
     }
 }
 
-fn usage_error(e: clap::Error, args: &[String]) -> i32 {
+/// The one place an error becomes what users see: one line on stderr, and its status.
+fn fail(e: &Error) -> Status {
+    eprintln!("reprorun: {}", util::printable(&e.to_string()));
+    e.status()
+}
+
+/// clap's refusal of the command line (125), or the help or version it was asked for (0;
+/// help shown for a missing subcommand is a refusal).
+fn usage_error(e: clap::Error, args: &[String]) -> Status {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
         || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     {
         let _ = e.print();
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-            125
+            Status::RuntimeError
         } else {
-            0
+            Status::OK
         };
     }
     let command = hint::command_path(&Cli::command(), args);
     eprint!("{}", hint::usage_message(&e.render().to_string(), &command));
-    exit::RUNTIME_ERROR
+    Status::RuntimeError
 }
 
 /// `--bind` and `--tmpfs` merged back into command-line order.
@@ -466,13 +313,9 @@ pub(crate) fn request(args: &ExecArgs, mounts: Vec<ExtraMount>) -> Result<ExecRe
     Ok(req)
 }
 
-fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
-    let fail = |e: Error| {
-        eprintln!("reprorun: {}", util::printable(&e.to_string()));
-        e.exit_code()
-    };
+fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> Status {
     if let Some(first) = args.command.first().filter(|a| a.starts_with('-')) {
-        return fail(Error::Usage(format!(
+        return fail(&Error::Usage(format!(
             "unknown option {first:?}: options go before `--`, the command after it"
         )));
     }
@@ -490,14 +333,14 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         Ok((plan, image))
     }) {
         Ok(p) => p,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     if args.dry_run {
         let text = serde_json::to_string_pretty(&plan).expect("plans serialize");
         use std::io::Write;
         return match writeln!(std::io::stdout(), "{text}") {
-            Ok(()) => 0,
-            Err(e) => fail(Error::Print(e)),
+            Ok(()) => Status::OK,
+            Err(e) => fail(&Error::Print(e)),
         };
     }
     let sink = match args
@@ -507,14 +350,14 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         .transpose()
     {
         Ok(s) => s,
-        Err(e) => return fail(e.into()),
+        Err(e) => return fail(&e.into()),
     };
 
     if let Some(path) = plan.net_log.as_deref().filter(|_| plan.egress.is_some()) {
         // The plan resolved it; the supervisor opens it the same way.
         let opened = sys::hostpath::open_write(path, false, sys::hostpath::Write::Append);
         if let Err(source) = opened {
-            return fail(Error::NetLog {
+            return fail(&Error::NetLog {
                 path: path.to_path_buf(),
                 source,
             });
@@ -538,16 +381,16 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             for h in hint::after_failed_run(&plan, &o) {
                 eprintln!("reprorun: {}", util::printable(&h));
             }
-            (o.exit_code, None, Some(o))
+            (Status::Exited(o.exit_code), None, Some(o))
         }
         Err(e) => {
             let hints = hint::for_exec_error(&e, &args.command, &Cli::command());
             let e = Error::from(e);
-            eprintln!("reprorun: {}", util::printable(&e.to_string()));
+            let status = fail(&e);
             for h in hints {
                 eprintln!("reprorun: {}", util::printable(&h));
             }
-            (e.exit_code(), Some(e.to_string()), None)
+            (status, Some(e.to_string()), None)
         }
     };
     if let Some(sink) = sink {
@@ -561,7 +404,7 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
             started_at: record::timestamp(started),
             ended_at: record::timestamp(ended),
             duration_s: clock.elapsed().as_secs_f64(),
-            exit_code: code,
+            exit_code: code.code(),
             timed_out: outcome.as_ref().is_some_and(|o| o.timed_out),
             oom_killed: outcome.as_ref().is_some_and(|o| o.oom_killed),
             error,
@@ -579,8 +422,8 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> i32 {
         };
         if let Err(e) = sink.write(&rec) {
             eprintln!("reprorun: {}", util::printable(&e.to_string()));
-            if code == 0 {
-                return exit::RUNTIME_ERROR;
+            if code == Status::OK {
+                return Status::RuntimeError;
             }
         }
     }

@@ -76,6 +76,8 @@ fn leaves_the_rest_to_clap() {
         "reprorun exec --rootfs= -- true",
         "reprorun exec --rootfs",
         "reprorun exec --root /run/x -- true",
+        "reprorun exec --dry_run -- true",
+        "reprorun exec --mirror /m --mirror_serve http -- true",
         "reprorun --root /x exec -- true",
         "reprorun image ls",
         "reprorun",
@@ -84,7 +86,7 @@ fn leaves_the_rest_to_clap() {
     }
     let args = argv("reprorun exec -- true");
     for var in ENV_BACKED {
-        assert!(parse_exec(&args, |v| v == var).is_none(), "{var}");
+        assert!(parse_exec(&args, |v| v == *var).is_none(), "{var}");
     }
 }
 

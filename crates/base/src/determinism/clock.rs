@@ -20,7 +20,7 @@ pub const DEFAULT_TICK_NS: u64 = 1_000_000;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ClockError {
-    #[error("{0}")]
+    #[error(transparent)]
     Date(#[from] DateError),
     #[error("invalid --clock {0:?}: expected start-at, frozen, tick or tick=STEP (e.g. tick=1ms)")]
     Mode(String),

@@ -34,7 +34,7 @@ pub const OCI_VERSION: &str = "1.2.0";
 
 #[derive(Debug, Error)]
 pub enum OciError {
-    #[error("{0}")]
+    #[error(transparent)]
     State(#[from] state::StateError),
     #[error("read {path}: {source}; pass --bundle DIR holding config.json")]
     ReadConfig {
@@ -45,9 +45,9 @@ pub enum OciError {
     ParseConfig { path: PathBuf, reason: String },
     #[error("config.json {0}")]
     Convert(#[from] convert::ConvertError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
-    #[error("{0}")]
+    #[error(transparent)]
     Hook(#[from] hooks::HookError),
     #[error("container {id:?} is {status}; {hint}")]
     Status {
@@ -64,22 +64,22 @@ pub enum OciError {
         source: std::io::Error,
     },
     /// The caller's facts (CPUs, ids) could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Host(#[from] crate::plan::PlanError),
     /// A capability or limit named on the command line is not one.
-    #[error("{0}")]
+    #[error(transparent)]
     Limit(#[from] crate::security::LimitError),
     #[error("{0}")]
     Usage(String),
 }
 
-impl OciError {
-    /// The exit status for this error: a program that could not be executed keeps the
-    /// shell's 126/127; everything else is 125 (runc says 1; engines only compare to zero).
-    pub fn exit_code(&self) -> i32 {
+impl crate::exit::ExitStatus for OciError {
+    /// A program that could not be executed keeps the shell's 126/127; everything else is
+    /// 125 (runc says 1; engines only compare to zero).
+    fn status(&self) -> crate::exit::Status {
         match self {
-            OciError::Sandbox(e) => e.exit_code(),
-            _ => crate::exit::RUNTIME_ERROR,
+            OciError::Sandbox(e) => e.status(),
+            _ => crate::exit::Status::RuntimeError,
         }
     }
 }

@@ -110,7 +110,7 @@ pub enum PlanError {
     SetFcap,
     #[error("no command given: pass the command after `--`, e.g. `reprorun exec -- python3 -V`")]
     EmptyCommand,
-    #[error("{0}")]
+    #[error(transparent)]
     Env(#[from] EnvError),
     #[error("current directory: {0}; pass --workdir")]
     Cwd(std::io::Error),

@@ -23,6 +23,7 @@ use super::isolation::cgroup;
 use super::protocol;
 pub(crate) use super::supervisor::wait_init;
 use super::SandboxError;
+use crate::exit::Status;
 use crate::plan::{Namespace, Plan};
 use crate::sandbox::intercept::vdso::LISTENER_TAG;
 
@@ -434,7 +435,7 @@ pub(crate) fn exec_into(
                 detach,
             );
             // SAFETY: _exit ends the helper without the parent's cleanup.
-            unsafe { libc::_exit(code) }
+            unsafe { libc::_exit(code.code()) }
         }
         nix::unistd::ForkResult::Parent { child } => child,
     };
@@ -473,7 +474,7 @@ fn join_and_run(
     notify_sock: Option<&OwnedFd>,
     status: &OwnedFd,
     detach: bool,
-) -> i32 {
+) -> Status {
     let report = |v: i32| {
         let _ = nix::unistd::write(status, &v.to_ne_bytes());
     };
@@ -481,18 +482,18 @@ fn join_and_run(
     // reprorun's own binary (CVE-2019-5736); exec makes the workload dumpable again.
     if nix::sys::prctl::set_dumpable(false).is_err() {
         report(-libc::EPERM);
-        return 125;
+        return Status::RuntimeError;
     }
     for dir in p.cgroup_dirs {
         if let Err(e) = std::fs::write(dir.join("cgroup.procs"), "0") {
             report(-e.raw_os_error().unwrap_or(libc::EIO));
-            return 125;
+            return Status::RuntimeError;
         }
     }
     for (f, flag) in nss {
         if let Err(e) = nix::sched::setns(f, nix::sched::CloneFlags::from_bits_retain(*flag)) {
             report(-(e as i32));
-            return 125;
+            return Status::RuntimeError;
         }
     }
     if let Some(root) = chroot_to {
@@ -500,7 +501,7 @@ fn join_and_run(
             nix::unistd::fchdir(root.as_raw_fd()).and_then(|()| nix::unistd::chroot("."))
         {
             report(-(e as i32));
-            return 125;
+            return Status::RuntimeError;
         }
     }
     let config = notify::Config::from_plan(p.plan);
@@ -510,20 +511,20 @@ fn join_and_run(
             Ok(slave) => Some(slave),
             Err(_) => {
                 report(-libc::EIO);
-                return 125;
+                return Status::RuntimeError;
             }
         },
         None => None,
     };
     let Ok((exec_r, exec_w)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
         report(-libc::EMFILE);
-        return 125;
+        return Status::RuntimeError;
     };
     // SAFETY: the helper is single-threaded.
     match unsafe { nix::unistd::fork() } {
         Err(e) => {
             report(-(e as i32));
-            125
+            Status::RuntimeError
         }
         Ok(nix::unistd::ForkResult::Child) => {
             let errno = (|| {
@@ -556,7 +557,7 @@ fn join_and_run(
             .unwrap_or_else(|e: Errno| e);
             let _ = nix::unistd::write(&exec_w, &(errno as i32).to_ne_bytes());
             // SAFETY: _exit ends the failed child at once.
-            unsafe { libc::_exit(crate::sandbox::workload::exit_code_for(errno as i32)) }
+            unsafe { libc::_exit(Status::exec_failed(errno as i32).code()) }
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             drop(exec_w);
@@ -564,16 +565,16 @@ fn join_and_run(
             if let Ok(4) = nix::unistd::read(exec_r.as_raw_fd(), &mut buf) {
                 let _ = nix::sys::wait::waitpid(child, None);
                 report(-i32::from_ne_bytes(buf));
-                return 125;
+                return Status::RuntimeError;
             }
             report(child.as_raw());
             if detach {
-                return 0;
+                return Status::OK;
             }
             match nix::sys::wait::waitpid(child, None) {
-                Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
-                Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
-                _ => 125,
+                Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => Status::Exited(code),
+                Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => Status::Signaled(sig as i32),
+                _ => Status::RuntimeError,
             }
         }
     }

@@ -27,6 +27,7 @@ use thiserror::Error;
 /// the clock.
 pub(crate) static PRELOAD_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprotime.so"));
 
+use crate::exit::{ExitStatus, Status};
 use crate::plan::{Isolation, Plan};
 use crate::sys::Usage;
 
@@ -38,11 +39,11 @@ pub enum SandboxError {
     /// A setup step init reported failing (its words come over init's socket).
     #[error("{step}")]
     Init { step: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Seccomp(#[from] crate::security::SeccompError),
-    #[error("{0}")]
+    #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
-    #[error("{0}")]
+    #[error(transparent)]
     Devices(#[from] devices::DevicesError),
     #[error("join namespace {path}: {errno}")]
     Join {
@@ -84,13 +85,20 @@ fn exec_reason(errno: Errno) -> String {
     }
 }
 
-impl SandboxError {
-    /// The exit status reprorun reports for this failure.
-    pub fn exit_code(&self) -> i32 {
+impl ExitStatus for SandboxError {
+    /// 126 or 127 for a command that could not be executed (as a shell), else 125.
+    fn status(&self) -> Status {
         match self {
-            SandboxError::Exec { errno, .. } => workload::exit_code_for(*errno as i32),
-            _ => crate::exit::RUNTIME_ERROR,
+            SandboxError::Exec { errno, .. } => Status::exec_failed(*errno as i32),
+            _ => Status::RuntimeError,
         }
+    }
+}
+
+impl SandboxError {
+    /// [`ExitStatus::status`] as a number, for callers that store it.
+    pub fn exit_code(&self) -> i32 {
+        self.status().code()
     }
 }
 

@@ -8,9 +8,8 @@ use std::os::fd::OwnedFd;
 use nix::errno::Errno;
 use nix::unistd::Pid;
 
-use crate::sandbox::workload::{
-    exit_code_for, prepare_and_exec, Failed, Notify, Prep, ProcessPins,
-};
+use crate::exit::Status;
+use crate::sandbox::workload::{prepare_and_exec, Failed, Notify, Prep, ProcessPins};
 
 /// A started workload whose exec is not confirmed yet.
 pub(crate) struct Spawned {
@@ -143,7 +142,7 @@ fn child(
     let _ = nix::unistd::write(status, &msg);
     // SAFETY: _exit ends the failed child at once, without the parent's cleanup (atexit
     // handlers, stdio buffers).
-    unsafe { libc::_exit(exit_code_for(failed.errno as i32)) }
+    unsafe { libc::_exit(Status::exec_failed(failed.errno as i32).code()) }
 }
 
 /// The stack of a [`Start::Borrow`] child (the size of a Rust thread's; only touched pages

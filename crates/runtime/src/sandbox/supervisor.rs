@@ -16,6 +16,7 @@ use super::isolation::netns;
 use super::protocol::{self, drain, InitMsg};
 use super::tty::{self, Relay};
 use super::{init, signals, Outcome, SandboxError};
+use crate::exit::Status;
 use crate::plan::{IdMap, Isolation, Plan};
 use crate::sandbox::intercept::vdso::LISTENER_TAG;
 use crate::sys::{clone_process, recv_packet, wait4, Usage};
@@ -33,10 +34,11 @@ impl Watched {
     pub(crate) fn outcome(&self, isolation: Isolation) -> Outcome {
         Outcome {
             exit_code: if self.timed_out {
-                crate::exit::TIMEOUT
+                Status::Timeout
             } else {
-                exit_code(self.status)
-            },
+                Status::of_wait(self.status)
+            }
+            .code(),
             timed_out: self.timed_out,
             usage: self.usage,
             isolation,
@@ -341,15 +343,6 @@ fn on_signals(sfd: &SignalFd, relay: Option<&Relay>, child: Pid, child_is_worklo
         }
     }
     reap
-}
-
-/// Exit code for a raw wait status: the exit status, or 128+N for a death by signal N.
-fn exit_code(status: libc::c_int) -> i32 {
-    if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
-    } else {
-        libc::WEXITSTATUS(status)
-    }
 }
 
 /// Clones init into the plan's new namespaces (signals blocked first, so it inherits the

@@ -8,15 +8,6 @@ use nix::errno::Errno;
 use nix::sys::stat::{umask, Mode};
 use nix::unistd::Pid;
 
-/// What a failed exec means for the exit status, as a shell reports it.
-pub(crate) fn exit_code_for(errno: i32) -> i32 {
-    if errno == libc::ENOENT || errno == libc::ENOTDIR {
-        crate::exit::NOT_FOUND
-    } else {
-        crate::exit::NOT_EXECUTABLE
-    }
-}
-
 /// A step of the workload's preparation that can fail, named in the error that reports it
 /// (`Exec` is the `execve` itself: a missing or non-executable program).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -517,13 +508,6 @@ pub(super) fn prepare_and_exec(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exit_codes_follow_shell_convention() {
-        assert_eq!(exit_code_for(libc::ENOENT), 127);
-        assert_eq!(exit_code_for(libc::EACCES), 126);
-        assert_eq!(exit_code_for(libc::ENOEXEC), 126);
-    }
 
     #[test]
     fn every_step_survives_the_status_pipe() {

@@ -12,6 +12,7 @@ use nix::unistd::Pid;
 use thiserror::Error;
 
 use super::protocol::{post, InitMsg};
+use crate::exit::{ExitStatus, Status};
 use crate::sandbox::isolation::mounts::MountError;
 mod steps;
 pub(crate) use steps::{PROXY_TAG, REGISTRY_TAG};
@@ -37,7 +38,7 @@ pub(crate) enum InitError {
     ProxyListener(Errno),
     #[error("listen on 127.0.0.1:4873 for the mirror's npm registry: {0}")]
     RegistryListener(Errno),
-    #[error("{0}")]
+    #[error(transparent)]
     Mount(#[from] MountError),
     #[error("chdir {0}: {1}")]
     Chdir(String, Errno),
@@ -122,11 +123,13 @@ impl InitError {
             }
         }
     }
+}
 
-    fn exit_code(&self) -> i32 {
+impl ExitStatus for InitError {
+    fn status(&self) -> Status {
         match self {
-            InitError::Exec { errno, .. } => workload::exit_code_for(*errno as i32),
-            _ => 125,
+            InitError::Exec { errno, .. } => Status::exec_failed(*errno as i32),
+            _ => Status::RuntimeError,
         }
     }
 }
@@ -176,9 +179,10 @@ pub(crate) fn main(
                 // engine's log) is where this goes.
                 eprintln!("reprorun: {}", crate::util::printable(&e.to_string()));
             }
-            e.exit_code()
+            e.status()
         }
-    };
+    }
+    .code();
     crate::trace::step("init", "workload reaped, exit");
     if lifecycle.is_none() {
         // An `exec` sandbox: the supervisor may return now, before the teardown.
@@ -194,7 +198,7 @@ fn run(
     seccomp: &[seccompiler::BpfProgram],
     sock: &OwnedFd,
     lifecycle: Option<&Lifecycle>,
-) -> Result<i32, InitError> {
+) -> Result<Status, InitError> {
     // Die with the supervisor; if it is already gone, its end of the socket has hung up.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| InitError::ParentGone)?;
     // The sandbox reads /proc/1/cmdline: not the caller's command line (host paths, --env
@@ -532,7 +536,7 @@ impl EntropyFeed {
 
 /// Reaps every child and forwards signals until the workload exits (keeping the entropy
 /// FIFO full meanwhile); returns its status as an exit code (128+N when killed by signal N).
-fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) -> i32 {
+fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) -> Status {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     loop {
         if let Some(feed) = entropy.as_mut() {
@@ -542,7 +546,7 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
             ];
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) | Err(Errno::EINTR) => {}
-                Err(_) => return 125,
+                Err(_) => return Status::RuntimeError,
             }
             let (signalled, writable) =
                 (fds[0].any().unwrap_or(false), fds[1].any().unwrap_or(false));
@@ -556,14 +560,16 @@ fn supervise(sfd: &SignalFd, workload: Pid, mut entropy: Option<EntropyFeed>) ->
         let info = match sfd.read_signal() {
             Ok(Some(info)) => info,
             Ok(None) | Err(Errno::EINTR) => continue,
-            Err(_) => return 125,
+            Err(_) => return Status::RuntimeError,
         };
         if info.ssi_signo == Signal::SIGCHLD as u32 {
             loop {
                 match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::Exited(pid, code)) if pid == workload => return code,
+                    Ok(WaitStatus::Exited(pid, code)) if pid == workload => {
+                        return Status::Exited(code)
+                    }
                     Ok(WaitStatus::Signaled(pid, sig, _)) if pid == workload => {
-                        return 128 + sig as i32
+                        return Status::Signaled(sig as i32)
                     }
                     Ok(WaitStatus::StillAlive) | Err(_) => break,
                     Ok(_) => continue,

@@ -53,7 +53,7 @@ const RUN: &str = "run";
 
 #[derive(Debug, Error)]
 pub enum DevicesError {
-    #[error("{0}")]
+    #[error(transparent)]
     Hierarchy(#[from] super::cgroup::CgroupError),
     #[error("the sandbox's device rules: {step} {path}: {errno}")]
     Setup {

@@ -93,7 +93,7 @@ pub(in crate::sandbox) fn spawn_helper(init: Pid, sock: &OwnedFd) -> Option<Pid>
             // SAFETY: write and _exit take plain arguments and touch no heap.
             unsafe {
                 libc::write(2, WHY.as_ptr().cast(), WHY.len());
-                libc::_exit(125)
+                libc::_exit(crate::exit::RUNTIME_ERROR)
             }
         }
         Ok(child) => {
