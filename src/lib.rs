@@ -9,6 +9,8 @@ pub(crate) mod audit;
 pub mod cli;
 pub mod determinism;
 pub(crate) mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod help;
 pub(crate) mod hint;
 pub(crate) mod image;

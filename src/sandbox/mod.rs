@@ -10,7 +10,7 @@ pub(crate) mod container;
 mod devfilter;
 mod devices;
 mod dirs;
-mod elf;
+pub(crate) mod elf;
 mod exec;
 mod fakeclock;
 pub(crate) mod idmap;

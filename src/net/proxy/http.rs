@@ -56,7 +56,7 @@ pub(super) fn read_some(
 }
 
 /// Where the head ends in `buf` (just past the blank line), if it does.
-fn head_end(buf: &[u8]) -> Option<usize> {
+pub(super) fn head_end(buf: &[u8]) -> Option<usize> {
     buf.iter().enumerate().find_map(|(i, b)| {
         if *b != b'\n' {
             return None;

@@ -14,7 +14,7 @@ const EXT_SERVER_NAME: u16 = 0;
 
 /// What the first bytes of a tunnel are.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Hello {
+pub enum Hello {
     /// Not a TLS handshake: nothing to check.
     NotTls,
     /// More bytes are needed.
