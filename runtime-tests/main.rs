@@ -20,6 +20,7 @@ mod escape_net;
 mod escape_paths;
 mod exec;
 mod first_hour;
+mod fuzz_pass;
 mod image;
 mod isolation;
 mod lifecycle;

@@ -1,14 +1,35 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of reprorun's input parsers for a bounded time each.
+# Runs every cargo-fuzz target of reprorun's parsers for a bounded time each: the long,
+# coverage-guided runs.
 #
 #   runtime-tests/fuzz/run.sh [SECONDS_PER_TARGET [LIBFUZZER_ARGS...]]     (default 60)
+#   FUZZ_TARGETS="proxy_http elf" runtime-tests/fuzz/run.sh 600              (some targets only)
+#
+# Covered (spec/security.md "Fuzzing"; the checks are in oracles.rs):
+#   bytes from inside the sandbox:
+#     proxy_http      the egress proxy's request head, the head it sends upstream, body framing
+#     proxy_socks     its SOCKS5 handshake (other first bytes, SOCKS4/4a, go the HTTP way)
+#     proxy_sni       its reading of a tunnel's TLS ClientHello (the server name)
+#     mirror_request  the mirror server's request head and the file it names
+#     elf             the exec-time ELF reader (static? Go? runtime.cputicks?)
+#   the caller's own input:
+#     duration, bind, env, date, user_hostname, seccomp
+#
+# What CI runs instead: the test command (cargo test) has a stable fuzz pass,
+# runtime-tests/fuzz_pass.rs, that runs every target's seeds, their prefixes and random
+# mutations of them for 3 s each with the same checks (REPRORUN_FUZZ_SECONDS to change it,
+# REPRORUN_FUZZ_SEED to replay a run). No nightly and no cargo-fuzz there.
 #
 # LIBFUZZER_ARGS go to every target after -max_total_time (e.g. -only_ascii=1, -jobs=2).
 # Needs a nightly toolchain and cargo-fuzz:
 #   rustup toolchain install nightly && cargo install cargo-fuzz
-# Seeds come from runtime-tests/fuzz/seeds/TARGET (committed); corpora grow in
+# Seeds come from runtime-tests/fuzz/seeds/TARGET (committed; tools/ made them from real
+# clients and programs); corpora grow in
 # runtime-tests/fuzz/corpus/TARGET, crashing inputs go to
 # runtime-tests/fuzz/artifacts/TARGET, full logs to runtime-tests/fuzz/target/logs/TARGET.log.
+# An input the stable pass saves (it prints the path) runs here with
+#   cargo +nightly fuzz run --fuzz-dir runtime-tests/fuzz TARGET FILE
+# and a crashing input found here, once fixed, joins the stable pass copied into seeds/TARGET.
 # Exits 1 when any target crashed (or failed to build), 2 on a usage error.
 set -euo pipefail
 
@@ -42,6 +63,15 @@ fi
 
 # The build is the same for every target: do it once, up front (CARGO_BUILD_JOBS is honoured).
 targets=($(cargo +nightly fuzz list --fuzz-dir "$fuzz_dir"))
+if [ -n "${FUZZ_TARGETS:-}" ]; then
+    for t in $FUZZ_TARGETS; do
+        if ! printf '%s\n' "${targets[@]}" | grep -qx -- "$t"; then
+            echo "error: no fuzz target '$t' (FUZZ_TARGETS); targets: ${targets[*]}" >&2
+            exit 2
+        fi
+    done
+    targets=($FUZZ_TARGETS)
+fi
 if [ "${#targets[@]}" -eq 0 ]; then
     echo "error: no fuzz targets found in $fuzz_dir" >&2
     exit 1

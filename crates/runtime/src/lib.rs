@@ -8,6 +8,8 @@
 //! may install; `record` the run record. The pipelines (`reprorun-pipeline` and the crates on
 //! it) and the command line (the `reprorun` binary) sit above this crate.
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hint;
 pub mod image;
 pub mod mirror;

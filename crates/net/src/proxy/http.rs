@@ -56,7 +56,7 @@ pub(super) fn read_some(
 }
 
 /// Where the head ends in `buf` (just past the blank line), if it does.
-fn head_end(buf: &[u8]) -> Option<usize> {
+pub(super) fn head_end(buf: &[u8]) -> Option<usize> {
     buf.iter().enumerate().find_map(|(i, b)| {
         if *b != b'\n' {
             return None;
@@ -111,7 +111,8 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
     let [method, uri, version] = parts[..] else {
         return Err("malformed request line".into());
     };
-    if !token(method) {
+    // No control characters in the target: what is sent upstream must be one line.
+    if !token(method) || uri.bytes().any(|b| b.is_ascii_control()) {
         return Err("malformed request line".into());
     }
     if version != "HTTP/1.1" && version != "HTTP/1.0" {
@@ -183,6 +184,11 @@ fn header_lines<'a>(
             .ok_or_else(|| "malformed header line".to_string())?;
         if !token(name) {
             return Err("malformed header line".into());
+        }
+        // RFC 9110 5.5: NUL, CR and LF are never part of a value (an upstream that takes a
+        // CR or NUL for a line end would read another header there), nor other controls.
+        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+            return Err(format!("control character in header field {name:?}"));
         }
         out.push((name, value.trim()));
     }
@@ -325,6 +331,17 @@ mod tests {
             ("CONNECT a.b:1 HTTP/1.1\r\nno colon\r\n\r\n", "header"),
             ("GET http://u@a.b/ HTTP/1.1\r\n\r\n", "credentials"),
             ("\u{1}\u{2} x HTTP/1.1\r\n\r\n", "request line"),
+            // Found by the fuzz pass: control characters were sent upstream as they came.
+            (
+                "POST http://example.com/form HTTP/1.1\r\nContent-Type: a\0plication/x\r\n\r\n",
+                "control character in header field \"Content-Type\"",
+            ),
+            (
+                "GET http://a.b/ HTTP/1.1\r\nX-A: 1\rHost: evil.example\r\n\r\n",
+                "control character",
+            ),
+            ("GET http://a.b/\rx HTTP/1.1\r\n\r\n", "request line"),
+            ("GET http://a.b/\u{7f} HTTP/1.1\r\n\r\n", "request line"),
             (
                 "POST http://a.b/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
                 "smuggling",

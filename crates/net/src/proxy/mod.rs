@@ -8,6 +8,8 @@
 
 mod body;
 mod conn;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 pub mod privsep;
 mod privsep_child;

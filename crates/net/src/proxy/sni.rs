@@ -14,7 +14,7 @@ const EXT_SERVER_NAME: u16 = 0;
 
 /// What the first bytes of a tunnel are.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Hello {
+pub enum Hello {
     /// Not a TLS handshake: nothing to check.
     NotTls,
     /// More bytes are needed.
@@ -35,10 +35,11 @@ pub(super) fn parse(buf: &[u8]) -> Hello {
         [_, major, ..] if *major != 0x03 => return Hello::NotTls,
         _ => {}
     }
-    // Reassemble the handshake layer from consecutive handshake records.
+    // Reassemble the handshake layer from consecutive handshake records, up to the end of
+    // the first message: what follows it (a change_cipher_spec, early data) is not read.
     let mut message = Vec::new();
     let mut rest = buf;
-    while rest.len() >= 5 {
+    while rest.len() >= 5 && !whole(&message) {
         if rest[0] != HANDSHAKE {
             return Hello::Malformed("ClientHello interrupted by another record type");
         }
@@ -63,6 +64,16 @@ pub(super) fn parse(buf: &[u8]) -> Hello {
     match body.get(..len) {
         Some(hello) => client_hello(hello).unwrap_or(Hello::Malformed("malformed ClientHello")),
         None => Hello::Incomplete,
+    }
+}
+
+/// Whether `message` holds a whole handshake message (its 4-byte header and its body).
+fn whole(message: &[u8]) -> bool {
+    match message {
+        [_, a, b, c, body @ ..] => {
+            body.len() >= usize::from(*a) << 16 | usize::from(*b) << 8 | usize::from(*c)
+        }
+        _ => false,
     }
 }
 
@@ -118,7 +129,11 @@ fn client_hello(body: &[u8]) -> Option<Hello> {
             let name_type = list.u8()?;
             let name = list.vec16()?;
             if name_type == 0 {
+                // A host name (RFC 6066 3): never empty, no control character or space.
                 let name = std::str::from_utf8(name).ok()?;
+                if name.is_empty() || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                    return None;
+                }
                 return Some(Hello::Sni(name.to_string()));
             }
         }
@@ -174,6 +189,36 @@ mod tests {
         let split = client_hello_bytes(Some("a.example"), 7);
         assert_eq!(parse(&split), Hello::Sni("a.example".into()));
         assert_eq!(parse(&client_hello_bytes(None, 1 << 14)), Hello::NoSni);
+    }
+
+    /// Found by the fuzz pass: a ClientHello followed in the same read by a
+    /// change_cipher_spec and an application-data record (a TLS 1.3 client sending early
+    /// data) was refused as "interrupted by another record type".
+    #[test]
+    fn records_after_the_client_hello_are_not_read() {
+        let mut hello = client_hello_bytes(Some("example.com"), 1 << 14);
+        hello.extend_from_slice(&[
+            0x14, 0x03, 0x03, 0x00, 0x01, 0x01, 0x17, 0x03, 0x03, 0x00, 0x01,
+        ]);
+        assert_eq!(parse(&hello), Hello::Sni("example.com".into()));
+        let mut split = client_hello_bytes(Some("a.example"), 7);
+        split.extend_from_slice(&[0x17, 0x03, 0x03, 0x00, 0x05, 1, 2, 3, 4, 5]);
+        assert_eq!(parse(&split), Hello::Sni("a.example".into()));
+    }
+
+    /// Found by the fuzz pass: an empty server name was returned as one.
+    #[test]
+    fn a_server_name_is_a_name() {
+        for bad in ["", "a\nb.example", "a b", "\u{0}"] {
+            let hello = client_hello_bytes(Some(bad), 1 << 14);
+            assert_eq!(
+                parse(&hello),
+                Hello::Malformed("malformed ClientHello"),
+                "{bad:?}"
+            );
+        }
+        let idn = client_hello_bytes(Some("bücher.example"), 1 << 14);
+        assert_eq!(parse(&idn), Hello::Sni("bücher.example".into()));
     }
 
     #[test]

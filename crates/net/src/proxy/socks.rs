@@ -57,11 +57,15 @@ pub(super) fn handshake(
     buf: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<Request, SocksError> {
-    fill(stream, buf, 2, deadline)?;
-    let n = usize::from(buf[1]);
-    fill(stream, buf, 2 + n, deadline)?;
-    let offers_none = buf[2..2 + n].contains(&0x00);
-    buf.drain(..2 + n);
+    let offers_none = loop {
+        match greeting(buf) {
+            Step::Need(n) => fill(stream, buf, n, deadline)?,
+            Step::Done(offers, used) => {
+                buf.drain(..used);
+                break offers;
+            }
+        }
+    };
     let method = if offers_none { 0x00 } else { 0xff };
     (&*stream)
         .write_all(&[0x05, method])
@@ -72,31 +76,52 @@ pub(super) fn handshake(
             None,
         ));
     }
-    fill(stream, buf, 5, deadline)?;
-    if buf[0] != 0x05 {
+    loop {
+        match request(buf)? {
+            Step::Need(n) => fill(stream, buf, n, deadline)?,
+            Step::Done(r, used) => {
+                buf.drain(..used);
+                return Ok(r);
+            }
+        }
+    }
+}
+
+/// How far the client's bytes so far go: `n` bytes are needed in all, or a step is done
+/// with its result and the bytes it used.
+#[derive(Debug)]
+pub(super) enum Step<T> {
+    Need(usize),
+    Done(T, usize),
+}
+
+/// The method negotiation (`buf` starts with the version byte): whether the client offers
+/// the no-authentication method.
+pub(super) fn greeting(buf: &[u8]) -> Step<bool> {
+    let Some(n) = buf.get(1).map(|n| usize::from(*n)) else {
+        return Step::Need(2);
+    };
+    match buf.get(2..2 + n) {
+        Some(methods) => Step::Done(methods.contains(&0x00), 2 + n),
+        None => Step::Need(2 + n),
+    }
+}
+
+/// The CONNECT request that follows the method negotiation.
+pub(super) fn request(buf: &[u8]) -> Result<Step<Request>, SocksError> {
+    let [version, cmd, _, atyp, len, ..] = *buf else {
+        return Ok(Step::Need(5));
+    };
+    if version != 0x05 {
         return Err(SocksError::Bad(
-            format!("SOCKS5 request with version {}", buf[0]),
+            format!("SOCKS5 request with version {version}"),
             Some(GENERAL_FAILURE),
         ));
     }
-    let (cmd, atyp) = (buf[1], buf[3]);
-    let (host, at) = match atyp {
-        0x01 => {
-            fill(stream, buf, 4 + 4 + 2, deadline)?;
-            let ip: [u8; 4] = buf[4..8].try_into().unwrap_or_default();
-            (IpAddr::from(ip).to_string(), 8)
-        }
-        0x04 => {
-            fill(stream, buf, 4 + 16 + 2, deadline)?;
-            let ip: [u8; 16] = buf[4..20].try_into().unwrap_or_default();
-            (format!("[{}]", IpAddr::from(ip)), 20)
-        }
-        0x03 => {
-            let len = usize::from(buf[4]);
-            fill(stream, buf, 5 + len + 2, deadline)?;
-            let name = String::from_utf8_lossy(&buf[5..5 + len]).into_owned();
-            (name, 5 + len)
-        }
+    let at = match atyp {
+        0x01 => 4 + 4,
+        0x04 => 4 + 16,
+        0x03 => 5 + usize::from(len),
         other => {
             return Err(SocksError::Bad(
                 format!("SOCKS5 address type {other} not supported"),
@@ -104,8 +129,18 @@ pub(super) fn handshake(
             ))
         }
     };
-    let port = u16::from_be_bytes([buf[at], buf[at + 1]]);
-    buf.drain(..at + 2);
+    let Some(port) = buf.get(at..at + 2) else {
+        return Ok(Step::Need(at + 2));
+    };
+    let port = u16::from_be_bytes([port[0], port[1]]);
+    let host = match atyp {
+        0x01 => IpAddr::from(<[u8; 4]>::try_from(&buf[4..at]).unwrap_or_default()).to_string(),
+        0x04 => format!(
+            "[{}]",
+            IpAddr::from(<[u8; 16]>::try_from(&buf[4..at]).unwrap_or_default())
+        ),
+        _ => String::from_utf8_lossy(&buf[5..at]).into_owned(),
+    };
     if cmd != 0x01 {
         return Err(SocksError::Bad(
             format!("SOCKS5 command {cmd} not supported (CONNECT only)"),
@@ -118,7 +153,7 @@ pub(super) fn handshake(
             Some(GENERAL_FAILURE),
         )
     })?;
-    Ok(Request { target, port })
+    Ok(Step::Done(Request { target, port }, at + 2))
 }
 
 /// A reply with `code` and the bound address (zeros when there is none).

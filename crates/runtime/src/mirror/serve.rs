@@ -120,7 +120,7 @@ fn serve_one(stream: &TcpStream, handler: &Handler) -> std::io::Result<()> {
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
+    while !head_complete(&buf) {
         if buf.len() > HEAD_CAP {
             return answer(
                 stream,
@@ -134,20 +134,56 @@ fn serve_one(stream: &TcpStream, handler: &Handler) -> std::io::Result<()> {
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let head = String::from_utf8_lossy(&buf);
-    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    if method != "GET" && method != "HEAD" {
-        return answer(stream, "GET", Response::Status(405, "read-only".into()));
+    match parse_head(&buf) {
+        Some(r) => answer(stream, r.method, handler(&r.path, &r.accept)),
+        None => answer(stream, "GET", Response::Status(405, "read-only".into())),
     }
+}
+
+/// Whether `buf` holds a whole request head (up to its blank line).
+pub(crate) fn head_complete(buf: &[u8]) -> bool {
+    buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n")
+}
+
+/// What a request asks: its method, its path (percent-decoded, without query or fragment)
+/// and its `Accept` value.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Request {
+    pub(crate) method: &'static str,
+    pub(crate) path: String,
+    pub(crate) accept: String,
+}
+
+/// Reads a request head (what follows its blank line is not looked at); `None` for a
+/// method other than `GET` and `HEAD`.
+pub(crate) fn parse_head(buf: &[u8]) -> Option<Request> {
+    let head = String::from_utf8_lossy(buf);
+    let mut lines = head.lines();
+    let mut parts = lines.next().unwrap_or("").split_whitespace();
+    let method = match parts.next() {
+        Some("GET") => "GET",
+        Some("HEAD") => "HEAD",
+        _ => return None,
+    };
+    let target = parts.next().unwrap_or("");
     let path = percent_decode(target.split(['?', '#']).next().unwrap_or(""));
-    let accept = head
-        .lines()
-        .skip(1)
+    let accept = lines
+        .take_while(|l| !l.is_empty())
         .filter_map(|l| l.split_once(':'))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("accept"))
-        .map_or("", |(_, v)| v.trim());
-    answer(stream, method, handler(&path, accept))
+        .map_or("", |(_, v)| v.trim())
+        .to_string();
+    Some(Request {
+        method,
+        path,
+        accept,
+    })
+}
+
+/// The file a request names, relative to the mirror root, and its content type: the PyPI
+/// tree's ([`pypi_request`]) or the npm tree's; `None` for anything else.
+pub(crate) fn route(path: &str, accept: &str) -> Option<(String, &'static str)> {
+    pypi_request(path, accept).or_else(|| super::npm::resolve_request(path))
 }
 
 fn answer(mut stream: &TcpStream, method: &str, r: Response) -> std::io::Result<()> {
@@ -205,8 +241,7 @@ pub(crate) fn mirror_tree(root: PathBuf) -> std::io::Result<Arc<Handler>> {
     let dir = crate::sys::hostpath::find(&root, false).map_err(std::io::Error::other)?;
     let dir = std::fs::File::from(dir);
     Ok(Arc::new(move |path: &str, accept: &str| {
-        let found = pypi_request(path, accept).or_else(|| super::npm::resolve_request(path));
-        let Some((rel, ctype)) = found else {
+        let Some((rel, ctype)) = route(path, accept) else {
             return Response::Status(404, "not in the mirror".into());
         };
         match crate::sys::open_in_root_with(&dir, std::path::Path::new(&rel), false, true) {

@@ -289,10 +289,14 @@ pub(crate) fn write_tree(dir: &Path, records: &[NpmRecord]) -> Result<(), super:
 pub(crate) fn resolve_request(path: &str) -> Option<(String, &'static str)> {
     let rest = path.strip_prefix('/')?.trim_end_matches('/');
     if let Some((name, file)) = rest.split_once("/-/") {
+        // The file name of the characters a written one has (`tarball_rel`): no control
+        // character, separator or NUL (found by the fuzz pass: `%00` was let through).
         let ok = valid_name(name)
             && file.ends_with(".tgz")
-            && !file.contains('/')
-            && !file.starts_with('.');
+            && !file.starts_with('.')
+            && file
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=".contains(c));
         return ok.then(|| {
             (
                 format!("{NPM_DIR}/{name}/-/{file}"),

@@ -42,6 +42,10 @@ fn requests_map_to_files_and_nothing_outside() {
         "/a/-/x.json",
         "/a/b",
         "x",
+        // Found by the fuzz pass (a percent-decoded request for a tarball).
+        "/lodash/-/l\0\0\0\0\0\0\0\u{fffd}17.21.tgz",
+        "/a/-/a\\..\\b.tgz",
+        "/a/-/a b.tgz",
     ] {
         assert_eq!(resolve_request(bad), None, "{bad:?}");
     }
@@ -228,4 +232,27 @@ fn pypi_requests_are_negotiated_and_kept_inside() {
     ] {
         assert_eq!(pypi_request(bad, ""), None, "{bad:?}");
     }
+}
+
+/// The mirror server's reading of a request: what follows the head is not a header, and only
+/// GET and HEAD are served.
+#[test]
+fn request_heads_are_read_up_to_their_blank_line() {
+    use crate::mirror::serve::{head_complete, parse_head};
+    let head = b"GET /pypi/simple/a/?x=1 HTTP/1.1\r\nHost: m\r\n\r\nAccept: application/vnd.pypi.simple.v1+json\r\n";
+    assert!(head_complete(head));
+    let r = parse_head(head).unwrap();
+    assert_eq!(
+        (r.method, r.path.as_str(), r.accept.as_str()),
+        ("GET", "/pypi/simple/a/", "")
+    );
+    let r = parse_head(b"GET / HTTP/1.1\nAccept: text/html\n\n").unwrap();
+    assert_eq!(r.accept, "text/html");
+    let r = parse_head(b"HEAD /@s%2fn HTTP/1.1\n\n").unwrap();
+    assert_eq!(
+        (r.method, r.path.as_str(), r.accept.as_str()),
+        ("HEAD", "/@s/n", "")
+    );
+    assert_eq!(parse_head(b"POST /a HTTP/1.1\r\n\r\n"), None);
+    assert!(!head_complete(b"GET / HTTP/1.1\r\n"));
 }

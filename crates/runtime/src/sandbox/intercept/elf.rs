@@ -37,7 +37,6 @@ impl Budget {
     }
 
     /// Bytes read so far.
-    #[cfg(test)]
     pub(in crate::sandbox) fn examined(&self) -> usize {
         self.examined
     }
@@ -211,6 +210,36 @@ pub(in crate::sandbox) fn go_cputicks(
     (size >= min_size && value != 0).then_some(GoTicks {
         vaddr: value,
         pie_entry: (e_type == ET_DYN).then_some(entry),
+    })
+}
+
+/// What the exec-time path reads from a program, for the fuzz harnesses
+/// (`reprorun::fuzzing::elf`; not an API).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// [`program_kind`]: (is static, is Go), or `None`.
+    pub kind: Option<(bool, bool)>,
+    /// [`go_cputicks`]: (address, entry of a position-independent program), or `None`.
+    pub ticks: Option<(u64, Option<u64>)>,
+    /// Bytes each of the two read.
+    pub examined: (usize, usize),
+}
+
+/// [`program_kind`] and [`go_cputicks`] (for a body of `min_size` bytes) of a program file
+/// holding `bytes` (a memfd), each with a budget of `budget` bytes.
+#[doc(hidden)]
+pub fn facts(bytes: &[u8], min_size: usize, budget: usize) -> std::io::Result<Facts> {
+    let fd = nix::sys::memfd::memfd_create(c"elf", nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)?;
+    let file = std::fs::File::from(fd);
+    file.write_all_at(bytes, 0)?;
+    let (mut a, mut b) = (Budget::new(budget), Budget::new(budget));
+    let kind = program_kind(&file, &mut a).map(|k| (k.is_static, k.is_go));
+    let ticks = go_cputicks(&file, min_size, &mut b).map(|t| (t.vaddr, t.pie_entry));
+    Ok(Facts {
+        kind,
+        ticks,
+        examined: (a.examined(), b.examined()),
     })
 }
 

@@ -5,7 +5,7 @@
 //! classified ([`program`], [`elf`]), the vDSO patched ([`vdso`]) to the fake clock's page
 //! ([`fakeclock`]).
 pub(in crate::sandbox) mod dirs;
-pub(in crate::sandbox) mod elf;
+pub(crate) mod elf;
 pub(in crate::sandbox) mod fakeclock;
 pub(in crate::sandbox) mod notify;
 pub(in crate::sandbox) mod procpath;
