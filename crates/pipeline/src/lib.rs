@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod cluster_args;
 pub mod doc;
+pub mod driver;
 pub mod host;
 pub mod pool;
 pub mod progress;
