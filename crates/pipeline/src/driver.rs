@@ -93,7 +93,7 @@ pub trait Pipeline {
 
     /// sha256 of the plan's manifest.
     fn digest(&self) -> &str;
-    fn unit_id(u: &Self::Unit) -> Self::Id;
+    fn unit_id(&self, u: &Self::Unit) -> Self::Id;
     fn body_id(b: &Self::Body) -> Self::Id;
     /// The unit key (a file name) of an identity.
     fn key(id: &Self::Id) -> String;
@@ -456,7 +456,7 @@ pub fn merge<P: Pipeline>(
     }
     let mut recorded = Vec::new();
     for (chunk, u) in units.values() {
-        recorded.push((*chunk, P::recorded(&store, &P::unit_id(u))?));
+        recorded.push((*chunk, P::recorded(&store, &p.unit_id(u))?));
     }
     m.coverage = cluster::coverage(recorded);
     drop(lock);

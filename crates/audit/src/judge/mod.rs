@@ -62,8 +62,8 @@ pub enum JudgeError {
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
-    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
-    Refused { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Merge(#[from] reprorun_pipeline::driver::MergeError),
     #[error(
         "run {group} #{repeat}: {step}: {cause}; fix it and run the same command again to resume"
     )]

@@ -51,8 +51,8 @@ pub enum RunError {
     Format { path: PathBuf, reason: String },
     #[error("{0}")]
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
-    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
-    Refused { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Merge(#[from] reprorun_pipeline::driver::MergeError),
     #[error("--image: {0}")]
     Image(#[from] reprorun_runtime::image::ImageError),
     #[error("group {group}: {step}: {cause}; fix it and run the same command again to resume")]

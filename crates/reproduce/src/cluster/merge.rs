@@ -77,7 +77,7 @@ impl Pipeline for Tasks {
     fn digest(&self) -> &str {
         &self.digest
     }
-    fn unit_id(u: &Unit) -> Self::Id {
+    fn unit_id(&self, u: &Unit) -> Self::Id {
         (u.instance_id.clone(), u.arm, u.idx)
     }
     fn body_id(b: &Body) -> Self::Id {
