@@ -43,11 +43,11 @@ use sandboxed::{sandboxed, Place};
 pub enum JudgeError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
-    #[error("{0}")]
+    #[error(transparent)]
     Corpus(#[from] crate::corpus::CorpusError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
@@ -56,9 +56,9 @@ pub enum JudgeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] reprorun_pipeline::cluster::FileError),
-    #[error("{0}")]
+    #[error(transparent)]
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },

@@ -295,7 +295,7 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
         super::request::prepare_root(&root).map_err(|e| RunError::Setup {
             group: "-".into(),
             step: "agent root",
-            cause: e.to_string(),
+            cause: e.into(),
         })?;
         study.sandbox.root = Some(root);
     }

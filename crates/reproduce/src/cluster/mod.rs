@@ -40,22 +40,22 @@ pub(crate) const SHARD_FORMAT: &str = "reprorun-result/1";
 pub enum ClusterError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] reprorun_pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Tasks(#[from] TasksError),
     #[error(transparent)]
     Merge(#[from] reprorun_pipeline::driver::MergeError),
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] super::input::InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] super::store::StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
-    #[error("{0}")]
-    Run(#[source] Box<super::ReproduceError>),
+    #[error(transparent)]
+    Run(Box<super::ReproduceError>),
 }
 
 /// The options that shape a run, as the manifest carries them (`Conditions`, by value).
@@ -162,6 +162,7 @@ impl Unit {
 pub(crate) type Chunk = reprorun_pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json`: one finished run.
+#[cfg(test)]
 pub(crate) type Shard = reprorun_pipeline::driver::Shard<merge::Body>;
 
 /// A run's key, a file name: `<instance id, file-safe>.<8 hex of its sha256>.<arm>.<idx>`.
