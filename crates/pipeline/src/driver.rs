@@ -462,3 +462,7 @@ pub fn merge<P: Pipeline>(
     drop(lock);
     Ok(m)
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;
