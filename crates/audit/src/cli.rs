@@ -176,14 +176,7 @@ fn work(a: super::run::cluster::WorkArgs) -> Result<(), AuditError> {
 fn merge(a: super::run::cluster::MergeArgs) -> Result<(), AuditError> {
     let what = if judging(&a.tasks) { "judgment" } else { "run" };
     let m = if judging(&a.tasks) {
-        let (inserted, attempts, already, coverage) =
-            super::judge::cluster::merge(&a.tasks, &a.results, &a.db)?;
-        super::run::cluster::Merged {
-            inserted,
-            attempts,
-            already,
-            coverage,
-        }
+        super::judge::cluster::merge(&a.tasks, &a.results, &a.db)?
     } else {
         super::run::cluster::merge(&a.tasks, &a.results, &a.db)?
     };

@@ -86,12 +86,13 @@ impl Store {
     ) -> Result<bool, StoreError> {
         self.db
             .conn()
-            .query_row(
+            .prepare_cached(
                 "SELECT 1 FROM judgments WHERE group_id = ?1 AND repeat = ?2 AND judge = ?3",
-                params![group, repeat, judge],
-                |_| Ok(()),
             )
-            .optional()
+            .and_then(|mut st| {
+                st.query_row(params![group, repeat, judge], |_| Ok(()))
+                    .optional()
+            })
             .map(|r| r.is_some())
             .map_err(self.db.err())
     }
@@ -105,42 +106,55 @@ impl Store {
         let conn = self.db.conn();
         let err = self.db.err();
         conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
-        let result = (|| {
-            let n = conn.execute(
-                "INSERT OR IGNORE INTO judgments VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                params![
-                    j.group_id, j.repeat, j.judge, j.status, j.reason, j.attempts, j.task_sha256,
-                    j.result_sha256, j.stdout_sha256, j.stderr_sha256, j.input_tokens as i64,
-                    j.cached_input_tokens as i64, j.output_tokens as i64, j.cost_usd,
-                ],
-            )?;
-            if n > 0 {
-                for l in labels {
-                    conn.execute(
-                        "INSERT OR IGNORE INTO pair_labels VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![
-                            l.group_id,
-                            l.repeat,
-                            l.judge,
-                            l.hidden_issue_id,
-                            l.finding_index,
-                            l.label.as_str()
-                        ],
-                    )?;
-                }
-            }
-            Ok(n > 0)
-        })();
-        match result {
+        match self.insert_judgment_rows(j, labels) {
             Ok(inserted) => {
                 conn.execute_batch("COMMIT").map_err(&err)?;
                 Ok(inserted)
             }
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                Err(err(e))
+                Err(e)
             }
         }
+    }
+
+    /// [`Self::insert_judgment`] inside the caller's transaction (a merge's batch).
+    pub(crate) fn insert_judgment_rows(
+        &self,
+        j: &Judgment,
+        labels: &[PairLabel],
+    ) -> Result<bool, StoreError> {
+        let conn = self.db.conn();
+        let err = self.db.err();
+        let n = conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO judgments VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    j.group_id, j.repeat, j.judge, j.status, j.reason, j.attempts, j.task_sha256,
+                    j.result_sha256, j.stdout_sha256, j.stderr_sha256, j.input_tokens as i64,
+                    j.cached_input_tokens as i64, j.output_tokens as i64, j.cost_usd,
+                ])
+            })
+            .map_err(&err)?;
+        if n > 0 {
+            let mut st = conn
+                .prepare_cached("INSERT OR IGNORE INTO pair_labels VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                .map_err(&err)?;
+            for l in labels {
+                st.execute(params![
+                    l.group_id,
+                    l.repeat,
+                    l.judge,
+                    l.hidden_issue_id,
+                    l.finding_index,
+                    l.label.as_str()
+                ])
+                .map_err(&err)?;
+            }
+        }
+        Ok(n > 0)
     }
 
     /// Every judgment, by group, repeat and judge.

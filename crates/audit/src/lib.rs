@@ -34,23 +34,23 @@ use thiserror::Error;
 pub enum AuditError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] input::InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Collect(#[from] collect::CollectError),
-    #[error("{0}")]
+    #[error(transparent)]
     Filter(#[from] filter::FilterError),
-    #[error("{0}")]
+    #[error(transparent)]
     Snapshot(#[from] snapshot::SnapshotError),
-    #[error("{0}")]
+    #[error(transparent)]
     Corpus(#[from] corpus::CorpusError),
-    #[error("{0}")]
+    #[error(transparent)]
     Run(#[from] run::RunError),
-    #[error("{0}")]
+    #[error(transparent)]
     Judge(#[from] judge::JudgeError),
-    #[error("{0}")]
+    #[error(transparent)]
     Metrics(#[from] metrics::MetricsError),
-    #[error("{0}")]
+    #[error(transparent)]
     Report(#[from] report::ReportError),
     #[error("print: {0}")]
     Print(std::io::Error),

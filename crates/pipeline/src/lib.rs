@@ -2,12 +2,14 @@
 //! work in a sandbox ([`unit`]), the worker pool that runs units ([`pool`]), the progress
 //! shown meanwhile ([`progress`]), the study database ([`store`]), the statistics
 //! reports use ([`stats`]), the report document ([`doc`]) with its charts ([`svg`]), and the
-//! cluster verbs' files ([`cluster`]) with the facts of the host a unit ran on ([`host`]).
+//! cluster verbs' driver ([`driver`]: plan, work and merge for every pipeline) and files
+//! ([`cluster`]) with the facts of the host a unit ran on ([`host`]).
 //! Nothing here knows about patches; it only looks down, at `plan`, `sandbox` and `sys`.
 
 pub mod cluster;
 pub mod cluster_args;
 pub mod doc;
+pub mod driver;
 pub mod host;
 pub mod pool;
 pub mod progress;

@@ -15,7 +15,7 @@ use super::store::sha256_hex;
 /// A plan file that cannot be read, or is not what the plan says it is.
 #[derive(Debug, Error)]
 pub enum TasksError {
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },

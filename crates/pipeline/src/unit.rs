@@ -1,7 +1,9 @@
 //! One unit of work in a sandbox: a request resolved to a plan and run by reprorun's own
 //! library (never its command line), with its own stdout and stderr files and an output
 //! directory bound at [`OUT_DIR`]; and the reader for what the sandbox wrote, which is
-//! untrusted (no links, no FIFOs or devices, capped at [`LOG_CAP`]).
+//! untrusted (no links, no FIFOs or devices, capped at [`LOG_CAP`]). The pipelines' only
+//! door into the sandbox: what a unit came to is a [`UnitOutcome`] (it ran, its command is
+//! missing, or the host failed), so no pipeline matches the sandbox's errors itself.
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -9,8 +11,12 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use reprorun_runtime::plan::{ExecRequest, HostFacts, PlanError};
-use reprorun_runtime::sandbox::{Outcome, SandboxError};
+use reprorun_runtime::plan::{ExecRequest, HostFacts, Plan, PlanError};
+use reprorun_runtime::sandbox::SandboxError;
+
+/// What a unit's command did when it ran: its exit status, whether it timed out or was
+/// killed for memory, what it used.
+pub use reprorun_runtime::sandbox::Outcome;
 
 /// Where a unit's output directory is bound, inside the sandbox.
 pub const OUT_DIR: &str = "/.reprorun/out";
@@ -23,7 +29,7 @@ pub(crate) const LOG_CAP: u64 = 64 << 20;
 #[derive(Debug, Error)]
 pub enum UnitError {
     /// The request could not be resolved to a plan.
-    #[error("{0}")]
+    #[error(transparent)]
     Plan(#[from] PlanError),
     /// The null device for the unit's standard input could not be opened.
     #[error("open /dev/null: {0}")]
@@ -40,27 +46,67 @@ pub enum UnitError {
     },
 }
 
-/// Resolves `req` and runs it with its stdout and stderr on the
-/// given files. The outer error: the sandbox could not even be planned; the inner one is
-/// the sandbox's own (`SandboxError::Exec` being the command's fault, the rest the host's).
+/// What running a unit came to.
+#[derive(Debug)]
+pub enum UnitOutcome {
+    /// The command ran (whatever its exit status).
+    Ran(Outcome),
+    /// The command could not be executed (not found, not executable): the unit's own
+    /// failure, to be recorded as such.
+    CommandMissing(CommandMissing),
+    /// The sandbox could not be made or kept: the host's failure, not the unit's; a study
+    /// stops on it (resumably) rather than record it.
+    HostFailure(HostFailure),
+}
+
+/// A unit's command that could not be executed; prints as `PROGRAM: command not found`.
+#[derive(Debug, Error)]
+#[error(transparent)]
+pub struct CommandMissing(SandboxError);
+
+impl CommandMissing {
+    /// The exit status reprorun reports for it (127 not found, 126 not executable).
+    pub fn exit_code(&self) -> i32 {
+        self.0.exit_code()
+    }
+}
+
+/// Why the host could not run a unit's sandbox (the sandbox's own error).
+#[derive(Debug, Error)]
+#[error(transparent)]
+pub struct HostFailure(SandboxError);
+
+impl From<Result<Outcome, SandboxError>> for UnitOutcome {
+    fn from(r: Result<Outcome, SandboxError>) -> UnitOutcome {
+        match r {
+            Ok(o) => UnitOutcome::Ran(o),
+            Err(e @ SandboxError::Exec { .. }) => UnitOutcome::CommandMissing(CommandMissing(e)),
+            Err(e) => UnitOutcome::HostFailure(HostFailure(e)),
+        }
+    }
+}
+
+/// The plan a unit's request resolves to (what [`sandboxed`] runs).
+pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, UnitError> {
+    Ok(reprorun_runtime::plan::resolve(req, host)?)
+}
+
+/// Resolves `req` and runs it with its stdout and stderr on the given files. The error:
+/// the sandbox could not even be planned.
 pub fn sandboxed(
     req: &ExecRequest,
     host: &HostFacts,
     stdout: &File,
     stderr: &File,
-) -> Result<Result<Outcome, SandboxError>, UnitError> {
-    let plan = reprorun_runtime::plan::resolve(req, host)?;
+) -> Result<UnitOutcome, UnitError> {
+    let plan = resolve(req, host)?;
     let null = File::open("/dev/null").map_err(UnitError::Redirect)?;
     let stdio = reprorun_runtime::sandbox::Stdio {
         stdin: null.as_fd(),
         stdout: stdout.as_fd(),
         stderr: stderr.as_fd(),
     };
-    Ok(reprorun_runtime::sandbox::run_with(
-        &plan,
-        Some(stdio),
-        &mut |_| {},
-    ))
+    Ok(reprorun_runtime::sandbox::run_with(&plan, Some(stdio), &mut |_| {}).into())
 }
 
 /// An id (an instance's, a snapshot group's) as a file-name part: ASCII letters, digits, `-`
@@ -110,11 +156,7 @@ impl Scratch {
 
     /// Runs the unit ([`sandboxed`]) with its stdio on this scratch's files; they are
     /// closed when it ends, so a unit runs once.
-    pub fn run(
-        &mut self,
-        req: &ExecRequest,
-        host: &HostFacts,
-    ) -> Result<Result<Outcome, SandboxError>, UnitError> {
+    pub fn run(&mut self, req: &ExecRequest, host: &HostFacts) -> Result<UnitOutcome, UnitError> {
         let Some((stdout, stderr)) = self.stdio.take() else {
             return Err(UnitError::AlreadyRun);
         };

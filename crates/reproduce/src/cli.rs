@@ -249,13 +249,8 @@ fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
     })?;
     let json = a.json.then(|| serde_json::to_string(&m)).transpose();
     let json = json.map_err(|e| ReproduceError::Print(e.into()))?;
-    let coverage = reprorun_pipeline::cluster::Coverage {
-        recorded: m.recorded,
-        planned: m.planned,
-        missing_chunks: m.missing_chunks.clone(),
-    };
     let counts = [m.inserted, m.attempts, m.already];
-    let (out, err) = a.output("reproduce merge", "run", counts, &coverage, json);
+    let (out, err) = a.output("reproduce merge", "run", counts, &m.coverage, json);
     if let Some(line) = err {
         eprintln!("{line}");
     }

@@ -34,15 +34,15 @@ use thiserror::Error;
 pub enum ReproduceError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] input::InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] store::StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
-    #[error("{0}")]
+    #[error(transparent)]
     Report(#[from] report::ReportError),
-    #[error("{0}")]
+    #[error(transparent)]
     Regrade(#[from] regrade::RegradeError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
@@ -52,7 +52,7 @@ pub enum ReproduceError {
         #[source]
         cause: Box<runner::SetupError>,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Cluster(#[from] cluster::ClusterError),
     #[error("print summary: {0}")]
     Print(std::io::Error),

@@ -15,9 +15,9 @@ use reprorun_pipeline::store::LockError;
 
 #[derive(Debug, Error)]
 pub enum RegradeError {
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] LockError),
     #[error("--db {db}: instance {id} has no stored test lists (the study predates them); run `reprorun reproduce run` on it once with the same inputs, then regrade")]
     NoLists { db: PathBuf, id: String },

@@ -11,7 +11,7 @@ use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
 use super::{Arm, Infra, Pin};
-use reprorun_pipeline::unit::{Scratch, OUT_DIR};
+use reprorun_pipeline::unit::{Scratch, UnitOutcome, OUT_DIR};
 use reprorun_runtime::determinism::clock::DateChoice;
 use reprorun_runtime::determinism::{EnvProfile, RandomMode};
 use reprorun_runtime::parse::BindSpec;
@@ -24,18 +24,18 @@ pub(crate) const JUNIT: &str = "/.reprorun/out/junit.xml";
 /// stops, resumable.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("{0}")]
+    #[error(transparent)]
     Tree(#[from] tree::TreeError),
-    #[error("{0}")]
+    #[error(transparent)]
     Unit(#[from] reprorun_pipeline::unit::UnitError),
-    #[error("{0}")]
+    #[error(transparent)]
     Plan(#[from] reprorun_runtime::plan::PlanError),
-    #[error("{0}")]
+    #[error(transparent)]
     Image(#[from] reprorun_runtime::image::ImageError),
-    #[error("{0}")]
+    #[error(transparent)]
     Mirror(#[from] reprorun_runtime::mirror::MirrorError),
     #[error("sandbox: {0}")]
-    Sandbox(#[source] reprorun_runtime::sandbox::SandboxError),
+    Sandbox(#[source] reprorun_pipeline::unit::HostFailure),
 }
 
 /// How runs are made (the study's options that shape a sandbox).
@@ -364,16 +364,16 @@ pub(crate) fn run(
     let out_bytes = scratch.stdout();
     let err_bytes = scratch.stderr();
     let outcome = match result {
-        Ok(o) => o,
+        UnitOutcome::Ran(o) => o,
         // The test command itself could not be executed: this instance's failure.
-        Err(e @ reprorun_runtime::sandbox::SandboxError::Exec { .. }) => {
+        UnitOutcome::CommandMissing(e) => {
             let mut text = String::from_utf8_lossy(&err_bytes).into_owned();
             text.push_str(&format!("reprorun: {e}\n"));
             return Ok(infra(row, Infra::Runtime, &out_bytes, text)?);
         }
         // The sandbox could not be made: stop the study (resumable) rather than record
         // a failure that is the host's.
-        Err(e) => return Err(setup(SetupError::Sandbox(e))),
+        UnitOutcome::HostFailure(e) => return Err(setup(SetupError::Sandbox(e))),
     };
     row.wall_ms = took.as_millis() as u64;
     row.exit_code = outcome.exit_code;
@@ -474,7 +474,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = HostFacts::current().unwrap();
         let req = request(&inst(), arm, &cond(), &host, dir.path(), dir.path()).unwrap();
-        let plan = reprorun_runtime::plan::resolve(&req, &host).unwrap();
+        let plan = reprorun_pipeline::unit::resolve(&req, &host).unwrap();
         let env = plan
             .env
             .iter()

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::input::Instance;
-use reprorun_pipeline::unit::{self, UnitError, OUT_DIR};
+use reprorun_pipeline::unit::{self, UnitError, UnitOutcome, OUT_DIR};
 use reprorun_runtime::parse::BindSpec;
 use reprorun_runtime::plan::{ExecRequest, ExtraMount, HostFacts, Isolation};
 
@@ -42,10 +42,16 @@ pub enum TreeError {
         source: UnitError,
     },
     #[error("apply patches for {id}: {source}")]
+    Missing {
+        id: String,
+        #[source]
+        source: unit::CommandMissing,
+    },
+    #[error("apply patches for {id}: {source}")]
     Sandbox {
         id: String,
         #[source]
-        source: reprorun_runtime::sandbox::SandboxError,
+        source: unit::HostFailure,
     },
 }
 
@@ -285,9 +291,11 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
     let id = || inst.instance_id.clone();
     let unit_err = |source| TreeError::Unit { id: id(), source };
     let host = HostFacts::current().map_err(|e| unit_err(UnitError::Plan(e)))?;
-    let outcome = unit::sandboxed(&req, &host, &log, &log)
-        .map_err(unit_err)?
-        .map_err(|source| TreeError::Sandbox { id: id(), source })?;
+    let outcome = match unit::sandboxed(&req, &host, &log, &log).map_err(unit_err)? {
+        UnitOutcome::Ran(o) => o,
+        UnitOutcome::CommandMissing(source) => return Err(TreeError::Missing { id: id(), source }),
+        UnitOutcome::HostFailure(source) => return Err(TreeError::Sandbox { id: id(), source }),
+    };
     // Written by the sandbox: read without following links or blocking, capped.
     let methods = unit::read_untrusted(&out, "applied")
         .map(|b| String::from_utf8_lossy(&b).into_owned())

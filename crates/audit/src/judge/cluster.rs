@@ -8,16 +8,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
 use serde::{Deserialize, Serialize};
 
 use super::{JudgeArgs, JudgeError};
 use crate::judgment::{Judgment, PairLabel};
 use crate::run::cluster::key;
 use crate::run::store::{RunRow, Store};
-use reprorun_pipeline::cluster::{self, ChunkRef, LogDir};
-use reprorun_pipeline::host::Host;
-use reprorun_pipeline::store::sha256_hex;
+use reprorun_pipeline::cluster::{ChunkRef, LogDir};
+use reprorun_pipeline::driver::{
+    write_plan, HostColumns, Merged, Pipeline, PlanFiles, Tables, Worker,
+};
+use reprorun_pipeline::store::Db;
 use reprorun_pipeline::tasks::{self, Done};
 
 /// `tasks/manifest.json`'s format.
@@ -50,24 +52,22 @@ pub(crate) struct Unit {
     pub row: RunRow,
 }
 
-impl cluster::Indexed for Unit {
+impl reprorun_pipeline::cluster::Indexed for Unit {
     fn idx(&self) -> u32 {
         self.row.repeat
     }
 }
 
-/// `results/runs/KEY.json` of a judging.
+/// What a result file of a judging holds beyond its head: the judgment and its labels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Shard {
-    format: String,
-    manifest_sha256: String,
-    key: String,
-    chunk: u32,
+struct Body {
     judgment: Judgment,
     labels: Vec<PairLabel>,
-    host: Host,
-    finished_at: i64,
 }
+
+/// `results/runs/KEY.json` of a judging.
+#[cfg(test)]
+type Shard = reprorun_pipeline::driver::Shard<Body>;
 
 /// `reprorun audit judge-plan` options.
 #[derive(Debug, clap::Args)]
@@ -160,34 +160,30 @@ pub(crate) fn plan(a: &JudgePlanArgs, reprorun: &Path) -> Result<Manifest, Judge
             row,
         });
     }
-    let (files, chunks) = cluster::chunk_texts(
-        &out,
-        cluster::numbered(
-            CHUNK_FORMAT,
-            cluster::layout(&units, a.plan.chunk, false, None),
-        ),
-    );
-    let manifest = Manifest {
+    let files = PlanFiles {
+        pipeline: "audit",
+        out: &out,
+        results: &results,
+        db: &study.db,
+        reprorun: &absolute(reprorun),
+        sbatch_args: &a.plan.sbatch_args,
+        chunk_format: CHUNK_FORMAT,
+        chunk: a.plan.chunk,
+        by_idx: false,
+        stagger_ms: None,
+    };
+    let manifest = write_plan(&files, &units, |chunks| Manifest {
         format: MANIFEST_FORMAT.into(),
         reprorun_version: env!("CARGO_PKG_VERSION").into(),
         db: study.db.clone(),
-        results,
+        results: results.clone(),
         corpus,
         judge: study.name().into(),
         judge_fingerprint: super::fingerprint(&study),
         judge_args: to_argv(&a.judge),
         chunks,
-    };
-    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
-    cluster::write_plan(&out, &files, &text)?.map_err(JudgeError::Usage)?;
-    cluster::Scripts {
-        pipeline: "audit",
-        tasks: &out,
-        results: &manifest.results,
-        db: &manifest.db,
-        reprorun: &absolute(reprorun),
-    }
-    .write(&manifest.chunks, &a.plan.sbatch_args)?;
+    })?
+    .map_err(JudgeError::Usage)?;
     Ok(manifest)
 }
 
@@ -258,109 +254,27 @@ pub(crate) fn work(
             tasks_dir.display()
         )));
     }
-    cluster::catch_stop()?;
-    let host = Host::current();
-    let scratch = cluster::scratch_dir(&host);
+    let worker = Worker::start(results, &tasks.digest, chunk.index, SHARD_FORMAT)?;
     if let Some(sb) = study.sandbox.as_mut() {
-        let root = scratch.join("judge-root");
+        let root = worker.scratch.join("judge-root");
         crate::run::request::prepare_root(&root).map_err(|e| JudgeError::Io {
             path: root.clone(),
             source: e,
         })?;
         sb.root = Some(root);
     }
-    let logs = LogDir(results.join("logs"));
-    let (done, result) = tasks::work_units(
+    let scratch = worker.scratch.join("judge");
+    let (done, result) = worker.run(
         &chunk.units,
-        results,
         |u| &u.key,
         |u| {
-            let (judgment, labels) =
-                super::judge_run(&study, &logs, &scratch.join("judge"), &u.row)?;
-            let shard = Shard {
-                format: SHARD_FORMAT.into(),
-                manifest_sha256: tasks.digest.clone(),
-                key: u.key.clone(),
-                chunk: chunk.index,
-                judgment,
-                labels,
-                host: host.clone(),
-                finished_at: reprorun_pipeline::unix_now_ms() / 1000,
-            };
-            let text = serde_json::to_string_pretty(&shard).unwrap_or_default() + "\n";
-            cluster::write_result(results, &u.key, text.as_bytes(), &host.job)?;
+            let (judgment, labels) = super::judge_run(&study, &worker.logs, &scratch, &u.row)?;
+            worker.write(&u.key, Body { judgment, labels })?;
             Ok::<(), JudgeError>(())
         },
     );
-    let _ = std::fs::remove_dir_all(&scratch);
     result?;
     Ok(done)
-}
-
-/// Why result file `name` is not a judging of this plan, if it is not.
-fn check(tasks: &Tasks, results: &Path, name: &str, text: &str) -> Result<Shard, String> {
-    let s: Shard = serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
-    let j = &s.judgment;
-    let logs = LogDir(results.join("logs"));
-    cluster::check_result(
-        cluster::ResultHead {
-            format: &s.format,
-            manifest_sha256: &s.manifest_sha256,
-            key: &s.key,
-            chunk: s.chunk,
-            row_key: key(&j.group_id, j.repeat),
-            row_name: format!("judgment ({} #{} by {})", j.group_id, j.repeat, j.judge),
-        },
-        SHARD_FORMAT,
-        &tasks.digest,
-        |k| tasks.units.get(k).map(|(c, _)| *c),
-        name,
-        &logs,
-        &judgment_logs(j),
-    )?;
-    if j.judge != tasks.manifest.judge {
-        return Err(format!(
-            "its judgment is by {}, the plan's judge is {}",
-            j.judge, tasks.manifest.judge
-        ));
-    }
-    if s.labels.iter().any(|l| {
-        (l.group_id.as_str(), l.repeat, l.judge.as_str())
-            != (j.group_id.as_str(), j.repeat, j.judge.as_str())
-    }) {
-        return Err("a pair label is not of its judgment".into());
-    }
-    // The labels are the ones its result.json gives on its task.
-    let mut labels: Vec<(String, usize, crate::judgment::Label)> = s
-        .labels
-        .iter()
-        .map(|l| (l.hidden_issue_id.clone(), l.finding_index as usize, l.label))
-        .collect();
-    labels.sort();
-    let expected = match (j.status.as_str(), &j.result_sha256) {
-        ("ok", Some(r)) => {
-            let task: super::task::Task = serde_json::from_slice(&logs.check(&j.task_sha256)?)
-                .map_err(|e| format!("its task.json: {e}"))?;
-            super::result::validate(&logs.check(r)?, &task)
-                .map_err(|e| format!("its result.json: {e}"))?
-                .into_iter()
-                .map(|((issue, index), label)| (issue, index, label))
-                .collect()
-        }
-        _ => Vec::new(),
-    };
-    if labels != expected {
-        return Err("its pair labels are not the ones its result.json gives".into());
-    }
-    Ok(s)
-}
-
-fn judgment_logs(j: &Judgment) -> Vec<&str> {
-    let mut v = vec![j.task_sha256.as_str()];
-    v.extend(j.result_sha256.as_deref());
-    v.extend(j.stdout_sha256.as_deref());
-    v.extend(j.stderr_sha256.as_deref());
-    v
 }
 
 const CLUSTER_SQL: &str = "
@@ -384,100 +298,128 @@ CREATE TABLE IF NOT EXISTS judgment_attempts (
 );
 ";
 
-/// Checks every result, records each judgment once; returns (inserted, attempts, already,
-/// coverage).
-pub(crate) fn merge(
-    tasks_dir: &Path,
-    results: &Path,
-    db: &Path,
-) -> Result<(u32, u32, u32, cluster::Coverage), JudgeError> {
-    let tasks = open(tasks_dir)?;
-    let mut checked = Vec::new();
-    for name in cluster::result_names(results)? {
-        let path = results.join("runs").join(&name);
-        let text = std::fs::read_to_string(&path).map_err(cluster::read_err(&path))?;
-        let shard = check(&tasks, results, &name, &text).map_err(|reason| JudgeError::Refused {
-            path: path.clone(),
-            reason,
-        })?;
-        checked.push((sha256_hex(text.as_bytes()), text, shard));
+impl Pipeline for Tasks {
+    type Unit = Unit;
+    type Body = Body;
+    /// The run judged, and the judge.
+    type Id = (String, u32, String);
+    type Store = Store;
+    type Error = JudgeError;
+    const RESULT_FORMAT: &'static str = SHARD_FORMAT;
+    const TABLES: Tables = Tables {
+        sql: CLUSTER_SQL,
+        hosts: "judgment_hosts",
+        attempts: "judgment_attempts",
+        keys: 3,
+        host_columns: HostColumns::Short,
+    };
+
+    fn digest(&self) -> &str {
+        &self.digest
     }
-    checked.sort_by(|(_, _, a), (_, _, b)| (&a.key, a.finished_at).cmp(&(&b.key, b.finished_at)));
-    let lock = reprorun_pipeline::store::lock(db)?;
-    let store = Store::open(db, false)?;
-    let judge = tasks.manifest.judge.clone();
-    let meta = format!("judge:{judge}");
-    let recorded = store
-        .db
-        .meta_or_set(&meta, &tasks.manifest.judge_fingerprint)?;
-    if recorded != tasks.manifest.judge_fingerprint {
-        return Err(JudgeError::Usage(format!(
-            "--db {}: the {judge} judge judged this study with other options ({recorded}); the plan's are {}",
-            db.display(),
-            tasks.manifest.judge_fingerprint
-        )));
+    fn unit_id(&self, u: &Unit) -> Self::Id {
+        let judge = self.manifest.judge.clone();
+        (u.row.group_id.clone(), u.row.repeat, judge)
     }
-    let conn = store.db.conn();
-    conn.execute_batch(CLUSTER_SQL).map_err(store.db.err())?;
-    let (mut inserted, mut attempts, mut already) = (0, 0, 0);
-    for (digest, text, s) in &checked {
-        let j = &s.judgment;
-        let has = store.has_judgment(&j.group_id, j.repeat, &judge)?;
-        let ours = conn
-            .query_row(
-                "SELECT 1 FROM judgment_hosts WHERE shard_sha256 = ?1 UNION SELECT 1 FROM judgment_attempts WHERE shard_sha256 = ?1",
-                params![digest],
-                |_| Ok(()),
-            )
-            .optional()
-            .map_err(store.db.err())?
-            .is_some();
-        if ours && has {
-            already += 1;
-        } else if has {
-            conn.execute(
-                "INSERT OR IGNORE INTO judgment_attempts VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![digest, j.group_id, j.repeat, judge, text],
-            )
-            .map_err(store.db.err())?;
-            attempts += 1;
-        } else {
-            let logs = LogDir(results.join("logs"));
-            for d in judgment_logs(j) {
-                let bytes = logs.check(d).map_err(|reason| JudgeError::Refused {
-                    path: logs.0.join(d),
-                    reason,
-                })?;
-                store.db.put_log(&bytes)?;
-            }
-            // The host first: a merge killed between the two inserts finds it and records
-            // the judgment when run again.
-            conn.execute(
-                "INSERT OR REPLACE INTO judgment_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    j.group_id,
-                    j.repeat,
-                    judge,
-                    digest,
-                    s.host.hostname,
-                    s.host.machine_id,
-                    s.host.job
-                ],
-            )
-            .map_err(store.db.err())?;
-            store.insert_judgment(j, &s.labels)?;
-            inserted += 1;
+    fn body_id(b: &Body) -> Self::Id {
+        let j = &b.judgment;
+        (j.group_id.clone(), j.repeat, j.judge.clone())
+    }
+    fn key((group, repeat, _): &Self::Id) -> String {
+        key(group, *repeat)
+    }
+    fn name(b: &Body) -> String {
+        let j = &b.judgment;
+        format!("judgment ({} #{} by {})", j.group_id, j.repeat, j.judge)
+    }
+    fn columns((group, repeat, judge): &Self::Id) -> Vec<Value> {
+        vec![
+            Value::Text(group.clone()),
+            Value::Integer(i64::from(*repeat)),
+            Value::Text(judge.clone()),
+        ]
+    }
+    fn logs(b: &Body) -> Vec<&str> {
+        let j = &b.judgment;
+        let mut v = vec![j.task_sha256.as_str()];
+        v.extend(j.result_sha256.as_deref());
+        v.extend(j.stdout_sha256.as_deref());
+        v.extend(j.stderr_sha256.as_deref());
+        v
+    }
+    /// The judge is the plan's; the labels are its judgment's, the ones its result.json
+    /// gives on its task.
+    fn check(&self, b: &Body, logs: &LogDir) -> Result<(), String> {
+        let j = &b.judgment;
+        if j.judge != self.manifest.judge {
+            return Err(format!(
+                "its judgment is by {}, the plan's judge is {}",
+                j.judge, self.manifest.judge
+            ));
         }
+        if b.labels.iter().any(|l| {
+            (l.group_id.as_str(), l.repeat, l.judge.as_str())
+                != (j.group_id.as_str(), j.repeat, j.judge.as_str())
+        }) {
+            return Err("a pair label is not of its judgment".into());
+        }
+        let mut labels: Vec<(String, usize, crate::judgment::Label)> = b
+            .labels
+            .iter()
+            .map(|l| (l.hidden_issue_id.clone(), l.finding_index as usize, l.label))
+            .collect();
+        labels.sort();
+        let expected = match (j.status.as_str(), &j.result_sha256) {
+            ("ok", Some(r)) => {
+                let task: super::task::Task = serde_json::from_slice(&logs.check(&j.task_sha256)?)
+                    .map_err(|e| format!("its task.json: {e}"))?;
+                super::result::validate(&logs.check(r)?, &task)
+                    .map_err(|e| format!("its result.json: {e}"))?
+                    .into_iter()
+                    .map(|((issue, index), label)| (issue, index, label))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        if labels != expected {
+            return Err("its pair labels are not the ones its result.json gives".into());
+        }
+        Ok(())
     }
-    let mut rec = Vec::new();
-    for (chunk, u) in tasks.units.values() {
-        rec.push((
-            *chunk,
-            store.has_judgment(&u.row.group_id, u.row.repeat, &judge)?,
-        ));
+    fn open_store(&self, db: &Path) -> Result<Store, JudgeError> {
+        let store = Store::open(db, false)?;
+        let (judge, planned) = (&self.manifest.judge, &self.manifest.judge_fingerprint);
+        let recorded = store.db.meta_or_set(&format!("judge:{judge}"), planned)?;
+        if recorded != *planned {
+            return Err(JudgeError::Usage(format!(
+                "--db {}: the {judge} judge judged this study with other options ({recorded}); the plan's are {planned}",
+                db.display(),
+            )));
+        }
+        Ok(store)
     }
-    drop(lock);
-    Ok((inserted, attempts, already, cluster::coverage(rec)))
+    fn db(store: &Store) -> &Db {
+        &store.db
+    }
+    fn recorded(store: &Store, (group, repeat, judge): &Self::Id) -> Result<bool, JudgeError> {
+        Ok(store.has_judgment(group, *repeat, judge)?)
+    }
+    fn record(store: &Store, b: &Body) -> Result<(), JudgeError> {
+        store.insert_judgment_rows(&b.judgment, &b.labels)?;
+        Ok(())
+    }
+}
+
+/// Why result file `name` is not a judging of this plan, if it is not.
+#[cfg(test)]
+fn check(tasks: &Tasks, results: &Path, name: &str, text: &str) -> Result<Shard, String> {
+    reprorun_pipeline::driver::check(tasks, &tasks.units, results, name, text)
+}
+
+/// Checks every result, records each judgment once.
+pub(crate) fn merge(tasks_dir: &Path, results: &Path, db: &Path) -> Result<Merged, JudgeError> {
+    let tasks = open(tasks_dir)?;
+    reprorun_pipeline::driver::merge(&tasks, &tasks.units, results, db)
 }
 
 /// The format of the plan in `dir` (`audit work` and `merge` run either kind).

@@ -58,23 +58,25 @@ fn shard(results: &Path, status: &str) -> Shard {
         manifest_sha256: "d".repeat(64),
         key: key("g/1", 1),
         chunk: 1,
-        judgment: Judgment {
-            group_id: "g/1".into(),
-            repeat: 1,
-            judge: "builtin".into(),
-            status: status.into(),
-            reason: None,
-            attempts: 1,
-            task_sha256: task,
-            result_sha256: None,
-            stdout_sha256: None,
-            stderr_sha256: None,
-            input_tokens: 0,
-            cached_input_tokens: 0,
-            output_tokens: 0,
-            cost_usd: None,
+        body: Body {
+            judgment: Judgment {
+                group_id: "g/1".into(),
+                repeat: 1,
+                judge: "builtin".into(),
+                status: status.into(),
+                reason: None,
+                attempts: 1,
+                task_sha256: task,
+                result_sha256: None,
+                stdout_sha256: None,
+                stderr_sha256: None,
+                input_tokens: 0,
+                cached_input_tokens: 0,
+                output_tokens: 0,
+                cost_usd: None,
+            },
+            labels: vec![],
         },
-        labels: vec![],
         host: reprorun_pipeline::host::Host::current(),
         finished_at: 1,
     }
@@ -108,7 +110,7 @@ fn a_judging_by_another_judge_or_plan_or_of_an_unplanned_run_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let t = tasks();
     let mut s = shard(dir.path(), "skipped");
-    s.judgment.judge = "codex".into();
+    s.body.judgment.judge = "codex".into();
     let e = checked(&t, dir.path(), &s).unwrap_err();
     assert!(e.contains("by codex, the plan's judge is builtin"), "{e}");
 
@@ -118,7 +120,7 @@ fn a_judging_by_another_judge_or_plan_or_of_an_unplanned_run_is_refused() {
     assert!(e.contains("another plan"), "{e}");
 
     let mut s = shard(dir.path(), "skipped");
-    s.judgment.repeat = 7;
+    s.body.judgment.repeat = 7;
     s.key = key("g/1", 7);
     let e = checked(&t, dir.path(), &s).unwrap_err();
     assert!(e.contains("unknown unit"), "{e}");
@@ -129,12 +131,12 @@ fn labels_not_of_the_judgment_or_not_from_its_result_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let t = tasks();
     let mut s = shard(dir.path(), "skipped");
-    s.labels = vec![label("g/2", "builtin")];
+    s.body.labels = vec![label("g/2", "builtin")];
     let e = checked(&t, dir.path(), &s).unwrap_err();
     assert!(e.contains("a pair label is not of its judgment"), "{e}");
 
     // A judgment without a result has no labels; one claimed is forged.
-    s.labels = vec![label("g/1", "builtin")];
+    s.body.labels = vec![label("g/1", "builtin")];
     let e = checked(&t, dir.path(), &s).unwrap_err();
     assert!(e.contains("not the ones its result.json gives"), "{e}");
 }
@@ -143,7 +145,7 @@ fn labels_not_of_the_judgment_or_not_from_its_result_are_refused() {
 fn a_judgment_whose_task_log_is_missing_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = shard(dir.path(), "skipped");
-    s.judgment.task_sha256 = "a".repeat(64);
+    s.body.judgment.task_sha256 = "a".repeat(64);
     assert!(checked(&tasks(), dir.path(), &s).is_err());
 }
 

@@ -43,11 +43,11 @@ use sandboxed::{sandboxed, Place};
 pub enum JudgeError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
-    #[error("{0}")]
+    #[error(transparent)]
     Corpus(#[from] crate::corpus::CorpusError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
@@ -56,14 +56,14 @@ pub enum JudgeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] reprorun_pipeline::cluster::FileError),
-    #[error("{0}")]
+    #[error(transparent)]
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
-    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
-    Refused { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Merge(#[from] reprorun_pipeline::driver::MergeError),
     #[error(
         "run {group} #{repeat}: {step}: {cause}; fix it and run the same command again to resume"
     )]

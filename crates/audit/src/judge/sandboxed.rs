@@ -5,7 +5,7 @@ use super::{agent, check_answer, Attempt, JudgeError, Study};
 use crate::run::request::{self, Sandbox};
 use crate::run::store::RunRow;
 use reprorun_pipeline::cluster::LogSink;
-use reprorun_pipeline::unit::Scratch;
+use reprorun_pipeline::unit::{Scratch, UnitOutcome};
 use reprorun_runtime::plan::HostFacts;
 
 /// Where a judging keeps its logs and scratch.
@@ -64,15 +64,15 @@ pub(super) fn sandboxed<L: LogSink>(
     let (stdout_sha256, stderr_sha256) =
         (Some(at.logs.put_log(&out)?), Some(at.logs.put_log(&err)?));
     let outcome = match result {
-        Ok(o) => o,
-        Err(e @ reprorun_runtime::sandbox::SandboxError::Exec { .. }) => {
+        UnitOutcome::Ran(o) => o,
+        UnitOutcome::CommandMissing(e) => {
             return Ok(Attempt {
                 stdout_sha256,
                 stderr_sha256,
                 ..Attempt::failed("judge_missing", e.to_string())
             })
         }
-        Err(e) => return Err(setup("sandbox")(e.to_string())),
+        UnitOutcome::HostFailure(e) => return Err(setup("sandbox")(e.to_string())),
     };
     let answer = agent::answer(study.cfg.kind, &scratch.out_dir(), &out);
     let mut a = check_answer(at.logs, answer.document.as_deref(), answer.missing, task)?;

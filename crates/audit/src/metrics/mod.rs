@@ -23,9 +23,9 @@ use reprorun_pipeline::store::StoreError;
 pub enum MetricsError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Corpus(#[from] crate::corpus::CorpusError),
     #[error("study {path}: {why}")]
     Study { path: PathBuf, why: String },

@@ -12,13 +12,12 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use super::store::RunRow;
 use super::{RunArgs, RunError};
 use crate::corpus::Corpus;
-use reprorun_pipeline::cluster::{self, ChunkRef, LogDir};
+use reprorun_pipeline::cluster::{self, ChunkRef};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub(crate) use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
-use reprorun_pipeline::host::Host;
+use reprorun_pipeline::driver::{write_plan, PlanFiles, Worker};
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::store::sha256_hex;
@@ -82,16 +81,8 @@ pub(crate) fn key(group_id: &str, repeat: u32) -> String {
 pub(crate) type Chunk = reprorun_pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json`: one finished run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Shard {
-    pub format: String,
-    pub manifest_sha256: String,
-    pub key: String,
-    pub chunk: u32,
-    pub row: RunRow,
-    pub host: Host,
-    pub finished_at: i64,
-}
+#[cfg(test)]
+pub(crate) type Shard = reprorun_pipeline::driver::Shard<merging::Body>;
 
 /// `reprorun audit plan` options.
 #[derive(Debug, clap::Args)]
@@ -197,18 +188,23 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
         Some(r) => absolute(r),
         None => out.parent().unwrap_or(Path::new("/")).join("results"),
     };
-    let (files, chunks) = cluster::chunk_texts(
-        &out,
-        cluster::numbered(
-            CHUNK_FORMAT,
-            cluster::layout(&units, a.plan.chunk, a.spread_hosts, None),
-        ),
-    );
-    let manifest = Manifest {
+    let files = PlanFiles {
+        pipeline: "audit",
+        out: &out,
+        results: &results,
+        db: &study.db,
+        reprorun: &absolute(reprorun),
+        sbatch_args: &a.plan.sbatch_args,
+        chunk_format: CHUNK_FORMAT,
+        chunk: a.plan.chunk,
+        by_idx: a.spread_hosts,
+        stagger_ms: None,
+    };
+    let manifest = write_plan(&files, &units, |chunks| Manifest {
         format: MANIFEST_FORMAT.into(),
         reprorun_version: env!("CARGO_PKG_VERSION").into(),
         db: study.db.clone(),
-        results,
+        results: results.clone(),
         corpus: absolute(&a.run.corpus),
         agent: study.agent.label(),
         repeats: a.run.repeats,
@@ -216,17 +212,8 @@ pub(crate) fn plan(a: &PlanArgs, reprorun: &Path) -> Result<Manifest, RunError> 
         run_args: to_argv(&a.run),
         spread_hosts: a.spread_hosts,
         chunks,
-    };
-    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
-    cluster::write_plan(&out, &files, &text)?.map_err(RunError::Usage)?;
-    cluster::Scripts {
-        pipeline: "audit",
-        tasks: &out,
-        results: &manifest.results,
-        db: &manifest.db,
-        reprorun: &absolute(reprorun),
-    }
-    .write(&manifest.chunks, &a.plan.sbatch_args)?;
+    })?
+    .map_err(RunError::Usage)?;
     Ok(manifest)
 }
 
@@ -301,17 +288,14 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
             a.tasks.display()
         )));
     }
-    cluster::catch_stop()?;
-    let host = Host::current();
-    let scratch = cluster::scratch_dir(&host);
-    let logs = LogDir(a.results.join("logs"));
+    let worker = Worker::start(&a.results, &tasks.digest, chunk.index, SHARD_FORMAT)?;
     if study.sandbox.root.is_some() {
         // The agent's root is the node's, beside the runs' scratch.
-        let root = scratch.join("agent-root");
+        let root = worker.scratch.join("agent-root");
         super::request::prepare_root(&root).map_err(|e| RunError::Setup {
             group: "-".into(),
             step: "agent root",
-            cause: e.to_string(),
+            cause: e.into(),
         })?;
         study.sandbox.root = Some(root);
     }
@@ -321,9 +305,9 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
         close_in_worker: Vec::new(),
         progress: &mut progress,
     };
-    let (done, result) = tasks::work_units(
+    let runs = worker.scratch.join("runs");
+    let (done, result) = worker.run(
         &chunk.units,
-        &a.results,
         |u| &u.key,
         |u| {
             let Some(group) = study
@@ -343,19 +327,8 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
                 |_| 0,
                 |u| format!("{} #{}", u.group_id, u.repeat),
                 |u| {
-                    let row =
-                        super::run_one(&study, &logs, &scratch.join("runs"), group, u.repeat)?;
-                    let shard = Shard {
-                        format: SHARD_FORMAT.into(),
-                        manifest_sha256: tasks.digest.clone(),
-                        key: u.key.clone(),
-                        chunk: chunk.index,
-                        row,
-                        host: host.clone(),
-                        finished_at: reprorun_pipeline::unix_now_ms() / 1000,
-                    };
-                    let text = serde_json::to_string_pretty(&shard).unwrap_or_default() + "\n";
-                    cluster::write_result(&a.results, &u.key, text.as_bytes(), &host.job)?;
+                    let row = super::run_one(&study, &worker.logs, &runs, group, u.repeat)?;
+                    worker.write(&u.key, merging::Body { row })?;
                     Ok::<(), RunError>(())
                 },
             )
@@ -363,7 +336,6 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
         },
     );
     progress.finish();
-    let _ = std::fs::remove_dir_all(&scratch);
     result?;
     Ok(done)
 }
@@ -372,7 +344,7 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
 mod merging;
 #[cfg(test)]
 use merging::check;
-pub(crate) use merging::{merge, Merged};
+pub(crate) use merging::merge;
 
 #[cfg(test)]
 #[path = "cluster_tests.rs"]

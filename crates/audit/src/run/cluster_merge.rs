@@ -1,25 +1,24 @@
-//! `reprorun audit merge` of an `audit plan`: every result checked against the plan (the
-//! first that fails refuses all), then each run recorded exactly once.
+//! `reprorun audit merge` of an `audit plan`: what the driver needs of an audit run (its
+//! unit, key, row and tables); the driver checks every result against the plan (the first
+//! that fails refuses all), then records each run exactly once.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rusqlite::{params, OptionalExtension};
-use serde::Serialize;
+use rusqlite::types::Value;
+use serde::{Deserialize, Serialize};
 
-use super::{key, RunError, Shard, Tasks, Unit, SHARD_FORMAT};
+use super::{key, RunError, Tasks, Unit, SHARD_FORMAT};
 use crate::run::store::{RunRow, Store};
-use reprorun_pipeline::cluster::{self, LogDir};
-use reprorun_pipeline::store::sha256_hex;
+use reprorun_pipeline::driver::{self, HostColumns, Pipeline, Tables};
+use reprorun_pipeline::store::Db;
 
-/// What a merge did, and what is still to run.
-#[derive(Debug, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct Merged {
-    pub inserted: u32,
-    pub attempts: u32,
-    pub already: u32,
-    #[serde(flatten)]
-    pub coverage: cluster::Coverage,
+pub(crate) use reprorun_pipeline::driver::Merged;
+
+/// What a result file of a run holds beyond its head: the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Body {
+    pub row: RunRow,
 }
 
 const CLUSTER_SQL: &str = "
@@ -47,151 +46,88 @@ CREATE TABLE IF NOT EXISTS run_attempts (
 );
 ";
 
-fn logs_of(r: &RunRow) -> Vec<&str> {
-    let mut v = vec![r.stdout_sha256.as_str(), r.stderr_sha256.as_str()];
-    v.extend(r.findings_sha256.as_deref());
-    v.extend(r.raw_sha256.as_deref());
-    v
+impl Pipeline for Tasks {
+    type Unit = Unit;
+    type Body = Body;
+    type Id = (String, u32);
+    type Store = Store;
+    type Error = RunError;
+    const RESULT_FORMAT: &'static str = SHARD_FORMAT;
+    const TABLES: Tables = Tables {
+        sql: CLUSTER_SQL,
+        hosts: "run_hosts",
+        attempts: "run_attempts",
+        keys: 2,
+        host_columns: HostColumns::Full,
+    };
+
+    fn digest(&self) -> &str {
+        &self.digest
+    }
+    fn unit_id(&self, u: &Unit) -> Self::Id {
+        (u.group_id.clone(), u.repeat)
+    }
+    fn body_id(b: &Body) -> Self::Id {
+        (b.row.group_id.clone(), b.row.repeat)
+    }
+    fn key((group, repeat): &Self::Id) -> String {
+        key(group, *repeat)
+    }
+    fn name(b: &Body) -> String {
+        format!("run ({} #{})", b.row.group_id, b.row.repeat)
+    }
+    fn columns((group, repeat): &Self::Id) -> Vec<Value> {
+        vec![
+            Value::Text(group.clone()),
+            Value::Integer(i64::from(*repeat)),
+        ]
+    }
+    fn logs(b: &Body) -> Vec<&str> {
+        let r = &b.row;
+        let mut v = vec![r.stdout_sha256.as_str(), r.stderr_sha256.as_str()];
+        v.extend(r.findings_sha256.as_deref());
+        v.extend(r.raw_sha256.as_deref());
+        v
+    }
+    fn started_at(b: &Body) -> i64 {
+        b.row.started_at
+    }
+    fn open_store(&self, db: &Path) -> Result<Store, RunError> {
+        let store = Store::open(db, true)?;
+        let m = &self.manifest;
+        store.db.check_options(&m.options_fingerprint)?;
+        store.db.set_meta("corpus", &m.corpus.to_string_lossy())?;
+        store.db.set_meta("agent", &m.agent)?;
+        Ok(store)
+    }
+    fn db(store: &Store) -> &Db {
+        &store.db
+    }
+    fn recorded(store: &Store, (group, repeat): &Self::Id) -> Result<bool, RunError> {
+        Ok(store.has_run(group, *repeat)?)
+    }
+    fn record(store: &Store, b: &Body) -> Result<(), RunError> {
+        store.insert(&b.row)?;
+        Ok(())
+    }
 }
 
 /// Why result file `name` (with `text`) is not a result of this plan, if it is not.
+#[cfg(test)]
 pub(crate) fn check(
     tasks: &Tasks,
     units: &BTreeMap<String, (u32, Unit)>,
     results: &Path,
     name: &str,
     text: &str,
-) -> Result<Shard, String> {
-    let shard: Shard = serde_json::from_str(text).map_err(|e| format!("not a result file: {e}"))?;
-    let r = &shard.row;
-    cluster::check_result(
-        cluster::ResultHead {
-            format: &shard.format,
-            manifest_sha256: &shard.manifest_sha256,
-            key: &shard.key,
-            chunk: shard.chunk,
-            row_key: key(&r.group_id, r.repeat),
-            row_name: format!("run ({} #{})", r.group_id, r.repeat),
-        },
-        SHARD_FORMAT,
-        &tasks.digest,
-        |k| units.get(k).map(|(c, _)| *c),
-        name,
-        &LogDir(results.join("logs")),
-        &logs_of(r),
-    )?;
-    Ok(shard)
-}
-
-/// One checked result into the study: the run, an attempt, or nothing (merged before).
-fn merge_one(
-    store: &Store,
-    results: &Path,
-    text: &str,
-    shard: &Shard,
-    m: &mut Merged,
-) -> Result<(), RunError> {
-    let db = &store.db;
-    let digest = sha256_hex(text.as_bytes());
-    let seen = db
-        .conn()
-        .query_row(
-            "SELECT 1 FROM run_hosts WHERE shard_sha256 = ?1 UNION SELECT 1 FROM run_attempts WHERE shard_sha256 = ?1",
-            params![digest],
-            |_| Ok(()),
-        )
-        .optional()
-        .map_err(db.err())?
-        .is_some();
-    if seen {
-        m.already += 1;
-        return Ok(());
-    }
-    let r = &shard.row;
-    let logs = LogDir(results.join("logs"));
-    for d in logs_of(r) {
-        // Checked above; read again so what is stored is what is read now.
-        let bytes = logs.check(d).map_err(|reason| RunError::Refused {
-            path: results.join("logs").join(d),
-            reason: format!("changed while merging: {reason}"),
-        })?;
-        db.put_log(&bytes)?;
-    }
-    let tx = db.conn().unchecked_transaction().map_err(db.err())?;
-    if store.has_run(&r.group_id, r.repeat)? {
-        tx.execute(
-            "INSERT OR IGNORE INTO run_attempts VALUES (?1, ?2, ?3, ?4)",
-            params![digest, r.group_id, r.repeat, text],
-        )
-        .map_err(db.err())?;
-        m.attempts += 1;
-    } else {
-        store.insert(r)?;
-        let h = &shard.host;
-        tx.execute(
-            "INSERT INTO run_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                r.group_id,
-                r.repeat,
-                digest,
-                h.hostname,
-                h.kernel,
-                h.cpu_model,
-                h.cpus,
-                h.mem_bytes as i64,
-                h.os,
-                h.machine_id,
-                h.reprorun_version,
-                h.job
-            ],
-        )
-        .map_err(db.err())?;
-        m.inserted += 1;
-    }
-    tx.commit().map_err(db.err())?;
-    Ok(())
+) -> Result<super::Shard, String> {
+    driver::check(tasks, units, results, name, text)
 }
 
 /// Checks every result (the first that fails refuses all), merges those not merged, sets
 /// the study meta, and says what is missing.
 pub(crate) fn merge(tasks_dir: &Path, results: &Path, db: &Path) -> Result<Merged, RunError> {
     let tasks = Tasks::open(tasks_dir)?;
-    let units = tasks.units()?;
-    let mut checked = Vec::new();
-    for name in cluster::result_names(results)? {
-        let path = results.join("runs").join(&name);
-        let text = std::fs::read_to_string(&path).map_err(cluster::read_err(&path))?;
-        let shard = check(&tasks, &units, results, &name, &text)
-            .map_err(|reason| RunError::Refused { path, reason })?;
-        checked.push((text, shard));
-    }
-    // The first result of a run is the run; later ones are attempts.
-    checked.sort_by(|(_, a), (_, b)| {
-        (&a.key, a.row.started_at, a.finished_at).cmp(&(&b.key, b.row.started_at, b.finished_at))
-    });
-    let lock = reprorun_pipeline::store::lock(db)?;
-    let store = Store::open(db, true)?;
-    store
-        .db
-        .check_options(&tasks.manifest.options_fingerprint)?;
-    store
-        .db
-        .set_meta("corpus", &tasks.manifest.corpus.to_string_lossy())?;
-    store.db.set_meta("agent", &tasks.manifest.agent)?;
-    store
-        .db
-        .conn()
-        .execute_batch(CLUSTER_SQL)
-        .map_err(store.db.err())?;
-    let mut m = Merged::default();
-    for (text, shard) in &checked {
-        merge_one(&store, results, text, shard, &mut m)?;
-    }
-    let mut recorded = Vec::new();
-    for (chunk, u) in units.values() {
-        recorded.push((*chunk, store.has_run(&u.group_id, u.repeat)?));
-    }
-    m.coverage = cluster::coverage(recorded);
-    drop(lock);
-    Ok(m)
+    let units: BTreeMap<String, (u32, Unit)> = tasks.units()?;
+    driver::merge(&tasks, &units, results, db)
 }

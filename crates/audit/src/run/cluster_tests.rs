@@ -1,5 +1,7 @@
 use super::*;
-use crate::run::store::Store;
+use crate::run::store::{RunRow, Store};
+use reprorun_pipeline::cluster::LogDir;
+use reprorun_pipeline::host::Host;
 
 fn parse(args: &[&str]) -> RunArgs {
     from_argv(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
@@ -134,7 +136,7 @@ fn shard(t: &Tasks, units: &BTreeMap<String, (u32, Unit)>, r: RunRow) -> Shard {
         manifest_sha256: t.digest.clone(),
         chunk: units[&k].0,
         key: k,
-        row: r,
+        body: merging::Body { row: r },
         host: Host::current(),
         finished_at: 1_700_000_001,
     }
@@ -161,7 +163,7 @@ fn results_that_are_not_of_the_plan_are_refused() {
     s.manifest_sha256 = "0".repeat(64);
     refused(&s, &name, "another plan");
     let mut s = good.clone();
-    s.row.repeat = 0;
+    s.body.row.repeat = 0;
     refused(&s, &name, "is not unit");
     let mut s = good.clone();
     s.chunk += 1;
@@ -171,10 +173,10 @@ fn results_that_are_not_of_the_plan_are_refused() {
     s.key = key("g9", 0);
     refused(&s, &name, "unknown unit");
     let mut s = good.clone();
-    s.row.stdout_sha256 = reprorun_pipeline::store::sha256_hex(b"never written");
+    s.body.row.stdout_sha256 = reprorun_pipeline::store::sha256_hex(b"never written");
     refused(&s, &name, "log");
     std::fs::write(
-        results.join("logs").join(&good.row.stdout_sha256),
+        results.join("logs").join(&good.body.row.stdout_sha256),
         b"changed",
     )
     .unwrap();

@@ -28,39 +28,55 @@ use reprorun_pipeline::cluster::LogSink;
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::store::StoreError;
-use reprorun_pipeline::unit::Scratch;
+use reprorun_pipeline::unit::{Scratch, UnitOutcome};
 use reprorun_runtime::plan::{HostFacts, NetChoice, NetMode};
 
 #[derive(Debug, Error)]
 pub enum RunError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
-    #[error("{0}")]
+    #[error(transparent)]
     Prices(#[from] usage::PricesError),
-    #[error("{0}")]
+    #[error(transparent)]
     Corpus(#[from] crate::corpus::CorpusError),
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] reprorun_pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
-    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
-    Refused { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Merge(#[from] reprorun_pipeline::driver::MergeError),
     #[error("--image: {0}")]
     Image(#[from] reprorun_runtime::image::ImageError),
     #[error("group {group}: {step}: {cause}; fix it and run the same command again to resume")]
     Setup {
         group: String,
         step: &'static str,
-        cause: String,
+        cause: SetupCause,
     },
+}
+
+/// What failed in a step that sets a run up: the step's own error, kept typed.
+#[derive(Debug, Error)]
+pub enum SetupCause {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Unit(#[from] reprorun_pipeline::unit::UnitError),
+    #[error(transparent)]
+    Plan(#[from] reprorun_runtime::plan::PlanError),
+    #[error(transparent)]
+    Host(#[from] reprorun_pipeline::unit::HostFailure),
+    /// Laying out `/work` (the snapshot, the paper, the prompt).
+    #[error("{0}")]
+    Layout(String),
 }
 
 /// `reprorun audit run` options.
@@ -190,7 +206,7 @@ pub(crate) fn command(args: RunArgs) -> Result<(), super::AuditError> {
             request::prepare_root(root).map_err(|e| RunError::Setup {
                 group: "-".into(),
                 step: "agent root",
-                cause: e.to_string(),
+                cause: e.into(),
             })?;
         }
     }
@@ -399,7 +415,7 @@ fn run_one(
     repeat: u32,
 ) -> Result<RunRow, RunError> {
     let setup = |step: &'static str| {
-        move |cause: String| RunError::Setup {
+        move |cause: SetupCause| RunError::Setup {
             group: group.group_id.clone(),
             step,
             cause,
@@ -411,18 +427,18 @@ fn run_one(
         reprorun_pipeline::unit::file_name_part(&group.group_id),
         std::process::id()
     ));
-    let mut scratch = Scratch::create(dir.clone()).map_err(|e| setup("scratch")(e.to_string()))?;
+    let mut scratch = Scratch::create(dir.clone()).map_err(|e| setup("scratch")(e.into()))?;
     let work = dir.join("work");
     let (inv, _paper) = lay_out(study, group, &work, |paper| {
         agent::invocation(&study.agent, paper)
     })
-    .map_err(setup("lay out /work"))?;
+    .map_err(|e| setup("lay out /work")(SetupCause::Layout(e)))?;
     let codex_home = match &inv.codex_config {
         Some(config) => {
             let home = dir.join("codex-home");
             std::fs::create_dir_all(&home)
                 .and_then(|()| std::fs::write(home.join("config.toml"), config))
-                .map_err(|e| setup("codex home")(e.to_string()))?;
+                .map_err(|e| setup("codex home")(e.into()))?;
             Some(home)
         }
         None => None,
@@ -434,11 +450,11 @@ fn run_one(
         &scratch.out_dir(),
         codex_home.as_deref(),
     );
-    let host = HostFacts::current().map_err(|e| setup("host facts")(e.to_string()))?;
+    let host = HostFacts::current().map_err(|e| setup("host facts")(e.into()))?;
     let clock = Instant::now();
     let result = scratch
         .run(&req, &host)
-        .map_err(|e| setup("plan")(e.to_string()))?;
+        .map_err(|e| setup("plan")(e.into()))?;
     let wall_ms = clock.elapsed().as_millis() as u64;
     let (out, err) = (scratch.stdout(), scratch.stderr());
     let mut row = RunRow {
@@ -461,14 +477,14 @@ fn run_one(
         cost_source: "none".into(),
     };
     let outcome = match result {
-        Ok(o) => o,
-        Err(e @ reprorun_runtime::sandbox::SandboxError::Exec { .. }) => {
+        UnitOutcome::Ran(o) => o,
+        UnitOutcome::CommandMissing(e) => {
             row.status = Status::AgentMissing.name().into();
             row.exit_code = e.exit_code();
             row.reason = Some(e.to_string());
             return Ok(row);
         }
-        Err(e) => return Err(setup("sandbox")(e.to_string())),
+        UnitOutcome::HostFailure(e) => return Err(setup("sandbox")(e.into())),
     };
     row.exit_code = outcome.exit_code;
     let answer = agent::answer(study.agent.kind, &scratch.out_dir(), &out);

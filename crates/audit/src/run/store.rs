@@ -132,12 +132,8 @@ impl Store {
     pub(crate) fn has_run(&self, group: &str, repeat: u32) -> Result<bool, StoreError> {
         self.db
             .conn()
-            .query_row(
-                "SELECT 1 FROM runs WHERE group_id = ?1 AND repeat = ?2",
-                params![group, repeat],
-                |_| Ok(()),
-            )
-            .optional()
+            .prepare_cached("SELECT 1 FROM runs WHERE group_id = ?1 AND repeat = ?2")
+            .and_then(|mut st| st.query_row(params![group, repeat], |_| Ok(())).optional())
             .map(|r| r.is_some())
             .map_err(self.db.err())
     }

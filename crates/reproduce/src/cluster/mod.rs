@@ -20,14 +20,13 @@ use thiserror::Error;
 
 use super::input::Instance;
 use super::runner::Conditions;
-use super::store::{arm_name, RunRow};
+use super::store::arm_name;
 use super::Arm;
 use reprorun_pipeline::store::sha256_hex;
 use reprorun_pipeline::tasks::{self, TasksError};
 use reprorun_runtime::plan::NetChoice;
 
 pub(crate) use reprorun_pipeline::cluster::{read_err, ChunkRef};
-pub(crate) use reprorun_pipeline::host::Host;
 
 /// `tasks/manifest.json`'s format.
 pub(crate) const MANIFEST_FORMAT: &str = "reprorun-tasks/1";
@@ -41,22 +40,22 @@ pub(crate) const SHARD_FORMAT: &str = "reprorun-result/1";
 pub enum ClusterError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     File(#[from] reprorun_pipeline::cluster::FileError),
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Tasks(#[from] TasksError),
-    #[error("{path}: refused: {reason}; nothing was merged (remove the file, or run its chunk again, and merge again)")]
-    Refused { path: PathBuf, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
+    Merge(#[from] reprorun_pipeline::driver::MergeError),
+    #[error(transparent)]
     Input(#[from] super::input::InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] super::store::StoreError),
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] reprorun_pipeline::store::LockError),
-    #[error("{0}")]
-    Run(#[source] Box<super::ReproduceError>),
+    #[error(transparent)]
+    Run(Box<super::ReproduceError>),
 }
 
 /// The options that shape a run, as the manifest carries them (`Conditions`, by value).
@@ -163,18 +162,8 @@ impl Unit {
 pub(crate) type Chunk = reprorun_pipeline::cluster::Chunk<Unit>;
 
 /// `results/runs/KEY.json`: one finished run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Shard {
-    pub format: String,
-    /// sha256 of the `manifest.json` the unit came from.
-    pub manifest_sha256: String,
-    pub key: String,
-    pub chunk: u32,
-    pub row: RunRow,
-    pub host: Host,
-    /// When the result was written, Unix seconds.
-    pub finished_at: i64,
-}
+#[cfg(test)]
+pub(crate) type Shard = reprorun_pipeline::driver::Shard<merge::Body>;
 
 /// A run's key, a file name: `<instance id, file-safe>.<8 hex of its sha256>.<arm>.<idx>`.
 pub(crate) fn key(instance_id: &str, arm: Arm, idx: u32) -> String {

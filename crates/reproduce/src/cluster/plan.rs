@@ -11,7 +11,7 @@ use crate::input::{self, Instance};
 use crate::store::Store;
 use crate::study::{self, Options};
 use crate::Arm;
-use reprorun_pipeline::cluster::{self, layout};
+use reprorun_pipeline::driver::{write_plan, PlanFiles};
 use reprorun_pipeline::store::sha256_hex;
 
 /// `plan`'s options beyond `run`'s.
@@ -20,7 +20,7 @@ pub(crate) struct PlanOptions {
     pub study: Options,
     pub out: PathBuf,
     pub results: PathBuf,
-    /// Units per chunk; default: as few as keep the array under [`cluster::MAX_TASKS`].
+    /// Units per chunk; default: as few as keep the array under 1000 tasks.
     pub chunk: Option<u32>,
     /// Passed verbatim to every sbatch.
     pub sbatch_args: String,
@@ -132,20 +132,31 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
         return Ok(None);
     }
     let stagger_ms = o.stagger.map(|s| s.as_millis() as u64);
-    let by_idx = p.spread_hosts || stagger_ms.is_some();
-    let chunks = layout(&units, p.chunk, by_idx, stagger_ms);
-
     let out = absolute(&p.out);
-    let (files, refs) = cluster::chunk_texts(&out, cluster::numbered(CHUNK_FORMAT, chunks));
-    let manifest = Manifest {
+    let (db, results, exe) = (absolute(&o.db), absolute(&p.results), absolute(&p.reprorun));
+    let files = PlanFiles {
+        pipeline: "reproduce",
+        out: &out,
+        results: &results,
+        db: &db,
+        reprorun: &exe,
+        sbatch_args: &p.sbatch_args,
+        chunk_format: CHUNK_FORMAT,
+        chunk: p.chunk,
+        by_idx: p.spread_hosts || stagger_ms.is_some(),
+        stagger_ms,
+    };
+    let (instances_sha256, predictions_sha256) =
+        (digest_of(&o.instances)?, digest_of(&o.predictions)?);
+    let manifest = write_plan(&files, &units, |chunks| Manifest {
         format: MANIFEST_FORMAT.into(),
         reprorun_version: env!("CARGO_PKG_VERSION").into(),
-        db: absolute(&o.db),
-        results: absolute(&p.results),
+        db: db.clone(),
+        results: results.clone(),
         k: o.k,
         arms: arms.iter().map(|a| a.name()).collect(),
-        instances_sha256: digest_of(&o.instances)?,
-        predictions_sha256: digest_of(&o.predictions)?,
+        instances_sha256,
+        predictions_sha256,
         options_fingerprint: o.conditions.fingerprint(),
         conditions: CondSpec::of(&o.conditions),
         stagger_ms,
@@ -153,18 +164,8 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
         phase: p.phase,
         instances: input.instances,
         without_prediction: input.without_prediction,
-        chunks: refs,
-    };
-    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
-    cluster::write_plan(&out, &files, &text)?.map_err(ClusterError::Usage)?;
-    let exe = absolute(&p.reprorun);
-    cluster::Scripts {
-        pipeline: "reproduce",
-        tasks: &out,
-        results: &manifest.results,
-        db: &manifest.db,
-        reprorun: &exe,
-    }
-    .write(&manifest.chunks, &p.sbatch_args)?;
+        chunks,
+    })?
+    .map_err(ClusterError::Usage)?;
     Ok(Some(manifest))
 }

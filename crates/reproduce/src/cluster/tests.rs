@@ -3,9 +3,10 @@ use std::time::Duration;
 
 use super::merge::{merge, MergeOptions, Merged};
 use super::*;
-use crate::store::Store;
+use crate::store::{RunRow, Store};
 use reprorun_pipeline::cluster::{chunk_file, layout, result_path, write_result};
 use reprorun_pipeline::host;
+use reprorun_pipeline::host::Host;
 
 fn inst(id: &str) -> Instance {
     Instance {
@@ -133,7 +134,7 @@ fn result(tasks: &Tasks, results: &Path, u: &Unit, chunk: u32, out: &str) -> Sha
         manifest_sha256: tasks.digest.clone(),
         key: u.key.clone(),
         chunk,
-        row,
+        body: super::merge::Body { row },
         host: host("slurm:7_1"),
         finished_at: 1_700_000_001,
     }
@@ -254,8 +255,8 @@ fn merge_records_each_run_once_and_again_adds_nothing() {
     s.write_all();
     let m = s.merge().unwrap();
     assert_eq!((m.inserted, m.attempts, m.already), (4, 0, 0));
-    assert_eq!((m.recorded, m.planned), (4, 4));
-    assert!(m.missing_chunks.is_empty());
+    assert_eq!((m.coverage.recorded, m.coverage.planned), (4, 4));
+    assert!(m.coverage.missing_chunks.is_empty());
     let m = s.merge().unwrap();
     assert_eq!((m.inserted, m.attempts, m.already), (0, 0, 4));
     assert_eq!(s.store().count_runs().unwrap(), 4);
@@ -270,7 +271,7 @@ fn a_second_result_of_a_run_is_an_attempt() {
     let (c, u) = &s.units[1];
     let mut again = result(&s.tasks, &s.results(), u, *c, "other output");
     again.host.job = "slurm:7_1-requeued".into();
-    again.row.started_at += 100;
+    again.body.row.started_at += 100;
     let path = write(&s.results(), &again);
     assert_ne!(
         path,
@@ -303,7 +304,7 @@ fn tampered_results_are_refused_and_nothing_is_merged() {
     let (c, u) = &s.units[0];
     let r = result(&s.tasks, &s.results(), u, *c, "ok");
     std::fs::write(
-        s.results().join("logs").join(&r.row.stdout_sha256),
+        s.results().join("logs").join(&r.body.row.stdout_sha256),
         "forged",
     )
     .unwrap();
@@ -328,7 +329,7 @@ fn tampered_results_are_refused_and_nothing_is_merged() {
     let s = Study::new();
     let (c, u) = &s.units[0];
     let mut r = result(&s.tasks, &s.results(), u, *c, "ok");
-    r.row.idx = 1;
+    r.body.row.idx = 1;
     write(&s.results(), &r);
     let e = s.merge().unwrap_err().to_string();
     assert!(e.contains("is not unit"), "{e}");
@@ -352,8 +353,8 @@ fn missing_lists_the_chunks_without_a_result() {
         }
     }
     let m = s.merge().unwrap();
-    assert_eq!(m.missing_chunks, vec![2]);
-    assert_eq!((m.recorded, m.planned), (3, 4));
+    assert_eq!(m.coverage.missing_chunks, vec![2]);
+    assert_eq!((m.coverage.recorded, m.coverage.planned), (3, 4));
 }
 
 #[test]

@@ -3,16 +3,17 @@
 //! its result written as one file (temp, fsync, link: never half a file, never over
 //! another) with its logs beside it. Never opens SQLite. SIGTERM: no new run starts.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::{ClusterError, Host, Shard, Tasks, Unit, SHARD_FORMAT};
+use super::merge::Body;
+use super::{ClusterError, Tasks, Unit, SHARD_FORMAT};
 use crate::runner::{self, RunSink};
 use crate::store::StoreError;
 use crate::ReproduceError;
-use reprorun_pipeline::cluster::{catch_stop, scratch_dir, write_result, LogDir};
+use reprorun_pipeline::cluster::LogDir;
+use reprorun_pipeline::driver::Worker;
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
-use reprorun_pipeline::tasks::work_units;
 pub(crate) use reprorun_pipeline::tasks::Done;
 
 /// `work`'s options.
@@ -24,12 +25,12 @@ pub(crate) struct WorkOptions {
 }
 
 /// Logs into `results/logs/` (content-addressed), scratch in node-local `$TMPDIR`.
-struct Sink {
-    logs: LogDir,
+struct Sink<'a> {
+    logs: &'a LogDir,
     work: PathBuf,
 }
 
-impl RunSink for Sink {
+impl RunSink for Sink<'_> {
     fn put_log(&self, bytes: &[u8]) -> Result<String, StoreError> {
         self.logs.put(bytes).map_err(StoreError::Db)
     }
@@ -40,31 +41,14 @@ impl RunSink for Sink {
 }
 
 /// One run, made in a worker process, its result written.
-fn one(
-    tasks: &Tasks,
-    sink: &Sink,
-    chunk: u32,
-    u: &Unit,
-    host: &Host,
-    results: &Path,
-) -> Result<(), ClusterError> {
+fn one(tasks: &Tasks, sink: &Sink, u: &Unit, worker: &Worker) -> Result<(), ClusterError> {
     let inst = tasks
         .instances
         .get(&u.instance_id)
         .ok_or_else(|| ClusterError::Usage(format!("unit {}: no such instance", u.key)))?;
     let row = runner::run(sink, inst, u.arm, u.idx, &tasks.conditions)
         .map_err(|e| ClusterError::Run(Box::new(e)))?;
-    let shard = Shard {
-        format: SHARD_FORMAT.into(),
-        manifest_sha256: tasks.digest.clone(),
-        key: u.key.clone(),
-        chunk,
-        row,
-        host: host.clone(),
-        finished_at: reprorun_pipeline::unix_now_ms() / 1000,
-    };
-    let text = serde_json::to_string_pretty(&shard).unwrap_or_default() + "\n";
-    write_result(results, &u.key, text.as_bytes(), &host.job)?;
+    worker.write(&u.key, Body { row })?;
     Ok(())
 }
 
@@ -72,11 +56,10 @@ fn one(
 pub(crate) fn work(o: &WorkOptions) -> Result<Done, ClusterError> {
     let tasks = Tasks::open(&o.tasks)?;
     let chunk = tasks.chunk(&o.chunk)?;
-    catch_stop()?;
-    let host = Host::current();
+    let worker = Worker::start(&o.results, &tasks.digest, chunk.index, SHARD_FORMAT)?;
     let sink = Sink {
-        logs: LogDir(o.results.join("logs")),
-        work: scratch_dir(&host),
+        logs: &worker.logs,
+        work: worker.scratch.clone(),
     };
     runner::check_work_dir(&sink.work).map_err(|e| ClusterError::Run(Box::new(e)))?;
     let mut progress = Progress::new(ProgressMode::for_stderr(), "runs");
@@ -85,22 +68,19 @@ pub(crate) fn work(o: &WorkOptions) -> Result<Done, ClusterError> {
         close_in_worker: Vec::new(),
         progress: &mut progress,
     };
-    let (done, result) = work_units(
+    let (done, result) = worker.run(
         &chunk.units,
-        &o.results,
         |u| &u.key,
         |u| {
             pool.run(
                 vec![u.clone()],
                 |_| 0,
                 |u| format!("{} {} #{}", u.instance_id, u.arm.name(), u.idx),
-                |u| one(&tasks, &sink, chunk.index, u, &host, &o.results),
+                |u| one(&tasks, &sink, u, &worker),
             )
         },
     );
     progress.finish();
-    // Trees and scratch are the node's, and of this task only.
-    let _ = std::fs::remove_dir_all(&sink.work);
     result.map_err(|e| ClusterError::Run(Box::new(ReproduceError::Worker(e))))?;
     Ok(done)
 }
