@@ -83,21 +83,3 @@ pub fn string_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
-
-/// Implements `From<RecordsError>` for a pipeline's input error with `Read`, `Line` and
-/// `File` variants of the same fields (exported at the crate's root).
-#[macro_export]
-macro_rules! records_error_into {
-    ($target:ty) => {
-        impl From<$crate::records::RecordsError> for $target {
-            fn from(e: $crate::records::RecordsError) -> Self {
-                use $crate::records::RecordsError as R;
-                match e {
-                    R::Read { what, path, source } => Self::Read { what, path, source },
-                    R::Line { path, line, reason } => Self::Line { path, line, reason },
-                    R::File { path, reason } => Self::File { path, reason },
-                }
-            }
-        }
-    };
-}

@@ -9,25 +9,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use reprorun_pipeline::records::{string_field, Records};
+use reprorun_pipeline::records::{string_field, Records, RecordsError};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum InputError {
-    #[error("read {what} {path}: {source}")]
-    Read {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}: {reason}")]
-    Line {
-        path: PathBuf,
-        line: usize,
-        reason: String,
-    },
-    #[error("{path}: {reason}")]
-    File { path: PathBuf, reason: String },
+    /// Reading the file, a record of it, or the file as a whole (shared by every pipeline's
+    /// input, `reprorun_pipeline::records`).
+    #[error(transparent)]
+    Records(#[from] RecordsError),
     #[error("instance {id}: {reason}")]
     Instance { id: String, reason: String },
     #[error(
@@ -41,8 +31,6 @@ pub enum InputError {
     #[error("{0}: no instance has a prediction; nothing to run")]
     NothingToRun(PathBuf),
 }
-
-reprorun_pipeline::records_error_into!(InputError);
 
 /// One instance, resolved: paths absolute, dates parsed, its prediction attached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,23 +100,23 @@ pub(crate) fn load(
 
     let mut by_id: BTreeMap<String, (usize, &serde_json::Map<String, Value>)> = BTreeMap::new();
     for (line, obj) in &raw {
-        let id = string_field(obj, "instance_id").ok_or_else(|| InputError::Line {
+        let id = string_field(obj, "instance_id").ok_or_else(|| RecordsError::Line {
             path: instances.to_path_buf(),
             line: *line,
             reason: "no \"instance_id\" string".into(),
         })?;
         if by_id.insert(id.clone(), (*line, obj)).is_some() {
-            return Err(InputError::Line {
+            return Err(InputError::from(RecordsError::Line {
                 path: instances.to_path_buf(),
                 line: *line,
                 reason: format!("instance {id:?} appears twice"),
-            });
+            }));
         }
     }
 
     let mut patches: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (line, obj) in &preds {
-        let bad = |reason: String| InputError::Line {
+        let bad = |reason: String| RecordsError::Line {
             path: predictions.to_path_buf(),
             line: *line,
             reason,
@@ -145,11 +133,11 @@ pub(crate) fn load(
         let patch = match obj.get("model_patch") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => String::new(),
-            Some(_) => return Err(bad("\"model_patch\" is not a string".into())),
+            Some(_) => return Err(bad("\"model_patch\" is not a string".into()).into()),
         };
         let model = string_field(obj, "model_name_or_path").unwrap_or_default();
         if patches.insert(id.clone(), (patch, model)).is_some() {
-            return Err(bad(format!("a second prediction for instance {id:?}")));
+            return Err(bad(format!("a second prediction for instance {id:?}")).into());
         }
     }
     if patches.is_empty() {
@@ -374,11 +362,11 @@ pub(crate) fn parse_when(text: &str) -> Option<i64> {
 /// A SWE-bench report: `{"ID": {"resolved": bool, ...}, ...}` (per-instance report.json
 /// files merged) or the run summary `{"resolved_ids": [...], "unresolved_ids": [...], ...}`.
 fn read_report(path: &Path) -> Result<BTreeMap<String, bool>, InputError> {
-    let bad = |reason: &str| InputError::File {
+    let bad = |reason: &str| RecordsError::File {
         path: path.to_path_buf(),
         reason: reason.to_string(),
     };
-    let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
+    let text = std::fs::read_to_string(path).map_err(|source| RecordsError::Read {
         what: "--recorded",
         path: path.to_path_buf(),
         source,
@@ -416,10 +404,10 @@ fn read_report(path: &Path) -> Result<BTreeMap<String, bool>, InputError> {
 fn read_records(path: &Path, what: &'static str) -> Result<Records, InputError> {
     let out = reprorun_pipeline::records::read_records(path, what)?;
     if out.is_empty() {
-        return Err(InputError::File {
+        return Err(InputError::from(RecordsError::File {
             path: path.to_path_buf(),
             reason: "no records (expected JSON Lines or a JSON array of objects)".into(),
-        });
+        }));
     }
     Ok(out)
 }

@@ -16,31 +16,19 @@ use serde_json::Value;
 use thiserror::Error;
 
 pub(crate) use issue::issue_from_record;
-use reprorun_pipeline::records::{read_records, string_field, Records};
+use reprorun_pipeline::records::{read_records, string_field, Records, RecordsError};
 
 #[derive(Debug, Error)]
 pub enum InputError {
-    #[error("read {what} {path}: {source}")]
-    Read {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}: {reason}")]
-    Line {
-        path: PathBuf,
-        line: usize,
-        reason: String,
-    },
-    #[error("{path}: {reason}")]
-    File { path: PathBuf, reason: String },
+    /// Reading the file, a record of it, or the file as a whole (shared by every pipeline's
+    /// input, `reprorun_pipeline::records`).
+    #[error(transparent)]
+    Records(#[from] RecordsError),
     #[error("pair {paper_id}: {reason}")]
     Pair { paper_id: String, reason: String },
     #[error("issue {id}: {reason}")]
     Issue { id: String, reason: String },
 }
-
-reprorun_pipeline::records_error_into!(InputError);
 
 /// Where an issue's labels came from.
 pub(crate) const LABEL_SOURCES: [&str; 3] = ["input", "rules", "judge"];
@@ -225,10 +213,12 @@ pub(crate) fn load_pairs(path: &Path) -> Result<Loaded<Pair>, InputError> {
     let mut ids = BTreeSet::new();
     let mut repos: BTreeMap<String, String> = BTreeMap::new();
     for (line, obj) in read_records(path, "pairs")? {
-        let line_err = |reason: String| InputError::Line {
-            path: path.to_path_buf(),
-            line,
-            reason,
+        let line_err = |reason: String| {
+            InputError::from(RecordsError::Line {
+                path: path.to_path_buf(),
+                line,
+                reason,
+            })
         };
         let paper_id = string_field(&obj, "paper_id")
             .ok_or_else(|| line_err("no \"paper_id\" string".into()))?;
@@ -333,7 +323,7 @@ pub(crate) fn is_repo_name(text: &str) -> bool {
 /// GitHub URL) or a directory of `owner__name.json[l]` files. Timelines come from each row's
 /// `timeline` or a sibling `X.timeline.json`. Sorted by repository and number.
 pub(crate) fn load_issues(path: &Path) -> Result<Loaded<Issue>, InputError> {
-    let meta = std::fs::metadata(path).map_err(|source| InputError::Read {
+    let meta = std::fs::metadata(path).map_err(|source| RecordsError::Read {
         what: "issues",
         path: path.to_path_buf(),
         source,
@@ -349,17 +339,17 @@ pub(crate) fn load_issues(path: &Path) -> Result<Loaded<Issue>, InputError> {
     out.items
         .sort_by(|a, b| (&a.repo, a.number).cmp(&(&b.repo, b.number)));
     if let Some(w) = out.items.windows(2).find(|w| w[0].id() == w[1].id()) {
-        return Err(InputError::File {
+        return Err(InputError::from(RecordsError::File {
             path: path.to_path_buf(),
             reason: format!("issue {} appears twice", w[0].id()),
-        });
+        }));
     }
     Ok(out)
 }
 
 /// The `owner__name.json`/`.jsonl` files of a directory, by name.
 fn issue_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, InputError> {
-    let read_err = |source| InputError::Read {
+    let read_err = |source| RecordsError::Read {
         what: "issues directory",
         path: dir.to_path_buf(),
         source,
@@ -379,10 +369,10 @@ fn issue_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, InputError> {
         }
         let repo = stem.replacen("__", "/", 1);
         if !is_repo_name(&repo) {
-            return Err(InputError::File {
+            return Err(InputError::from(RecordsError::File {
                 path: entry.path(),
                 reason: "an issues directory holds owner__name.json files".into(),
-            });
+            }));
         }
         files.push((entry.path(), repo));
     }
@@ -423,16 +413,18 @@ fn read_timelines(issues: &Path) -> Result<BTreeMap<String, Vec<Value>>, InputEr
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(source) => {
-            return Err(InputError::Read {
+            return Err(InputError::from(RecordsError::Read {
                 what: "timeline",
                 path,
                 source,
-            })
+            }))
         }
     };
-    serde_json::from_str(&text).map_err(|e| InputError::File {
-        path,
-        reason: format!("expected an object from issue number to an array of events: {e}"),
+    serde_json::from_str(&text).map_err(|e| {
+        InputError::from(RecordsError::File {
+            path,
+            reason: format!("expected an object from issue number to an array of events: {e}"),
+        })
     })
 }
 

@@ -192,7 +192,7 @@ fn malformed_files_and_duplicates_stop_loading() {
     let bad = write(dir.path(), "bad.jsonl", "{\"number\": 1\n");
     assert!(matches!(
         load_issues(&bad),
-        Err(InputError::Line { line: 1, .. })
+        Err(InputError::Records(RecordsError::Line { line: 1, .. }))
     ));
     let twice = write(
         dir.path(),
@@ -203,7 +203,10 @@ fn malformed_files_and_duplicates_stop_loading() {
     let e = load_issues(&twice).unwrap_err().to_string();
     assert!(e.contains("a/b#1 appears twice"), "{e}");
     let missing = load_issues(&dir.path().join("nope.json")).unwrap_err();
-    assert!(matches!(missing, InputError::Read { .. }));
+    assert!(matches!(
+        missing,
+        InputError::Records(RecordsError::Read { .. })
+    ));
 }
 
 #[test]
