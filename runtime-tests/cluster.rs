@@ -44,6 +44,29 @@ fn chunks(f: &Fixture) -> Vec<PathBuf> {
     v
 }
 
+/// `reproduce work` with `extra` options and, when given, `SLURM_CPUS_PER_TASK`.
+fn work_with(f: &Fixture, chunk: &Path, extra: &[&str], cpus_per_task: Option<&str>) -> String {
+    let chunk = chunk.to_string_lossy();
+    let mut args = vec![
+        "reproduce",
+        "work",
+        "--tasks",
+        "tasks",
+        "--chunk",
+        &chunk,
+        "--results",
+        "results",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = f.work.cmd(&args);
+    if let Some(n) = cpus_per_task {
+        cmd.env("SLURM_CPUS_PER_TASK", n);
+    }
+    let out = cmd.output().unwrap();
+    expect_code(&out, 0);
+    stderr(&out)
+}
+
 fn work(f: &Fixture, chunk: &Path) -> String {
     let out = f.work.run(&[
         "reproduce",
@@ -126,9 +149,26 @@ fn plan_work_merge_gives_what_run_gives() {
     other.push("--compare-shim");
     expect_error(&f.work.run(&other), "holds another plan");
 
-    for c in chunks(&f) {
-        work(&f, &c);
-    }
+    // Chunk 0 with --jobs 2, chunk 1 as a Slurm task of 2 CPUs, the last one unit at a time.
+    let all = chunks(&f);
+    let said = work_with(&f, &all[0], &["--jobs", "2"], None);
+    assert!(said.contains("3 run(s) made"), "{said}");
+    let said = work_with(&f, &all[1], &[], Some("2"));
+    assert!(said.contains("3 run(s) made"), "{said}");
+    work(&f, &all[2]);
+    let bad = f.work.run(&[
+        "reproduce",
+        "work",
+        "--tasks",
+        "tasks",
+        "--chunk",
+        &all[0].to_string_lossy(),
+        "--results",
+        "results",
+        "--jobs",
+        "0",
+    ]);
+    assert!(!bad.status.success());
     assert_eq!(results(&f).len(), 8);
     assert!(
         !f.path("cluster.db").exists(),

@@ -93,28 +93,37 @@ runs=$(( $(wc -l <corpus/instances.jsonl) * 4 ))
 # Default chunks (one run per array task here), and chunks of a quarter of the runs (four
 # array tasks: each pays the scheduler's per-task cost once for several runs).
 quarter=$(( (runs + 3) / 4 ))
-printf '%-6s %10s %12s %8s %14s %8s\n' round run_s slurm_s ratio "slurm_chunk${quarter}_s" ratio
-ratios=(); ratios_c=()
+# And the whole study as one array task given the node's CPUs: `work` makes its runs
+# $SLURM_CPUS_PER_TASK at a time (one array task per node).
+cpus=$(nproc)
+printf '%-6s %10s %12s %8s %14s %8s %14s %8s\n' round run_s slurm_s ratio "slurm_chunk${quarter}_s" ratio "one_task_j${cpus}_s" ratio
+ratios=(); ratios_c=(); ratios_j=()
 for r in $(seq "$rounds"); do
   a=$(local_run "$r")
   b=$(slurm_run "$r")
   c=$(slurm_run "c$r" --chunk "$quarter")
+  j=$(slurm_run "j$r" --chunk "$runs" --sbatch-args "--cpus-per-task=$cpus")
   ratio=$(echo "scale=3; $b / $a" | bc); ratios+=("$ratio")
   ratio_c=$(echo "scale=3; $c / $a" | bc); ratios_c+=("$ratio_c")
-  printf '%-6s %10.2f %12.2f %7.2fx %14.2f %7.2fx\n' "$r" "$a" "$b" "$ratio" "$c" "$ratio_c"
+  ratio_j=$(echo "scale=3; $j / $a" | bc); ratios_j+=("$ratio_j")
+  printf '%-6s %10.2f %12.2f %7.2fx %14.2f %7.2fx %14.2f %7.2fx\n' "$r" "$a" "$b" "$ratio" "$c" "$ratio_c" "$j" "$ratio_j"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "cluster path / run --jobs 2, $runs runs, median of $rounds round(s) (target <= 1.2x):"
 echo "  one run per array task:   $(median "${ratios[@]}")x"
 echo "  $quarter runs per array task: $(median "${ratios_c[@]}")x"
+echo "  one array task, work --jobs $cpus: $(median "${ratios_j[@]}")x"
 # The two paths must agree.
 "$bin" reproduce report --db local1.db --out rep-local --json >local.json
 "$bin" reproduce report --db cluster1.db --out rep-cluster --json >cluster.json
+"$bin" reproduce report --db clusterj1.db --out rep-j --json >clusterj.json
 python3 - <<'EOF'
 import json
 a, b = json.load(open("local.json")), json.load(open("cluster.json"))
+j = json.load(open("clusterj.json"))
 for arm in ("shim", "no_shim"):
     assert a[arm] == b[arm], (arm, a[arm], b[arm])
+    assert a[arm] == j[arm], (arm, a[arm], j[arm])
 print("classes and counts: the same on both paths")
 EOF
 

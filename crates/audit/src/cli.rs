@@ -146,7 +146,7 @@ fn judging(dir: &std::path::Path) -> bool {
 
 fn work(a: super::run::cluster::WorkArgs) -> Result<(), AuditError> {
     if judging(&a.tasks) {
-        let done = super::judge::cluster::work(&a.tasks, &a.chunk, &a.results)?;
+        let done = super::judge::cluster::work(&a.tasks, &a.chunk, &a.results, a.jobs())?;
         eprintln!(
             "reprorun: audit work: {} judging(s) made, {} already done{}",
             done.ran,

@@ -39,6 +39,24 @@ pub struct WorkArgs {
     /// The results directory (shared by every task).
     #[arg(long, value_name = "DIR")]
     pub results: PathBuf,
+    /// Units made at a time in this task, each in a worker process with its share of the
+    /// task's CPUs (default: $SLURM_CPUS_PER_TASK, else 1): one array task per node is enough.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+}
+
+impl WorkArgs {
+    /// `--jobs`, else Slurm's `SLURM_CPUS_PER_TASK` (when it is a number from 1), else 1.
+    pub fn jobs(&self) -> usize {
+        self.jobs
+            .or_else(|| {
+                std::env::var("SLURM_CPUS_PER_TASK")
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+                    .filter(|n| (1..=1024).contains(n))
+            })
+            .unwrap_or(1) as usize
+    }
 }
 
 /// `merge`: the workers' results into the study.

@@ -18,6 +18,8 @@ use thiserror::Error;
 
 use super::cluster::{self, ChunkRef, FileError, Indexed, LogDir};
 use super::host::Host;
+use super::pool::{Pool, PoolError};
+use super::progress::Progress;
 use super::store::{sha256_hex, Db, LockError, StoreError};
 use super::tasks::{work_units, Done};
 
@@ -212,6 +214,44 @@ impl<'a> Worker<'a> {
         let text = serde_json::to_string_pretty(&shard).unwrap_or_default() + "\n";
         cluster::write_result(self.results, key, text.as_bytes(), &self.host.job)?;
         Ok(())
+    }
+
+    /// `one` on each unit without a result, `jobs` at a time, each in a worker process of
+    /// its own with its share of the task's CPUs ([`Pool`]), until the first error or a stop
+    /// signal (the units in flight finish); then the scratch is removed. With `jobs` 1 the
+    /// units run one after another, in order.
+    pub fn run_jobs<U: Clone, E: std::fmt::Display>(
+        &self,
+        units: &[U],
+        jobs: usize,
+        progress: &mut Progress,
+        key: impl Fn(&U) -> &str,
+        label: impl Fn(&U) -> String,
+        one: impl Fn(&U) -> Result<(), E>,
+    ) -> (Done, Result<(), PoolError>) {
+        let mut done = Done::default();
+        let mut pending = Vec::new();
+        for u in units {
+            if cluster::result_path(self.results, key(u)).exists() {
+                done.skipped += 1;
+            } else {
+                pending.push(u.clone());
+            }
+        }
+        let mut pool = Pool {
+            workers: jobs.max(1),
+            close_in_worker: Vec::new(),
+            progress,
+        };
+        let result = pool.run_until(pending.clone(), |_| 0, label, one, cluster::stopped);
+        done.ran = pending
+            .iter()
+            .filter(|u| cluster::result_path(self.results, key(u)).exists())
+            .count() as u32;
+        done.stopped = cluster::stopped();
+        // Trees and scratch are the node's, and of this task only.
+        let _ = std::fs::remove_dir_all(&self.scratch);
+        (done, result)
     }
 
     /// `one` on each unit without a result, in order, until the first error or a stop

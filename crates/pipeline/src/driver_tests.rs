@@ -272,3 +272,92 @@ fn a_foreign_or_failing_result_refuses_the_whole_merge() {
     std::fs::write(&path, &good).unwrap();
     assert_eq!(merge(&toy, &units, &results, &db).unwrap().inserted, 6);
 }
+
+#[test]
+fn work_jobs_makes_a_chunks_units_at_once_and_skips_recorded_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (toy, planned) = plan(dir.path(), 2);
+    let results = dir.path().join("results");
+    // One task given every unit (as a chunk of four would be).
+    let units: Vec<U> = planned.values().map(|(_, u)| u.clone()).collect();
+    assert_eq!(units.len(), 4);
+    let times = dir.path().join("times");
+    let w = Worker::start(&results, &toy.digest, 0, Toy::RESULT_FORMAT).unwrap();
+    let mut progress = Progress::new(crate::progress::ProgressMode::Off, "toys");
+    let (done, result) = w.run_jobs(
+        &units,
+        2,
+        &mut progress,
+        |u| &u.key,
+        |u| u.key.clone(),
+        |u| {
+            // Each unit in a worker process of its own: its span, appended (O_APPEND).
+            let start = crate::unix_now_ms();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let end = crate::unix_now_ms();
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&times)
+                .map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut f, format!("{start} {end}\n").as_bytes())
+                .map_err(|e| e.to_string())?;
+            let log = w.logs.put(u.key.as_bytes()).map_err(|e| e.to_string())?;
+            let body = Body {
+                name: u.name.clone(),
+                idx: u.idx,
+                value: 1,
+                log,
+            };
+            w.write(&u.key, body).map_err(|e| e.to_string())
+        },
+    );
+    result.unwrap();
+    assert_eq!((done.ran, done.skipped, done.stopped), (4, 0, false));
+    let spans: Vec<(i64, i64)> = std::fs::read_to_string(&times)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(spans.len(), 4);
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(overlapping, "two units ran at once: {spans:?}");
+    // Again: every unit has its result, nothing runs.
+    let w = Worker::start(&results, &toy.digest, 0, Toy::RESULT_FORMAT).unwrap();
+    let (done, result) = w.run_jobs(
+        &units,
+        2,
+        &mut progress,
+        |u| &u.key,
+        |u| u.key.clone(),
+        |_| Err::<(), String>("must not run".into()),
+    );
+    result.unwrap();
+    assert_eq!((done.ran, done.skipped), (0, 4));
+    // A failing unit stops the task with its line.
+    let (_, result) = Worker::start(
+        &dir.path().join("other"),
+        &toy.digest,
+        0,
+        Toy::RESULT_FORMAT,
+    )
+    .unwrap()
+    .run_jobs(
+        &units,
+        2,
+        &mut progress,
+        |u| &u.key,
+        |u| u.key.clone(),
+        |_| Err::<(), String>("the sandbox could not start".into()),
+    );
+    assert!(result
+        .unwrap_err()
+        .to_string()
+        .contains("the sandbox could not start"));
+}

@@ -55,10 +55,23 @@ impl Pool<'_> {
     /// On an error no new unit starts; the units in flight finish.
     pub fn run<U, E: Display>(
         &mut self,
+        pending: Vec<U>,
+        eligible_at: impl Fn(&U) -> i64,
+        label: impl Fn(&U) -> String,
+        work: impl Fn(&U) -> Result<(), E>,
+    ) -> Result<(), PoolError> {
+        self.run_until(pending, eligible_at, label, work, || false)
+    }
+
+    /// [`Pool::run`], and no new unit starts once `stop` says so (a SIGTERM to an array
+    /// task); the units in flight finish.
+    pub fn run_until<U, E: Display>(
+        &mut self,
         mut pending: Vec<U>,
         eligible_at: impl Fn(&U) -> i64,
         label: impl Fn(&U) -> String,
         work: impl Fn(&U) -> Result<(), E>,
+        stop: impl Fn() -> bool,
     ) -> Result<(), PoolError> {
         if pending.is_empty() {
             return Ok(());
@@ -69,6 +82,9 @@ impl Pool<'_> {
         let mut error: Option<PoolError> = None;
         loop {
             let now = super::unix_now_ms();
+            if stop() {
+                pending.clear();
+            }
             if error.is_none() {
                 for slot in 0..slots {
                     if running[slot].is_some() {

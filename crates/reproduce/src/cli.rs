@@ -223,10 +223,12 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
 }
 
 fn run_work(a: WorkArgs) -> Result<(), ReproduceError> {
+    let jobs = a.jobs();
     let done = cluster::work::work(&cluster::work::WorkOptions {
         tasks: a.tasks,
         chunk: a.chunk,
         results: a.results,
+        jobs,
     })?;
     eprintln!(
         "reprorun: reproduce work: {} run(s) made, {} already done{}",

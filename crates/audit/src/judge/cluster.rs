@@ -4,6 +4,7 @@
 //! findings each judge needs, copied into `results/logs/`), so a worker never opens SQLite;
 //! `merge` records each judgment and its pair labels exactly once.
 
+use reprorun_pipeline::progress::{Progress, ProgressMode};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -229,6 +230,7 @@ pub(crate) fn work(
     tasks_dir: &Path,
     chunk_file: &Path,
     results: &Path,
+    jobs: usize,
 ) -> Result<Done, JudgeError> {
     let tasks = open(tasks_dir)?;
     let chunk = tasks::chunk(&tasks.manifest, chunk_file, is_unit)?;
@@ -264,16 +266,21 @@ pub(crate) fn work(
         sb.root = Some(root);
     }
     let scratch = worker.scratch.join("judge");
-    let (done, result) = worker.run(
+    let mut progress = Progress::new(ProgressMode::for_stderr(), "judgments");
+    let (done, result) = worker.run_jobs(
         &chunk.units,
+        jobs,
+        &mut progress,
         |u| &u.key,
+        |u| format!("{} #{}", u.row.group_id, u.row.repeat),
         |u| {
             let (judgment, labels) = super::judge_run(&study, &worker.logs, &scratch, &u.row)?;
             worker.write(&u.key, Body { judgment, labels })?;
             Ok::<(), JudgeError>(())
         },
     );
-    result?;
+    progress.finish();
+    result.map_err(JudgeError::from)?;
     Ok(done)
 }
 

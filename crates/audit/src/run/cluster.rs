@@ -18,7 +18,6 @@ use reprorun_pipeline::cluster::{self, ChunkRef};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub(crate) use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
 use reprorun_pipeline::driver::{write_plan, PlanFiles, Worker};
-use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::store::sha256_hex;
 use reprorun_pipeline::tasks::{self, Done};
@@ -300,43 +299,35 @@ pub(crate) fn work(a: &WorkArgs) -> Result<Done, RunError> {
         study.sandbox.root = Some(root);
     }
     let mut progress = Progress::new(ProgressMode::for_stderr(), "runs");
-    let mut pool = Pool {
-        workers: 1,
-        close_in_worker: Vec::new(),
-        progress: &mut progress,
-    };
     let runs = worker.scratch.join("runs");
-    let (done, result) = worker.run(
+    let groups = &study.corpus.manifest.groups;
+    if let Some(u) = chunk
+        .units
+        .iter()
+        .find(|u| !groups.iter().any(|g| g.group_id == u.group_id))
+    {
+        return Err(RunError::Usage(format!(
+            "unit {}: no group {} in the corpus",
+            u.key, u.group_id
+        )));
+    }
+    let (done, result) = worker.run_jobs(
         &chunk.units,
+        a.jobs(),
+        &mut progress,
         |u| &u.key,
+        |u| format!("{} #{}", u.group_id, u.repeat),
         |u| {
-            let Some(group) = study
-                .corpus
-                .manifest
-                .groups
-                .iter()
-                .find(|g| g.group_id == u.group_id)
-            else {
-                return Err(RunError::Usage(format!(
-                    "unit {}: no group {} in the corpus",
-                    u.key, u.group_id
-                )));
+            let Some(group) = groups.iter().find(|g| g.group_id == u.group_id) else {
+                return Err(RunError::Usage(format!("no group {}", u.group_id)));
             };
-            pool.run(
-                vec![u.clone()],
-                |_| 0,
-                |u| format!("{} #{}", u.group_id, u.repeat),
-                |u| {
-                    let row = super::run_one(&study, &worker.logs, &runs, group, u.repeat)?;
-                    worker.write(&u.key, merging::Body { row })?;
-                    Ok::<(), RunError>(())
-                },
-            )
-            .map_err(RunError::from)
+            let row = super::run_one(&study, &worker.logs, &runs, group, u.repeat)?;
+            worker.write(&u.key, merging::Body { row })?;
+            Ok::<(), RunError>(())
         },
     );
     progress.finish();
-    result?;
+    result.map_err(RunError::from)?;
     Ok(done)
 }
 

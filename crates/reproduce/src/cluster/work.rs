@@ -12,7 +12,6 @@ use crate::store::StoreError;
 use crate::ReproduceError;
 use reprorun_pipeline::cluster::LogDir;
 use reprorun_pipeline::driver::Worker;
-use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 pub(crate) use reprorun_pipeline::tasks::Done;
 
@@ -22,6 +21,8 @@ pub(crate) struct WorkOptions {
     pub tasks: PathBuf,
     pub chunk: PathBuf,
     pub results: PathBuf,
+    /// Runs made at a time.
+    pub jobs: usize,
 }
 
 /// Logs into `results/logs/` (content-addressed), scratch in node-local `$TMPDIR`.
@@ -63,22 +64,13 @@ pub(crate) fn work(o: &WorkOptions) -> Result<Done, ClusterError> {
     };
     runner::check_work_dir(&sink.work).map_err(|e| ClusterError::Run(Box::new(e)))?;
     let mut progress = Progress::new(ProgressMode::for_stderr(), "runs");
-    let mut pool = Pool {
-        workers: 1,
-        close_in_worker: Vec::new(),
-        progress: &mut progress,
-    };
-    let (done, result) = worker.run(
+    let (done, result) = worker.run_jobs(
         &chunk.units,
+        o.jobs,
+        &mut progress,
         |u| &u.key,
-        |u| {
-            pool.run(
-                vec![u.clone()],
-                |_| 0,
-                |u| format!("{} {} #{}", u.instance_id, u.arm.name(), u.idx),
-                |u| one(&tasks, &sink, u, &worker),
-            )
-        },
+        |u| format!("{} {} #{}", u.instance_id, u.arm.name(), u.idx),
+        |u| one(&tasks, &sink, u, &worker),
     );
     progress.finish();
     result.map_err(|e| ClusterError::Run(Box::new(ReproduceError::Worker(e))))?;
