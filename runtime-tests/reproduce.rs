@@ -886,3 +886,68 @@ fn the_no_shim_arm_reaches_allowlisted_hosts_only() {
         .unwrap();
     expect_bad_input(&o, "pypi.org:*");
 }
+
+#[test]
+fn the_ledger_names_each_tests_class_and_cause_and_exports_what_not_to_trust() {
+    let mut f = Fixture::new();
+    f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
+    // Passes at the benchmark's date (2023), fails at the real one: the clock decides it.
+    f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    let s = f.study(&["--k", "2", "--compare-shim", "--pin-runs", "1"]);
+    let out = f.work.run(&[
+        "reproduce",
+        "ledger",
+        "--db",
+        "study.db",
+        "--json",
+        "--export",
+        "known-flaky.json",
+    ]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let test = |id: &str| {
+        l["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance_id"] == id)
+            .map(|i| i["tests"][0].clone())
+            .unwrap_or_else(|| panic!("{id}: {l}"))
+    };
+    let clean = test("clean");
+    assert_eq!(clean["id"], "tests/test_new.py::test_new", "{clean}");
+    assert_eq!(clean["class"], "stable_pass", "{clean}");
+    assert_eq!(clean["arms"]["shim"]["passed"], 2, "{clean}");
+    let dated = test("dated");
+    assert_eq!(dated["class"], "environment", "{dated} {s}");
+    let causes = dated["causes"].as_array().unwrap();
+    assert!(
+        causes.contains(&"time".into()) && causes.contains(&"clock".into()),
+        "the leave-one-out run without the clock flips it: {dated}"
+    );
+    assert!(dated["fails_after"].is_null());
+    assert_eq!(l["headline"]["environment"], 1, "{l}");
+    let m = read_json(&f.path("known-flaky.json"));
+    assert_eq!(m["format"], "reprorun-known-flaky/1");
+    assert_eq!(
+        m["instances"]["dated"]["exclude"][0]["test"],
+        "tests/test_new.py::test_new"
+    );
+    assert!(m["instances"].get("clean").is_none(), "{m}");
+    // The text form: the headline and the line of the test not to trust.
+    let out = f.work.run(&["reproduce", "ledger", "--db", "study.db"]);
+    let text = expect_code(&out, 0);
+    assert!(
+        text.starts_with(
+            "4 tests in 2 instances: 3 stable pass, 0 stable fail, 0 flaky, 1 environment"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("environment dated tests/test_new.py::test_new"),
+        "{text}"
+    );
+    expect_error(
+        &f.work.run(&["reproduce", "ledger", "--db", "missing.db"]),
+        "missing.db",
+    );
+}

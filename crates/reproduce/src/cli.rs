@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::input::Defaults;
+pub use super::ledger::LedgerArgs;
 use super::runner::Conditions;
 use super::store::Store;
 use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
@@ -39,6 +40,13 @@ pub enum ReproduceCommand {
         after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
     )]
     Regrade(RegradeArgs),
+    /// Per instance and per listed test, across every recorded run (all arms, hosts and
+    /// repeats): how often it passed, failed, errored, was skipped or missing, its class
+    /// (stable_pass, stable_fail, flaky, environment) and the causes the runs show.
+    #[command(
+        after_help = "Prints a headline and one line per flaky or environment-dependent test (--json: one object). --export FILE writes the graders' manifest (reprorun-known-flaky/1). Exit status: 0, or 125 when the study cannot be read. Formats: spec/reproduce.md, Ledger."
+    )]
+    Ledger(LedgerArgs),
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
@@ -180,6 +188,7 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
+        ReproduceCommand::Ledger(a) => super::ledger::run(&a),
         ReproduceCommand::Plan(a) => run_plan(*a),
         ReproduceCommand::Work(a) => run_work(a),
         ReproduceCommand::Merge(a) => run_merge(a),
