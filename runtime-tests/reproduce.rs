@@ -951,3 +951,43 @@ fn the_ledger_names_each_tests_class_and_cause_and_exports_what_not_to_trust() {
         "missing.db",
     );
 }
+
+#[test]
+fn a_clock_sweep_finds_a_time_bombs_first_failing_day() {
+    let mut f = Fixture::new();
+    // `datetime.date.today().year == 2023`: passes at the benchmark's date, fails from the
+    // first day of 2024.
+    f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    f.study(&["--k", "1", "--clock-sweep", "created_at,+1y"]);
+    let rows = f.rows();
+    let swept: Vec<String> = rows
+        .iter()
+        .filter(|r| r.arm.name().starts_with("shim_at_"))
+        .map(|r| r.arm.name())
+        .collect();
+    assert!(
+        swept.contains(&"shim_at_2024-01-01".to_string()),
+        "{swept:?}"
+    );
+    assert!(
+        swept.contains(&"shim_at_2023-12-31".to_string()),
+        "{swept:?}"
+    );
+    assert!(swept.len() <= 12, "a bisection, not a scan: {swept:?}");
+    let out = f
+        .work
+        .run(&["reproduce", "ledger", "--db", "study.db", "--json"]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let t = &l["instances"][0]["tests"][0];
+    assert_eq!(t["fails_after"], "2024-01-01", "{t}");
+    assert_eq!(t["fails_after_exact"], true, "{t}");
+    assert!(
+        t["causes"].as_array().unwrap().contains(&"time".into()),
+        "{t}"
+    );
+    assert_eq!(l["headline"]["time_bombs"], 1, "{l}");
+    // Bad points are refused before anything runs.
+    let out = f.cmd(&["--clock-sweep", "tomorrow"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("\"tomorrow\" is not created_at, now, +Ny, +Nd or a date"));
+}

@@ -10,6 +10,7 @@ use super::input::Defaults;
 pub use super::ledger::LedgerArgs;
 use super::runner::Conditions;
 use super::store::Store;
+pub use super::sweep::Point;
 use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
@@ -154,6 +155,11 @@ pub struct RunArgs {
     /// turns this off).
     #[arg(long, value_name = "N")]
     pub pin_runs: Option<u32>,
+    /// Also run the shim arm with its clock on each of these days (comma-separated:
+    /// created_at, now, +Ny, +Nd or YYYY-MM-DD), and bisect to the day where a test that
+    /// passes at the benchmark's date starts to fail (a time bomb; `reproduce ledger`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = |v: &str| super::sweep::parse_point(v))]
+    pub clock_sweep: Vec<Point>,
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +209,11 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
             cluster::plan::Phase::Pins => "results-pins",
         })
     });
+    if !a.run.clock_sweep.is_empty() {
+        return Err(ReproduceError::Usage(
+            "--clock-sweep is not planned for a cluster yet: merge the study, then run `reprorun reproduce run` with the same inputs, --db the merged database and --clock-sweep (only the sweep's runs are made)".into(),
+        ));
+    }
     let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
     let p = cluster::plan::PlanOptions {
         study: study_options(a.run),
@@ -299,6 +310,7 @@ fn study_options(a: RunArgs) -> study::Options {
         jobs: a.jobs,
         stagger: a.stagger,
         pin_runs: a.pin_runs.unwrap_or(a.k),
+        clock_sweep: a.clock_sweep,
         defaults: Defaults {
             repos: a.repos,
             test_cmd: a.test_cmd,

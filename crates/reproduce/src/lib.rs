@@ -24,6 +24,7 @@ pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;
 pub(crate) mod summary;
+pub(crate) mod sweep;
 pub(crate) mod tap;
 pub(crate) mod tree;
 
@@ -74,6 +75,9 @@ pub enum Arm {
     BaselineNoShim,
     /// The shim with one pin left out (which pin changes the outcome).
     ShimWithout(Pin),
+    /// The shim with its clock on another day (days since the Unix epoch, at the
+    /// benchmark's time of day): `--clock-sweep` and its bisection.
+    ShimAt(i64),
 }
 
 /// One pin of the shim, for leave-one-out runs.
@@ -148,6 +152,7 @@ impl Arm {
             Arm::BaselineShim => "baseline_shim".into(),
             Arm::BaselineNoShim => "baseline_no_shim".into(),
             Arm::ShimWithout(p) => format!("shim_without_{}", p.name()),
+            Arm::ShimAt(day) => format!("shim_at_{}", sweep::day_name(day)),
         }
     }
 
@@ -159,6 +164,9 @@ impl Arm {
             "baseline_shim" => Arm::BaselineShim,
             "baseline_no_shim" => Arm::BaselineNoShim,
             other => {
+                if let Some(day) = other.strip_prefix("shim_at_") {
+                    return sweep::parse_day(day).map(Arm::ShimAt);
+                }
                 let pin = other.strip_prefix("shim_without_")?;
                 Arm::ShimWithout(*Pin::ALL.iter().find(|p| p.name() == pin)?)
             }

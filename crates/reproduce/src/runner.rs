@@ -197,8 +197,9 @@ pub(crate) fn request(
         env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
         mirror = cond.no_shim_mirror.clone();
     } else {
-        req.date = Some(match without {
-            Some(Pin::Clock) => DateChoice::Now,
+        req.date = Some(match (arm, without) {
+            (_, Some(Pin::Clock)) => DateChoice::Now,
+            (Arm::ShimAt(day), _) => DateChoice::Pinned(super::sweep::on_day(inst.bench_date, day)),
             _ => DateChoice::Pinned(inst.bench_date),
         });
         if without == Some(Pin::Random) {

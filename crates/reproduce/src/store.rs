@@ -318,6 +318,24 @@ impl Store {
         Ok(())
     }
 
+    /// Each instance's benchmark date (Unix seconds).
+    pub fn bench_dates(&self) -> Result<BTreeMap<String, i64>, StoreError> {
+        let mut stmt = self
+            .db
+            .conn()
+            .prepare("SELECT instance_id, bench_date FROM instances")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(self.err())?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (k, v) = row.map_err(self.err())?;
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+
     /// The host of each run of a study merged from a cluster (`(instance, arm, idx)` →
     /// hostname); empty for a local study.
     pub fn run_hosts(&self) -> Result<BTreeMap<(String, String, u32), String>, StoreError> {

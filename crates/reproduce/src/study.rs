@@ -35,6 +35,8 @@ pub(crate) struct Options {
     pub stagger: Option<Duration>,
     /// Runs per left-out pin in phase 2 (0: no phase 2); at most `k`.
     pub pin_runs: u32,
+    /// Phase 3's days (`--clock-sweep`); empty: no phase 3.
+    pub clock_sweep: Vec<super::sweep::Point>,
     pub defaults: Defaults,
     pub conditions: Conditions,
     /// How progress is shown on stderr.
@@ -103,6 +105,9 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
         execute(&insts, opts, phase2, start, &mut pool)?;
+    }
+    if done.is_ok() && !opts.clock_sweep.is_empty() {
+        sweep(&insts, opts, start, &mut pool)?;
     }
     progress.finish();
     drop(lock);
@@ -182,6 +187,63 @@ pub(crate) fn pin_runs(
         }
     }
     jobs
+}
+
+/// The most bisection rounds of phase 3: a span of 2^40 days is far past any date.
+const MAX_BISECT_ROUNDS: u32 = 40;
+
+/// Phase 3 (`--clock-sweep`): the shim at each day of the list, then rounds of bisection
+/// until every time bomb's first failing day is known to the day. Each day is one run
+/// (index 0) per instance, recorded like any other: a killed study resumes.
+fn sweep(
+    insts: &[Instance],
+    opts: &Options,
+    start: i64,
+    pool: &mut Pool,
+) -> Result<(), ReproduceError> {
+    let now = unix_now_ms() / 1000;
+    let mut jobs = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        let days: std::collections::BTreeSet<i64> = opts
+            .clock_sweep
+            .iter()
+            .map(|p| super::sweep::resolve(*p, inst.bench_date, now))
+            .collect();
+        jobs.extend(days.into_iter().map(|d| Job {
+            inst: i,
+            arm: Arm::ShimAt(d),
+            idx: 0,
+        }));
+    }
+    execute(insts, opts, jobs, start, pool)?;
+    for _ in 0..MAX_BISECT_ROUNDS {
+        let rows = Store::open(&opts.db, false)?.rows()?;
+        let mut jobs = Vec::new();
+        for (i, inst) in insts.iter().enumerate() {
+            let mine: Vec<&super::store::RunRow> = rows
+                .iter()
+                .filter(|r| r.instance_id == inst.instance_id)
+                .collect();
+            let listed: Vec<String> = inst
+                .fail_to_pass
+                .iter()
+                .chain(&inst.pass_to_pass)
+                .cloned()
+                .collect();
+            for d in super::sweep::next_days(&mine, inst.bench_date, &listed) {
+                jobs.push(Job {
+                    inst: i,
+                    arm: Arm::ShimAt(d),
+                    idx: 0,
+                });
+            }
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        execute(insts, opts, jobs, start, pool)?;
+    }
+    Ok(())
 }
 
 /// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its

@@ -27,7 +27,12 @@ pub struct LedgerArgs {
 /// Runs `reproduce ledger`.
 pub(crate) fn run(a: &LedgerArgs) -> Result<(), ReproduceError> {
     let store = Store::open(&a.db, false)?;
-    let ledger = build(&store.rows()?, &store.graded_lists()?, &store.run_hosts()?);
+    let ledger = build(
+        &store.rows()?,
+        &store.graded_lists()?,
+        &store.run_hosts()?,
+        &store.bench_dates()?,
+    );
     if let Some(path) = &a.export {
         write_export(path, &ledger, &a.db)?;
     }
@@ -59,7 +64,11 @@ pub(crate) fn text(ledger: &Ledger) -> String {
         h.tests, h.instances, h.stable_pass, h.stable_fail, h.flaky, h.environment, h.time_bombs
     );
     for i in &ledger.instances {
-        for test in i.tests.iter().filter(|t| t.class.untrusted()) {
+        for test in i
+            .tests
+            .iter()
+            .filter(|t| t.class.untrusted() || t.fails_after.is_some())
+        {
             let counts: Vec<String> = test
                 .arms
                 .iter()
@@ -72,8 +81,13 @@ pub(crate) fn text(ledger: &Ledger) -> String {
                     )
                 })
                 .collect();
+            let bomb = match (&test.fails_after, test.fails_after_exact) {
+                (Some(d), Some(true)) => format!("  time bomb: fails from {d}"),
+                (Some(d), _) => format!("  time bomb: fails by {d} (not bisected to the day)"),
+                _ => String::new(),
+            };
             t.push_str(&format!(
-                "{:<11} {} {}  [{}]{}\n",
+                "{:<11} {} {}  [{}]{}{bomb}\n",
                 test.class.name(),
                 i.instance_id,
                 test.id,
@@ -86,8 +100,8 @@ pub(crate) fn text(ledger: &Ledger) -> String {
             ));
         }
     }
-    if h.flaky + h.environment == 0 {
-        t.push_str("no flaky or environment-dependent test\n");
+    if h.flaky + h.environment + h.time_bombs == 0 {
+        t.push_str("no flaky or environment-dependent test, no time bomb\n");
     }
     t
 }

@@ -138,6 +138,9 @@ pub(crate) struct TestEntry {
     pub causes: Vec<String>,
     /// The first day the test fails at (a clock sweep's finding); `null` without one.
     pub fails_after: Option<String>,
+    /// Whether `fails_after` is bisected to the day (the day before it, the test passed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fails_after_exact: Option<bool>,
     /// Runs with a test outcome (infrastructure failures left out), every arm.
     pub runs: u64,
     /// Counts per arm, by arm name.
@@ -202,6 +205,7 @@ pub(crate) fn build(
     rows: &[RunRow],
     lists: &BTreeMap<String, GradedList>,
     hosts: &BTreeMap<(String, String, u32), String>,
+    bench_dates: &BTreeMap<String, i64>,
 ) -> Ledger {
     let mut by_instance: BTreeMap<&str, Vec<(&RunRow, Tests)>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.infra.is_none()) {
@@ -215,7 +219,24 @@ pub(crate) fn build(
     for (id, (_, listed)) in lists {
         let Some(listed) = listed else { continue };
         let runs = by_instance.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        let tests = listed.iter().map(|t| entry(id, t, runs, hosts)).collect();
+        let all: Vec<&RunRow> = runs.iter().map(|(r, _)| *r).collect();
+        let tests = listed
+            .iter()
+            .map(|t| {
+                let mut e = entry(id, t, runs, hosts);
+                if let Some(bench) = bench_dates.get(id) {
+                    if let Some((day, exact)) = super::sweep::fails_after(&all, *bench, t) {
+                        e.fails_after = Some(super::sweep::day_name(day));
+                        e.fails_after_exact = Some(exact);
+                        if !e.causes.iter().any(|c| c == "time") {
+                            e.causes.push("time".into());
+                            e.causes.sort();
+                        }
+                    }
+                }
+                e
+            })
+            .collect();
         ledger.instances.push(InstanceEntry {
             instance_id: id.clone(),
             tests,
@@ -274,6 +295,7 @@ fn entry(
         class,
         causes,
         fails_after: None,
+        fails_after_exact: None,
         runs: arms.values().map(Counts::runs).sum(),
         arms,
         hosts: if by_host.len() > 1 {

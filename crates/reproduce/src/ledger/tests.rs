@@ -69,7 +69,7 @@ fn each_test_gets_its_class_counts_and_evidence() {
         // The unpatched code fails everything: a baseline never decides a class.
         run("i", Arm::BaselineShim, 0, &[], vec![]),
     ];
-    let l = build(&rows, &lists("i", &ids), &BTreeMap::new());
+    let l = build(&rows, &lists("i", &ids), &BTreeMap::new(), &BTreeMap::new());
     assert_eq!(test(&l, "t_ok").class, Class::StablePass);
     assert_eq!(test(&l, "t_bad").class, Class::StableFail);
     assert_eq!(test(&l, "t_gone").class, Class::StableFail);
@@ -147,7 +147,12 @@ fn a_leave_one_out_arm_names_the_pin_that_flips_a_test() {
             vec![],
         ),
     ];
-    let l = build(&rows, &lists("i", &["t", "u"]), &BTreeMap::new());
+    let l = build(
+        &rows,
+        &lists("i", &["t", "u"]),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    );
     let t = test(&l, "t");
     assert_eq!(t.class, Class::Environment);
     assert_eq!(t.causes, ["dir_order", "hash_ordering"]);
@@ -168,7 +173,7 @@ fn hosts_that_disagree_make_an_environment_test() {
         hosts.insert(("i".to_string(), "shim".to_string(), idx), h.to_string());
     }
     // Mixed within the shim arm is flaky, and the hosts tell it apart.
-    let l = build(&rows, &lists("i", &["t"]), &hosts);
+    let l = build(&rows, &lists("i", &["t"]), &hosts, &BTreeMap::new());
     let t = test(&l, "t");
     assert_eq!(t.class, Class::Flaky);
     assert!(t.causes.contains(&"host".to_string()), "{:?}", t.causes);
@@ -184,7 +189,7 @@ fn infra_failures_and_unlisted_instances_are_left_out() {
     let rows = vec![run("i", Arm::Shim, 0, &[("t", "passed")], vec![]), broken];
     let mut l = lists("i", &["t"]);
     l.insert("old".into(), (false, None));
-    let ledger = build(&rows, &l, &BTreeMap::new());
+    let ledger = build(&rows, &l, &BTreeMap::new(), &BTreeMap::new());
     assert_eq!(ledger.instances.len(), 1);
     assert_eq!(test(&ledger, "t").runs, 1);
     assert_eq!(test(&ledger, "t").class, Class::StablePass);
@@ -208,7 +213,12 @@ fn the_export_lists_what_not_to_trust_in_a_documented_shape() {
             vec![],
         ),
     ];
-    let l = build(&rows, &lists("i", &["t", "u"]), &BTreeMap::new());
+    let l = build(
+        &rows,
+        &lists("i", &["t", "u"]),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    );
     let v = export(&l, "study.db");
     assert_eq!(v["format"], EXPORT_FORMAT);
     assert_eq!(v["headline"]["flaky"], 1);
