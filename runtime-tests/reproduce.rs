@@ -991,3 +991,55 @@ fn a_clock_sweep_finds_a_time_bombs_first_failing_day() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("\"tomorrow\" is not created_at, now, +Ny, +Nd or a date"));
 }
+
+#[test]
+fn a_variation_run_names_the_variation_that_flips_a_test() {
+    let mut f = Fixture::new();
+    // Local midnight of the epoch: 0 under the shim's UTC, not under the caller's zone.
+    let tz_test = "import calc, time\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert time.localtime(0).tm_hour == 0\n";
+    f.add("zoned", FIX, tz_test, serde_json::json!({}));
+    f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
+    let out = f
+        .cmd(&["--json", "--k", "1", "--compare-shim", "--pin-runs", "1"])
+        .env("TZ", "GMT+5")
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    let rows = f.rows();
+    let varied: Vec<String> = rows
+        .iter()
+        .filter(|r| r.arm.name().starts_with("shim_vary_"))
+        .map(|r| format!("{} {}", r.instance_id, r.arm.name()))
+        .collect();
+    assert!(
+        varied.contains(&"zoned shim_vary_timezone".to_string()),
+        "{varied:?}"
+    );
+    assert!(
+        !varied.iter().any(|v| v.starts_with("clean ")),
+        "an instance whose tests agree costs nothing more: {varied:?}"
+    );
+    let out = f
+        .work
+        .run(&["reproduce", "ledger", "--db", "study.db", "--json"]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let zoned = l["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["instance_id"] == "zoned")
+        .unwrap();
+    let t = &zoned["tests"][0];
+    assert_eq!(t["class"], "environment", "{t}");
+    let causes: Vec<&str> = t["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(causes.contains(&"timezone"), "{causes:?}");
+    assert!(
+        !causes.contains(&"locale") && !causes.contains(&"umask"),
+        "{causes:?}"
+    );
+}

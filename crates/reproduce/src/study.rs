@@ -20,7 +20,7 @@ use reprorun_pipeline::unix_now_ms;
 use super::input::{self, Defaults, Instance};
 use super::runner::{self, Conditions};
 use super::store::Store;
-use super::{Arm, Pin, ReproduceError};
+use super::{Arm, Pin, ReproduceError, Variation};
 
 /// `reprorun reproduce run`'s options.
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub(crate) struct Options {
 
 /// One run to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Job {
+pub(crate) struct Job {
     inst: usize,
     arm: Arm,
     idx: u32,
@@ -105,6 +105,8 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
         execute(&insts, opts, phase2, start, &mut pool)?;
+        let rows = Store::open(&opts.db, false)?.rows()?;
+        execute(&insts, opts, vary_jobs(&insts, &rows), start, &mut pool)?;
     }
     if done.is_ok() && !opts.clock_sweep.is_empty() {
         sweep(&insts, opts, start, &mut pool)?;
@@ -184,6 +186,37 @@ pub(crate) fn pin_runs(
                     jobs.push((i, Arm::ShimWithout(pin), idx));
                 }
             }
+        }
+    }
+    jobs
+}
+
+/// The variation runs (one per reprotest variation, index 0) of each instance with a listed
+/// test whose verdict differs between the shim and the no-shim runs: which variation the
+/// shim neutralises flips it. An instance whose tests agree costs nothing more.
+pub(crate) fn vary_jobs(insts: &[Instance], rows: &[super::store::RunRow]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        let verdicts = |arm: Arm, test: &str| -> std::collections::BTreeSet<bool> {
+            rows.iter()
+                .filter(|r| r.instance_id == inst.instance_id && r.arm == arm && r.infra.is_none())
+                .map(|r| {
+                    let tests: super::outcome::Tests =
+                        serde_json::from_str(&r.tests).unwrap_or_default();
+                    super::outcome::lookup(&tests, test).is_some_and(|s| s.passes())
+                })
+                .collect()
+        };
+        let differs = inst.fail_to_pass.iter().chain(&inst.pass_to_pass).any(|t| {
+            let (shim, no_shim) = (verdicts(Arm::Shim, t), verdicts(Arm::NoShim, t));
+            shim.len() == 1 && !no_shim.is_empty() && no_shim != shim
+        });
+        if differs {
+            jobs.extend(Variation::ALL.iter().map(|v| Job {
+                inst: i,
+                arm: Arm::ShimVary(*v),
+                idx: 0,
+            }));
         }
     }
     jobs

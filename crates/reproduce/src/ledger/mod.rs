@@ -14,7 +14,8 @@
 //!
 //! Causes: a leave-one-out arm (`shim_without_PIN`) in which the test's status differs from
 //! its stable `shim` status names the pin's failure mode (`time`, `hash_ordering`, ...) and
-//! the pin (`clock`, `dir_order`, `cpus`, ...); without such runs, the failure modes the
+//! the pin (`clock`, `dir_order`, `cpus`, ...); a variation arm (`shim_vary_VARIATION`)
+//! names `environment` and the variation (`timezone`, `locale`, `umask`, ...); without such runs, the failure modes the
 //! instance's failing `no_shim` runs show; `host` when two hosts disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -332,12 +333,19 @@ fn find_causes(
     let mut causes: BTreeSet<String> = BTreeSet::new();
     if let Some(held) = shim.stable() {
         for (name, c) in arms {
-            let Some(Arm::ShimWithout(pin)) = Arm::parse(name) else {
+            if c.runs() == 0 || c.stable() == Some(held) {
                 continue;
-            };
-            if c.runs() > 0 && c.stable() != Some(held) {
-                causes.insert(pin.mode().name().to_string());
-                causes.insert(pin.name().to_string());
+            }
+            match Arm::parse(name) {
+                Some(Arm::ShimWithout(pin)) => {
+                    causes.insert(pin.mode().name().to_string());
+                    causes.insert(pin.name().to_string());
+                }
+                Some(Arm::ShimVary(v)) => {
+                    causes.insert(crate::Mode::Environment.name().to_string());
+                    causes.insert(v.name().to_string());
+                }
+                _ => {}
             }
         }
         if causes.is_empty() && held {
