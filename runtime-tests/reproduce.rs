@@ -886,3 +886,160 @@ fn the_no_shim_arm_reaches_allowlisted_hosts_only() {
         .unwrap();
     expect_bad_input(&o, "pypi.org:*");
 }
+
+#[test]
+fn the_ledger_names_each_tests_class_and_cause_and_exports_what_not_to_trust() {
+    let mut f = Fixture::new();
+    f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
+    // Passes at the benchmark's date (2023), fails at the real one: the clock decides it.
+    f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    let s = f.study(&["--k", "2", "--compare-shim", "--pin-runs", "1"]);
+    let out = f.work.run(&[
+        "reproduce",
+        "ledger",
+        "--db",
+        "study.db",
+        "--json",
+        "--export",
+        "known-flaky.json",
+    ]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let test = |id: &str| {
+        l["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance_id"] == id)
+            .map(|i| i["tests"][0].clone())
+            .unwrap_or_else(|| panic!("{id}: {l}"))
+    };
+    let clean = test("clean");
+    assert_eq!(clean["id"], "tests/test_new.py::test_new", "{clean}");
+    assert_eq!(clean["class"], "stable_pass", "{clean}");
+    assert_eq!(clean["arms"]["shim"]["passed"], 2, "{clean}");
+    let dated = test("dated");
+    assert_eq!(dated["class"], "environment", "{dated} {s}");
+    let causes = dated["causes"].as_array().unwrap();
+    assert!(
+        causes.contains(&"time".into()) && causes.contains(&"clock".into()),
+        "the leave-one-out run without the clock flips it: {dated}"
+    );
+    assert!(dated["fails_after"].is_null());
+    assert_eq!(l["headline"]["environment"], 1, "{l}");
+    let m = read_json(&f.path("known-flaky.json"));
+    assert_eq!(m["format"], "reprorun-known-flaky/1");
+    assert_eq!(
+        m["instances"]["dated"]["exclude"][0]["test"],
+        "tests/test_new.py::test_new"
+    );
+    assert!(m["instances"].get("clean").is_none(), "{m}");
+    // The text form: the headline and the line of the test not to trust.
+    let out = f.work.run(&["reproduce", "ledger", "--db", "study.db"]);
+    let text = expect_code(&out, 0);
+    assert!(
+        text.starts_with(
+            "4 tests in 2 instances: 3 stable pass, 0 stable fail, 0 flaky, 1 environment"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("environment dated tests/test_new.py::test_new"),
+        "{text}"
+    );
+    expect_error(
+        &f.work.run(&["reproduce", "ledger", "--db", "missing.db"]),
+        "missing.db",
+    );
+}
+
+#[test]
+fn a_clock_sweep_finds_a_time_bombs_first_failing_day() {
+    let mut f = Fixture::new();
+    // `datetime.date.today().year == 2023`: passes at the benchmark's date, fails from the
+    // first day of 2024.
+    f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
+    f.study(&["--k", "1", "--clock-sweep", "created_at,+1y"]);
+    let rows = f.rows();
+    let swept: Vec<String> = rows
+        .iter()
+        .filter(|r| r.arm.name().starts_with("shim_at_"))
+        .map(|r| r.arm.name())
+        .collect();
+    assert!(
+        swept.contains(&"shim_at_2024-01-01".to_string()),
+        "{swept:?}"
+    );
+    assert!(
+        swept.contains(&"shim_at_2023-12-31".to_string()),
+        "{swept:?}"
+    );
+    assert!(swept.len() <= 12, "a bisection, not a scan: {swept:?}");
+    let out = f
+        .work
+        .run(&["reproduce", "ledger", "--db", "study.db", "--json"]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let t = &l["instances"][0]["tests"][0];
+    assert_eq!(t["fails_after"], "2024-01-01", "{t}");
+    assert_eq!(t["fails_after_exact"], true, "{t}");
+    assert!(
+        t["causes"].as_array().unwrap().contains(&"time".into()),
+        "{t}"
+    );
+    assert_eq!(l["headline"]["time_bombs"], 1, "{l}");
+    // Bad points are refused before anything runs.
+    let out = f.cmd(&["--clock-sweep", "tomorrow"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("\"tomorrow\" is not created_at, now, +Ny, +Nd or a date"));
+}
+
+#[test]
+fn a_variation_run_names_the_variation_that_flips_a_test() {
+    let mut f = Fixture::new();
+    // Local midnight of the epoch: 0 under the shim's UTC, not under the caller's zone.
+    let tz_test = "import calc, time\n\n\ndef test_new():\n    assert calc.add(2, 3) == 5\n    assert time.localtime(0).tm_hour == 0\n";
+    f.add("zoned", FIX, tz_test, serde_json::json!({}));
+    f.add("clean", FIX, PLAIN_TEST, serde_json::json!({}));
+    let out = f
+        .cmd(&["--json", "--k", "1", "--compare-shim", "--pin-runs", "1"])
+        .env("TZ", "GMT+5")
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    let rows = f.rows();
+    let varied: Vec<String> = rows
+        .iter()
+        .filter(|r| r.arm.name().starts_with("shim_vary_"))
+        .map(|r| format!("{} {}", r.instance_id, r.arm.name()))
+        .collect();
+    assert!(
+        varied.contains(&"zoned shim_vary_timezone".to_string()),
+        "{varied:?}"
+    );
+    assert!(
+        !varied.iter().any(|v| v.starts_with("clean ")),
+        "an instance whose tests agree costs nothing more: {varied:?}"
+    );
+    let out = f
+        .work
+        .run(&["reproduce", "ledger", "--db", "study.db", "--json"]);
+    let l: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let zoned = l["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["instance_id"] == "zoned")
+        .unwrap();
+    let t = &zoned["tests"][0];
+    assert_eq!(t["class"], "environment", "{t}");
+    let causes: Vec<&str> = t["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(causes.contains(&"timezone"), "{causes:?}");
+    assert!(
+        !causes.contains(&"locale") && !causes.contains(&"umask"),
+        "{causes:?}"
+    );
+}

@@ -7,8 +7,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::input::Defaults;
+pub use super::ledger::LedgerArgs;
 use super::runner::Conditions;
 use super::store::Store;
+pub use super::sweep::Point;
 use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
@@ -39,6 +41,13 @@ pub enum ReproduceCommand {
         after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
     )]
     Regrade(RegradeArgs),
+    /// Per instance and per listed test, across every recorded run (all arms, hosts and
+    /// repeats): how often it passed, failed, errored, was skipped or missing, its class
+    /// (stable_pass, stable_fail, flaky, environment) and the causes the runs show.
+    #[command(
+        after_help = "Prints a headline and one line per flaky or environment-dependent test (--json: one object). --export FILE writes the graders' manifest (reprorun-known-flaky/1). Exit status: 0, or 125 when the study cannot be read. Formats: spec/reproduce.md, Ledger."
+    )]
+    Ledger(LedgerArgs),
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
@@ -146,6 +155,11 @@ pub struct RunArgs {
     /// turns this off).
     #[arg(long, value_name = "N")]
     pub pin_runs: Option<u32>,
+    /// Also run the shim arm with its clock on each of these days (comma-separated:
+    /// created_at, now, +Ny, +Nd or YYYY-MM-DD), and bisect to the day where a test that
+    /// passes at the benchmark's date starts to fail (a time bomb; `reproduce ledger`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = |v: &str| super::sweep::parse_point(v))]
+    pub clock_sweep: Vec<Point>,
 }
 
 #[derive(Debug, Args)]
@@ -180,6 +194,7 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
+        ReproduceCommand::Ledger(a) => super::ledger::run(&a),
         ReproduceCommand::Plan(a) => run_plan(*a),
         ReproduceCommand::Work(a) => run_work(a),
         ReproduceCommand::Merge(a) => run_merge(a),
@@ -194,6 +209,11 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
             cluster::plan::Phase::Pins => "results-pins",
         })
     });
+    if !a.run.clock_sweep.is_empty() {
+        return Err(ReproduceError::Usage(
+            "--clock-sweep is not planned for a cluster yet: merge the study, then run `reprorun reproduce run` with the same inputs, --db the merged database and --clock-sweep (only the sweep's runs are made)".into(),
+        ));
+    }
     let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
     let p = cluster::plan::PlanOptions {
         study: study_options(a.run),
@@ -292,6 +312,7 @@ fn study_options(a: RunArgs) -> study::Options {
         jobs: a.jobs,
         stagger: a.stagger,
         pin_runs: a.pin_runs.unwrap_or(a.k),
+        clock_sweep: a.clock_sweep,
         defaults: Defaults {
             repos: a.repos,
             test_cmd: a.test_cmd,

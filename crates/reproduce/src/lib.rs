@@ -15,6 +15,7 @@ pub mod cli;
 pub mod cluster;
 pub(crate) mod evidence;
 pub(crate) mod input;
+pub(crate) mod ledger;
 pub(crate) mod outcome;
 pub(crate) mod regrade;
 pub(crate) mod report;
@@ -23,6 +24,7 @@ pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;
 pub(crate) mod summary;
+pub(crate) mod sweep;
 pub(crate) mod tap;
 pub(crate) mod tree;
 
@@ -73,6 +75,52 @@ pub enum Arm {
     BaselineNoShim,
     /// The shim with one pin left out (which pin changes the outcome).
     ShimWithout(Pin),
+    /// The shim with its clock on another day (days since the Unix epoch, at the
+    /// benchmark's time of day): `--clock-sweep` and its bisection.
+    ShimAt(i64),
+    /// The shim with one of reprotest's variations applied (which variation flips a test).
+    ShimVary(Variation),
+}
+
+/// A variation of Debian's reprotest that the shim neutralises and the no-shim arm may
+/// meet on a user's machine; each is applied on top of the shim, one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variation {
+    /// `TZ=GMT-14` (UTC+14, reprotest's), instead of `UTC`.
+    Timezone,
+    /// `LANG`/`LC_ALL` `fr_CH.UTF-8` (reprotest's), instead of `C.UTF-8`.
+    Locale,
+    /// umask 0002 instead of 0022.
+    Umask,
+    /// `HOME=/nonexistent/first-build` (reprotest's), instead of the pinned home.
+    Home,
+    /// Another host and domain name.
+    Hostname,
+    /// An extra directory at the head of `PATH`.
+    ExecPath,
+}
+
+impl Variation {
+    pub const ALL: [Variation; 6] = [
+        Variation::Timezone,
+        Variation::Locale,
+        Variation::Umask,
+        Variation::Home,
+        Variation::Hostname,
+        Variation::ExecPath,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variation::Timezone => "timezone",
+            Variation::Locale => "locale",
+            Variation::Umask => "umask",
+            Variation::Home => "home",
+            Variation::Hostname => "hostname",
+            Variation::ExecPath => "exec_path",
+        }
+    }
 }
 
 /// One pin of the shim, for leave-one-out runs.
@@ -147,6 +195,8 @@ impl Arm {
             Arm::BaselineShim => "baseline_shim".into(),
             Arm::BaselineNoShim => "baseline_no_shim".into(),
             Arm::ShimWithout(p) => format!("shim_without_{}", p.name()),
+            Arm::ShimAt(day) => format!("shim_at_{}", sweep::day_name(day)),
+            Arm::ShimVary(v) => format!("shim_vary_{}", v.name()),
         }
     }
 
@@ -158,6 +208,15 @@ impl Arm {
             "baseline_shim" => Arm::BaselineShim,
             "baseline_no_shim" => Arm::BaselineNoShim,
             other => {
+                if let Some(day) = other.strip_prefix("shim_at_") {
+                    return sweep::parse_day(day).map(Arm::ShimAt);
+                }
+                if let Some(v) = other.strip_prefix("shim_vary_") {
+                    return Variation::ALL
+                        .iter()
+                        .find(|x| x.name() == v)
+                        .map(|x| Arm::ShimVary(*x));
+                }
                 let pin = other.strip_prefix("shim_without_")?;
                 Arm::ShimWithout(*Pin::ALL.iter().find(|p| p.name() == pin)?)
             }

@@ -10,7 +10,7 @@ use super::outcome;
 use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
-use super::{Arm, Infra, Pin};
+use super::{Arm, Infra, Pin, Variation};
 use reprorun_pipeline::unit::{Scratch, UnitOutcome, OUT_DIR};
 use reprorun_runtime::determinism::clock::DateChoice;
 use reprorun_runtime::determinism::{EnvProfile, RandomMode};
@@ -197,8 +197,9 @@ pub(crate) fn request(
         env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
         mirror = cond.no_shim_mirror.clone();
     } else {
-        req.date = Some(match without {
-            Some(Pin::Clock) => DateChoice::Now,
+        req.date = Some(match (arm, without) {
+            (_, Some(Pin::Clock)) => DateChoice::Now,
+            (Arm::ShimAt(day), _) => DateChoice::Pinned(super::sweep::on_day(inst.bench_date, day)),
             _ => DateChoice::Pinned(inst.bench_date),
         });
         if without == Some(Pin::Random) {
@@ -234,6 +235,9 @@ pub(crate) fn request(
         if without == Some(Pin::Mirror) {
             mirror = cond.no_shim_mirror.clone();
         }
+        if let Arm::ShimVary(v) = arm {
+            vary(&mut req, &mut env, v);
+        }
     }
     req.env = env;
     if let Some(dir) = &mirror {
@@ -250,6 +254,32 @@ pub(crate) fn request(
         .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
     req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
     Ok(req)
+}
+
+/// What a reprotest variation changes in the shim's request (the user's word in `env`
+/// wins over the pinned one).
+fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
+    match v {
+        Variation::Timezone => env.push(("TZ".into(), "GMT-14".into())),
+        Variation::Locale => {
+            for k in ["LANG", "LC_ALL"] {
+                env.push((k.into(), "fr_CH.UTF-8".into()));
+            }
+        }
+        Variation::Umask => {
+            let cmd = req.argv.pop().unwrap_or_default();
+            req.argv.push(format!("umask 0002\n{cmd}"));
+        }
+        Variation::Home => env.push(("HOME".into(), "/nonexistent/first-build".into())),
+        Variation::Hostname => req.hostname = "reprotest-capture-hostname".into(),
+        Variation::ExecPath => env.push((
+            "PATH".into(),
+            format!(
+                "/usr/local/sbin/reprotest-extra:{}",
+                reprorun_runtime::determinism::env::FROZEN_PATH
+            ),
+        )),
+    }
 }
 
 /// A run's row before anything is known of it.

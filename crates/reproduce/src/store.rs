@@ -318,6 +318,63 @@ impl Store {
         Ok(())
     }
 
+    /// Each instance's benchmark date (Unix seconds).
+    pub fn bench_dates(&self) -> Result<BTreeMap<String, i64>, StoreError> {
+        let mut stmt = self
+            .db
+            .conn()
+            .prepare("SELECT instance_id, bench_date FROM instances")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(self.err())?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (k, v) = row.map_err(self.err())?;
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+
+    /// The host of each run of a study merged from a cluster (`(instance, arm, idx)` →
+    /// hostname); empty for a local study.
+    pub fn run_hosts(&self) -> Result<BTreeMap<(String, String, u32), String>, StoreError> {
+        let conn = self.db.conn();
+        let has = conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hosts'",
+                [],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(self.err())?
+            .is_some();
+        let mut out = BTreeMap::new();
+        if !has {
+            return Ok(out);
+        }
+        let mut stmt = conn
+            .prepare("SELECT instance_id, arm, idx, hostname FROM hosts")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    (
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, u32>(2)?,
+                    ),
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .map_err(self.err())?;
+        for row in rows {
+            let (k, v) = row.map_err(self.err())?;
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+
     /// Each instance's recorded outcome and graded test lists (`None`: a study made
     /// before the lists were stored, and not run since).
     pub fn graded_lists(&self) -> Result<BTreeMap<String, GradedList>, StoreError> {

@@ -20,7 +20,7 @@ use reprorun_pipeline::unix_now_ms;
 use super::input::{self, Defaults, Instance};
 use super::runner::{self, Conditions};
 use super::store::Store;
-use super::{Arm, Pin, ReproduceError};
+use super::{Arm, Pin, ReproduceError, Variation};
 
 /// `reprorun reproduce run`'s options.
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub(crate) struct Options {
     pub stagger: Option<Duration>,
     /// Runs per left-out pin in phase 2 (0: no phase 2); at most `k`.
     pub pin_runs: u32,
+    /// Phase 3's days (`--clock-sweep`); empty: no phase 3.
+    pub clock_sweep: Vec<super::sweep::Point>,
     pub defaults: Defaults,
     pub conditions: Conditions,
     /// How progress is shown on stderr.
@@ -43,7 +45,7 @@ pub(crate) struct Options {
 
 /// One run to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Job {
+pub(crate) struct Job {
     inst: usize,
     arm: Arm,
     idx: u32,
@@ -103,6 +105,11 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
         execute(&insts, opts, phase2, start, &mut pool)?;
+        let rows = Store::open(&opts.db, false)?.rows()?;
+        execute(&insts, opts, vary_jobs(&insts, &rows), start, &mut pool)?;
+    }
+    if done.is_ok() && !opts.clock_sweep.is_empty() {
+        sweep(&insts, opts, start, &mut pool)?;
     }
     progress.finish();
     drop(lock);
@@ -182,6 +189,94 @@ pub(crate) fn pin_runs(
         }
     }
     jobs
+}
+
+/// The variation runs (one per reprotest variation, index 0) of each instance with a listed
+/// test whose verdict differs between the shim and the no-shim runs: which variation the
+/// shim neutralises flips it. An instance whose tests agree costs nothing more.
+pub(crate) fn vary_jobs(insts: &[Instance], rows: &[super::store::RunRow]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        let verdicts = |arm: Arm, test: &str| -> std::collections::BTreeSet<bool> {
+            rows.iter()
+                .filter(|r| r.instance_id == inst.instance_id && r.arm == arm && r.infra.is_none())
+                .map(|r| {
+                    let tests: super::outcome::Tests =
+                        serde_json::from_str(&r.tests).unwrap_or_default();
+                    super::outcome::lookup(&tests, test).is_some_and(|s| s.passes())
+                })
+                .collect()
+        };
+        let differs = inst.fail_to_pass.iter().chain(&inst.pass_to_pass).any(|t| {
+            let (shim, no_shim) = (verdicts(Arm::Shim, t), verdicts(Arm::NoShim, t));
+            shim.len() == 1 && !no_shim.is_empty() && no_shim != shim
+        });
+        if differs {
+            jobs.extend(Variation::ALL.iter().map(|v| Job {
+                inst: i,
+                arm: Arm::ShimVary(*v),
+                idx: 0,
+            }));
+        }
+    }
+    jobs
+}
+
+/// The most bisection rounds of phase 3: a span of 2^40 days is far past any date.
+const MAX_BISECT_ROUNDS: u32 = 40;
+
+/// Phase 3 (`--clock-sweep`): the shim at each day of the list, then rounds of bisection
+/// until every time bomb's first failing day is known to the day. Each day is one run
+/// (index 0) per instance, recorded like any other: a killed study resumes.
+fn sweep(
+    insts: &[Instance],
+    opts: &Options,
+    start: i64,
+    pool: &mut Pool,
+) -> Result<(), ReproduceError> {
+    let now = unix_now_ms() / 1000;
+    let mut jobs = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        let days: std::collections::BTreeSet<i64> = opts
+            .clock_sweep
+            .iter()
+            .map(|p| super::sweep::resolve(*p, inst.bench_date, now))
+            .collect();
+        jobs.extend(days.into_iter().map(|d| Job {
+            inst: i,
+            arm: Arm::ShimAt(d),
+            idx: 0,
+        }));
+    }
+    execute(insts, opts, jobs, start, pool)?;
+    for _ in 0..MAX_BISECT_ROUNDS {
+        let rows = Store::open(&opts.db, false)?.rows()?;
+        let mut jobs = Vec::new();
+        for (i, inst) in insts.iter().enumerate() {
+            let mine: Vec<&super::store::RunRow> = rows
+                .iter()
+                .filter(|r| r.instance_id == inst.instance_id)
+                .collect();
+            let listed: Vec<String> = inst
+                .fail_to_pass
+                .iter()
+                .chain(&inst.pass_to_pass)
+                .cloned()
+                .collect();
+            for d in super::sweep::next_days(&mine, inst.bench_date, &listed) {
+                jobs.push(Job {
+                    inst: i,
+                    arm: Arm::ShimAt(d),
+                    idx: 0,
+                });
+            }
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        execute(insts, opts, jobs, start, pool)?;
+    }
+    Ok(())
 }
 
 /// Makes the jobs not yet recorded, `opts.jobs` at a time, each in a worker process of its
