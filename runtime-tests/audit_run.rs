@@ -115,6 +115,38 @@ fn scripted_agents_are_recorded_with_what_they_wrote() {
     assert_eq!(again["rows"], s["rows"]);
 }
 
+/// A document in the paper's own format (Appendix E.1): a free-text assessment, the paper's
+/// value sets, free-form `line_refs`; one finding has a stage outside the set.
+const PAPER_FINDINGS: &str = r#"{"reproducibility_assessment": "Not reproducible as released: cv2 is undeclared.", "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "install/environment", "category": "environment_setup", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named cv2", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": "N/A", "evidence_type": "file", "summary": "import cv2"}, {"path": "requirements.txt", "line_refs": "", "evidence_type": "missing_artifact", "summary": "absent"}], "impact": "nothing runs", "affected_claims_or_metrics": ["Table 1"], "reproducibility_blocker": true, "confidence": "high"}, {"finding_id": "F2", "rank_reason": "second", "severity": "medium", "stage": "deployment", "category": "paper_repo_mismatch", "issue_title": "Learning rate differs from the paper", "user_symptom": "lower accuracy", "trigger_context": "training", "root_cause": "lr differs", "evidence": [{"path": "paper.md", "line_refs": ["N/A"], "evidence_type": "paper_repo_mismatch", "summary": "lr 1e-3"}], "impact": "numbers differ", "affected_claims_or_metrics": [], "reproducibility_blocker": false, "confidence": "medium"}], "missing_or_ambiguous_artifacts": []}"#;
+
+#[test]
+fn the_papers_findings_format_is_accepted_and_a_bad_field_only_dropped() {
+    require!(Need::Root);
+    let c = Corpus::two_groups();
+    let agent = format!("printf '%s' '{PAPER_FINDINGS}' > \"$REPRORUN_AUDIT_OUT\"");
+    let s = c.summary(&["--agent-cmd", &agent]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    assert_eq!(s["findings"], 4, "{s}");
+    let row = &s["rows"][0];
+    let reason = row["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("1 problem(s)") && reason.contains("findings[1].stage"),
+        "{s}"
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&c.log(row["findings_sha256"].as_str().unwrap())).unwrap();
+    assert_eq!(
+        stored["reproducibility_assessment"],
+        "Not reproducible as released: cv2 is undeclared."
+    );
+    assert_eq!(stored["findings"][0]["stage"], "install/environment");
+    assert!(stored["findings"][1].get("stage").is_none(), "{stored}");
+    assert_eq!(
+        stored["findings"][0]["evidence"][0]["line_refs"],
+        serde_json::json!([])
+    );
+}
+
 #[test]
 fn malformed_missing_and_failing_agents_are_recorded_as_such() {
     require!(Need::Root);
