@@ -6,7 +6,9 @@
 //!   the fix commit as the post-fix snapshot; evidence in this order: the input's
 //!   `fix_commit` (`given_fix_commit`), a merged closing pull request (`merged_pr`), a
 //!   `closed`/`referenced` event's commit (`closed_event_commit`), a later commit whose
-//!   message says `fixes #N` or holds the issue URL (`fixes_keyword`);
+//!   message says `fixes #N` or holds the issue URL (`fixes_keyword`), the last commit
+//!   between the issue's creation and its closing whose message names `#N` at all
+//!   (`(#5)`, `(issues #2, #28, #35, #37)`, `see #5`: `history_reference`);
 //! - other closed issues (`closed_silver`) → the last first-parent commit before
 //!   `created_at` (`before_created_at`).
 
@@ -146,7 +148,56 @@ fn fix_evidence(
             return Ok(Some(("fixes_keyword", c.id.clone(), parent.clone())));
         }
     }
-    Ok(None)
+    Ok(history_reference(issue, created, h.all))
+}
+
+/// Slack after `closed_at` for a referencing commit: a fix is often pushed (committed
+/// earlier, or merged) minutes after the maintainer closes the issue.
+const CLOSE_SLACK_SECS: i64 = 24 * 3600;
+
+/// The repository's own history as evidence: of the commits between the issue's creation
+/// and its closing whose message names `#N`, the last (the fix usually comes last, right
+/// before the close); with none, the first in the [`CLOSE_SLACK_SECS`] after the close.
+/// Without `closed_at`, none.
+fn history_reference(
+    issue: &Issue,
+    created: i64,
+    all: &[Commit],
+) -> Option<(&'static str, String, String)> {
+    let closed = issue
+        .closed_at
+        .as_deref()
+        .and_then(crate::input::strict_time)?;
+    let naming = || {
+        all.iter()
+            .filter(|c| c.time >= created && names_issue(&c.message, issue.number))
+    };
+    let c = naming()
+        .filter(|c| c.time <= closed)
+        .max_by(|a, b| a.time.cmp(&b.time).then_with(|| b.id.cmp(&a.id)))
+        .or_else(|| {
+            naming()
+                .filter(|c| c.time > closed && c.time <= closed + CLOSE_SLACK_SECS)
+                .min_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)))
+        })?;
+    let parent = c.parents.first()?;
+    Some(("history_reference", c.id.clone(), parent.clone()))
+}
+
+/// Whether `message` names `#N` as a whole number: `(#5)`, `#5,`, `issues #2, #5` (not
+/// `#50`, not `abc#5` in a word).
+pub(crate) fn names_issue(message: &str, number: u64) -> bool {
+    let tag = format!("#{number}");
+    let mut from = 0;
+    while let Some(at) = message[from..].find(&tag).map(|i| i + from) {
+        from = at + tag.len();
+        let after_ok = !message[from..].starts_with(|c: char| c.is_ascii_digit());
+        let before_ok = !message[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        if after_ok && before_ok {
+            return true;
+        }
+    }
+    false
 }
 
 /// GitHub's merge subjects: `Merge pull request #N from ...`, or a squash merge's

@@ -1,7 +1,9 @@
 use std::io::Read;
 
 use super::leak::Scanner;
-use super::select::{before, ground, head_at, mentions_fix, merges_pr, Commit, History};
+use super::select::{
+    before, ground, head_at, mentions_fix, merges_pr, names_issue, Commit, History,
+};
 use super::tar::{parse_ls_tree, write_tar, Entry, Hashing, Kind, MTIME};
 use crate::input::{ClosingPr, EventCommit, Issue};
 
@@ -177,6 +179,51 @@ fn patch_evidence_in_its_order() {
         e.contains("deadbeef") && e.contains("no such commit"),
         "{e}"
     );
+}
+
+#[test]
+fn the_repositorys_own_history_grounds_a_closed_issue_without_a_timeline() {
+    // As `gh issue list --json` gives it: no closing PR, no events; the commits name the
+    // issue only in passing, as real repositories do.
+    let fp = vec![
+        commit("d6", Some("d5"), 50_000, "Fix eval (issues #2, #28, #35, #37)"),
+        commit("d5", Some("d4"), 5_000, "Update README (#2)"),
+        commit("d4", Some("d3"), 4_000, "Revert #28 workaround"),
+        commit("d3", Some("d1"), 3_000, "Tune lr (#280)"),
+        commit("d1", None, 1_000, "initial"),
+    ];
+    let resolve = |id: &str| {
+        fp.iter()
+            .find(|c| c.id == id)
+            .map(|c| (c.id.clone(), c.parents.first().cloned()))
+    };
+    let h = History {
+        first_parent: &fp,
+        all: &fp,
+        resolve: &resolve,
+    };
+    let mut i = issue(28, "closed", "1970-01-01T00:33:20Z"); // 2,000
+    i.closed_at = Some("1970-01-01T01:23:20Z".into()); // 5,000
+    let t = ground(&i, 2_000, 200_000, &h).unwrap();
+    assert_eq!((t.target, t.rule), ("closed_gold", "history_reference"));
+    assert_eq!((t.commit.as_str(), t.fix.as_deref()), ("d3", Some("d4")));
+    // Nothing before the close: the first naming commit within a day after it.
+    let mut i = issue(35, "closed", "1970-01-01T00:33:20Z");
+    i.closed_at = Some("1970-01-01T01:23:20Z".into());
+    let t = ground(&i, 2_000, 200_000, &h).unwrap();
+    assert_eq!((t.rule, t.fix.as_deref()), ("history_reference", Some("d6")));
+    // Without closed_at, or named only by a longer number, the issue stays silver.
+    let i = issue(28, "closed", "1970-01-01T00:33:20Z");
+    assert_eq!(ground(&i, 2_000, 200_000, &h).unwrap().target, "closed_silver");
+    for (msg, n, yes) in [
+        ("Update README (#2)", 2, true),
+        ("Fix eval (issues #2, #28, #35, #37)", 35, true),
+        ("see #5.", 5, true),
+        ("Tune lr (#280)", 28, false),
+        ("abc#5", 5, false),
+    ] {
+        assert_eq!(names_issue(msg, n), yes, "{msg}");
+    }
 }
 
 #[test]
