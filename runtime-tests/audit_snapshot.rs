@@ -480,6 +480,44 @@ fn bad_input_is_one_line_naming_the_pair_or_issue_and_skip_bad_goes_on() {
 }
 
 #[test]
+fn a_clone_missing_file_contents_stops_one_group_not_the_corpus() {
+    let f = Fixture::new();
+    f.issues(&[]);
+    // A partial clone: the contents of NOTES.md (only in c8, open issue #6's snapshot) gone.
+    let repo = f.path("model");
+    let spec = format!("{}:NOTES.md", f.c("c8"));
+    let blob = git(&repo, "2023-01-01T00:00:00Z", &["rev-parse", &spec]);
+    std::fs::remove_file(repo.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let group = format!("p1@{}", &f.c("c8")[..12]);
+    expect_error(&f.snapshot("out", &[]), &group);
+    let out = f.snapshot("out", &["--skip-bad"]);
+    expect_code(&out, 0);
+    let m = read_json(&f.path("out/corpus.json"));
+    let line = format!("{group}: write its tree");
+    assert!(stderr(&out).contains(&line), "{}", stderr(&out));
+    assert!(
+        m["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("left out with its issues [#6]")),
+        "{m}"
+    );
+    let numbers: Vec<u64> = m["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["issue"]["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 6, "{numbers:?}");
+    assert!(!numbers.contains(&6));
+    assert!(m["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| g["commit"] != f.c("c8")));
+}
+
+#[test]
 fn only_reproducibility_keeps_the_relevant_issues() {
     let f = Fixture::new();
     let question = json!({"number": 30, "title": "Will you release the weights?", "body": "Do you plan to release the checkpoints?",

@@ -154,7 +154,7 @@ pub(crate) fn build(args: &SnapshotArgs) -> Result<Corpus, AuditError> {
         }
     }
     for plan in &plans {
-        let built = write_pair(plan, &writer, bad.warnings)?;
+        let built = write_pair(plan, &writer, &mut bad)?;
         manifest.pairs.push(built.entry);
         manifest.groups.extend(built.groups);
         manifest.issues.extend(built.issues);
@@ -245,11 +245,10 @@ fn plan_pair<'a>(
 }
 
 /// Writes a pair's trees and paper; returns what it adds to the manifest.
-fn write_pair(
-    plan: &Plan,
-    writer: &Writer,
-    warnings: &mut Vec<String>,
-) -> Result<Built, AuditError> {
+/// A group whose tree cannot be read from the clone (a blob missing: a partial or shallow
+/// clone) is bad input: with `--skip-bad` it is left out with one line, its issues with it,
+/// and an issue whose post-fix group it was keeps its pre-fix group without one.
+fn write_pair(plan: &Plan, writer: &Writer, bad: &mut Bad) -> Result<Built, AuditError> {
     let pair = plan.pair;
     let mut commits: BTreeMap<&str, Acc> = BTreeMap::new();
     for (issue, t) in &plan.grounded {
@@ -268,6 +267,7 @@ fn write_pair(
     }
     let group_id = |commit: &str| format!("{}@{}", pair.paper_id, &commit[..commit.len().min(12)]);
     let mut groups = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
     for (commit, acc) in commits {
         let id = group_id(commit);
         let hidden: Vec<&Issue> = plan
@@ -276,7 +276,20 @@ fn write_pair(
             .map(|(i, _)| i)
             .filter(|i| acc.issues.contains(&i.number))
             .collect();
-        let tree = write_tree(&plan.repo, commit, &id, &hidden, writer, warnings)?;
+        let tree = match write_tree(&plan.repo, commit, &id, &hidden, writer, bad.warnings) {
+            Ok(tree) => tree,
+            Err(AuditError::Snapshot(e @ SnapshotError::Tree { .. })) => {
+                let issues: Vec<String> = acc.issues.iter().map(|n| format!("#{n}")).collect();
+                bad.report(format!(
+                    "pair {}: {e}; left out with its issues [{}]",
+                    pair.paper_id,
+                    issues.join(", ")
+                ))?;
+                failed.push(commit.to_string());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         groups.push(Group {
             group_id: id,
             paper_id: pair.paper_id.clone(),
@@ -287,15 +300,27 @@ fn write_pair(
             post_fix_for: acc.post_fix_for,
         });
     }
+    let dropped: Vec<u64> = plan
+        .grounded
+        .iter()
+        .filter(|(_, t)| failed.contains(&t.commit))
+        .map(|(i, _)| i.number)
+        .collect();
+    for g in &mut groups {
+        g.post_fix_for.retain(|n| !dropped.contains(n));
+    }
+    groups.retain(|g| !g.issues.is_empty() || !g.post_fix_for.is_empty());
     let issues = plan
         .grounded
         .iter()
+        .filter(|(_, t)| !failed.contains(&t.commit))
         .map(|(issue, t)| {
+            let fix = t.fix.as_deref().filter(|f| !failed.iter().any(|c| c == f));
             let grounding = Grounding {
                 target: t.target.to_string(),
                 group_id: group_id(&t.commit),
                 commit: t.commit.clone(),
-                post_fix_group_id: t.fix.as_deref().map(group_id),
+                post_fix_group_id: fix.map(group_id),
                 rule: t.rule.to_string(),
                 fix_commit: t.fix.clone(),
             };

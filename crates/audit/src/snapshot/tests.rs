@@ -186,7 +186,12 @@ fn the_repositorys_own_history_grounds_a_closed_issue_without_a_timeline() {
     // As `gh issue list --json` gives it: no closing PR, no events; the commits name the
     // issue only in passing, as real repositories do.
     let fp = vec![
-        commit("d6", Some("d5"), 50_000, "Fix eval (issues #2, #28, #35, #37)"),
+        commit(
+            "d6",
+            Some("d5"),
+            50_000,
+            "Fix eval (issues #2, #28, #35, #37)",
+        ),
         commit("d5", Some("d4"), 5_000, "Update README (#2)"),
         commit("d4", Some("d3"), 4_000, "Revert #28 workaround"),
         commit("d3", Some("d1"), 3_000, "Tune lr (#280)"),
@@ -211,10 +216,16 @@ fn the_repositorys_own_history_grounds_a_closed_issue_without_a_timeline() {
     let mut i = issue(35, "closed", "1970-01-01T00:33:20Z");
     i.closed_at = Some("1970-01-01T01:23:20Z".into());
     let t = ground(&i, 2_000, 200_000, &h).unwrap();
-    assert_eq!((t.rule, t.fix.as_deref()), ("history_reference", Some("d6")));
+    assert_eq!(
+        (t.rule, t.fix.as_deref()),
+        ("history_reference", Some("d6"))
+    );
     // Without closed_at, or named only by a longer number, the issue stays silver.
     let i = issue(28, "closed", "1970-01-01T00:33:20Z");
-    assert_eq!(ground(&i, 2_000, 200_000, &h).unwrap().target, "closed_silver");
+    assert_eq!(
+        ground(&i, 2_000, 200_000, &h).unwrap().target,
+        "closed_silver"
+    );
     for (msg, n, yes) in [
         ("Update README (#2)", 2, true),
         ("Fix eval (issues #2, #28, #35, #37)", 35, true),
