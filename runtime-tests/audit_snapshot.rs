@@ -518,6 +518,37 @@ fn a_clone_missing_file_contents_stops_one_group_not_the_corpus() {
 }
 
 #[test]
+fn the_pre_fix_snapshot_is_a_choice_and_recorded() {
+    let f = Fixture::new();
+    let late_fix = json!({"number": 12, "title": "lower accuracy", "state": "closed",
+                          "created_at": "2023-02-10T00:00:00Z", "closed_at": "2023-05-02T00:00:00Z",
+                          "html_url": "https://github.com/lab/model/issues/12", "fix_commit": f.c("c6")});
+    f.issues(&[late_fix]);
+    expect_code(&f.snapshot("fixparent", &[]), 0);
+    let m = read_json(&f.path("fixparent/corpus.json"));
+    let g = grounding(&m, 12);
+    assert_eq!(g["commit"], f.c("c5"), "{g}");
+    assert_eq!(g["pre_fix"], "fix_parent", "{g}");
+    expect_code(&f.snapshot("issuetime", &["--pre-fix", "issue-time"]), 0);
+    let m = read_json(&f.path("issuetime/corpus.json"));
+    let g = grounding(&m, 12);
+    assert_eq!(
+        g["commit"],
+        f.c("c2"),
+        "the reporter's view, not the fix's parent: {g}"
+    );
+    assert_eq!(g["pre_fix"], "issue_time", "{g}");
+    assert_eq!(g["fix_commit"], f.c("c6"), "{g}");
+    let o = f.snapshot("x", &["--pre-fix", "later"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("possible values: fix-parent, issue-time"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn only_reproducibility_keeps_the_relevant_issues() {
     let f = Fixture::new();
     let question = json!({"number": 30, "title": "Will you release the weights?", "body": "Do you plan to release the checkpoints?",

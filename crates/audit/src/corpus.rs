@@ -91,6 +91,10 @@ pub(crate) struct Grounding {
     pub(crate) rule: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fix_commit: Option<String>,
+    /// For `closed_gold`: which pre-fix snapshot `commit` is (`fix_parent`, `issue_time`;
+    /// absent in corpora before the choice existed: `fix_parent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pre_fix: Option<String>,
 }
 
 /// The manifest.

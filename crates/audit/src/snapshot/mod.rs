@@ -21,6 +21,8 @@ use super::AuditError;
 use git::Repo;
 use select::{History, Target};
 
+pub use select::PreFix;
+
 #[derive(Debug, Error)]
 pub enum SnapshotError {
     /// Bad input, one line naming the pair or issue (`--skip-bad` goes on without it).
@@ -55,6 +57,10 @@ pub struct SnapshotArgs {
     /// Only issues labelled reproducibility: true (unlabelled ones by the built-in rules).
     #[arg(long)]
     pub only_reproducibility: bool,
+    /// A fixed issue's pre-fix snapshot: the fix commit's parent, or the default branch
+    /// when the issue was opened (recorded per issue as `grounding.pre_fix`).
+    #[arg(long, value_enum, default_value = "fix-parent", value_name = "WHICH")]
+    pub pre_fix: select::PreFix,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -149,7 +155,7 @@ pub(crate) fn build(args: &SnapshotArgs) -> Result<Corpus, AuditError> {
     let mut plans = Vec::new();
     for pair in &pairs.items {
         let issues = by_repo.remove(&pair.repo).unwrap_or_default();
-        if let Some(plan) = plan_pair(pair, issues, &mut bad)? {
+        if let Some(plan) = plan_pair(pair, issues, args.pre_fix, &mut bad)? {
             plans.push(plan);
         }
     }
@@ -189,6 +195,7 @@ struct Plan<'a> {
 fn plan_pair<'a>(
     pair: &'a Pair,
     issues: Vec<Issue>,
+    pre_fix: select::PreFix,
     bad: &mut Bad,
 ) -> Result<Option<Plan<'a>>, AuditError> {
     let name = |reason: String| format!("pair {}: {reason}", pair.paper_id);
@@ -230,7 +237,7 @@ fn plan_pair<'a>(
         let target = issue
             .created_secs()
             .map_err(|e| e.to_string())
-            .and_then(|created| select::ground(&issue, created, pair.collected, &history));
+            .and_then(|created| select::ground(&issue, created, pair.collected, pre_fix, &history));
         match target {
             Ok(t) => grounded.push((issue, t)),
             Err(reason) => bad.report(format!("issue {}: {reason}", issue.id()))?,
@@ -323,6 +330,7 @@ fn write_pair(plan: &Plan, writer: &Writer, bad: &mut Bad) -> Result<Built, Audi
                 post_fix_group_id: fix.map(group_id),
                 rule: t.rule.to_string(),
                 fix_commit: t.fix.clone(),
+                pre_fix: t.pre_fix.map(|p| p.name().to_string()),
             };
             json!({ "issue": issue, "grounding": grounding })
         })

@@ -24,6 +24,27 @@ pub(crate) struct Commit {
     pub(crate) message: String,
 }
 
+/// Which snapshot of a fixed (`closed_gold`) issue is its pre-fix one. The paper's text
+/// says the issue-time snapshot, its Figure 1 "pre PR".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PreFix {
+    /// The fix commit's first parent (the default): the code the fix changed.
+    #[default]
+    FixParent,
+    /// The last first-parent commit before the issue was opened: what its reporter saw.
+    IssueTime,
+}
+
+impl PreFix {
+    /// As the manifest records it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            PreFix::FixParent => "fix_parent",
+            PreFix::IssueTime => "issue_time",
+        }
+    }
+}
+
 /// Where an issue is grounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -34,6 +55,8 @@ pub(crate) struct Target {
     pub(crate) commit: String,
     /// The fix commit (the post-fix snapshot), for `closed_gold`.
     pub(crate) fix: Option<String>,
+    /// For `closed_gold`: which pre-fix snapshot `commit` is.
+    pub(crate) pre_fix: Option<PreFix>,
 }
 
 /// A commit id (possibly abbreviated) to its full id and first parent, when it exists.
@@ -58,11 +81,13 @@ pub(crate) fn before(chain: &[Commit], t: i64) -> Option<&Commit> {
     chain.iter().find(|c| c.time < t)
 }
 
-/// Grounds one issue. `collected` is the pair's `collected_at`, `created` the issue's.
+/// Grounds one issue. `collected` is the pair's `collected_at`, `created` the issue's;
+/// `pre_fix` picks a fixed issue's pre-fix snapshot.
 pub(crate) fn ground(
     issue: &Issue,
     created: i64,
     collected: i64,
+    pre_fix: PreFix,
     h: &History,
 ) -> Result<Target, String> {
     if issue.is_open() {
@@ -73,14 +98,25 @@ pub(crate) fn ground(
             rule: "default_branch_at_collected_at",
             commit: c.id.clone(),
             fix: None,
+            pre_fix: None,
         });
     }
     if let Some((rule, fix, parent)) = fix_evidence(issue, created, h)? {
+        let commit = match pre_fix {
+            PreFix::FixParent => parent,
+            PreFix::IssueTime => before(h.first_parent, created)
+                .ok_or(
+                    "the default branch has no commit before the issue was created (created_at)",
+                )?
+                .id
+                .clone(),
+        };
         return Ok(Target {
             target: "closed_gold",
             rule,
-            commit: parent,
+            commit,
             fix: Some(fix),
+            pre_fix: Some(pre_fix),
         });
     }
     let c = before(h.first_parent, created)
@@ -90,6 +126,7 @@ pub(crate) fn ground(
         rule: "before_created_at",
         commit: c.id.clone(),
         fix: None,
+        pre_fix: None,
     })
 }
 
