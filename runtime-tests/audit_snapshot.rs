@@ -549,6 +549,44 @@ fn the_pre_fix_snapshot_is_a_choice_and_recorded() {
 }
 
 #[test]
+fn an_issue_its_own_snapshot_names_is_kept_or_dropped_and_said() {
+    let f = Fixture::new();
+    f.issues(&[]);
+    // NOTES.md at c8 (open issue #6's snapshot) holds #6's URL.
+    let out = f.snapshot("kept", &[]);
+    expect_code(&out, 0);
+    assert!(
+        stderr(&out).contains("1 issue(s) named outright by their own snapshot")
+            && stderr(&out).contains("kept, as grounding.named_in"),
+        "{}",
+        stderr(&out)
+    );
+    let m = read_json(&f.path("kept/corpus.json"));
+    assert_eq!(grounding(&m, 6)["named_in"], "NOTES.md");
+    assert!(grounding(&m, 4).get("named_in").is_none());
+    let out = f.snapshot("dropped", &["--leaked", "drop"]);
+    expect_code(&out, 0);
+    let m = read_json(&f.path("dropped/corpus.json"));
+    assert!(m["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["issue"]["number"] != 6));
+    assert!(
+        m["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("left out: issue lab/model#6")),
+        "{m}"
+    );
+    assert!(m["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| !g["issues"].as_array().unwrap().contains(&6.into())));
+}
+
+#[test]
 fn only_reproducibility_keeps_the_relevant_issues() {
     let f = Fixture::new();
     let question = json!({"number": 30, "title": "Will you release the weights?", "body": "Do you plan to release the checkpoints?",

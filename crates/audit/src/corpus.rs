@@ -95,6 +95,10 @@ pub(crate) struct Grounding {
     /// absent in corpora before the choice existed: `fix_parent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) pre_fix: Option<String>,
+    /// The file of the issue's own snapshot that names it outright (its URL, or `#N` and
+    /// its title): the answer is in the snapshot (`audit snapshot --leaked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) named_in: Option<String>,
 }
 
 /// The manifest.
