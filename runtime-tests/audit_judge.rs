@@ -145,6 +145,88 @@ fn an_invalid_answer_is_asked_again_once_and_a_run_without_findings_is_skipped()
     assert_eq!(b["by_status"]["skipped"], 1, "{b}");
 }
 
+/// A judge writing the paper's `result.json` (Appendix E.2: alignments and notes, no
+/// `pair_labels`): every issue matched `semantic` by the first finding, when there is one.
+const PAPER_JUDGE: &str = r#"python3 - <<'PY'
+import json, os
+t = json.load(open("/work/task.json"))
+dims = {d: "none" for d in ["user_facing_symptom", "trigger_path_or_workflow", "root_cause", "involved_artifact", "impact"]}
+has = bool(t["findings"])
+issues = [{"hidden_issue_id": h["hidden_issue_id"], "best_label": "semantic" if has else "none",
+           "best_finding_index": 0 if has else None, "dimension_labels": dims, "rationale": "r"}
+          for h in t["hidden_issues"]]
+findings = [{"finding_id": f["finding_id"], "finding_index": f["finding_index"],
+             "best_label": "semantic" if f["finding_index"] == 0 else "none",
+             "matched_hidden_issue_ids": [h["hidden_issue_id"] for h in t["hidden_issues"]] if f["finding_index"] == 0 else []}
+            for f in t["findings"]]
+json.dump({"issue_alignments": issues, "finding_alignments": findings, "notes": ""}, open(os.environ["REPRORUN_JUDGE_OUT"], "w"))
+PY"#;
+
+#[test]
+fn a_failed_judging_is_retried_and_replace_takes_the_papers_result() {
+    require!(Need::Root);
+    let c = Corpus::new();
+    c.audit(1, true);
+    let broken = "printf '{not json' > \"$REPRORUN_JUDGE_OUT\"";
+    let s = c.judge(&["--judge-cmd", broken]);
+    assert_eq!(row(&s, PRE)["status"], "invalid_output", "{s}");
+    // The next judging asks again, rather than keeping the failure for good.
+    let o = c.work.run(&[
+        "audit",
+        "judge",
+        "--db",
+        "audit.db",
+        "--json",
+        "--judge-cmd",
+        broken,
+    ]);
+    let again: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    assert!(
+        stderr(&o).contains("judging 1 run(s) again"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(row(&again, PRE)["attempts"], 2, "{again}");
+    // Another command is refused without --replace, and taken with it.
+    let o = c.work.run(&[
+        "audit",
+        "judge",
+        "--db",
+        "audit.db",
+        "--judge-cmd",
+        PAPER_JUDGE,
+    ]);
+    expect_error(&o, "--replace");
+    let o = c.work.run(&[
+        "audit",
+        "judge",
+        "--db",
+        "audit.db",
+        "--json",
+        "--replace",
+        "--judge-cmd",
+        PAPER_JUDGE,
+    ]);
+    let s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    assert!(stderr(&o).contains("--replace: forgot"), "{}", stderr(&o));
+    let pre = row(&s, PRE);
+    assert_eq!(pre["status"], "ok", "{s}");
+    assert!(
+        pre["reason"].as_str().unwrap_or("").contains("derived"),
+        "{s}"
+    );
+    // The pairs were derived: the first finding semantic, every other pair none.
+    let labels = c.labels("cmd");
+    assert!(!labels.is_empty());
+    for (_, _, _, index, label) in &labels {
+        assert_eq!(
+            label,
+            if *index == 0 { "semantic" } else { "none" },
+            "{labels:?}"
+        );
+    }
+}
+
 #[test]
 fn a_judge_sees_only_its_task_and_reaches_no_network() {
     require!(Need::Root);

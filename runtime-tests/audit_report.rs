@@ -227,9 +227,9 @@ fn metrics_match_hand_computed_values_and_the_report_is_safe() {
         "swn SM",
     );
     assert_eq!(c["by_venue"]["NeurIPS 2024"]["issues"], 2, "{c}");
-    assert_eq!(c["finding_categories"]["missing_dependency"]["n"], 6, "{c}");
+    assert_eq!(c["finding_categories"]["environment_setup"]["n"], 6, "{c}");
     close(
-        &c["finding_categories"]["paper_code_mismatch"]["share"],
+        &c["finding_categories"]["paper_repo_mismatch"]["share"],
         0.5,
         "share",
     );

@@ -115,6 +115,38 @@ fn scripted_agents_are_recorded_with_what_they_wrote() {
     assert_eq!(again["rows"], s["rows"]);
 }
 
+/// A document in the paper's own format (Appendix E.1): a free-text assessment, the paper's
+/// value sets, free-form `line_refs`; one finding has a stage outside the set.
+const PAPER_FINDINGS: &str = r#"{"reproducibility_assessment": "Not reproducible as released: cv2 is undeclared.", "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "install/environment", "category": "environment_setup", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named cv2", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": "N/A", "evidence_type": "file", "summary": "import cv2"}, {"path": "requirements.txt", "line_refs": "", "evidence_type": "missing_artifact", "summary": "absent"}], "impact": "nothing runs", "affected_claims_or_metrics": ["Table 1"], "reproducibility_blocker": true, "confidence": "high"}, {"finding_id": "F2", "rank_reason": "second", "severity": "medium", "stage": "deployment", "category": "paper_repo_mismatch", "issue_title": "Learning rate differs from the paper", "user_symptom": "lower accuracy", "trigger_context": "training", "root_cause": "lr differs", "evidence": [{"path": "paper.md", "line_refs": ["N/A"], "evidence_type": "paper_repo_mismatch", "summary": "lr 1e-3"}], "impact": "numbers differ", "affected_claims_or_metrics": [], "reproducibility_blocker": false, "confidence": "medium"}], "missing_or_ambiguous_artifacts": []}"#;
+
+#[test]
+fn the_papers_findings_format_is_accepted_and_a_bad_field_only_dropped() {
+    require!(Need::Root);
+    let c = Corpus::two_groups();
+    let agent = format!("printf '%s' '{PAPER_FINDINGS}' > \"$REPRORUN_AUDIT_OUT\"");
+    let s = c.summary(&["--agent-cmd", &agent]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    assert_eq!(s["findings"], 4, "{s}");
+    let row = &s["rows"][0];
+    let reason = row["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("1 problem(s)") && reason.contains("findings[1].stage"),
+        "{s}"
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&c.log(row["findings_sha256"].as_str().unwrap())).unwrap();
+    assert_eq!(
+        stored["reproducibility_assessment"],
+        "Not reproducible as released: cv2 is undeclared."
+    );
+    assert_eq!(stored["findings"][0]["stage"], "install/environment");
+    assert!(stored["findings"][1].get("stage").is_none(), "{stored}");
+    assert_eq!(
+        stored["findings"][0]["evidence"][0]["line_refs"],
+        serde_json::json!([])
+    );
+}
+
 #[test]
 fn malformed_missing_and_failing_agents_are_recorded_as_such() {
     require!(Need::Root);
@@ -233,6 +265,79 @@ fn the_builtin_auditor_runs_offline_in_the_sandbox() {
         .unwrap();
     let findings = c.log(row["findings_sha256"].as_str().unwrap());
     assert!(findings.contains("main.py"), "{findings}");
+}
+
+/// A one-page PDF whose text is `line` (Helvetica, as pdftotext reads it).
+fn pdf_of(line: &str) -> Vec<u8> {
+    let stream = format!("BT /F1 12 Tf 72 720 Td ({line}) Tj ET");
+    let objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
+        format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+    ];
+    let mut out = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, o) in objs.iter().enumerate() {
+        offsets.push(out.len());
+        out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
+    }
+    let xref = out.len();
+    out.push_str(&format!(
+        "xref\n0 {}\n0000000000 65535 f \n",
+        objs.len() + 1
+    ));
+    for o in offsets {
+        out.push_str(&format!("{o:010} 00000 n \n"));
+    }
+    out.push_str(&format!(
+        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+        objs.len() + 1
+    ));
+    out.into_bytes()
+}
+
+/// [`Corpus::two_groups`] with its paper replaced by `pdf` (stored and named as a PDF).
+fn with_pdf_paper(pdf: &[u8]) -> Corpus {
+    let c = Corpus::two_groups();
+    let name = format!("{}.pdf", crate::common::sha256_hex(pdf));
+    std::fs::write(c.dir().join("papers").join(&name), pdf).unwrap();
+    let path = c.dir().join("corpus.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["pairs"][0]["paper"] = name.into();
+    m["pairs"][0]["paper_kind"] = "pdf".into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    c
+}
+
+#[test]
+fn the_builtin_auditor_reads_a_pdf_papers_text_in_the_sandbox() {
+    require!(Need::Root);
+    require!(Need::Tool("pdftotext"));
+    let c = with_pdf_paper(&pdf_of(
+        "We train for 100 epochs with a learning rate of 0.001 and report Table 1.",
+    ));
+    let s = c.summary(&[]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    let all: String = s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| c.log(r["findings_sha256"].as_str().unwrap()))
+        .collect();
+    assert!(all.contains("paper text compared"), "{all}");
+    assert!(
+        !all.contains("no paper text"),
+        "the PDF's text was not read: {all}"
+    );
+    // An unreadable PDF: the audit goes on without the paper, and says so.
+    let c = with_pdf_paper(b"%PDF-1.4\nnot a pdf");
+    let s = c.summary(&[]);
+    assert_eq!(s["by_status"]["ok"], 2, "{s}");
+    let row = &s["rows"][0];
+    let err = c.log(row["stderr_sha256"].as_str().unwrap());
+    assert!(err.contains("audited without the paper's text"), "{err}");
 }
 
 #[test]

@@ -480,6 +480,113 @@ fn bad_input_is_one_line_naming_the_pair_or_issue_and_skip_bad_goes_on() {
 }
 
 #[test]
+fn a_clone_missing_file_contents_stops_one_group_not_the_corpus() {
+    let f = Fixture::new();
+    f.issues(&[]);
+    // A partial clone: the contents of NOTES.md (only in c8, open issue #6's snapshot) gone.
+    let repo = f.path("model");
+    let spec = format!("{}:NOTES.md", f.c("c8"));
+    let blob = git(&repo, "2023-01-01T00:00:00Z", &["rev-parse", &spec]);
+    std::fs::remove_file(repo.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let group = format!("p1@{}", &f.c("c8")[..12]);
+    expect_error(&f.snapshot("out", &[]), &group);
+    let out = f.snapshot("out", &["--skip-bad"]);
+    expect_code(&out, 0);
+    let m = read_json(&f.path("out/corpus.json"));
+    let line = format!("{group}: write its tree");
+    assert!(stderr(&out).contains(&line), "{}", stderr(&out));
+    assert!(
+        m["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("left out with its issues [#6]")),
+        "{m}"
+    );
+    let numbers: Vec<u64> = m["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["issue"]["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 6, "{numbers:?}");
+    assert!(!numbers.contains(&6));
+    assert!(m["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| g["commit"] != f.c("c8")));
+}
+
+#[test]
+fn the_pre_fix_snapshot_is_a_choice_and_recorded() {
+    let f = Fixture::new();
+    let late_fix = json!({"number": 12, "title": "lower accuracy", "state": "closed",
+                          "created_at": "2023-02-10T00:00:00Z", "closed_at": "2023-05-02T00:00:00Z",
+                          "html_url": "https://github.com/lab/model/issues/12", "fix_commit": f.c("c6")});
+    f.issues(&[late_fix]);
+    expect_code(&f.snapshot("fixparent", &[]), 0);
+    let m = read_json(&f.path("fixparent/corpus.json"));
+    let g = grounding(&m, 12);
+    assert_eq!(g["commit"], f.c("c5"), "{g}");
+    assert_eq!(g["pre_fix"], "fix_parent", "{g}");
+    expect_code(&f.snapshot("issuetime", &["--pre-fix", "issue-time"]), 0);
+    let m = read_json(&f.path("issuetime/corpus.json"));
+    let g = grounding(&m, 12);
+    assert_eq!(
+        g["commit"],
+        f.c("c2"),
+        "the reporter's view, not the fix's parent: {g}"
+    );
+    assert_eq!(g["pre_fix"], "issue_time", "{g}");
+    assert_eq!(g["fix_commit"], f.c("c6"), "{g}");
+    let o = f.snapshot("x", &["--pre-fix", "later"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("possible values: fix-parent, issue-time"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_issue_its_own_snapshot_names_is_kept_or_dropped_and_said() {
+    let f = Fixture::new();
+    f.issues(&[]);
+    // NOTES.md at c8 (open issue #6's snapshot) holds #6's URL.
+    let out = f.snapshot("kept", &[]);
+    expect_code(&out, 0);
+    assert!(
+        stderr(&out).contains("1 issue(s) named outright by their own snapshot")
+            && stderr(&out).contains("kept, as grounding.named_in"),
+        "{}",
+        stderr(&out)
+    );
+    let m = read_json(&f.path("kept/corpus.json"));
+    assert_eq!(grounding(&m, 6)["named_in"], "NOTES.md");
+    assert!(grounding(&m, 4).get("named_in").is_none());
+    let out = f.snapshot("dropped", &["--leaked", "drop"]);
+    expect_code(&out, 0);
+    let m = read_json(&f.path("dropped/corpus.json"));
+    assert!(m["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["issue"]["number"] != 6));
+    assert!(
+        m["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("left out: issue lab/model#6")),
+        "{m}"
+    );
+    assert!(m["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| !g["issues"].as_array().unwrap().contains(&6.into())));
+}
+
+#[test]
 fn only_reproducibility_keeps_the_relevant_issues() {
     let f = Fixture::new();
     let question = json!({"number": 30, "title": "Will you release the weights?", "body": "Do you plan to release the checkpoints?",

@@ -48,9 +48,10 @@ use std::path::Path;
 
 use serde_json::Map;
 
+use super::findings::detail::{Category, EvidenceType, Stage};
 use super::findings::{
-    Artifact, ArtifactItem, Assessment, Category, Confidence, Evidence, EvidenceType, Finding,
-    Findings, LineRange, Overall, Severity, Stage,
+    Artifact, ArtifactItem, Assessment, Confidence, Evidence, Finding, Findings, LineRange,
+    Overall, Severity, Verdict,
 };
 use pylex::Token;
 use tree::Tree;
@@ -203,10 +204,18 @@ fn ev(path: &str, lines: &[u32], kind: EvidenceType, summary: impl Into<String>)
     Evidence {
         path: path.to_string(),
         line_refs: sorted.into_iter().map(LineRange::line).collect(),
-        evidence_type: kind,
+        evidence_type: Some(kind.paper()),
         summary: summary.into(),
-        extra: Map::new(),
+        extra: extension(&[("reprorun_evidence_type", kind.as_str())]),
     }
+}
+
+/// reprorun's finer values, written beside the paper's as extension fields.
+fn extension(fields: &[(&str, &str)]) -> Map<String, serde_json::Value> {
+    fields
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+        .collect()
 }
 
 /// The evidence type of a repository file by its name.
@@ -339,9 +348,9 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
                     c.rule.prior(),
                     c.rule.row().why
                 ),
-                severity: c.severity,
-                stage: c.stage,
-                category: c.category,
+                severity: Some(c.severity),
+                stage: Some(c.stage.paper()),
+                category: Some(c.category.paper(c.stage)),
                 issue_title: c.title,
                 user_symptom: c.symptom,
                 trigger_context: c.trigger,
@@ -349,19 +358,26 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
                 evidence: c.evidence,
                 impact: c.impact,
                 affected_claims_or_metrics: c.claims,
-                reproducibility_blocker: c.blocker,
-                confidence: c.confidence,
-                extra: Map::new(),
+                reproducibility_blocker: Some(c.blocker),
+                confidence: Some(c.confidence),
+                extra: extension(&[
+                    ("reprorun_stage", c.stage.as_str()),
+                    ("reprorun_category", c.category.as_str()),
+                ]),
             }
         })
         .collect();
     let blockers = findings
         .iter()
-        .filter(|f| f.reproducibility_blocker)
+        .filter(|f| f.reproducibility_blocker == Some(true))
         .count();
     let overall = if ctx.tree.entries.is_empty() {
         Overall::Unknown
-    } else if findings.iter().any(|f| f.severity == Severity::Critical) || !ctx.has_code() {
+    } else if findings
+        .iter()
+        .any(|f| f.severity == Some(Severity::Critical))
+        || !ctx.has_code()
+    {
         Overall::UnlikelyReproducible
     } else if blockers > 0 {
         Overall::PartiallyReproducible
@@ -377,14 +393,15 @@ fn assemble(ctx: &Ctx, mut candidates: Vec<Candidate>) -> Findings {
         if ctx.paper.is_some() { "; paper text compared" } else { "; no paper text" }
     );
     Findings {
-        reproducibility_assessment: Assessment {
+        reproducibility_assessment: Assessment::Verdict(Verdict {
             overall,
             summary,
             extra: Map::new(),
-        },
+        }),
         findings,
         missing_or_ambiguous_artifacts: artifacts,
         extra: Map::new(),
+        problems: Vec::new(),
     }
 }
 

@@ -61,7 +61,8 @@ pub enum AuditCommand {
 pub struct AgentBuiltinArgs {
     #[arg(long, value_name = "DIR")]
     repo: std::path::PathBuf,
-    /// The paper as text (Markdown or plain text).
+    /// The paper: Markdown or plain text, or a PDF (its text by pdftotext, here in the
+    /// agent's sandbox).
     #[arg(long, value_name = "FILE")]
     paper: Option<std::path::PathBuf>,
     #[arg(long, value_name = "FILE")]
@@ -75,11 +76,21 @@ fn agent_builtin(args: AgentBuiltinArgs) -> Result<(), AuditError> {
         move |e: std::io::Error| AuditError::Usage(format!("{what}: {e}"))
     };
     let paper = match &args.paper {
-        Some(p) => Some(
-            std::fs::read(p)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(io(p))?,
-        ),
+        Some(p) => {
+            let bytes = std::fs::read(p).map_err(io(p))?;
+            if super::pdf::is_pdf(&bytes) {
+                match super::pdf::text(p) {
+                    Ok(text) => Some(text),
+                    Err(e) => {
+                        // The audit goes on without the paper, and says so.
+                        eprintln!("reprorun: audit agent-builtin: {}: {e}; audited without the paper's text", p.display());
+                        None
+                    }
+                }
+            } else {
+                Some(String::from_utf8_lossy(&bytes).into_owned())
+            }
+        }
         None => None,
     };
     let findings = super::builtin::audit(&args.repo, paper.as_deref());

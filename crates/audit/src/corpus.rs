@@ -91,6 +91,14 @@ pub(crate) struct Grounding {
     pub(crate) rule: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fix_commit: Option<String>,
+    /// For `closed_gold`: which pre-fix snapshot `commit` is (`fix_parent`, `issue_time`;
+    /// absent in corpora before the choice existed: `fix_parent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pre_fix: Option<String>,
+    /// The file of the issue's own snapshot that names it outright (its URL, or `#N` and
+    /// its title): the answer is in the snapshot (`audit snapshot --leaked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) named_in: Option<String>,
 }
 
 /// The manifest.

@@ -78,6 +78,9 @@ pub(crate) struct PairLabel {
 }
 
 impl Store {
+    /// Whether run (`group`, `repeat`) has a settled judgment of `judge`: `ok` or
+    /// `skipped`. Any other status (the judge failed, timed out, was missing) is judged
+    /// again by the next `audit judge`.
     pub(crate) fn has_judgment(
         &self,
         group: &str,
@@ -87,7 +90,8 @@ impl Store {
         self.db
             .conn()
             .prepare_cached(
-                "SELECT 1 FROM judgments WHERE group_id = ?1 AND repeat = ?2 AND judge = ?3",
+                "SELECT 1 FROM judgments WHERE group_id = ?1 AND repeat = ?2 AND judge = ?3 \
+                 AND status IN ('ok', 'skipped')",
             )
             .and_then(|mut st| {
                 st.query_row(params![group, repeat, judge], |_| Ok(()))
@@ -118,7 +122,49 @@ impl Store {
         }
     }
 
-    /// [`Self::insert_judgment`] inside the caller's transaction (a merge's batch).
+    /// How many judgments of `judge` did not settle (not `ok` or `skipped`): the next judging
+    /// retries them.
+    pub(crate) fn unsettled_judgments(&self, judge: &str) -> Result<u64, StoreError> {
+        self.db
+            .conn()
+            .query_row(
+                "SELECT COUNT(*) FROM judgments WHERE judge = ?1 AND status NOT IN ('ok', 'skipped')",
+                params![judge],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
+            .map_err(self.db.err())
+    }
+
+    /// Forgets everything `judge` recorded in the study: its judgments, pair labels and
+    /// configuration (`audit judge --replace`). Returns how many judgments went.
+    pub(crate) fn forget_judge(&self, judge: &str) -> Result<u64, StoreError> {
+        let conn = self.db.conn();
+        let err = self.db.err();
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
+        let r = (|| {
+            conn.execute("DELETE FROM pair_labels WHERE judge = ?1", params![judge])?;
+            let n = conn.execute("DELETE FROM judgments WHERE judge = ?1", params![judge])?;
+            conn.execute(
+                "DELETE FROM meta WHERE key = ?1",
+                params![format!("judge:{judge}")],
+            )?;
+            Ok(n as u64)
+        })();
+        match r {
+            Ok(n) => {
+                conn.execute_batch("COMMIT").map_err(&err)?;
+                Ok(n)
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(err(e))
+            }
+        }
+    }
+
+    /// [`Self::insert_judgment`] inside the caller's transaction (a merge's batch). An
+    /// unsettled judgment of the same run and judge is replaced; a settled one is kept.
     pub(crate) fn insert_judgment_rows(
         &self,
         j: &Judgment,
@@ -126,6 +172,12 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let conn = self.db.conn();
         let err = self.db.err();
+        conn.prepare_cached(
+            "DELETE FROM judgments WHERE group_id = ?1 AND repeat = ?2 AND judge = ?3 \
+             AND status NOT IN ('ok', 'skipped')",
+        )
+        .and_then(|mut st| st.execute(params![j.group_id, j.repeat, j.judge]))
+        .map_err(&err)?;
         let n = conn
             .prepare_cached(
                 "INSERT OR IGNORE INTO judgments VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",

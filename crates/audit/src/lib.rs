@@ -22,6 +22,7 @@ pub mod input;
 pub mod judge;
 pub(crate) mod judgment;
 pub mod metrics;
+pub(crate) mod pdf;
 pub(crate) mod prompt;
 pub mod report;
 pub mod run;

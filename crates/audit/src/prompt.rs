@@ -10,7 +10,7 @@
 
 use serde_json::json;
 
-use super::findings::{Category, Confidence, EvidenceType, Overall, Severity, Stage};
+use super::findings::{Category, Confidence, EvidenceType, Severity, Stage};
 
 /// What the prompt tells the agent about its sandbox.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +73,7 @@ pub(crate) fn prompt(opts: &PromptOptions) -> String {
         "), not style or code quality. One finding per distinct cause; merge duplicates.\n\
          - Ground every finding in evidence: file paths relative to the repository root and \
          line numbers. For something that is absent, give the path where it was expected and \
-         evidence_type \"absence\".\n",
+         evidence_type \"missing_artifact\".\n",
     );
     if opts.order_instruction {
         p.push_str(
@@ -116,9 +116,8 @@ fn schema(opts: &PromptOptions) -> String {
     };
     let mut s = format!(
         "Write your result as JSON to {out} (a JSON object, no Markdown around it) with these fields:\n\
-         - reproducibility_assessment: object\n\
-         \x20 - overall: {overall}\n\
-         \x20 - summary: string, two or three sentences\n\
+         - reproducibility_assessment: string, two or three sentences: can the paper's main \
+         results be reproduced from this release, and what stands in the way\n\
          - findings: {findings_line}; each has\n\
          \x20 - finding_id: string, unique (e.g. \"F1\")\n\
          \x20 - rank_reason: string, why a reproducer would hit and report this\n\
@@ -131,7 +130,7 @@ fn schema(opts: &PromptOptions) -> String {
          \x20 - root_cause: string\n\
          \x20 - evidence: array of objects\n\
          \x20   - path: string, relative to the repository root{paper_path}\n\
-         \x20   - line_refs: array of line numbers or \"start-end\" strings (empty for absence)\n\
+         \x20   - line_refs: array of line numbers or \"start-end\" strings (empty for a missing artifact)\n\
          \x20   - evidence_type: {evidence_type}\n\
          \x20   - summary: string, what this evidence shows\n\
          \x20 - impact: string, which results cannot be reproduced\n\
@@ -141,14 +140,13 @@ fn schema(opts: &PromptOptions) -> String {
          - missing_or_ambiguous_artifacts: array of objects {{artifact: string, why: string}} \
          (data, checkpoints, configs the release lacks or leaves unclear)\n\n",
         out = opts.out_file,
-        overall = one_of(Overall::NAMES),
         severity = one_of(Severity::NAMES),
         stage = one_of(Stage::NAMES),
         category = one_of(Category::NAMES),
         evidence_type = one_of(EvidenceType::NAMES),
         confidence = one_of(Confidence::NAMES),
         paper_path = if opts.paper_file.is_some() {
-            " (for evidence_type \"paper\": the paper's file name)"
+            " (for evidence_type \"paper_repo_mismatch\": the paper's file name or the file that differs)"
         } else {
             ""
         },
@@ -162,22 +160,19 @@ fn schema(opts: &PromptOptions) -> String {
 /// An example document; it passes the validator.
 fn example() -> String {
     let doc = json!({
-        "reproducibility_assessment": {
-            "overall": Overall::PartiallyReproducible.as_str(),
-            "summary": "Training code is released but undeclared dependencies and a missing checkpoint block evaluation."
-        },
+        "reproducibility_assessment": "Partially reproducible: training code is released but undeclared dependencies and a missing checkpoint block evaluation.",
         "findings": [{
             "finding_id": "F1",
             "rank_reason": "Every user installs the requirements and runs the training command first.",
             "severity": Severity::High.as_str(),
-            "stage": Stage::EnvironmentSetup.as_str(),
-            "category": Category::MissingDependency.as_str(),
+            "stage": Stage::InstallEnvironment.as_str(),
+            "category": Category::EnvironmentSetup.as_str(),
             "issue_title": "ModuleNotFoundError: No module named 'cv2' when running train.py",
             "user_symptom": "ModuleNotFoundError: No module named 'cv2'",
             "trigger_context": "pip install -r requirements.txt, then python train.py as in the README",
             "root_cause": "train.py imports cv2 but requirements.txt does not list opencv-python.",
             "evidence": [
-                {"path": "train.py", "line_refs": [3], "evidence_type": EvidenceType::Code.as_str(), "summary": "import cv2"},
+                {"path": "train.py", "line_refs": [3], "evidence_type": EvidenceType::File.as_str(), "summary": "import cv2"},
                 {"path": "requirements.txt", "line_refs": ["1-12"], "evidence_type": EvidenceType::Config.as_str(), "summary": "no opencv entry"}
             ],
             "impact": "Training cannot start.",
@@ -221,7 +216,11 @@ mod tests {
     #[test]
     fn enums_in_the_prompt_are_the_validators() {
         let p = prompt(&opts());
-        assert_eq!(listed(&p, "overall"), Overall::NAMES);
+        // The paper's value sets (ReproRepo, Appendix E.1), as it spells them.
+        assert_eq!(listed(&p, "stage")[0], "install/environment");
+        assert_eq!(listed(&p, "category").len(), 12);
+        assert_eq!(listed(&p, "evidence_type")[2], "missing_artifact");
+        assert!(p.contains("- reproducibility_assessment: string"));
         assert_eq!(listed(&p, "severity"), Severity::NAMES);
         assert_eq!(listed(&p, "stage"), Stage::NAMES);
         assert_eq!(listed(&p, "category"), Category::NAMES);
@@ -242,6 +241,7 @@ mod tests {
         let end = start + p[start..].find("\n```").unwrap();
         let f = validate(&p.as_bytes()[start..end]).unwrap();
         assert_eq!(f.findings.len(), 1);
+        assert_eq!(f.problems, vec![]);
     }
 
     #[test]

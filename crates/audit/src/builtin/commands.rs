@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::pylex::{self, Tok};
 use super::tree::{file_name, join, line_no, parent};
 use super::{ev, Candidate, Ctx, Rule};
-use crate::findings::{EvidenceType, Stage};
+use crate::findings::detail::{EvidenceType, Stage};
 
 /// One shell command from the documentation.
 #[derive(Debug, Clone)]

@@ -13,7 +13,8 @@ use super::commands::{doc_commands, target};
 use super::pylex::{self, Tok};
 use super::tree::{ext, line_no};
 use super::{ev, kind_of, Candidate, Ctx, Rule};
-use crate::findings::{Confidence, EvidenceType};
+use crate::findings::detail::EvidenceType;
+use crate::findings::Confidence;
 
 /// A hyper-parameter: its name, the repository keys that set it (lowercase, `_` for `-`),
 /// and whether it is an integer.

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use super::commands::{doc_commands, placeholder, resolve, target};
 use super::tree::{ext, file_name, join, line_no, parent};
 use super::{ev, kind_of, Candidate, Ctx, Rule};
-use crate::findings::{Confidence, EvidenceType, Stage};
+use crate::findings::detail::{EvidenceType, Stage};
+use crate::findings::Confidence;
 
 const LFS_HEADER: &str = "version https://git-lfs.github.com/spec/v1";
 const CKPT_EXT: &[&str] = &[

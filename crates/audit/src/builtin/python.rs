@@ -8,7 +8,8 @@ use super::pylex::{self, Tok};
 use super::stdlib::{distributions, is_stdlib, normalize, BUNDLED};
 use super::tree::{self, file_name};
 use super::{ev, kind_of, Candidate, Ctx, Rule};
-use crate::findings::{Confidence, EvidenceType, Severity};
+use crate::findings::detail::EvidenceType;
+use crate::findings::{Confidence, Severity};
 
 /// The declared distributions (PEP 503 names) and the files that declare them.
 #[derive(Debug, Default)]

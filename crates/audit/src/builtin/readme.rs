@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use super::tree::{self, file_name, line_no};
 use super::{ev, Candidate, Ctx, Rule};
-use crate::findings::{Category, EvidenceType, Severity, Stage};
+use crate::findings::detail::{Category, EvidenceType, Stage};
+use crate::findings::Severity;
 
 /// Lowercased words of the paper and the documentation.
 fn described(ctx: &Ctx) -> (String, String) {

@@ -4,6 +4,14 @@ use std::path::Path;
 use super::*;
 use crate::findings::validate;
 
+/// The built-in auditor's verdict (it always writes the object form).
+fn overall(f: &Findings) -> Overall {
+    match &f.reproducibility_assessment {
+        Assessment::Verdict(v) => v.overall,
+        Assessment::Text(t) => panic!("the built-in auditor wrote free text: {t}"),
+    }
+}
+
 const README: &str = "# Method
 
 ## Install
@@ -160,10 +168,7 @@ fn fired<'a>(f: &'a Findings, rule: &str) -> Vec<&'a Finding> {
 fn the_clean_fixture_has_no_findings() {
     let f = run(&base());
     assert!(f.findings.is_empty(), "{:#?}", rules(&f));
-    assert_eq!(
-        f.reproducibility_assessment.overall,
-        Overall::LikelyReproducible
-    );
+    assert_eq!(overall(&f), Overall::LikelyReproducible);
 }
 
 #[test]
@@ -180,7 +185,7 @@ fn no_dependency_spec() {
     assert!(hits[0]
         .evidence
         .iter()
-        .any(|e| e.evidence_type == EvidenceType::Absence));
+        .any(|e| e.evidence_type == Some(EvidenceType::Absence.paper())));
     assert!(
         hits[0].root_cause.contains("opencv-python"),
         "{}",
@@ -563,7 +568,8 @@ fn coming_soon() {
         rules(&f)
     );
     let ck = fired(&f, "coming_soon")[0];
-    assert_eq!(ck.category, Category::MissingCheckpoint);
+    assert_eq!(ck.category, Some(crate::findings::Category::ModelWeights));
+    assert_eq!(ck.extra["reprorun_category"], "missing_checkpoint");
     assert_eq!(ck.issue_title, "When will the checkpoints be released?");
     assert!(fired(&run(&base()), "coming_soon").is_empty());
 }
@@ -583,10 +589,7 @@ fn lfs_pointers_and_submodules() {
         hits[0].user_symptom,
         "_pickle.UnpicklingError: invalid load key, 'v'."
     );
-    assert_eq!(
-        f.reproducibility_assessment.overall,
-        Overall::UnlikelyReproducible
-    );
+    assert_eq!(overall(&f), Overall::UnlikelyReproducible);
     assert!(fired(
         &run(&with(&base(), "checkpoints/model.pth", "real weights")),
         "lfs_pointer"
@@ -630,7 +633,10 @@ fn paper_hyperparameters() {
         "{}",
         hits[0].issue_title
     );
-    assert_eq!(hits[0].evidence[0].evidence_type, EvidenceType::Paper);
+    assert_eq!(
+        hits[0].evidence[0].evidence_type,
+        Some(EvidenceType::Paper.paper())
+    );
     assert_eq!(hits[0].evidence[0].line_refs, vec![LineRange::line(3)]);
     assert!(fired(&run(&base()), "hyperparameter_mismatch").is_empty());
     let unset = edit(
@@ -751,7 +757,7 @@ fn odd_trees_do_not_panic() {
 fn empty_and_missing_roots() {
     let dir = tempfile::tempdir().unwrap();
     let f = audit(dir.path(), Some(PAPER));
-    assert_eq!(f.reproducibility_assessment.overall, Overall::Unknown);
+    assert_eq!(overall(&f), Overall::Unknown);
     let f = audit(&dir.path().join("absent"), None);
     assert!(f.findings.is_empty());
 }

@@ -44,15 +44,17 @@ fn minimal_document_with_no_findings_is_valid() {
     .unwrap();
     assert!(f.findings.is_empty());
     assert!(f.missing_or_ambiguous_artifacts.is_empty());
-    assert_eq!(f.reproducibility_assessment.overall, Overall::Unknown);
+    assert!(
+        matches!(&f.reproducibility_assessment, Assessment::Verdict(v) if v.overall == Overall::Unknown)
+    );
 }
 
 #[test]
 fn full_document_is_read_with_normalized_line_refs() {
     let f = check(&doc(vec![finding_json("F1")])).unwrap();
     let x = &f.findings[0];
-    assert_eq!(x.severity, Severity::High);
-    assert_eq!(x.category, Category::MissingDependency);
+    assert_eq!(x.severity, Some(Severity::High));
+    assert_eq!(x.category, Some(Category::EnvironmentSetup));
     assert_eq!(
         x.evidence[0].line_refs,
         vec![
@@ -62,7 +64,10 @@ fn full_document_is_read_with_normalized_line_refs() {
         ]
     );
     assert!(x.evidence[1].line_refs.is_empty());
-    assert_eq!(x.evidence[1].evidence_type, EvidenceType::Absence);
+    assert_eq!(
+        x.evidence[1].evidence_type,
+        Some(EvidenceType::MissingArtifact)
+    );
     assert_eq!(
         f.missing_or_ambiguous_artifacts[0],
         Artifact::Text("pretrained weights".into())
@@ -151,11 +156,19 @@ fn top_level_array_is_refused() {
     );
 }
 
+/// The one problem of a document that should have exactly one.
+fn one_problem(v: &Value) -> (Findings, FindingsError) {
+    let f = check(v).unwrap();
+    assert_eq!(f.problems.len(), 1, "{:?}", f.problems);
+    let e = f.problems[0].clone();
+    (f, e)
+}
+
 #[test]
-fn missing_fields_name_the_finding_and_field() {
+fn a_missing_field_is_dropped_and_named_not_the_run() {
     let mut f = finding_json("F1");
     f.as_object_mut().unwrap().remove("root_cause");
-    let e = check(&doc(vec![finding_json("F0"), f])).unwrap_err();
+    let (x, e) = one_problem(&doc(vec![finding_json("F0"), f]));
     assert_eq!(
         e,
         FindingsError::Missing {
@@ -163,7 +176,13 @@ fn missing_fields_name_the_finding_and_field() {
             field: "root_cause"
         }
     );
-    let e = validate(br#"{"findings":[]}"#).unwrap_err();
+    assert_eq!(x.findings.len(), 2);
+    assert_eq!(x.findings[1].root_cause, "");
+    assert_eq!(
+        x.findings[1].issue_title,
+        "ModuleNotFoundError: No module named 'cv2'"
+    );
+    let (x, e) = one_problem(&json!({"findings": []}));
     assert_eq!(
         e,
         FindingsError::Missing {
@@ -171,48 +190,60 @@ fn missing_fields_name_the_finding_and_field() {
             field: "reproducibility_assessment"
         }
     );
-    let mut d = doc(vec![]);
-    d["reproducibility_assessment"]
-        .as_object_mut()
-        .unwrap()
-        .remove("summary");
-    assert!(matches!(
-        check(&d),
+    assert_eq!(
+        x.reproducibility_assessment,
+        Assessment::Text(String::new())
+    );
+    // Without a findings array there is no document to keep.
+    assert_eq!(
+        validate(br#"{"reproducibility_assessment": "fine"}"#),
         Err(FindingsError::Missing {
-            field: "summary",
-            ..
+            at: "top level".into(),
+            field: "findings"
         })
-    ));
+    );
 }
 
 #[test]
-fn wrong_types_are_refused() {
+fn wrong_types_drop_the_field() {
     let mut f = finding_json("F1");
-    f["reproducibility_blocker"] = json!("yes");
-    let e = check(&doc(vec![f])).unwrap_err();
+    f["reproducibility_blocker"] = json!(3);
+    let (x, e) = one_problem(&doc(vec![f]));
     assert_eq!(
         e,
         FindingsError::Type {
             at: "findings[0].reproducibility_blocker".into(),
             expected: "true or false",
-            found: "a string"
+            found: "a number"
         }
+    );
+    assert_eq!(x.findings[0].reproducibility_blocker, None);
+    let mut f = finding_json("F1");
+    f["reproducibility_blocker"] = json!("Yes");
+    assert_eq!(
+        check(&doc(vec![f])).unwrap().findings[0].reproducibility_blocker,
+        Some(true)
     );
     let mut f = finding_json("F1");
     f["evidence"] = json!("train.py");
-    assert!(
-        matches!(check(&doc(vec![f])), Err(FindingsError::Type { at, .. }) if at == "findings[0].evidence")
-    );
+    let (x, e) = one_problem(&doc(vec![f]));
+    assert!(matches!(e, FindingsError::Type { at, .. } if at == "findings[0].evidence"));
+    assert!(x.findings[0].evidence.is_empty());
     let mut d = doc(vec![]);
     d["findings"] = json!({});
     assert!(matches!(check(&d), Err(FindingsError::Type { at, .. }) if at == "findings"));
+    // A finding that is not an object is dropped; the others stay, in order.
+    let (x, e) = one_problem(&doc(vec![finding_json("A"), json!("B"), finding_json("C")]));
+    assert!(matches!(e, FindingsError::Type { at, .. } if at == "findings[1]"));
+    let ids: Vec<&str> = x.findings.iter().map(|f| f.finding_id.as_str()).collect();
+    assert_eq!(ids, ["A", "C"]);
 }
 
 #[test]
-fn bad_enum_values_list_the_allowed_ones() {
+fn bad_enum_values_list_the_allowed_ones_and_drop_the_field() {
     let mut f = finding_json("F1");
     f["severity"] = json!("blocker");
-    let e = check(&doc(vec![finding_json("F0"), f])).unwrap_err();
+    let (x, e) = one_problem(&doc(vec![finding_json("F0"), f]));
     assert_eq!(
         e,
         FindingsError::Value {
@@ -221,9 +252,11 @@ fn bad_enum_values_list_the_allowed_ones() {
             allowed: "critical|high|medium|low".into()
         }
     );
+    assert_eq!(x.findings[1].severity, None);
+    assert!(!x.to_json().contains("\"blocker\""));
     let mut f = finding_json("F1");
     f["evidence"][0]["evidence_type"] = json!("log");
-    let e = check(&doc(vec![f])).unwrap_err();
+    let (x, e) = one_problem(&doc(vec![f]));
     assert!(
         e.to_string()
             .contains("findings[0].evidence[0].evidence_type"),
@@ -231,8 +264,42 @@ fn bad_enum_values_list_the_allowed_ones() {
     );
     assert!(
         e.to_string()
-            .contains("code|config|documentation|paper|absence"),
+            .contains("file|command|missing_artifact|documentation|config|paper_repo_mismatch"),
         "{e}"
+    );
+    assert_eq!(x.findings[0].evidence[0].evidence_type, None);
+    assert_eq!(x.findings[0].evidence[0].path, "train.py");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let mut f = finding_json("F1");
+    f["severity"] = json!("blocker");
+    f["stage"] = json!("deployment");
+    f["evidence"][0]["line_refs"] = json!(["ten", 4]);
+    f.as_object_mut().unwrap().remove("impact");
+    let x = check(&doc(vec![f])).unwrap();
+    assert_eq!(x.problems.len(), 4, "{:?}", x.problems);
+    let line = x.problems_line(10_000).unwrap();
+    for part in [
+        "4 problem(s)",
+        "severity",
+        "stage",
+        "line_refs[0]",
+        "`impact`",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
+    assert_eq!(
+        x.findings[0].evidence[0].line_refs,
+        vec![LineRange::line(4)]
+    );
+    assert!(x.problems_line(40).unwrap().chars().count() <= 40);
+    assert_eq!(
+        check(&doc(vec![finding_json("F1")]))
+            .unwrap()
+            .problems_line(80),
+        None
     );
 }
 
@@ -240,47 +307,75 @@ fn bad_enum_values_list_the_allowed_ones() {
 fn enum_case_and_separators_are_folded() {
     let mut f = finding_json("F1");
     f["severity"] = json!("High");
-    f["category"] = json!("code-bug");
-    f["stage"] = json!("Environment Setup");
+    f["category"] = json!("Runtime-Error");
+    f["stage"] = json!("Install / Environment");
     let x = check(&doc(vec![f])).unwrap();
-    assert_eq!(x.findings[0].severity, Severity::High);
-    assert_eq!(x.findings[0].category, Category::CodeBug);
-    assert_eq!(x.findings[0].stage, Stage::EnvironmentSetup);
+    assert_eq!(x.problems, vec![]);
+    assert_eq!(x.findings[0].severity, Some(Severity::High));
+    assert_eq!(x.findings[0].category, Some(Category::RuntimeError));
+    assert_eq!(x.findings[0].stage, Some(Stage::InstallEnvironment));
 }
 
 #[test]
-fn duplicate_ids_are_refused() {
-    let e = check(&doc(vec![
+fn reprorun_finer_values_are_read_as_the_papers_and_kept() {
+    // `finding_json` uses reprorun's own sets, as the prompt before the paper's schema did.
+    let x = check(&doc(vec![finding_json("F1")])).unwrap();
+    assert_eq!(x.problems, vec![]);
+    let f = &x.findings[0];
+    assert_eq!(f.stage, Some(Stage::InstallEnvironment));
+    assert_eq!(f.category, Some(Category::EnvironmentSetup));
+    assert_eq!(f.evidence[0].evidence_type, Some(EvidenceType::File));
+    assert_eq!(
+        f.evidence[1].evidence_type,
+        Some(EvidenceType::MissingArtifact)
+    );
+    let out: Value = serde_json::from_str(&x.to_json()).unwrap();
+    assert_eq!(out["findings"][0]["category"], "environment_setup");
+    assert_eq!(
+        out["findings"][0]["reprorun_category"],
+        "missing_dependency"
+    );
+    assert_eq!(out["findings"][0]["reprorun_stage"], "environment_setup");
+    assert_eq!(
+        out["findings"][0]["evidence"][1]["reprorun_evidence_type"],
+        "absence"
+    );
+    // Written back, it reads the same.
+    assert_eq!(validate(x.to_json().as_bytes()).unwrap(), x);
+}
+
+#[test]
+fn duplicate_ids_are_renamed_and_recorded() {
+    let (x, e) = one_problem(&doc(vec![
         finding_json("A"),
         finding_json("B"),
         finding_json("A"),
-    ]))
-    .unwrap_err();
+    ]));
     assert_eq!(
         e,
         FindingsError::DuplicateId {
             id: "\"A\"".into(),
-            first: 0,
+            renamed: "A#3".into(),
             second: 2
         }
     );
+    let ids: Vec<&str> = x.findings.iter().map(|f| f.finding_id.as_str()).collect();
+    assert_eq!(ids, ["A", "B", "A#3"]);
 }
 
 #[test]
-fn empty_title_or_id_is_refused() {
+fn empty_title_or_id_is_recorded() {
     let mut f = finding_json("F1");
     f["issue_title"] = json!("  ");
-    assert!(
-        matches!(check(&doc(vec![f])), Err(FindingsError::Invalid { at, .. }) if at == "findings[0].issue_title")
-    );
-    assert!(matches!(
-        check(&doc(vec![finding_json("")])),
-        Err(FindingsError::Invalid { .. })
-    ));
+    let (_, e) = one_problem(&doc(vec![f]));
+    assert!(matches!(e, FindingsError::Invalid { at, .. } if at == "findings[0].issue_title"));
+    let (x, e) = one_problem(&doc(vec![finding_json("")]));
+    assert!(matches!(e, FindingsError::Invalid { .. }));
+    assert_eq!(x.findings[0].finding_id, "F1");
 }
 
 #[test]
-fn bad_line_refs_are_refused() {
+fn bad_line_refs_are_dropped_one_by_one() {
     for bad in [
         json!(["ten"]),
         json!([0]),
@@ -291,12 +386,97 @@ fn bad_line_refs_are_refused() {
     ] {
         let mut f = finding_json("F1");
         f["evidence"][0]["line_refs"] = bad.clone();
-        let e = check(&doc(vec![f])).unwrap_err();
+        let (x, e) = one_problem(&doc(vec![f]));
         assert!(
             e.to_string().contains("findings[0].evidence[0].line_refs"),
             "{bad}: {e}"
         );
+        assert!(x.findings[0].evidence[0].line_refs.is_empty());
     }
+}
+
+#[test]
+fn free_text_line_refs_mean_no_line() {
+    for none in [
+        json!("N/A"),
+        json!(""),
+        json!(["n/a"]),
+        json!(["", 7]),
+        json!("none"),
+    ] {
+        let mut f = finding_json("F1");
+        f["evidence"][0]["line_refs"] = none.clone();
+        let x = check(&doc(vec![f])).unwrap();
+        assert_eq!(x.problems, vec![], "{none}");
+    }
+}
+
+#[test]
+fn the_papers_own_document_is_accepted_unchanged() {
+    // The shape of the paper's Appendix E.1: a free-text assessment and its value sets.
+    let stages = [
+        "install/environment",
+        "data/model acquisition",
+        "training/fine-tuning",
+        "inference/demo",
+        "evaluation/metrics",
+        "result comparison/provenance",
+    ];
+    let categories = [
+        "environment_setup",
+        "dependency_version",
+        "data_access",
+        "model_weights",
+        "training_reproduction",
+        "evaluation_reproduction",
+        "runtime_error",
+        "hardware_backend",
+        "api_service",
+        "result_mismatch",
+        "documentation_gap",
+        "paper_repo_mismatch",
+    ];
+    let evidence = [
+        "file",
+        "command",
+        "missing_artifact",
+        "documentation",
+        "config",
+        "paper_repo_mismatch",
+    ];
+    let findings: Vec<Value> = categories
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut f = finding_json(&format!("F{}", i + 1));
+            f["category"] = json!(c);
+            f["stage"] = json!(stages[i % stages.len()]);
+            f["evidence"][0]["evidence_type"] = json!(evidence[i % evidence.len()]);
+            f["evidence"][1]["evidence_type"] = json!(evidence[(i + 1) % evidence.len()]);
+            f["evidence"][1]["line_refs"] = json!(if i % 2 == 0 { "N/A" } else { "" });
+            f
+        })
+        .collect();
+    let d = json!({
+        "reproducibility_assessment": "Partially reproducible: the training script runs, the evaluation data is not released.",
+        "findings": findings,
+        "missing_or_ambiguous_artifacts": ["the test split"]
+    });
+    let x = check(&d).unwrap();
+    assert_eq!(x.problems, vec![]);
+    assert_eq!(x.findings.len(), 12);
+    for (f, c) in x.findings.iter().zip(categories) {
+        assert_eq!(f.category.map(Category::as_str), Some(c));
+    }
+    assert_eq!(Stage::NAMES, stages);
+    assert_eq!(Category::NAMES, categories);
+    assert_eq!(EvidenceType::NAMES, evidence);
+    let out: Value = serde_json::from_str(&x.to_json()).unwrap();
+    assert_eq!(
+        out["reproducibility_assessment"],
+        d["reproducibility_assessment"]
+    );
+    assert_eq!(out["findings"][1]["stage"], "data/model acquisition");
 }
 
 #[test]
@@ -354,6 +534,6 @@ fn extract_json_finds_the_document_in_a_reply() {
 fn error_messages_are_one_line() {
     let mut f = finding_json("F1");
     f["severity"] = json!("a\nb");
-    let e = check(&doc(vec![f])).unwrap_err();
+    let (_, e) = one_problem(&doc(vec![f]));
     assert!(!e.to_string().contains('\n'), "{e}");
 }

@@ -71,12 +71,15 @@ findings say about it all the same; a match there counts as a false positive.
 
 Label every (hidden issue, finding) pair with one of:
 
-- `exact`: the finding describes the same problem as the issue: the same root cause and the
-  same symptom a user sees.
-- `semantic`: the same underlying problem described differently or partially (for example
-  the right root cause with a different symptom, or the right symptom traced to a related
-  cause in the same component).
-- `none`: a different problem, or too vague to tell.
+- `exact`: the finding identifies the same reproduction blocker as the issue and locates
+  it: the same root cause in the same artifact (file, script, config, dataset or checkpoint),
+  so that acting on the finding would fix what the issue reports.
+- `semantic`: the finding is semantically related to the issue: it points at the same
+  problem area of the reproduction (the same failing stage and the same kind of blocker:
+  the environment or a dependency, data or model access, training, evaluation, hardware, a
+  paper/repository mismatch) even when its exact cause, file or symptom differs, so that a
+  reader of the finding would be led to the issue's problem.
+- `none`: unrelated, or too vague to relate to the issue.
 
 Judge the problem, not the wording. A finding that names the same file but a different
 problem is `none`. Do not guess beyond what the texts say.
@@ -228,7 +231,8 @@ pub(crate) fn answer(kind: JudgeKind, out: &Path, stdout: &[u8]) -> Answer {
 }
 
 /// The result document in a final message: the last fenced block that is an object
-/// mentioning `"pair_labels"`, else the text from its first `{` to its last `}`.
+/// mentioning `"pair_labels"` or `"issue_alignments"` (the paper's form has only the
+/// latter), else the text from its first `{` to its last `}`.
 pub(crate) fn extract(text: &str) -> Option<&str> {
     let mut found = None;
     let mut parts = text.split("```");
@@ -240,7 +244,9 @@ pub(crate) fn extract(text: &str) -> Option<&str> {
             .or_else(|| inside.strip_prefix("JSON"))
             .unwrap_or(inside)
             .trim();
-        if body.starts_with('{') && body.contains("\"pair_labels\"") {
+        if body.starts_with('{')
+            && (body.contains("\"pair_labels\"") || body.contains("\"issue_alignments\""))
+        {
             found = Some(body);
         }
         parts.next();

@@ -392,7 +392,7 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
     JudgeResult {
         issue_alignments,
         finding_alignments,
-        pair_labels,
+        pair_labels: Some(pair_labels),
         notes: Value::String(format!(
             "reprorun built-in lexical judge: exact >= {EXACT_SIM} with a strong anchor, semantic >= {SEMANTIC_SIM_ANCHORED} anchored, >= {SEMANTIC_SIM_WEAK} weakly anchored, >= {SEMANTIC_SIM} otherwise"
         )),

@@ -123,6 +123,10 @@ pub struct JudgeArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Replace this judge's configuration in the study: forget its judgments, pair labels
+    /// and options, then judge every run again with these options.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// What every judging of a study shares.
@@ -147,7 +151,22 @@ pub(crate) fn command(args: JudgeArgs) -> Result<(), super::AuditError> {
     let lock = reprorun_pipeline::store::lock(&study.db).map_err(JudgeError::from)?;
     let pending: Vec<RunRow> = {
         let store = Store::open(&study.db, false).map_err(JudgeError::from)?;
+        if args.replace {
+            let n = store.forget_judge(study.name()).map_err(JudgeError::from)?;
+            eprintln!(
+                "reprorun: audit judge: --replace: forgot the {} judge's options and {n} judgment(s)",
+                study.name()
+            );
+        }
         check_fingerprint(&store, &study)?;
+        let retry = store
+            .unsettled_judgments(study.name())
+            .map_err(JudgeError::from)?;
+        if retry > 0 {
+            eprintln!(
+                "reprorun: audit judge: judging {retry} run(s) again whose judging failed before"
+            );
+        }
         let _ = std::fs::remove_dir_all(store.db.work_dir().join("judge"));
         if let Some(root) = study.sandbox.as_ref().and_then(|s| s.root.as_ref()) {
             request::prepare_root(root).map_err(|e| JudgeError::Io {
@@ -314,7 +333,7 @@ fn check_fingerprint(store: &Store, study: &Study) -> Result<(), JudgeError> {
     let recorded = store.db.meta_or_set(&key, &fp)?;
     if recorded != fp {
         return Err(JudgeError::Usage(format!(
-            "--db {}: the {} judge judged this study with other options ({recorded}); this run asks {fp}: pass the same --judge-cmd, --model and --model-base-url",
+            "--db {}: the {} judge judged this study with other options ({recorded}); this run asks {fp}: pass the same --judge-cmd, --model and --model-base-url, or --replace to judge the study again with these",
             study.db.display(),
             study.name()
         )));
@@ -367,16 +386,14 @@ fn check_answer(
         return Ok(Attempt::failed("no_output", why));
     };
     let sha = logs.put_log(doc)?;
-    let mut a = match result::validate(doc, task) {
-        Ok(pairs) => Attempt {
+    let mut a = match result::validate_from(doc, task) {
+        Ok((pairs, from)) => Attempt {
             pairs: Some(pairs),
+            reason: from.note(),
             ..Attempt::failed("ok", String::new())
         },
         Err(e) => Attempt::failed("invalid_output", e.to_string()),
     };
-    if a.status == "ok" {
-        a.reason = None;
-    }
     a.result_sha256 = Some(sha);
     Ok(a)
 }

@@ -59,7 +59,10 @@ pub(crate) struct JudgeResult {
     pub(crate) issue_alignments: Vec<IssueAlignment>,
     #[serde(default)]
     pub(crate) finding_alignments: Vec<FindingAlignment>,
-    pub(crate) pair_labels: Vec<PairOut>,
+    /// reprorun's extension: every pair's label. The paper's format (Appendix E.2) has
+    /// none; the pairs are then derived from the alignments ([`derive_pairs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pair_labels: Option<Vec<PairOut>>,
     #[serde(default)]
     pub(crate) notes: Value,
 }
@@ -130,8 +133,35 @@ fn label(at: impl Fn() -> String, value: &str) -> Result<Label, ResultError> {
 /// The labels of every (hidden issue, finding index) pair of `task`, from a valid answer.
 pub(crate) type Pairs = BTreeMap<(String, usize), Label>;
 
+/// Where a valid answer's pair labels came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PairsFrom {
+    /// The answer's own `pair_labels`.
+    Given,
+    /// Derived from `issue_alignments` and `finding_alignments` (the paper's format).
+    Derived,
+}
+
+impl PairsFrom {
+    /// What a judgment records of it (`None` for the usual case).
+    pub(crate) fn note(self) -> Option<String> {
+        match self {
+            PairsFrom::Given => None,
+            PairsFrom::Derived => Some(
+                "pair labels derived from issue_alignments and finding_alignments (no pair_labels)"
+                    .into(),
+            ),
+        }
+    }
+}
+
 /// Checks `bytes` against `task`; returns every pair's label.
 pub(crate) fn validate(bytes: &[u8], task: &Task) -> Result<Pairs, ResultError> {
+    validate_from(bytes, task).map(|(pairs, _)| pairs)
+}
+
+/// Checks `bytes` against `task`; returns every pair's label and where they came from.
+pub(crate) fn validate_from(bytes: &[u8], task: &Task) -> Result<(Pairs, PairsFrom), ResultError> {
     if bytes.len() > MAX_BYTES {
         return Err(ResultError::TooLarge(MAX_BYTES));
     }
@@ -146,9 +176,70 @@ pub(crate) fn validate(bytes: &[u8], task: &Task) -> Result<Pairs, ResultError> 
         .map(|h| (h.hidden_issue_id.as_str(), h.target.as_str()))
         .collect();
     let n = task.findings.len();
-    let pairs = pair_labels(&r, &issues, n)?;
-    check_issue_alignments(&r, task, &issues, &pairs)?;
-    check_finding_alignments(&r, task, &issues, &pairs)?;
+    let (pairs, from) = match &r.pair_labels {
+        Some(given) => (pair_labels(given, &issues, n)?, PairsFrom::Given),
+        None => (derive_pairs(&r, task, &issues)?, PairsFrom::Derived),
+    };
+    let strict = from == PairsFrom::Given;
+    check_issue_alignments(&r, task, &issues, &pairs, strict)?;
+    check_finding_alignments(&r, task, &issues, &pairs, strict)?;
+    Ok((pairs, from))
+}
+
+/// The pairs of an answer without `pair_labels`, as the paper reads its judge: a finding's
+/// `best_label` for each issue it names in `matched_hidden_issue_ids`, never stronger than
+/// that issue's own `best_label`; the issue's `best_label` for its `best_finding_index` (or
+/// `best_finding_id`); `none` for every other pair.
+pub(crate) fn derive_pairs(
+    r: &JudgeResult,
+    task: &Task,
+    issues: &BTreeMap<&str, &str>,
+) -> Result<Pairs, ResultError> {
+    let n = task.findings.len();
+    let mut pairs = Pairs::new();
+    for id in issues.keys() {
+        for i in 0..n {
+            pairs.insert((id.to_string(), i), Label::None);
+        }
+    }
+    for (k, a) in r.finding_alignments.iter().enumerate() {
+        let at = || format!("finding_alignments[{k}]");
+        let i = finding_index(&at, a.finding_index, n)?;
+        let l = label(at, &a.best_label)?;
+        for id in &a.matched_hidden_issue_ids {
+            let Some(slot) = pairs.get_mut(&(id.clone(), i)) else {
+                return Err(ResultError::UnknownIssue {
+                    at: at(),
+                    id: id.clone(),
+                });
+            };
+            *slot = l;
+        }
+    }
+    for (k, a) in r.issue_alignments.iter().enumerate() {
+        let at = || format!("issue_alignments[{k}]");
+        if !issues.contains_key(a.hidden_issue_id.as_str()) {
+            continue; // named by the checks that follow
+        }
+        let best = label(at, &a.best_label)?;
+        for i in 0..n {
+            if let Some(slot) = pairs.get_mut(&(a.hidden_issue_id.clone(), i)) {
+                // `Label` orders exact < semantic < none: the weaker is the larger.
+                *slot = (*slot).max(best);
+            }
+        }
+        if best == Label::None {
+            continue;
+        }
+        let index = match (a.best_finding_index, a.best_finding_id.as_deref()) {
+            (Some(index), _) => Some(finding_index(&at, index, n)?),
+            (None, Some(fid)) => (0..n).find(|&i| task.finding_str(i, "finding_id") == fid),
+            (None, None) => None,
+        };
+        if let Some(i) = index {
+            pairs.insert((a.hidden_issue_id.clone(), i), best);
+        }
+    }
     Ok(pairs)
 }
 
@@ -164,12 +255,12 @@ fn finding_index(at: &dyn Fn() -> String, index: u64, n: usize) -> Result<usize,
 }
 
 fn pair_labels(
-    r: &JudgeResult,
+    given: &[PairOut],
     issues: &BTreeMap<&str, &str>,
     n: usize,
 ) -> Result<Pairs, ResultError> {
     let mut pairs = Pairs::new();
-    for (k, p) in r.pair_labels.iter().enumerate() {
+    for (k, p) in given.iter().enumerate() {
         let at = || format!("pair_labels[{k}]");
         let l = label(at, &p.label)?;
         if !issues.contains_key(p.hidden_issue_id.as_str()) {
@@ -199,11 +290,15 @@ fn pair_labels(
     Ok(pairs)
 }
 
+/// The issue alignments against the task; with `strict` (given pair labels) also against
+/// the pairs (derived pairs agree with the alignments by construction, as far as the
+/// alignments agree with each other).
 fn check_issue_alignments(
     r: &JudgeResult,
     task: &Task,
     issues: &BTreeMap<&str, &str>,
     pairs: &Pairs,
+    strict: bool,
 ) -> Result<(), ResultError> {
     let n = task.findings.len();
     let mut seen = BTreeSet::new();
@@ -236,7 +331,7 @@ fn check_issue_alignments(
             label(|| format!("{}.dimension_labels.{d}", at()), v)?;
         }
         let strongest = strongest((0..n).filter_map(|i| pairs.get(&(id.to_string(), i)).copied()));
-        if best != strongest {
+        if strict && best != strongest {
             return Err(ResultError::Inconsistent {
                 at: at(),
                 why: format!(
@@ -248,7 +343,7 @@ fn check_issue_alignments(
         }
         if let Some(index) = a.best_finding_index.filter(|_| best != Label::None) {
             let i = finding_index(&at, index, n)?;
-            if pairs.get(&(id.to_string(), i)) != Some(&best) {
+            if strict && pairs.get(&(id.to_string(), i)) != Some(&best) {
                 return Err(ResultError::Inconsistent {
                     at: at(),
                     why: format!("best_finding_index {i} is not labelled {}", best.as_str()),
@@ -267,6 +362,7 @@ fn check_finding_alignments(
     task: &Task,
     issues: &BTreeMap<&str, &str>,
     pairs: &Pairs,
+    strict: bool,
 ) -> Result<(), ResultError> {
     let n = task.findings.len();
     let mut seen = BTreeSet::new();
@@ -292,7 +388,7 @@ fn check_finding_alignments(
                 .keys()
                 .filter_map(|id| pairs.get(&(id.to_string(), i)).copied()),
         );
-        if best != strongest {
+        if strict && best != strongest {
             return Err(ResultError::Inconsistent {
                 at: at(),
                 why: format!(

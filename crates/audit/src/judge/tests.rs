@@ -253,6 +253,48 @@ fn a_valid_result_gives_every_pairs_label() {
     assert!(check(&serde_json::from_str(doc).unwrap()).is_ok());
 }
 
+#[test]
+fn the_papers_result_without_pair_labels_is_accepted_and_pairs_derived() {
+    let t = task_for("p@pre", vec![cv2_finding(), unrelated_finding()]);
+    let mut v = answer();
+    v.as_object_mut().unwrap().remove("pair_labels");
+    let (pairs, from) = result::validate_from(v.to_string().as_bytes(), &t).unwrap();
+    assert_eq!(from, result::PairsFrom::Derived);
+    assert!(from.note().unwrap().contains("derived"));
+    assert_eq!(
+        pairs,
+        check(&answer()).unwrap(),
+        "the same pairs as the full answer"
+    );
+    // A semantic match named only by the finding's alignment.
+    v["issue_alignments"][1]["best_label"] = "semantic".into();
+    v["finding_alignments"][1]["best_label"] = "semantic".into();
+    v["finding_alignments"][1]["matched_hidden_issue_ids"] = json!(["o/demo#2"]);
+    let (pairs, _) = result::validate_from(v.to_string().as_bytes(), &t).unwrap();
+    assert_eq!(pairs[&("o/demo#2".to_string(), 1)], Label::Semantic);
+    assert_eq!(pairs[&("o/demo#2".to_string(), 0)], Label::None);
+    // A finding's label is never stronger than the issue's own best.
+    v["finding_alignments"][0]["matched_hidden_issue_ids"] = json!(["o/demo#1", "o/demo#2"]);
+    let (pairs, _) = result::validate_from(v.to_string().as_bytes(), &t).unwrap();
+    assert_eq!(pairs[&("o/demo#2".to_string(), 0)], Label::Semantic);
+    // best_finding_id stands for a missing index.
+    let mut w = answer();
+    w.as_object_mut().unwrap().remove("pair_labels");
+    w["issue_alignments"][0]["best_finding_index"] = serde_json::Value::Null;
+    w["finding_alignments"][0]["matched_hidden_issue_ids"] = json!([]);
+    let (pairs, _) = result::validate_from(w.to_string().as_bytes(), &t).unwrap();
+    assert_eq!(pairs[&("o/demo#1".to_string(), 0)], Label::Exact);
+    // Unknown ids are still refused; a full answer says its pairs are its own.
+    w["finding_alignments"][0]["matched_hidden_issue_ids"] = json!(["o/demo#77"]);
+    let e = result::validate_from(w.to_string().as_bytes(), &t).unwrap_err();
+    assert!(e.to_string().contains("o/demo#77"), "{e}");
+    let (_, from) = result::validate_from(answer().to_string().as_bytes(), &t).unwrap();
+    assert_eq!(from, result::PairsFrom::Given);
+    // A message with the paper's answer is found.
+    let msg = format!("```json\n{v}\n```");
+    assert!(agent::extract(&msg).unwrap().contains("issue_alignments"));
+}
+
 /// An edit of a valid answer.
 type Edit = fn(&mut serde_json::Value);
 

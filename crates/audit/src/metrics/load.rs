@@ -158,7 +158,7 @@ pub(crate) fn open(db: &Path, judge: Option<&str>) -> Result<Config, MetricsErro
                     .iter()
                     .map(|f| FindingBrief {
                         title: f.issue_title.clone(),
-                        category: f.category.as_str().to_string(),
+                        category: f.category.map_or("unknown", |c| c.as_str()).to_string(),
                     })
                     .collect()
             })

@@ -104,7 +104,7 @@ pub(crate) fn invocation(cfg: &AgentConfig, paper: Option<&str>) -> Invocation {
                 .map(String::from)
                 .to_vec();
             argv.extend(["--out".into(), FINDINGS.into()]);
-            if let Some(p) = paper.as_ref().filter(|p| !p.ends_with(".pdf")) {
+            if let Some(p) = paper {
                 argv.extend(["--paper".into(), p.clone()]);
             }
             argv

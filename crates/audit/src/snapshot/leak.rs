@@ -152,6 +152,18 @@ impl Scanner {
         }
     }
 
+    /// The hidden issues this snapshot names outright (by URL, or `#N` with the title),
+    /// each with the first file that does: the answer is in the snapshot.
+    pub(crate) fn named(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for ((id, kind), path) in &self.found {
+            if *kind != "a verbatim passage of the body" {
+                out.entry(id.clone()).or_insert_with(|| path.clone());
+            }
+        }
+        out
+    }
+
     /// One line per issue and kind: `group G: FILE holds ... of hidden issue o/n#N`.
     pub(crate) fn warnings(&self, group: &str) -> Vec<String> {
         self.found

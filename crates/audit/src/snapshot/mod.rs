@@ -21,6 +21,17 @@ use super::AuditError;
 use git::Repo;
 use select::{History, Target};
 
+pub use select::PreFix;
+
+/// What `audit snapshot` does with an issue its own snapshot names (`--leaked`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Leaked {
+    /// Keep it in the study, recorded as `grounding.named_in`.
+    Keep,
+    /// Leave it out, with one line naming it.
+    Drop,
+}
+
 #[derive(Debug, Error)]
 pub enum SnapshotError {
     /// Bad input, one line naming the pair or issue (`--skip-bad` goes on without it).
@@ -55,6 +66,15 @@ pub struct SnapshotArgs {
     /// Only issues labelled reproducibility: true (unlabelled ones by the built-in rules).
     #[arg(long)]
     pub only_reproducibility: bool,
+    /// A fixed issue's pre-fix snapshot: the fix commit's parent, or the default branch
+    /// when the issue was opened (recorded per issue as `grounding.pre_fix`).
+    #[arg(long, value_enum, default_value = "fix-parent", value_name = "WHICH")]
+    pub pre_fix: select::PreFix,
+    /// An issue its own snapshot names outright (its URL, or #N with its title: a README
+    /// at head listing it as fixed): keep it (recorded as grounding.named_in, counted
+    /// unsolved unless an agent finds it) or drop it from the study.
+    #[arg(long, value_enum, default_value = "keep", value_name = "WHAT")]
+    pub leaked: Leaked,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -147,25 +167,38 @@ pub(crate) fn build(args: &SnapshotArgs) -> Result<Corpus, AuditError> {
     // Every pair and issue is checked (and grounded) before any tree is written, so bad
     // input stops the command before it has done, or printed, anything else.
     let mut plans = Vec::new();
+    let mut named = 0;
     for pair in &pairs.items {
         let issues = by_repo.remove(&pair.repo).unwrap_or_default();
-        if let Some(plan) = plan_pair(pair, issues, &mut bad)? {
+        if let Some(plan) = plan_pair(pair, issues, args.pre_fix, &mut bad)? {
             plans.push(plan);
         }
     }
     for plan in &plans {
-        let built = write_pair(plan, &writer, bad.warnings)?;
+        let built = write_pair(plan, &writer, args.leaked, &mut bad)?;
+        named += built.named;
         manifest.pairs.push(built.entry);
         manifest.groups.extend(built.groups);
         manifest.issues.extend(built.issues);
     }
     manifest.groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+    if named > 0 {
+        eprintln!(
+            "reprorun: audit snapshot: {named} issue(s) named outright by their own snapshot (its URL, or #N and its title): {}",
+            match args.leaked {
+                Leaked::Keep => "kept, as grounding.named_in; they count as unsolved unless an agent finds them (--leaked drop leaves them out)",
+                Leaked::Drop => "left out (--leaked drop)",
+            }
+        );
+    }
     manifest.warnings = warnings;
     Ok(writer.finish(&manifest)?)
 }
 
 /// What one pair adds to the manifest.
 struct Built {
+    /// Issues their own snapshot names outright (kept or dropped).
+    named: usize,
     entry: PairEntry,
     groups: Vec<Group>,
     issues: Vec<serde_json::Value>,
@@ -189,6 +222,7 @@ struct Plan<'a> {
 fn plan_pair<'a>(
     pair: &'a Pair,
     issues: Vec<Issue>,
+    pre_fix: select::PreFix,
     bad: &mut Bad,
 ) -> Result<Option<Plan<'a>>, AuditError> {
     let name = |reason: String| format!("pair {}: {reason}", pair.paper_id);
@@ -230,7 +264,7 @@ fn plan_pair<'a>(
         let target = issue
             .created_secs()
             .map_err(|e| e.to_string())
-            .and_then(|created| select::ground(&issue, created, pair.collected, &history));
+            .and_then(|created| select::ground(&issue, created, pair.collected, pre_fix, &history));
         match target {
             Ok(t) => grounded.push((issue, t)),
             Err(reason) => bad.report(format!("issue {}: {reason}", issue.id()))?,
@@ -245,10 +279,16 @@ fn plan_pair<'a>(
 }
 
 /// Writes a pair's trees and paper; returns what it adds to the manifest.
+/// A group whose tree cannot be read from the clone (a blob missing: a partial or shallow
+/// clone) is bad input: with `--skip-bad` it is left out with one line, its issues with it,
+/// and an issue whose post-fix group it was keeps its pre-fix group without one.
+/// An issue its own snapshot names outright is kept with `named_in`, or left out with one
+/// line (`--leaked drop`).
 fn write_pair(
     plan: &Plan,
     writer: &Writer,
-    warnings: &mut Vec<String>,
+    leaked: Leaked,
+    bad: &mut Bad,
 ) -> Result<Built, AuditError> {
     let pair = plan.pair;
     let mut commits: BTreeMap<&str, Acc> = BTreeMap::new();
@@ -268,6 +308,8 @@ fn write_pair(
     }
     let group_id = |commit: &str| format!("{}@{}", pair.paper_id, &commit[..commit.len().min(12)]);
     let mut groups = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let mut named_in: BTreeMap<u64, String> = BTreeMap::new();
     for (commit, acc) in commits {
         let id = group_id(commit);
         let hidden: Vec<&Issue> = plan
@@ -276,7 +318,27 @@ fn write_pair(
             .map(|(i, _)| i)
             .filter(|i| acc.issues.contains(&i.number))
             .collect();
-        let tree = write_tree(&plan.repo, commit, &id, &hidden, writer, warnings)?;
+        let tree = match write_tree(&plan.repo, commit, &id, &hidden, writer, bad.warnings) {
+            Ok((tree, named)) => {
+                for i in &hidden {
+                    if let Some(path) = named.get(&i.id()) {
+                        named_in.insert(i.number, path.clone());
+                    }
+                }
+                tree
+            }
+            Err(AuditError::Snapshot(e @ SnapshotError::Tree { .. })) => {
+                let issues: Vec<String> = acc.issues.iter().map(|n| format!("#{n}")).collect();
+                bad.report(format!(
+                    "pair {}: {e}; left out with its issues [{}]",
+                    pair.paper_id,
+                    issues.join(", ")
+                ))?;
+                failed.push(commit.to_string());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         groups.push(Group {
             group_id: id,
             paper_id: pair.paper_id.clone(),
@@ -287,23 +349,50 @@ fn write_pair(
             post_fix_for: acc.post_fix_for,
         });
     }
+    let mut dropped: Vec<u64> = plan
+        .grounded
+        .iter()
+        .filter(|(_, t)| failed.contains(&t.commit))
+        .map(|(i, _)| i.number)
+        .collect();
+    if leaked == Leaked::Drop {
+        for (n, path) in &named_in {
+            let line = format!(
+                "left out: issue {}#{n}: its own snapshot names it ({path})",
+                pair.repo
+            );
+            eprintln!("reprorun: audit snapshot: {line}");
+            bad.warnings.push(line);
+            dropped.push(*n);
+        }
+    }
+    for g in &mut groups {
+        g.post_fix_for.retain(|n| !dropped.contains(n));
+        g.issues.retain(|n| !dropped.contains(n));
+    }
+    groups.retain(|g| !g.issues.is_empty() || !g.post_fix_for.is_empty());
     let issues = plan
         .grounded
         .iter()
+        .filter(|(i, _)| !dropped.contains(&i.number))
         .map(|(issue, t)| {
+            let fix = t.fix.as_deref().filter(|f| !failed.iter().any(|c| c == f));
             let grounding = Grounding {
                 target: t.target.to_string(),
                 group_id: group_id(&t.commit),
                 commit: t.commit.clone(),
-                post_fix_group_id: t.fix.as_deref().map(group_id),
+                post_fix_group_id: fix.map(group_id),
                 rule: t.rule.to_string(),
                 fix_commit: t.fix.clone(),
+                pre_fix: t.pre_fix.map(|p| p.name().to_string()),
+                named_in: named_in.get(&issue.number).cloned(),
             };
             json!({ "issue": issue, "grounding": grounding })
         })
         .collect();
     let paper = writer.add_paper(&pair.paper, &pair.paper_kind)?;
     Ok(Built {
+        named: named_in.len(),
         entry: PairEntry {
             paper_id: pair.paper_id.clone(),
             title: pair.title.clone(),
@@ -321,7 +410,7 @@ fn write_pair(
 }
 
 /// Writes a commit's tree into the corpus and scans it for leaks of `hidden`; returns the
-/// tree's sha256.
+/// tree's sha256 and the hidden issues it names outright (id → first file).
 fn write_tree(
     repo: &Repo,
     commit: &str,
@@ -329,7 +418,7 @@ fn write_tree(
     hidden: &[&Issue],
     writer: &Writer,
     warnings: &mut Vec<String>,
-) -> Result<String, AuditError> {
+) -> Result<(String, BTreeMap<String, String>), AuditError> {
     let git_err = |reason: String| SnapshotError::Tree {
         group: group.to_string(),
         source: std::io::Error::other(reason),
@@ -359,7 +448,7 @@ fn write_tree(
         eprintln!("reprorun: audit snapshot: warning: {w}");
         warnings.push(w);
     }
-    Ok(sha)
+    Ok((sha, scanner.named()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //!   the fix commit as the post-fix snapshot; evidence in this order: the input's
 //!   `fix_commit` (`given_fix_commit`), a merged closing pull request (`merged_pr`), a
 //!   `closed`/`referenced` event's commit (`closed_event_commit`), a later commit whose
-//!   message says `fixes #N` or holds the issue URL (`fixes_keyword`);
+//!   message says `fixes #N` or holds the issue URL (`fixes_keyword`), the last commit
+//!   between the issue's creation and its closing whose message names `#N` at all
+//!   (`(#5)`, `(issues #2, #28, #35, #37)`, `see #5`: `history_reference`);
 //! - other closed issues (`closed_silver`) → the last first-parent commit before
 //!   `created_at` (`before_created_at`).
 
@@ -22,6 +24,27 @@ pub(crate) struct Commit {
     pub(crate) message: String,
 }
 
+/// Which snapshot of a fixed (`closed_gold`) issue is its pre-fix one. The paper's text
+/// says the issue-time snapshot, its Figure 1 "pre PR".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PreFix {
+    /// The fix commit's first parent (the default): the code the fix changed.
+    #[default]
+    FixParent,
+    /// The last first-parent commit before the issue was opened: what its reporter saw.
+    IssueTime,
+}
+
+impl PreFix {
+    /// As the manifest records it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            PreFix::FixParent => "fix_parent",
+            PreFix::IssueTime => "issue_time",
+        }
+    }
+}
+
 /// Where an issue is grounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -32,6 +55,8 @@ pub(crate) struct Target {
     pub(crate) commit: String,
     /// The fix commit (the post-fix snapshot), for `closed_gold`.
     pub(crate) fix: Option<String>,
+    /// For `closed_gold`: which pre-fix snapshot `commit` is.
+    pub(crate) pre_fix: Option<PreFix>,
 }
 
 /// A commit id (possibly abbreviated) to its full id and first parent, when it exists.
@@ -56,11 +81,13 @@ pub(crate) fn before(chain: &[Commit], t: i64) -> Option<&Commit> {
     chain.iter().find(|c| c.time < t)
 }
 
-/// Grounds one issue. `collected` is the pair's `collected_at`, `created` the issue's.
+/// Grounds one issue. `collected` is the pair's `collected_at`, `created` the issue's;
+/// `pre_fix` picks a fixed issue's pre-fix snapshot.
 pub(crate) fn ground(
     issue: &Issue,
     created: i64,
     collected: i64,
+    pre_fix: PreFix,
     h: &History,
 ) -> Result<Target, String> {
     if issue.is_open() {
@@ -71,14 +98,25 @@ pub(crate) fn ground(
             rule: "default_branch_at_collected_at",
             commit: c.id.clone(),
             fix: None,
+            pre_fix: None,
         });
     }
     if let Some((rule, fix, parent)) = fix_evidence(issue, created, h)? {
+        let commit = match pre_fix {
+            PreFix::FixParent => parent,
+            PreFix::IssueTime => before(h.first_parent, created)
+                .ok_or(
+                    "the default branch has no commit before the issue was created (created_at)",
+                )?
+                .id
+                .clone(),
+        };
         return Ok(Target {
             target: "closed_gold",
             rule,
-            commit: parent,
+            commit,
             fix: Some(fix),
+            pre_fix: Some(pre_fix),
         });
     }
     let c = before(h.first_parent, created)
@@ -88,6 +126,7 @@ pub(crate) fn ground(
         rule: "before_created_at",
         commit: c.id.clone(),
         fix: None,
+        pre_fix: None,
     })
 }
 
@@ -146,7 +185,56 @@ fn fix_evidence(
             return Ok(Some(("fixes_keyword", c.id.clone(), parent.clone())));
         }
     }
-    Ok(None)
+    Ok(history_reference(issue, created, h.all))
+}
+
+/// Slack after `closed_at` for a referencing commit: a fix is often pushed (committed
+/// earlier, or merged) minutes after the maintainer closes the issue.
+const CLOSE_SLACK_SECS: i64 = 24 * 3600;
+
+/// The repository's own history as evidence: of the commits between the issue's creation
+/// and its closing whose message names `#N`, the last (the fix usually comes last, right
+/// before the close); with none, the first in the [`CLOSE_SLACK_SECS`] after the close.
+/// Without `closed_at`, none.
+fn history_reference(
+    issue: &Issue,
+    created: i64,
+    all: &[Commit],
+) -> Option<(&'static str, String, String)> {
+    let closed = issue
+        .closed_at
+        .as_deref()
+        .and_then(crate::input::strict_time)?;
+    let naming = || {
+        all.iter()
+            .filter(|c| c.time >= created && names_issue(&c.message, issue.number))
+    };
+    let c = naming()
+        .filter(|c| c.time <= closed)
+        .max_by(|a, b| a.time.cmp(&b.time).then_with(|| b.id.cmp(&a.id)))
+        .or_else(|| {
+            naming()
+                .filter(|c| c.time > closed && c.time <= closed + CLOSE_SLACK_SECS)
+                .min_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)))
+        })?;
+    let parent = c.parents.first()?;
+    Some(("history_reference", c.id.clone(), parent.clone()))
+}
+
+/// Whether `message` names `#N` as a whole number: `(#5)`, `#5,`, `issues #2, #5` (not
+/// `#50`, not `abc#5` in a word).
+pub(crate) fn names_issue(message: &str, number: u64) -> bool {
+    let tag = format!("#{number}");
+    let mut from = 0;
+    while let Some(at) = message[from..].find(&tag).map(|i| i + from) {
+        from = at + tag.len();
+        let after_ok = !message[from..].starts_with(|c: char| c.is_ascii_digit());
+        let before_ok = !message[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        if after_ok && before_ok {
+            return true;
+        }
+    }
+    false
 }
 
 /// GitHub's merge subjects: `Merge pull request #N from ...`, or a squash merge's

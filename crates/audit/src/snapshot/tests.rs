@@ -1,7 +1,9 @@
 use std::io::Read;
 
 use super::leak::Scanner;
-use super::select::{before, ground, head_at, mentions_fix, merges_pr, Commit, History};
+use super::select::{
+    before, ground, head_at, mentions_fix, merges_pr, names_issue, Commit, History, PreFix,
+};
 use super::tar::{parse_ls_tree, write_tar, Entry, Hashing, Kind, MTIME};
 use crate::input::{ClosingPr, EventCommit, Issue};
 
@@ -90,7 +92,8 @@ fn heads_by_date_along_the_first_parent_chain() {
 
 #[test]
 fn open_issues_see_the_head_at_collection() {
-    let t = with_history(|h| ground(&issue(1, "open", ""), 150, 450, h)).unwrap();
+    let t =
+        with_history(|h| ground(&issue(1, "open", ""), 150, 450, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.target, t.rule, t.commit.as_str(), t.fix),
         ("open", "default_branch_at_collected_at", "m4", None)
@@ -104,26 +107,28 @@ fn closed_issues_without_evidence_see_the_state_before_they_were_opened() {
         event: "closed".into(),
         commit: "fork0001".into(),
     });
-    let t = with_history(|h| ground(&i, 250, 600, h)).unwrap();
+    let t = with_history(|h| ground(&i, 250, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.target, t.rule, t.commit.as_str()),
         ("closed_silver", "before_created_at", "c2"),
         "a commit the clone lacks is no evidence"
     );
-    let e = with_history(|h| ground(&i, 50, 600, h)).unwrap_err();
+    let e = with_history(|h| ground(&i, 50, 600, PreFix::FixParent, h)).unwrap_err();
     assert!(e.contains("no commit before"), "{e}");
 }
 
 #[test]
 fn patch_evidence_in_its_order() {
     // fixes #7 in b3's message.
-    let t = with_history(|h| ground(&issue(7, "closed", ""), 250, 600, h)).unwrap();
+    let t =
+        with_history(|h| ground(&issue(7, "closed", ""), 250, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.target, t.rule, t.commit.as_str(), t.fix.as_deref()),
         ("closed_gold", "fixes_keyword", "c2", Some("b3"))
     );
     // ... but not for an issue opened after that commit.
-    let t = with_history(|h| ground(&issue(7, "closed", ""), 350, 600, h)).unwrap();
+    let t =
+        with_history(|h| ground(&issue(7, "closed", ""), 350, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(t.rule, "before_created_at");
 
     // A closed event's commit wins over the keyword.
@@ -138,7 +143,7 @@ fn patch_evidence_in_its_order() {
             commit: "c5".into(),
         },
     ];
-    let t = with_history(|h| ground(&i, 150, 600, h)).unwrap();
+    let t = with_history(|h| ground(&i, 150, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.rule, t.commit.as_str(), t.fix.as_deref()),
         ("closed_event_commit", "m4", Some("c5")),
@@ -152,13 +157,13 @@ fn patch_evidence_in_its_order() {
         merge_commit: None,
         merged: None,
     }];
-    let t = with_history(|h| ground(&i, 150, 600, h)).unwrap();
+    let t = with_history(|h| ground(&i, 150, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.rule, t.commit.as_str(), t.fix.as_deref()),
         ("merged_pr", "c2", Some("m4"))
     );
     i.closing_prs[0].merged = Some(false);
-    let t = with_history(|h| ground(&i, 150, 600, h)).unwrap();
+    let t = with_history(|h| ground(&i, 150, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         t.rule, "closed_event_commit",
         "an unmerged pull request is none"
@@ -166,17 +171,80 @@ fn patch_evidence_in_its_order() {
 
     // The input's fix_commit comes first, and must exist.
     i.fix_commit = Some("c2".into());
-    let t = with_history(|h| ground(&i, 150, 600, h)).unwrap();
+    let t = with_history(|h| ground(&i, 150, 600, PreFix::FixParent, h)).unwrap();
     assert_eq!(
         (t.rule, t.commit.as_str(), t.fix.as_deref()),
         ("given_fix_commit", "c1", Some("c2"))
     );
     i.fix_commit = Some("deadbeef".into());
-    let e = with_history(|h| ground(&i, 150, 600, h)).unwrap_err();
+    let e = with_history(|h| ground(&i, 150, 600, PreFix::FixParent, h)).unwrap_err();
     assert!(
         e.contains("deadbeef") && e.contains("no such commit"),
         "{e}"
     );
+}
+
+#[test]
+fn the_repositorys_own_history_grounds_a_closed_issue_without_a_timeline() {
+    // As `gh issue list --json` gives it: no closing PR, no events; the commits name the
+    // issue only in passing, as real repositories do.
+    let fp = vec![
+        commit(
+            "d6",
+            Some("d5"),
+            50_000,
+            "Fix eval (issues #2, #28, #35, #37)",
+        ),
+        commit("d5", Some("d4"), 5_000, "Update README (#2)"),
+        commit("d4", Some("d3"), 4_000, "Revert #28 workaround"),
+        commit("d3", Some("d1"), 3_000, "Tune lr (#280)"),
+        commit("d1", None, 1_000, "initial"),
+    ];
+    let resolve = |id: &str| {
+        fp.iter()
+            .find(|c| c.id == id)
+            .map(|c| (c.id.clone(), c.parents.first().cloned()))
+    };
+    let h = History {
+        first_parent: &fp,
+        all: &fp,
+        resolve: &resolve,
+    };
+    let mut i = issue(28, "closed", "1970-01-01T00:33:20Z"); // 2,000
+    i.closed_at = Some("1970-01-01T01:23:20Z".into()); // 5,000
+    let t = ground(&i, 2_000, 200_000, PreFix::FixParent, &h).unwrap();
+    assert_eq!((t.target, t.rule), ("closed_gold", "history_reference"));
+    assert_eq!((t.commit.as_str(), t.fix.as_deref()), ("d3", Some("d4")));
+    assert_eq!(t.pre_fix, Some(PreFix::FixParent));
+    // The issue-time snapshot instead of the fix's parent: what the reporter saw.
+    let t = ground(&i, 2_000, 200_000, PreFix::IssueTime, &h).unwrap();
+    assert_eq!((t.commit.as_str(), t.fix.as_deref()), ("d1", Some("d4")));
+    assert_eq!(t.pre_fix.map(PreFix::name), Some("issue_time"));
+    // Nothing before the close: the first naming commit within a day after it.
+    let mut i = issue(35, "closed", "1970-01-01T00:33:20Z");
+    i.closed_at = Some("1970-01-01T01:23:20Z".into());
+    let t = ground(&i, 2_000, 200_000, PreFix::FixParent, &h).unwrap();
+    assert_eq!(
+        (t.rule, t.fix.as_deref()),
+        ("history_reference", Some("d6"))
+    );
+    // Without closed_at, or named only by a longer number, the issue stays silver.
+    let i = issue(28, "closed", "1970-01-01T00:33:20Z");
+    assert_eq!(
+        ground(&i, 2_000, 200_000, PreFix::FixParent, &h)
+            .unwrap()
+            .target,
+        "closed_silver"
+    );
+    for (msg, n, yes) in [
+        ("Update README (#2)", 2, true),
+        ("Fix eval (issues #2, #28, #35, #37)", 35, true),
+        ("see #5.", 5, true),
+        ("Tune lr (#280)", 28, false),
+        ("abc#5", 5, false),
+    ] {
+        assert_eq!(names_issue(msg, n), yes, "{msg}");
+    }
 }
 
 #[test]
