@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's main command: builds reprorun and the example corpus, runs the reproduction
-# study on it with and without the shim, and writes the report.
+# study on it with and without the shim (and a clock sweep 16 years on), writes the report
+# and prints the per-test ledger's headline.
 #   images/corpus/demo.sh [DIR]      (default: a new directory under /tmp)
 # As root on Debian/Ubuntu it installs what it needs (git, patch, python3-pytest, python3-pip)
 # when missing. The caller's TZ is set to Asia/Tokyo for the study, standing for an evaluator
@@ -35,6 +36,10 @@ mkdir -p "$dir"
 cd "$dir"
 TZ=Asia/Tokyo "$REPRORUN" reproduce run \
   --instances corpus/instances.jsonl --predictions corpus/predictions.jsonl \
-  --no-shim-mirror corpus/mirror-live --db study.db --k 3 --compare-shim --baseline --jobs 2
+  --no-shim-mirror corpus/mirror-live --db study.db --k 3 --compare-shim --baseline --jobs 2 \
+  --clock-sweep created_at,+16y
 "$REPRORUN" reproduce report --db study.db --out report >/dev/null
 echo "report: $dir/report/report.md, $dir/report/report.html"
+# The per-test ledger's headline, and the manifest of tests a grader should not trust.
+"$REPRORUN" reproduce ledger --db study.db --export known-flaky.json | head -n 1
+echo "ledger: reprorun reproduce ledger --db $dir/study.db; graders' manifest: $dir/known-flaky.json"
