@@ -46,9 +46,9 @@ pub(crate) struct Options {
 /// One run to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Job {
-    inst: usize,
-    arm: Arm,
-    idx: u32,
+    pub(crate) inst: usize,
+    pub(crate) arm: Arm,
+    pub(crate) idx: u32,
 }
 
 /// Runs the study to completion (or to the first error that stops it) and returns the

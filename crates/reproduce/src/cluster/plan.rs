@@ -42,7 +42,8 @@ pub enum Phase {
 }
 
 /// The phase-2 units: each patch that reproduces with the shim and not without it in the
-/// merged phase-1 runs, with one pin left out at a time. Refused while any phase-1 run is
+/// merged phase-1 runs, with one pin left out at a time, and the variation runs
+/// ([`study::vary_jobs`]). Refused while any phase-1 run is
 /// missing from the database (the decision needs all of them).
 fn pin_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterError> {
     if !o.compare_shim || o.pin_runs == 0 {
@@ -86,10 +87,17 @@ fn pin_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterEr
         jobs: 1,
         ..o.clone()
     };
-    Ok(study::pin_runs(instances, &one_worker, &rows, u32::MAX)
+    let mut units: Vec<Unit> = study::pin_runs(instances, &one_worker, &rows, u32::MAX)
         .into_iter()
         .map(|(i, arm, idx)| Unit::new(&instances[i].instance_id, arm, idx))
-        .collect())
+        .collect();
+    // And the variation runs of the instances whose tests disagree, as `run` makes them.
+    units.extend(
+        study::vary_jobs(instances, &rows)
+            .into_iter()
+            .map(|j| Unit::new(&instances[j.inst].instance_id, j.arm, j.idx)),
+    );
+    Ok(units)
 }
 
 fn absolute(p: &Path) -> PathBuf {
