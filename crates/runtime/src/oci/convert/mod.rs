@@ -7,6 +7,7 @@
 mod annotations;
 mod cgroup_fields;
 mod idmap;
+mod joined;
 mod linux;
 mod mounts;
 mod process;
