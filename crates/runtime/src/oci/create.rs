@@ -90,9 +90,9 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     }
     let console = match &o.console_socket {
         None => None,
-        Some(p) => match std::os::unix::net::UnixStream::connect(p) {
+        Some(p) => match crate::sys::unixpath::connect_stream(p) {
             Ok(s) => Some(OwnedFd::from(s)),
-            Err(e) => return Err(cleanup(dir, io("connect to --console-socket", p)(e))),
+            Err(e) => return Err(cleanup(dir, io("connect to --console-socket", p)(e.into()))),
         },
     };
     if c.plan.terminal && console.is_none() {
