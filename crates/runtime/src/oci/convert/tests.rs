@@ -581,7 +581,7 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["hooks"] = serde_json::json!({"startContainer": [{"path": "/bin/true"}]})),
         ),
         (
-            r#"linux.cgroupsPath: "system.slice:libpod:abc": expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"#.into(),
+            r#"linux.cgroupsPath: "system.slice:libpod:abc": expected a cgroupfs path without '..' (systemd's slice:prefix:name form needs --systemd-cgroup)"#.into(),
             Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
         ),
     ];

@@ -312,7 +312,7 @@ fn cgroups_path(linux: &spec::Linux) -> Result<Option<String>, ConvertError> {
         {
             Err(bad(
                 "linux.cgroupsPath",
-                format!("{p:?}: expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"),
+                format!("{p:?}: expected a cgroupfs path without '..' (systemd's slice:prefix:name form needs --systemd-cgroup)"),
             ))
         }
         other => Ok(other),
