@@ -391,14 +391,7 @@ fn docker_py_through_the_default_runtime(d: &Dockerd) {
             "the docker-py part needs python3's docker module (.ci/setup installs python3-docker)"
         );
     }
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/docker_py_run.py");
-    let mut c = Command::new("timeout");
-    c.args(["180", "python3"])
-        .arg(&script)
-        .arg(IMAGE)
-        .env("DOCKER_HOST", d.socket());
-    let o = run_to_files(c);
+    let o = docker_py(d, &[IMAGE, "sh", "-c", "echo from docker-py; date +%F"]);
     assert_eq!(
         expect_code(&o, 0),
         "runtime reprorun\nfrom docker-py\n2024-01-01\nexit 0\n"
@@ -522,4 +515,88 @@ fn docker_with_the_systemd_cgroup_driver() {
             let _ = std::fs::remove_dir(dir);
         }
     }
+}
+
+/// `runtime-tests/probes/docker_py_run.py ARGS` against `d`, bounded.
+fn docker_py(d: &Dockerd, args: &[&str]) -> Output {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/docker_py_run.py");
+    let mut c = Command::new("timeout");
+    c.args(["180", "python3"])
+        .arg(&script)
+        .args(args)
+        .env("DOCKER_HOST", d.socket());
+    run_to_files(c)
+}
+
+/// A real project's test suite (schedule 1.2.2, `runtime-tests/probes/schedule`) run as a
+/// SWE-bench harness runs one: docker-py, the daemon's default runtime (reprorun), the
+/// Python image of `images/python` loaded into Docker, the checkout mounted in.
+#[test]
+fn docker_py_runs_a_real_projects_tests_through_reprorun() {
+    require!(
+        Need::Root,
+        Need::Tool("dockerd"),
+        Need::Tool("docker"),
+        Need::Tool("unshare"),
+        Need::Tool("timeout"),
+        Need::Tool("skopeo"),
+        Need::Path(
+            "/usr/bin/python3.11",
+            "Debian's python3 (3.11), the image's interpreter"
+        )
+    );
+    let import = Command::new("python3")
+        .args(["-c", "import docker"])
+        .output();
+    if !import.is_ok_and(|o| o.status.success()) {
+        skip!("needs python3's docker module (.ci/setup installs python3-docker)");
+    }
+    let Some(d) = Dockerd::start("py", &["--bridge=none", "--iptables=false"]) else {
+        return;
+    };
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layout = d.dir.path().join("python-layout");
+    let o = Command::new(here.join("images/python/build.sh"))
+        .arg(&layout)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "images/python/build.sh: {o:?}");
+    let archive = d.dir.path().join("python.tar");
+    let o = Command::new("skopeo")
+        .args(["copy", "-q"])
+        .arg(format!("oci:{}:python:3.11", layout.display()))
+        .arg(format!(
+            "docker-archive:{}:reprorun-test/python:3.11",
+            archive.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "skopeo copy: {o:?}");
+    expect_code(&d.docker(&["load", "-i", archive.to_str().unwrap()]), 0);
+    // A copy: the run writes __pycache__ into its checkout.
+    let src = d.dir.path().join("schedule");
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(here.join("runtime-tests/probes/schedule"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let o = docker_py(
+        &d,
+        &[
+            "reprorun-test/python:3.11",
+            "--src",
+            src.to_str().unwrap(),
+            "python3",
+            "-m",
+            "unittest",
+            "test_schedule",
+        ],
+    );
+    let out = expect_code(&o, 0);
+    assert!(out.starts_with("runtime reprorun\n"), "{out}");
+    assert!(out.contains("\nRan 81 tests in "), "{out}");
+    assert!(out.ends_with("\nOK (skipped=41)\nexit 0\n"), "{out}");
 }
