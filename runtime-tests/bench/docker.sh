@@ -2,17 +2,17 @@
 # Docker benchmark: `docker run --rm --network none IMAGE true` (the whole per-container
 # path a harness pays: the client, dockerd, containerd's runc v2 shim, the runtime's create,
 # start and delete) with reprorun (determinism on, its default; and off, through
-# -e REPRORUN_DETERMINISM=off) and with runc, side by side in one hyperfine run, on a dockerd
+# -e REPRORUN_DETERMINISM=off) and with runc, side by side in alternating rounds, on a dockerd
 # of the script's own (its own data root, exec root, socket; in a network namespace of its
 # own, without Docker's bridge). Prints each median and runc's median over it (above 1: faster
 # than runc). Not part of the test suite.
 #   sudo runtime-tests/bench/docker.sh [RUNS]
-# Needs root, hyperfine, dockerd + docker (docker.io), skopeo, busybox-static, python3.
+# Needs root, dockerd + docker (docker.io), skopeo, busybox-static, python3.
 # REPRORUN_BIN=PATH measures that binary instead of building the release one.
 set -euo pipefail
 runs=${1:-30}
 source "$(dirname "$0")/lib.sh"
-need hyperfine dockerd docker skopeo unshare timeout python3
+need dockerd docker skopeo unshare timeout python3
 build_reprorun
 make_work
 docker=/usr/bin/docker
@@ -30,16 +30,29 @@ d() { timeout 120 "$docker" -H "unix://$work/d.sock" "$@"; }
 for _ in $(seq 90); do d version >/dev/null 2>&1 && break; sleep 1; done
 d version >/dev/null || { echo "docker.sh: dockerd did not start: $(tail -3 "$work/dockerd.log")" >&2; exit 1; }
 d load -q -i "$work/busybox.tar" >/dev/null
-run="$docker -H unix://$work/d.sock run --rm --network none"
-hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/result.json" \
-  -n "docker run, reprorun" "$run --runtime reprorun bench/busybox true" \
-  -n "docker run, reprorun (determinism off)" "$run --runtime reprorun -e REPRORUN_DETERMINISM=off bench/busybox true" \
-  -n "docker run, runc" "$run --runtime runc bench/busybox true" >&2
-python3 - "$work/result.json" <<'PY'
-import json, sys
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-base = results["docker run, runc"]["median"]
+# Alternating rounds (one run of each in turn, in a rotating order), not one series after
+# another: on a shared machine the load moves within a series, and alternating spreads it
+# over the three alike.
+python3 - "$runs" "$docker" "unix://$work/d.sock" <<'PY'
+import statistics, subprocess, sys, time
+runs, docker, host = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+base = [docker, "-H", host, "run", "--rm", "--network", "none"]
+cases = {
+    "docker run, reprorun": ["--runtime", "reprorun"],
+    "docker run, reprorun (determinism off)": ["--runtime", "reprorun", "-e", "REPRORUN_DETERMINISM=off"],
+    "docker run, runc": ["--runtime", "runc"],
+}
+times = {name: [] for name in cases}
+names = list(cases)
+for i in range(runs + 3):
+    for name in names[i % 3:] + names[: i % 3]:
+        start = time.perf_counter()
+        subprocess.run(base + cases[name] + ["bench/busybox", "true"], check=True, timeout=120)
+        if i >= 3:  # three warm-up rounds
+            times[name].append(time.perf_counter() - start)
+runc = statistics.median(times["docker run, runc"])
 print(f"{'command':<42}{'median ms':>12}{'runc / it':>12}")
-for name, r in results.items():
-    print(f"{name:<42}{r['median'] * 1000:>12.1f}{base / r['median']:>12.2f}")
+for name, t in times.items():
+    m = statistics.median(t)
+    print(f"{name:<42}{m * 1000:>12.1f}{runc / m:>12.2f}")
 PY
