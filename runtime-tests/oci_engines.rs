@@ -574,6 +574,18 @@ fn docker_py_runs_a_real_projects_tests_through_reprorun() {
         .unwrap();
     assert!(o.status.success(), "skopeo copy: {o:?}");
     expect_code(&d.docker(&["load", "-i", archive.to_str().unwrap()]), 0);
+    // A dynamic program (the preload library's clock) under a pin from the environment.
+    let o = d.docker(&[
+        "run",
+        "--rm",
+        "-e",
+        "REPRORUN_DATE=2020-02-03",
+        "reprorun-test/python:3.11",
+        "python3",
+        "-c",
+        "import datetime; print(datetime.date.today())",
+    ]);
+    assert_eq!(expect_code(&o, 0), "2020-02-03\n");
     // A copy: the run writes __pycache__ into its checkout.
     let src = d.dir.path().join("schedule");
     let o = Command::new("cp")
