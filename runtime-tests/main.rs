@@ -31,6 +31,7 @@ mod net;
 mod oci;
 mod oci_conformance;
 mod oci_containerd;
+mod oci_engines;
 mod oci_idmap;
 mod oci_sched;
 mod reproduce;

@@ -15,6 +15,7 @@ pub mod newmount;
 pub mod sched;
 pub mod seccomp;
 pub mod stack;
+pub mod unixpath;
 
 /// `MOUNT_ATTR_*` bits for [`mount_setattr`].
 pub const MOUNT_ATTR_RDONLY: u64 = 0x1;

@@ -26,7 +26,8 @@ pub struct GlobalOpts {
     /// Log each lifecycle command to --log.
     #[arg(long, global = true)]
     pub debug: bool,
-    /// Use systemd for cgroups: not supported (reprorun writes cgroupfs itself); refused.
+    /// linux.cgroupsPath is systemd's slice:prefix:name: the cgroup is made where systemd
+    /// puts that unit (SLICE/PREFIX-NAME.scope), through cgroupfs (no systemd unit is made).
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,
 }
@@ -306,13 +307,14 @@ pub fn dispatch(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
     run(g, cmd).inspect_err(|e| log(g, "error", &e.to_string()))
 }
 
-fn create_opts(a: &CreateArgs) -> CreateOpts {
+fn create_opts(a: &CreateArgs, g: &GlobalOpts) -> CreateOpts {
     CreateOpts {
         id: a.id.clone(),
         bundle: a.bundle.clone(),
         pid_file: a.pid_file.clone(),
         console_socket: a.console_socket.clone(),
         preserve_fds: a.preserve_fds,
+        systemd_cgroup: g.systemd_cgroup,
     }
 }
 
@@ -337,14 +339,9 @@ fn parse_user(text: &str) -> Result<(u32, Option<u32>), OciError> {
 }
 
 fn run(g: &GlobalOpts, cmd: OciCommand) -> Result<i32, OciError> {
-    if g.systemd_cgroup {
-        return Err(OciError::Usage(
-            "--systemd-cgroup: not supported, reprorun manages cgroups through cgroupfs; run the engine with its cgroupfs manager (podman --cgroup-manager=cgroupfs)".into(),
-        ));
-    }
     match cmd {
-        OciCommand::Create(a) => create::create(&root(g)?, &create_opts(&a)),
-        OciCommand::Run(a) => super::run::run(&root(g)?, &create_opts(&a.create), a.detach),
+        OciCommand::Create(a) => create::create(&root(g)?, &create_opts(&a, g)),
+        OciCommand::Run(a) => super::run::run(&root(g)?, &create_opts(&a.create, g), a.detach),
         OciCommand::Start(a) => start::start(&root(g)?, &a.id),
         OciCommand::State(a) => list::state(&root(g)?, &a.id),
         OciCommand::Kill(a) => kill::kill(&root(g)?, &a.id, &a.signal, a.all),

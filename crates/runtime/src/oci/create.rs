@@ -16,6 +16,8 @@ pub struct CreateOpts {
     pub pid_file: Option<PathBuf>,
     pub console_socket: Option<PathBuf>,
     pub preserve_fds: u32,
+    /// `--systemd-cgroup`: `linux.cgroupsPath` is systemd's `slice:prefix:name`.
+    pub systemd_cgroup: bool,
 }
 
 fn now_rfc3339() -> String {
@@ -36,13 +38,30 @@ pub(super) struct Made {
     pub(super) saved: Saved,
 }
 
+/// With `--systemd-cgroup`, a `linux.cgroupsPath` in systemd's form becomes the cgroupfs path
+/// systemd would give that unit (no unit is made: reprorun speaks no D-Bus).
+fn systemd_cgroups_path(spec: &mut super::spec::Spec) -> Result<(), OciError> {
+    if let Some(path) = spec
+        .linux
+        .as_mut()
+        .and_then(|l| l.cgroups_path.as_mut())
+        .filter(|p| !p.is_empty())
+    {
+        *path = convert::systemd_cgroupfs_path(path)?;
+    }
+    Ok(())
+}
+
 pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     let given = o.bundle.as_deref().unwrap_or(Path::new("."));
     let bundle = std::fs::canonicalize(given).map_err(|source| OciError::ReadConfig {
         path: given.join("config.json"),
         source,
     })?;
-    let spec = super::read_spec(&bundle)?;
+    let mut spec = super::read_spec(&bundle)?;
+    if o.systemd_cgroup {
+        systemd_cgroups_path(&mut spec)?;
+    }
     let host = crate::plan::HostFacts::current()?;
     let mut c = convert::resolve(&spec, &bundle, host.cpus_available)?;
     let user = crate::plan::Namespace::User;
@@ -90,9 +109,9 @@ pub(super) fn make(root: &Root, o: &CreateOpts) -> Result<Made, OciError> {
     }
     let console = match &o.console_socket {
         None => None,
-        Some(p) => match std::os::unix::net::UnixStream::connect(p) {
+        Some(p) => match crate::sys::unixpath::connect_stream(p) {
             Ok(s) => Some(OwnedFd::from(s)),
-            Err(e) => return Err(cleanup(dir, io("connect to --console-socket", p)(e))),
+            Err(e) => return Err(cleanup(dir, io("connect to --console-socket", p)(e.into()))),
         },
     };
     if c.plan.terminal && console.is_none() {

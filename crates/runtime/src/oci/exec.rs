@@ -98,8 +98,8 @@ pub fn exec(root: &Root, o: &ExecOpts) -> Result<i32, OciError> {
     s.add_caps(&o.caps)?;
     let console = match (&o.console_socket, s.tty) {
         (Some(p), true) => Some(OwnedFd::from(
-            std::os::unix::net::UnixStream::connect(p)
-                .map_err(io("connect to --console-socket", p))?,
+            crate::sys::unixpath::connect_stream(p)
+                .map_err(|e| io("connect to --console-socket", p)(e.into()))?,
         )),
         (None, true) => {
             return Err(OciError::Usage(

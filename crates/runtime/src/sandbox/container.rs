@@ -188,8 +188,9 @@ impl Created {
                 None,
             )
             .map_err(step("exec socket"))?;
-            let addr = nix::sys::socket::UnixAddr::new(exec_socket).map_err(step("exec socket"))?;
-            nix::sys::socket::bind(l.as_raw_fd(), &addr).map_err(step("bind exec socket"))?;
+            // The state directory may be deeper than `sun_path` holds (Docker's is).
+            let at = crate::sys::unixpath::socket_path(exec_socket).map_err(step("exec socket"))?;
+            nix::sys::socket::bind(l.as_raw_fd(), at.addr()).map_err(step("bind exec socket"))?;
             nix::sys::socket::listen(
                 &l,
                 nix::sys::socket::Backlog::new(16).unwrap_or(nix::sys::socket::Backlog::MAXCONN),
@@ -416,8 +417,9 @@ pub(crate) fn exec_into(
             None,
         )
         .map_err(step("socket"))?;
-        let addr = nix::sys::socket::UnixAddr::new(process.exec_socket).map_err(step("socket"))?;
-        nix::sys::socket::connect(s.as_raw_fd(), &addr).map_err(SandboxError::Monitor)?;
+        let at =
+            crate::sys::unixpath::socket_path(process.exec_socket).map_err(step("exec socket"))?;
+        nix::sys::socket::connect(s.as_raw_fd(), at.addr()).map_err(SandboxError::Monitor)?;
         Some(s)
     } else {
         None

@@ -63,20 +63,55 @@ impl Determinism {
     }
 }
 
-/// Reads the `org.reprorun.*` annotations; an unknown key under the prefix is an error (a
-/// typo would otherwise silently leave a pin at its default).
-pub(super) fn determinism(
-    annotations: &BTreeMap<String, String>,
-) -> Result<Determinism, ConvertError> {
-    let mut d = Determinism::default();
-    for (key, value) in annotations {
-        let Some(name) = key.strip_prefix(ANNOTATION_PREFIX) else {
+/// Variables of the container's environment (`process.env`) read as pins, each with the
+/// annotation it stands for: engines that pass no annotations (Docker before 24) still choose
+/// the pins per container (`docker run -e REPRORUN_DATE=2020-01-01`). An annotation of the
+/// same pin wins. The network's and the host's settings (`net.*`, `no-new-privileges`) are
+/// annotations only: an image's `ENV` reaches `process.env` too, and must not widen them.
+pub(super) const ENV_PINS: &[(&str, &str)] = &[
+    ("REPRORUN_DETERMINISM", "determinism"),
+    ("REPRORUN_DATE", "date"),
+    ("REPRORUN_CLOCK", "clock"),
+    ("REPRORUN_SEED", "seed"),
+    ("REPRORUN_RANDOM", "random"),
+    ("REPRORUN_DEV_URANDOM", "dev-urandom"),
+];
+
+/// The pins asked for: the `org.reprorun.*` annotations over the [`ENV_PINS`] of `env`,
+/// each with the field it came from.
+fn pins<'a>(
+    annotations: &'a BTreeMap<String, String>,
+    env: &'a [String],
+) -> BTreeMap<&'a str, (String, &'a str)> {
+    let mut pins = BTreeMap::new();
+    for entry in env {
+        let Some((var, value)) = entry.split_once('=') else {
             continue;
         };
-        let field = format!("annotations.{key}");
+        if let Some((_, name)) = ENV_PINS.iter().find(|(v, _)| *v == var) {
+            pins.insert(*name, (format!("process.env.{var}"), value));
+        }
+    }
+    for (key, value) in annotations {
+        if let Some(name) = key.strip_prefix(ANNOTATION_PREFIX) {
+            pins.insert(name, (format!("annotations.{key}"), value.as_str()));
+        }
+    }
+    pins
+}
+
+/// Reads the `org.reprorun.*` annotations and the pins of `env` ([`ENV_PINS`]); an unknown
+/// key under the prefix is an error (a typo would otherwise silently leave a pin at its
+/// default).
+pub(super) fn determinism(
+    annotations: &BTreeMap<String, String>,
+    env: &[String],
+) -> Result<Determinism, ConvertError> {
+    let mut d = Determinism::default();
+    for (name, (field, value)) in pins(annotations, env) {
         match name {
             "determinism" => {
-                d.enabled = match value.as_str() {
+                d.enabled = match value {
                     "on" | "true" => true,
                     "off" | "false" => false,
                     _ => return Err(bad(field, "expected on or off")),
@@ -94,7 +129,7 @@ pub(super) fn determinism(
                     .map_err(|_| bad(&field, "expected a non-negative integer"))?
             }
             "random" => {
-                d.random = match value.as_str() {
+                d.random = match value {
                     "seeded" => RandomMode::Seeded,
                     "real" => RandomMode::Real,
                     _ => return Err(bad(field, "expected seeded or real")),
@@ -134,7 +169,7 @@ pub(super) fn determinism(
             }
             "no-new-privileges" => d.force_no_new_privs = bool_value(value, &field)?,
             "dev-urandom" => {
-                d.seeded_dev_urandom = match value.as_str() {
+                d.seeded_dev_urandom = match value {
                     "seeded" => true,
                     "device" => false,
                     _ => return Err(bad(field, "expected seeded or device")),

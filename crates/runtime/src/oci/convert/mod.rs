@@ -7,10 +7,12 @@
 mod annotations;
 mod cgroup_fields;
 mod idmap;
+mod joined;
 mod linux;
 mod mounts;
 mod process;
 mod sched;
+mod systemd_cgroup;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -23,6 +25,7 @@ pub use annotations::STRICT_ANNOTATION;
 pub(crate) use idmap::is_idmapped;
 pub use process::{process_privilege, unraisable};
 pub(crate) use sched::scheduling;
+pub(crate) use systemd_cgroup::cgroupfs_path as systemd_cgroupfs_path;
 pub use validate::check_process;
 
 use super::spec::{self, Spec};

@@ -194,6 +194,51 @@ fn annotations_drive_the_determinism_layer() {
     }
 }
 
+/// Docker before 24 passes no annotations: the pins come from the container's environment
+/// (`docker run -e REPRORUN_DATE=...`); an annotation of the same pin wins, a bad value is
+/// named by its variable, and the network's settings are never read from the environment.
+#[test]
+fn environment_variables_pin_a_container_without_annotations() {
+    let (dir, mut config) = bundle();
+    let env = |c: &mut serde_json::Value, vars: &[&str]| {
+        let list = c["process"]["env"].as_array_mut().unwrap();
+        list.extend(vars.iter().map(|v| serde_json::Value::from(*v)));
+    };
+    env(
+        &mut config,
+        &[
+            "REPRORUN_DATE=2020-01-01",
+            "REPRORUN_SEED=7",
+            "REPRORUN_CLOCK=frozen",
+            "REPRORUN_NET_LOG=/etc/passwd",
+            "REPRORUN_DATE_X=nonsense",
+        ],
+    );
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let clock = c.plan.clock.unwrap();
+    assert_eq!(clock.epoch, 1_577_836_800);
+    assert_eq!(clock.mode, ClockMode::Frozen);
+    assert_eq!(c.plan.seed, 7);
+    assert!(c.plan.egress.is_none());
+
+    config["annotations"]["org.reprorun.date"] = "2021-01-01".into();
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert_eq!(c.plan.clock.unwrap().epoch, 1_609_459_200);
+
+    let (dir, mut config) = bundle();
+    env(&mut config, &["REPRORUN_DETERMINISM=off"]);
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert!(c.plan.clock.is_none() && !c.plan.intercept);
+
+    let (dir, mut config) = bundle();
+    env(&mut config, &["REPRORUN_SEED=-1"]);
+    let e = resolve_json(&dir.path(), &config).unwrap_err();
+    assert_eq!(
+        e,
+        "process.env.REPRORUN_SEED: expected a non-negative integer"
+    );
+}
+
 /// `process.scheduler` and `ioPriority` reach the plan (the process sets them on itself);
 /// `linux.personality`'s domain reaches the plan as `personality(2)`'s number (crun's
 /// behaviour); its flags, which the runtime-spec does not define yet, are accepted.
@@ -524,11 +569,19 @@ fn validation_refuses_with_one_line_each() {
             Box::new(|c| c["linux"]["sysctl"] = serde_json::json!({"kernel.core_pattern": "|/x"})),
         ),
         (
+            // The caller's own network namespace, joined by path, is the host's here.
+            "linux.sysctl.net.ipv4.ping_group_range: not a sysctl of a namespace the container has of its own; it would change the host".into(),
+            Box::new(|c| {
+                c["linux"]["namespaces"][1] =
+                    serde_json::json!({"type": "network", "path": "/proc/self/ns/net"});
+            }),
+        ),
+        (
             format!("hooks.startContainer: {unsupported}"),
             Box::new(|c| c["hooks"] = serde_json::json!({"startContainer": [{"path": "/bin/true"}]})),
         ),
         (
-            r#"linux.cgroupsPath: "system.slice:libpod:abc": expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"#.into(),
+            r#"linux.cgroupsPath: "system.slice:libpod:abc": expected a cgroupfs path without '..' (systemd's slice:prefix:name form needs --systemd-cgroup)"#.into(),
             Box::new(|c| c["linux"]["cgroupsPath"] = "system.slice:libpod:abc".into()),
         ),
     ];

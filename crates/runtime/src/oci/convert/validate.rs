@@ -69,7 +69,7 @@ pub(crate) fn validate<'a>(
         .ok_or_else(|| bad("root", "missing; name the root filesystem directory"))?;
     let rootfs = rootfs(bundle, &root.path)?;
     let linux = spec.linux.clone().unwrap_or_default();
-    let det = annotations::determinism(&spec.annotations)?;
+    let det = annotations::determinism(&spec.annotations, &process.env)?;
     if det.cpus > cpus_available {
         return Err(bad(
             format!("annotations.{ANNOTATION_PREFIX}cpus"),
@@ -102,8 +102,11 @@ pub(crate) fn validate<'a>(
         ));
     }
     let devices = linux::devices(&linux.devices)?;
-    for key in linux.sysctl.keys() {
-        check_sysctl(key, &namespaces)?;
+    if !linux.sysctl.is_empty() {
+        let own = super::joined::own_namespaces(&namespaces, &join);
+        for key in linux.sysctl.keys() {
+            check_sysctl(key, &own)?;
+        }
     }
     let masked = mounts::path_ops(&linux.masked_paths, "linux.maskedPaths", |dest| {
         MountOp::Mask { dest }
@@ -272,7 +275,8 @@ fn unsupported_linux(linux: &spec::Linux) -> Result<(), ConvertError> {
 }
 
 /// A sysctl must be named as one and belong to a namespace the container has of its own
-/// (as runc allows): anything else would change the host.
+/// (`own`: new, or joined by path and not the host's; as runc allows): anything else would
+/// change the host.
 fn check_sysctl(key: &str, namespaces: &[Namespace]) -> Result<(), ConvertError> {
     if !linux::sysctl_name(key) {
         return Err(bad(format!("linux.sysctl.{key}"), "not a sysctl name"));
@@ -308,7 +312,7 @@ fn cgroups_path(linux: &spec::Linux) -> Result<Option<String>, ConvertError> {
         {
             Err(bad(
                 "linux.cgroupsPath",
-                format!("{p:?}: expected a cgroupfs path without '..' (systemd's slice:prefix:name form is not supported; use the engine's cgroupfs manager)"),
+                format!("{p:?}: expected a cgroupfs path without '..' (systemd's slice:prefix:name form needs --systemd-cgroup)"),
             ))
         }
         other => Ok(other),
