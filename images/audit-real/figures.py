@@ -76,24 +76,26 @@ def main(argv):
             "select hidden_issue_id, finding_index, label from pair_labels"
             " where group_id = ? and repeat = 0 and judge = ?", (gid, judge)).fetchall()
         for iid, k, label in rows:
-            s["issues"].add(iid)
             if k >= 10:
                 at10 = False
             else:
                 at10 = True
             hand = pair_hand.get((gid, iid, ids[k] if k < len(ids) else None))
             if label != "none" and at10:
-                s["judge_hit"].add(iid)
+                s["judge_hit"].add(f"{iid}@{gid}")
             if hand is None:
                 s["unlabelled"] += 1
                 continue
             s["pairs"] += 1
             if hand != "none" and at10:
-                s["hand_hit"].add(iid)
+                s["hand_hit"].add(f"{iid}@{gid}")
             j, h = label != "none", hand != "none"
             s["tp"] += j and h
             s["fp"] += j and not h
             s["fn"] += h and not j
+    for i in manifest["issues"]:
+        gid = i["grounding"]["group_id"]
+        stats[half[repo_of[gid]]]["issues"].add(f'{i["issue"]["repo"]}#{i["issue"]["number"]}@{gid}')
     out = {}
     for h, s in stats.items():
         out[h] = {
