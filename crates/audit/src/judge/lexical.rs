@@ -29,6 +29,9 @@ use crate::judgment::Label;
 
 /// Similarity an anchored pair needs to be `exact`.
 pub(crate) const EXACT_SIM: f64 = 0.45;
+/// Similarity a pair sharing a strong anchor and at least one more needs to be `exact` (the
+/// script, its flag and the module: the same problem named several ways).
+pub(crate) const EXACT_SIM_CORROBORATED: f64 = 0.30;
 /// Similarity an anchored (strong) pair needs to be `semantic`.
 pub(crate) const SEMANTIC_SIM_ANCHORED: f64 = 0.10;
 /// Similarity a pair sharing only a weak anchor (a file, an exception class: places and
@@ -161,7 +164,7 @@ fn cosine(a: &Vector, b: &Vector) -> f64 {
 pub(crate) fn decide(sim: f64, shared: &BTreeSet<String>) -> Label {
     let strong_n = shared.iter().filter(|a| strong(a)).count();
     let weak_n = shared.len() - strong_n;
-    if strong_n >= 1 && sim >= EXACT_SIM {
+    if strong_n >= 1 && (sim >= EXACT_SIM || (shared.len() >= 2 && sim >= EXACT_SIM_CORROBORATED)) {
         Label::Exact
     } else if (strong_n >= 1 && sim >= SEMANTIC_SIM_ANCHORED)
         || (weak_n >= 1 && sim >= SEMANTIC_SIM_WEAK)
@@ -352,7 +355,7 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
         finding_alignments,
         pair_labels: Some(pair_labels),
         notes: Value::String(format!(
-            "reprorun built-in lexical judge: exact >= {EXACT_SIM} with a strong anchor, semantic >= {SEMANTIC_SIM_ANCHORED} anchored, >= {SEMANTIC_SIM_WEAK} weakly anchored, >= {SEMANTIC_SIM} otherwise"
+            "reprorun built-in lexical judge: exact >= {EXACT_SIM} with a strong anchor or >= {EXACT_SIM_CORROBORATED} with a strong one and another, semantic >= {SEMANTIC_SIM_ANCHORED} anchored, >= {SEMANTIC_SIM_WEAK} weakly anchored, >= {SEMANTIC_SIM} otherwise"
         )),
     }
 }
