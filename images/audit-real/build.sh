@@ -15,6 +15,7 @@
 #   OUT/issues/OWNER__NAME.json   the repositories' real issues as `gh issue list --json` gives
 #                                 them, bodies paraphrased (issues/)
 #   OUT/pairs.jsonl               the paper-repository pairs
+# $ONLY, a comma-separated list of paper ids, builds those pairs only (a quick subset).
 # Needs git and python3; no network.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,9 +41,21 @@ export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null TZ=UTC LC_ALL=C
 unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_TEMPLATE_DIR
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The repositories of the pairs kept (all without $ONLY).
+keep=$(python3 - "$here/pairs.jsonl" "${ONLY:-}" <<'PY'
+import json, sys
+only = set(filter(None, sys.argv[2].split(",")))
+for line in open(sys.argv[1]):
+    p = json.loads(line)
+    if not only or p["paper_id"] in only:
+        print(p["repo"])
+PY
+)
+[ -n "$keep" ] || die "ONLY=${ONLY:-} names no paper of pairs.jsonl"
 
 while IFS=$'\t' read -r repo branch head; do
   case $repo in ''|'#'*) continue ;; esac
+  grep -qxF "$repo" <<<"$keep" || continue
   src=
   for cand in "$mirrors/${repo/\//+}/repo/.git" "$mirrors/${repo/\//+}/repo" "$mirrors/${repo/\//+}"; do
     if git --git-dir="$cand" rev-parse -q --verify "$head^{commit}" >/dev/null 2>&1; then
@@ -63,7 +76,17 @@ while IFS=$'\t' read -r repo branch head; do
   rm -rf "$work"
 done < "$here/repos.tsv"
 
-install -m 0644 "$here"/papers/*.md "$out/papers/"
-install -m 0644 "$here"/issues/*.json "$out/issues/"
-install -m 0644 "$here/pairs.jsonl" "$out/pairs.jsonl"
+python3 - "$here" "$out" "${ONLY:-}" <<'PY'
+import json, shutil, sys
+here, out, only = sys.argv[1], sys.argv[2], set(filter(None, sys.argv[3].split(",")))
+with open(f"{out}/pairs.jsonl", "w") as f:
+    for line in open(f"{here}/pairs.jsonl"):
+        p = json.loads(line)
+        if only and p["paper_id"] not in only:
+            continue
+        f.write(line)
+        shutil.copyfile(f"{here}/{p['paper']}", f"{out}/{p['paper']}")
+        name = p["repo"].replace("/", "__") + ".json"
+        shutil.copyfile(f"{here}/issues/{name}", f"{out}/issues/{name}")
+PY
 echo "build.sh: $(ls "$out"/repos/*.bundle | wc -l) repositories -> $out ($(du -sh "$out" | cut -f1))" >&2

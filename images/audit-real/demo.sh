@@ -4,7 +4,7 @@
 # hand labels per half (figures.py) and the keyword-stuffing agent judged the same way.
 #   images/audit-real/demo.sh MIRRORS [DIR]    (DIR default: a new directory under /tmp)
 # MIRRORS: clones of the repositories of repos.tsv (see build.sh). $ONLY, a comma-separated
-# list of paper ids, keeps those pairs only (a quick subset). Needs root (each agent run is
+# list of paper ids, keeps those pairs only (a quick subset; build.sh reads it). Needs root (each agent run is
 # a sandbox), git and python3. Builds reprorun (release) unless $REPRORUN names a binary.
 # Prints the time and disk of each stage.
 set -euo pipefail
@@ -29,14 +29,6 @@ stage() { # NAME START PATH...: elapsed seconds and disk of PATHs
 }
 
 t=$(now); "$here/build.sh" "$mirrors" "$dir/input"; stage build "$t" "$dir/input"
-if [ -n "${ONLY:-}" ]; then
-  python3 - "$dir/input/pairs.jsonl" "$ONLY" <<'PY'
-import json, sys
-path, only = sys.argv[1], set(sys.argv[2].split(","))
-rows = [l for l in open(path) if json.loads(l)["paper_id"] in only]
-open(path, "w").writelines(rows)
-PY
-fi
 cd "$dir"
 rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work
 t=$(now); "$REPRORUN" audit snapshot --pairs input/pairs.jsonl --issues input/issues --out corpus \
