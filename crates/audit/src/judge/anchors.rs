@@ -20,14 +20,23 @@
 
 use std::collections::BTreeSet;
 
-use super::lexical::STOPWORDS;
-
 /// Strong anchors (flags aside) a focused finding names at most.
 pub(crate) const MAX_FOCUSED: usize = 5;
 /// Hyper-parameters and problem kinds a focused finding names at most.
 pub(crate) const MAX_FOCUSED_KINDS: usize = 3;
 /// Flags a focused finding names at most (an `unknown_flag` finding lists a README's flags).
 pub(crate) const MAX_FOCUSED_FLAGS: usize = 32;
+
+/// Words too common to weigh or to name anything (also the lexical judge's stop words).
+#[rustfmt::skip]
+pub(crate) const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
+    "has", "have", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
+    "so", "that", "the", "there", "this", "to", "was", "we", "when", "with", "you", "your", "our",
+    "they", "will", "would", "should", "which", "what", "any", "all", "also", "been", "into",
+    "than", "then", "these", "those", "only", "some", "get", "got", "use", "using", "used", "run",
+    "running", "try", "tried", "hi", "thanks", "thank", "please",
+];
 
 /// Extensions of code, scripts and configuration: `file:` anchors.
 const CODE_EXTS: &[&str] = &[

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::anchors::{self, strong};
+use super::anchors::{self, strong, STOPWORDS};
 use super::result::{strongest, FindingAlignment, IssueAlignment, JudgeResult, PairOut};
 use super::task::Task;
 use crate::judgment::Label;
@@ -42,15 +42,6 @@ pub(crate) const SEMANTIC_SIM_WEAK: f64 = 0.35;
 pub(crate) const SEMANTIC_SIM: f64 = 0.40;
 /// Comments of an issue read with its title and body.
 pub(crate) const EARLY_COMMENTS: usize = 3;
-
-pub(crate) const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
-    "has", "have", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
-    "so", "that", "the", "there", "this", "to", "was", "we", "when", "with", "you", "your", "our",
-    "they", "will", "would", "should", "which", "what", "any", "all", "also", "been", "into",
-    "than", "then", "these", "those", "only", "some", "get", "got", "use", "using", "used", "run",
-    "running", "try", "tried", "hi", "thanks", "thank", "please",
-];
 
 /// Words of `text` for the TF-IDF vectors: lower case, split at anything but letters and
 /// digits, stop words and [`GENERIC`] error words dropped, a light suffix strip. Code-like
