@@ -277,7 +277,8 @@ fn is_doc(path: &str) -> bool {
 
 /// Audits the repository at `repo` (and the paper's text, if given).
 pub(crate) fn audit(repo: &Path, paper: Option<&str>) -> Findings {
-    let tree = Tree::scan(repo);
+    let mut tree = Tree::scan(repo);
+    tree.set_aside_vendored();
     let py = tree
         .texts_with(&["py"])
         .map(|(p, t)| (p.to_string(), pylex::lex(t)))

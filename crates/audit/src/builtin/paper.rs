@@ -21,7 +21,7 @@ use crate::findings::Confidence;
 #[rustfmt::skip]
 const PARAMS: &[(&str, &[&str], bool)] = &[
     ("learning rate", &["lr", "learning_rate", "base_lr", "init_lr", "initial_lr", "lr0"], false),
-    ("batch size", &["batch_size", "batchsize", "bs", "train_batch_size", "per_device_train_batch_size"], true),
+    ("batch size", &["batch_size", "batchsize", "bs", "batch", "train_batch_size", "per_device_train_batch_size"], true),
     ("epochs", &["epochs", "epoch", "num_epochs", "n_epochs", "max_epochs", "total_epochs", "num_train_epochs", "nepochs", "max_epoch", "num_epoch"], true),
 ];
 
@@ -240,13 +240,51 @@ fn repo_values(ctx: &Ctx) -> BTreeMap<&'static str, Vec<(f64, String, u32)>> {
         .texts_with(&["yaml", "yml", "json", "cfg", "ini", "toml"])
     {
         for (i, line) in text.lines().enumerate() {
-            if let Some((k, v)) = line.split_once(':').or_else(|| line.split_once('=')) {
-                add(
-                    k.trim().trim_matches(['"', '\'']),
-                    v.trim().trim_end_matches(',').trim_matches(['"', '\'']),
-                    file,
-                    line_no(i),
-                );
+            // `key: value`, `key = value`, a dotted key (`model_opt.lr: 2e-4`) and the
+            // entries of a flow mapping (`dataset: {batch: 16, length: 50}`).
+            let inner = line
+                .split_once('{')
+                .and_then(|(_, rest)| rest.split_once('}'))
+                .map(|(inner, _)| inner);
+            let parts: Vec<&str> = match inner {
+                Some(inner) => inner.split(',').collect(),
+                None => vec![line],
+            };
+            for part in parts {
+                if let Some((k, v)) = part.split_once(':').or_else(|| part.split_once('=')) {
+                    let k = k.trim().trim_matches(['"', '\'']);
+                    add(
+                        k.rsplit('.').next().unwrap_or(k),
+                        v.trim().trim_end_matches(',').trim_matches(['"', '\'']),
+                        file,
+                        line_no(i),
+                    );
+                }
+            }
+        }
+    }
+    // Shell scripts (`run_train.sh`, `scripts/pretrain.sh`, slurm files): `--flag value`,
+    // `--flag=value` and `NAME=value` assignments (`LR=0.0006`, `BATCH_SIZE=32`).
+    for (file, text) in ctx.tree.texts_with(&["sh", "bash", "slurm"]) {
+        for (i, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line
+                .split(|c: char| c.is_whitespace() || c == '\\')
+                .filter(|w| !w.is_empty())
+                .collect();
+            if words.first().is_some_and(|w| w.starts_with('#')) {
+                continue;
+            }
+            for (k, w) in words.iter().enumerate() {
+                let w = w.trim_start_matches("export").trim_matches(['"', '\'']);
+                match w.split_once('=') {
+                    Some((f, v)) => add(f, v.trim_matches(['"', '\'']), file, line_no(i)),
+                    None if w.starts_with("--") => {
+                        if let Some(v) = words.get(k + 1) {
+                            add(w, v.trim_matches(['"', '\'']), file, line_no(i));
+                        }
+                    }
+                    None => {}
+                }
             }
         }
     }

@@ -197,22 +197,36 @@ fn read_string(chars: &[char], q: usize, raw: bool) -> (String, usize, u32) {
 }
 
 /// The top-level modules a file imports: `(module, line, guarded)`, where `guarded` means
-/// the import sits in a `try:` or `except ...:` block (an optional dependency).
-/// Relative imports (`from . import x`) are left out.
+/// the import is optional or deferred: inside a `try:`/`except ...:` block, an `if`/`elif`/
+/// `else` block (a feature switch; not `if __name__ == "__main__":`), or a function (run only
+/// when called). Relative imports (`from . import x`) are left out.
 pub(super) fn imports(toks: &[Token]) -> Vec<(String, u32, bool)> {
     let mut out = Vec::new();
-    // (col, first name) of each logical line so far, for the enclosing block.
-    let mut starts: Vec<(u32, Option<&str>)> = Vec::new();
+    // (col, whether it opens a guarding block) of each logical line so far.
+    let mut starts: Vec<(u32, bool)> = Vec::new();
     for (k, t) in toks.iter().enumerate() {
         if !t.stmt_start {
             continue;
         }
-        let guarded = starts
-            .iter()
-            .rev()
-            .find(|(col, _)| *col < t.col)
-            .is_some_and(|(_, name)| matches!(name, Some("try" | "except")));
-        starts.push((t.col, t.name()));
+        // Every enclosing block: walk back to ever smaller indentation.
+        let mut col = t.col;
+        let mut guarded = false;
+        for (c, guards) in starts.iter().rev() {
+            if *c < col {
+                if *guards {
+                    guarded = true;
+                    break;
+                }
+                col = *c;
+            }
+        }
+        let main_block = t.is_name("if") && toks.get(k + 1).is_some_and(|n| n.is_name("__name__"));
+        let guards = !main_block
+            && matches!(
+                t.name(),
+                Some("try" | "except" | "if" | "elif" | "else" | "def" | "async")
+            );
+        starts.push((t.col, guards));
         if t.is_name("import") {
             let mut j = k + 1;
             let mut expect_module = true;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::pylex::{self, Tok};
-use super::stdlib::{distributions, is_stdlib, normalize, BUNDLED};
+use super::stdlib::{arrives_with, distributions, is_stdlib, normalize, BUNDLED};
 use super::tree::{self, file_name};
 use super::{ev, kind_of, Candidate, Ctx, Rule};
 use crate::findings::detail::EvidenceType;
@@ -327,6 +327,7 @@ pub(super) fn dependencies(ctx: &Ctx) -> Vec<Candidate> {
                 || BUNDLED
                     .iter()
                     .any(|(m, p)| *m == module && decl.names.contains(*p))
+                || dists.iter().any(|d| arrives_with(d, &decl.names))
                 || doc_words.contains(&module.to_ascii_lowercase())
                 || dists.iter().any(|d| doc_words.contains(d));
             if provided {
@@ -411,13 +412,37 @@ fn is_test_or_example(path: &str) -> bool {
         .any(|w| p.contains(w))
 }
 
-/// Lowercase words of the documentation (a README that names a package tells the user).
+/// Lowercase words of the documentation's requirement lines (a README that lists a package
+/// tells the user): bullet or table lines, and lines that speak of installing, requirements,
+/// dependencies or versions. Prose that merely names a library ("our JAX implementation")
+/// declares nothing.
 fn doc_words(ctx: &Ctx) -> BTreeSet<String> {
+    const CUES: &[&str] = &[
+        "install",
+        "require",
+        "depend",
+        "version",
+        "==",
+        ">=",
+        "prerequisite",
+        "package",
+    ];
     let mut out = BTreeSet::new();
     for (_, text) in ctx.doc_texts() {
-        for w in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
-            if w.len() > 1 {
-                out.insert(w.to_ascii_lowercase());
+        for line in text.lines() {
+            let t = line.trim_start();
+            let lower = t.to_ascii_lowercase();
+            let listed = t.starts_with(['-', '*', '+', '|'])
+                || t.split_once(". ")
+                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty())
+                || CUES.iter().any(|c| lower.contains(c));
+            if !listed {
+                continue;
+            }
+            for w in lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
+                if w.len() > 1 {
+                    out.insert(w.to_string());
+                }
             }
         }
     }

@@ -2,6 +2,8 @@
 //! (3.6 to 3.13, including modules since removed, so an old release is not blamed for
 //! importing them), and the import names whose distribution has another name.
 
+use std::collections::BTreeSet;
+
 /// Python 3 standard-library top-level modules, sorted.
 #[rustfmt::skip]
 pub(super) const STDLIB: &[&str] = &[
@@ -121,4 +123,48 @@ pub(super) fn normalize(name: &str) -> String {
         out.push(c.to_ascii_lowercase());
     }
     out
+}
+
+/// Distributions every installation of a declared one brings along (its own requirements):
+/// (distribution, those that require it). An import of `numpy` is satisfied by a declared
+/// `torchvision`.
+#[rustfmt::skip]
+const ARRIVES_WITH: &[(&str, &[&str])] = &[
+    ("numpy", &["torchvision", "tensorflow", "tensorflow-gpu", "scipy", "pandas", "scikit-learn", "scikit-image", "matplotlib", "opencv-python", "opencv-python-headless", "h5py", "transformers", "diffusers", "jax", "numba", "seaborn", "gym", "gymnasium", "timm", "accelerate", "datasets", "torchaudio", "pytorch-lightning", "lightning", "rdkit", "imageio", "tensorboard", "xgboost", "miscnn"]),
+    ("pillow", &["torchvision", "matplotlib", "scikit-image", "diffusers", "imageio", "timm"]),
+    ("six", &["tensorflow", "tensorflow-gpu", "python-dateutil", "h5py", "tensorboard"]),
+    ("filelock", &["torch", "transformers", "huggingface-hub", "diffusers", "datasets"]),
+    ("typing-extensions", &["torch", "pydantic", "huggingface-hub"]),
+    ("jinja2", &["torch"]),
+    ("sympy", &["torch"]),
+    ("networkx", &["torch", "scikit-image"]),
+    ("safetensors", &["transformers", "diffusers", "accelerate", "timm"]),
+    ("huggingface-hub", &["transformers", "diffusers", "accelerate", "datasets", "timm", "tokenizers"]),
+    ("tokenizers", &["transformers"]),
+    ("packaging", &["transformers", "matplotlib", "accelerate", "huggingface-hub", "scikit-image", "pytorch-lightning", "lightning", "datasets"]),
+    ("tqdm", &["transformers", "datasets", "huggingface-hub", "pytorch-lightning", "lightning"]),
+    ("requests", &["transformers", "tensorflow", "huggingface-hub", "datasets", "diffusers"]),
+    ("pyyaml", &["transformers", "accelerate", "huggingface-hub", "timm", "pytorch-lightning", "lightning", "datasets"]),
+    ("regex", &["transformers", "diffusers"]),
+    ("scipy", &["scikit-learn", "scikit-image", "seaborn", "xgboost"]),
+    ("joblib", &["scikit-learn"]),
+    ("threadpoolctl", &["scikit-learn"]),
+    ("pandas", &["seaborn", "datasets"]),
+    ("matplotlib", &["seaborn"]),
+    ("python-dateutil", &["pandas", "matplotlib"]),
+    ("pytz", &["pandas"]),
+    ("protobuf", &["tensorflow", "tensorflow-gpu", "tensorboard", "onnx"]),
+    ("psutil", &["accelerate"]),
+    ("cloudpickle", &["gym", "gymnasium"]),
+    ("absl-py", &["tensorflow", "tensorflow-gpu", "tensorboard"]),
+    ("fsspec", &["torch", "datasets", "huggingface-hub"]),
+    ("torch", &["torchvision", "torchaudio", "pytorch-lightning", "lightning", "timm", "accelerate"]),
+];
+
+/// Whether `dist` arrives with a declared distribution (see [`ARRIVES_WITH`]).
+pub(super) fn arrives_with(dist: &str, declared: &BTreeSet<String>) -> bool {
+    ARRIVES_WITH
+        .iter()
+        .find(|(d, _)| *d == dist)
+        .is_some_and(|(_, carriers)| carriers.iter().any(|c| declared.contains(*c)))
 }

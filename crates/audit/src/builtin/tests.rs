@@ -851,3 +851,164 @@ fn rule_table_is_in_order_and_documented() {
         "priors strictly decrease"
     );
 }
+
+// Issue 46 §3: the built-in auditor on real code.
+
+#[test]
+fn packages_that_arrive_with_a_declared_one_are_not_undeclared() {
+    // torchvision brings numpy and pillow; transformers brings filelock; tensorflow brings six.
+    let files = with(
+        &edit(
+            &base(),
+            "model.py",
+            "import torch\n",
+            "import torch\nimport numpy\nfrom PIL import Image\nimport filelock\nimport six\n",
+        ),
+        "requirements.txt",
+        "torch\ntorchvision\ntransformers\ntensorflow\nopencv-python\n",
+    );
+    let f = run(&files);
+    assert!(fired(&f, "undeclared_import").is_empty(), "{:?}", rules(&f));
+    // Without their carriers they are undeclared (numpy still arrives with opencv-python,
+    // filelock with torch).
+    let bare = with(&files, "requirements.txt", "torch\nopencv-python\n");
+    let keys: Vec<String> = fired(&run(&bare), "undeclared_import")
+        .iter()
+        .map(|h| h.finding_id.clone())
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    for want in ["pillow", "six"] {
+        assert!(
+            keys.contains(&format!("undeclared_import:{want}")),
+            "{keys:?}"
+        );
+    }
+}
+
+#[test]
+fn imports_inside_if_blocks_and_functions_are_optional() {
+    let files = edit(
+        &base(),
+        "model.py",
+        "import torch\n",
+        "import torch\n\nif torch.cuda.is_available():\n    import apex\n\n\ndef plot(x):\n    import seaborn\n    return seaborn.lineplot(x)\n\n\nclass Logger:\n    def start(self):\n        with open('x') as f:\n            import wandb\n\n\nif __name__ == \"__main__\":\n    import fire\n",
+    );
+    let keys: Vec<String> = fired(&run(&files), "undeclared_import")
+        .iter()
+        .map(|h| h.finding_id.clone())
+        .collect();
+    assert_eq!(
+        keys,
+        ["undeclared_import:fire"],
+        "the main block is not optional"
+    );
+}
+
+#[test]
+fn vendored_third_party_code_is_not_audited_as_the_papers() {
+    let files = with(
+        &with(
+            &with(
+                &base(),
+                "eval/lmms-eval/pyproject.toml",
+                "[project]\nname = \"lmms_eval\"\ndependencies = [\"editdistance\"]\n",
+            ),
+            "eval/lmms-eval/lmms_eval/tasks/utils.py",
+            "import editdistance\nimport sacrebleu\nDATA = '/home/someone/data'\n",
+        ),
+        "guided_diffusion/.ipynb_checkpoints/train_util-checkpoint.py",
+        "import blobfile\n",
+    );
+    let f = run(&files);
+    for rule in ["undeclared_import", "hardcoded_path"] {
+        let hits: Vec<&str> = fired(&f, rule)
+            .iter()
+            .map(|h| h.finding_id.as_str())
+            .collect();
+        assert!(
+            !hits.iter().any(|h| h.contains("sacrebleu")
+                || h.contains("editdistance")
+                || h.contains("blobfile")
+                || h.contains("/home/someone")),
+            "{hits:?}"
+        );
+    }
+    // The paper's own code importing the same package is still audited.
+    let own = with(&files, "metrics.py", "import sacrebleu\n");
+    assert_eq!(
+        fired(&run(&own), "undeclared_import")
+            .iter()
+            .map(|h| h.finding_id.as_str())
+            .collect::<Vec<_>>(),
+        ["undeclared_import:sacrebleu"]
+    );
+}
+
+#[test]
+fn hyper_parameters_set_in_shell_scripts_and_flow_mappings_count() {
+    let paper = "# A Method\n\nWe train with a learning rate of 2e-4 and a batch size of 50.\n";
+    // No Python default; run_train.sh and configs.yaml set both, differently from the paper.
+    let files = with(
+        &with(
+            &edit(
+                &edit(&base(), "train.py", "default=0.001)", ")"),
+                "train.py",
+                "\"--batch_size\", type=int, default=64)",
+                "\"--batch_size\", type=int)",
+            ),
+            "scripts/run_train.sh",
+            "#!/bin/bash\nLR=0.0006\npython train.py \\\n    --learning_rate 5e-5 \\\n    --epochs 100\n",
+        ),
+        "configs.yaml",
+        "defaults:\n  dataset: {batch: 16, length: 50}\n  model_opt.lr: 1e-4\n",
+    );
+    let f = run_paper(&files, Some(paper));
+    let mut mism: Vec<&str> = fired(&f, "hyperparameter_mismatch")
+        .iter()
+        .map(|h| h.finding_id.as_str())
+        .collect();
+    mism.sort();
+    assert_eq!(
+        mism,
+        [
+            "hyperparameter_mismatch:batch size",
+            "hyperparameter_mismatch:learning rate"
+        ],
+        "{:?}",
+        rules(&f)
+    );
+    assert!(fired(&f, "hyperparameter_unset").is_empty());
+    // A script that sets the paper's value settles it.
+    let agree = with(
+        &files,
+        "scripts/run_paper.sh",
+        "python train.py --lr 2e-4 --batch_size 50\n",
+    );
+    assert!(fired(&run_paper(&agree, Some(paper)), "hyperparameter_mismatch").is_empty());
+}
+
+#[test]
+fn a_readme_that_mentions_jax_in_prose_does_not_declare_it() {
+    let files = with(
+        &edit(
+            &base(),
+            "model.py",
+            "import torch\n",
+            "import torch\nimport jax\n",
+        ),
+        "README.md",
+        &format!("{README}\nOur JAX implementation of the sampler is much faster.\n"),
+    );
+    let keys: Vec<String> = fired(&run(&files), "undeclared_import")
+        .iter()
+        .map(|h| h.finding_id.clone())
+        .collect();
+    assert_eq!(keys, ["undeclared_import:jax"]);
+    // A requirements list in the README does declare it.
+    let listed = with(
+        &files,
+        "README.md",
+        &format!("{README}\n## Requirements\n- jax 0.4\n"),
+    );
+    assert!(fired(&run(&listed), "undeclared_import").is_empty());
+}

@@ -108,6 +108,19 @@ impl Tree {
         tree
     }
 
+    /// Sets aside the text of third-party code the repository carries (listed still, so its
+    /// paths exist and its modules count as the repository's own, but no rule reads it): the
+    /// directories of [`vendored_dirs`]. Returns them.
+    pub(super) fn set_aside_vendored(&mut self) -> Vec<String> {
+        let dirs = vendored_dirs(self);
+        for (path, e) in self.entries.iter_mut() {
+            if dirs.iter().any(|d| path.starts_with(&format!("{d}/"))) {
+                e.text = None;
+            }
+        }
+        dirs
+    }
+
     /// Whether `rel` (normalized, relative) is listed: a file, a symlink or a directory.
     pub(super) fn exists(&self, rel: &str) -> bool {
         rel.is_empty() || self.entries.contains_key(rel)
@@ -197,4 +210,56 @@ pub(super) fn join(base: &str, rel: &str) -> Option<String> {
 /// 1-based line numbers as `u32`.
 pub(super) fn line_no(index: usize) -> u32 {
     u32::try_from(index + 1).unwrap_or(u32::MAX)
+}
+
+/// Directory names that hold other projects' code or editor copies, not the paper's code.
+const VENDOR_NAMES: &[&str] = &[
+    ".ipynb_checkpoints",
+    "third_party",
+    "third-party",
+    "thirdparty",
+    "3rdparty",
+    "vendor",
+    "vendored",
+    "external",
+    "externals",
+    "site-packages",
+    "node_modules",
+];
+
+/// Vendored third-party code: directories named as such ([`VENDOR_NAMES`]), and any
+/// directory below the root that is a Python project of its own (its own `setup.py`,
+/// `setup.cfg` or `pyproject.toml`: a bundled toolkit such as an evaluation harness, whose
+/// dependencies are its own) and either two levels down (`eval/lmms-eval`) or with a
+/// license of its own (a top-level `code/` with a setup.py is the paper's own package).
+/// Outermost only, sorted.
+pub(super) fn vendored_dirs(tree: &Tree) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    for (path, e) in &tree.entries {
+        let dir = parent(path);
+        let own_project = !e.is_dir
+            && matches!(file_name(path), "setup.py" | "setup.cfg" | "pyproject.toml")
+            && !dir.is_empty()
+            && (dir.contains('/')
+                || ["LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING"]
+                    .iter()
+                    .any(|l| tree.exists(&format!("{dir}/{l}"))));
+        let dir = if own_project {
+            parent(path).to_string()
+        } else if e.is_dir && VENDOR_NAMES.contains(&file_name(path)) {
+            path.clone()
+        } else {
+            continue;
+        };
+        dirs.push(dir);
+    }
+    dirs.sort();
+    dirs.dedup();
+    let mut out: Vec<String> = Vec::new();
+    for d in dirs {
+        if !out.iter().any(|o| d.starts_with(&format!("{o}/"))) {
+            out.push(d);
+        }
+    }
+    out
 }

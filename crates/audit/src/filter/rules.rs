@@ -94,6 +94,66 @@ const WRONG_NUMBER: &[&str] = &[
     "reported in the paper",
     "performance gap",
     "accuracy gap",
+    "not match the paper",
+    "not reproduced",
+    "is not reproducible",
+    "inconsistent experimental result",
+    "inconsistent result",
+];
+
+/// What a silently wrong number is about: a result, not a setting.
+const RESULT_WORDS: &[&str] = &[
+    "accuracy",
+    "score",
+    "map ",
+    "miou",
+    "bleu",
+    "f1",
+    "auc",
+    "psnr",
+    "fid",
+    "reward",
+    "return",
+    "performance",
+    "results",
+    "numbers",
+    "metric",
+    "error rate",
+    "top-1",
+    "top1",
+];
+
+/// Settings: a mismatch about these, with no result named, is a wrong set-up.
+const SETTINGS: &[&str] = &[
+    "hyperparameter",
+    "hyper-parameter",
+    "hyper parameter",
+    "learning rate",
+    "learning_rate",
+    "batch size",
+    "batch_size",
+    "weight decay",
+    "weight_decay",
+    "number of epochs",
+    "epochs",
+    "settings",
+];
+
+/// A dead or missing download: the user cannot get what the code needs to start.
+const DEAD_LINK: &[&str] = &[
+    "404",
+    "link is broken",
+    "link broken",
+    "broken link",
+    "links are broken",
+    "link does not work",
+    "link doesn't work",
+    "link is down",
+    "link has expired",
+    "link expired",
+    "link fails",
+    "link is invalid",
+    "link is dead",
 ];
 
 /// Set-up questions that lead a user to a wrong set-up: missing data, config, parameters.
@@ -198,8 +258,17 @@ pub(crate) fn classify(issue: &Issue) -> (bool, Option<Category>) {
         .labels
         .iter()
         .any(|l| NOT_REPRO_LABELS.contains(&l.to_lowercase().as_str()));
-    if any(&text, WRONG_NUMBER) {
+    if any(&text, DEAD_LINK) {
+        return (true, Some(Category::CrashImmediate));
+    }
+    // "pre_train.sh does not match the paper: learning rate 5e-5 vs 2e-4" is a set-up that
+    // differs, not a number: a settings mismatch naming no result is a wrong set-up.
+    let about_settings = any(&text, SETTINGS) && !any(&text, RESULT_WORDS);
+    if any(&text, WRONG_NUMBER) && !about_settings {
         return (true, Some(Category::SilentWrongNumber));
+    }
+    if any(&text, WRONG_NUMBER) {
+        return (true, Some(Category::SilentWrongSetup));
     }
     if labelled_away || any(&text, NOT_REPRO) {
         return (false, None);

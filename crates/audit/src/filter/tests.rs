@@ -175,3 +175,56 @@ fn the_judge_reads_the_issue_on_stdin_and_its_verdict_is_taken() {
         assert!(e.contains("lab/model#1") && e.contains(needle), "{e}");
     }
 }
+
+// Issue 46 §3: real issues the rules dropped or misfiled (the tuning half of
+// images/audit-real, paraphrased).
+#[test]
+fn real_setup_mismatches_dead_links_and_unreproduced_results_are_kept() {
+    let cases = [
+        (
+            "Mobile-O-0.5B pre_train.sh Does Not Match the Paper",
+            "Some hyper-parameters of pre_train.sh differ from the paper: the script sets weight_decay 0 where the paper reports 0.01, and learning rate 5e-5 where the paper states 2e-4.",
+            SilentWrongSetup,
+        ),
+        (
+            "Can not reproduce the output",
+            "The script's learning rate and batch size differ from the experiment settings in the paper; which is correct?",
+            SilentWrongSetup,
+        ),
+        (
+            "Pre-trained Checkpoints Leading to 404's",
+            "Every pre-trained checkpoint link at the bottom of the README returns a 404 error.",
+            CrashImmediate,
+        ),
+        (
+            "The link does not work for \"Checkpoints for pre-trained models\"",
+            "The README's link to the checkpoints for pre-trained models no longer works.",
+            CrashImmediate,
+        ),
+        (
+            "The result for atari enduro in the paper is not reproduced",
+            "With the latest code Atari Enduro does not learn; tensorboard curves attached.",
+            SilentWrongNumber,
+        ),
+        (
+            "\"Inconsistent experimental results\"",
+            "Why do the results of this code not match the paper's, and why are they worse?",
+            SilentWrongNumber,
+        ),
+    ];
+    for (title, body, want) in cases {
+        assert_eq!(
+            rules::classify(&issue(title, body)),
+            (true, Some(want)),
+            "{title}"
+        );
+    }
+    // A result that differs stays a wrong number even when a setting is named.
+    assert_eq!(
+        rules::classify(&issue(
+            "Cannot reproduce the accuracy",
+            "With the paper's learning rate I get 71.2% accuracy, not 76.5%."
+        )),
+        (true, Some(SilentWrongNumber))
+    );
+}

@@ -6,11 +6,9 @@
 //!   issues and findings) of the issue's title, body and first [`EARLY_COMMENTS`] comments
 //!   against the finding's text fields (title, symptom, trigger, root cause, evidence paths
 //!   and summaries, impact);
-//! - **anchors** both sides name: file and script names (`train.py`, `run.sh`), CLI flags
-//!   (`--fp16`), Python modules (after `import`/`from`, `No module named`, `pip install`,
-//!   and package names such as `opencv-python` → `cv2`), model and data files (`*.pth`,
-//!   `*.ckpt`, `*.pt`, `*.safetensors`, ...) — the strong anchors — and exception class
-//!   names (`XxxError`, `XxxException`), weak ones (many problems raise the same one).
+//! - **anchors** both sides name (`super::anchors`): strong ones (flags, Python modules,
+//!   model and data files, hyper-parameters, two problem kinds) and weak ones (file names,
+//!   exception classes); a finding naming too many is not counted (keyword stuffing).
 //!
 //! `exact` needs a shared strong anchor and similarity ≥ [`EXACT_SIM`]; `semantic` a shared
 //! strong anchor and similarity ≥ [`SEMANTIC_SIM_ANCHORED`], a shared weak anchor and
@@ -24,82 +22,39 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::anchors::{self, strong, STOPWORDS};
 use super::result::{strongest, FindingAlignment, IssueAlignment, JudgeResult, PairOut};
 use super::task::Task;
 use crate::judgment::Label;
 
 /// Similarity an anchored pair needs to be `exact`.
 pub(crate) const EXACT_SIM: f64 = 0.45;
+/// Similarity a pair sharing a strong anchor and at least one more needs to be `exact` (the
+/// script, its flag and the module: the same problem named several ways).
+pub(crate) const EXACT_SIM_CORROBORATED: f64 = 0.30;
 /// Similarity an anchored (strong) pair needs to be `semantic`.
 pub(crate) const SEMANTIC_SIM_ANCHORED: f64 = 0.10;
-/// Similarity a pair sharing only a weak anchor needs to be `semantic`.
-pub(crate) const SEMANTIC_SIM_WEAK: f64 = 0.20;
+/// Similarity a pair sharing only a weak anchor (a file, an exception class: places and
+/// symptoms many problems share) needs to be `semantic`: nearly what a pair without anchors
+/// needs.
+pub(crate) const SEMANTIC_SIM_WEAK: f64 = 0.35;
 /// Similarity a pair without shared anchors needs to be `semantic`.
 pub(crate) const SEMANTIC_SIM: f64 = 0.40;
 /// Comments of an issue read with its title and body.
 pub(crate) const EARLY_COMMENTS: usize = 3;
 
-/// Extensions of code, scripts and configuration: `file:` anchors.
-const CODE_EXTS: &[&str] = &[
-    "py", "sh", "ipynb", "yaml", "yml", "json", "toml", "cfg", "ini", "txt", "cpp", "cu", "c", "h",
-    "hpp", "js", "ts", "r", "jl", "m", "lua", "java", "go", "rs", "md", "bash",
-];
-/// Extensions of checkpoints, weights and data: `artifact:` anchors.
-const ARTIFACT_EXTS: &[&str] = &[
-    "pth",
-    "ckpt",
-    "pt",
-    "safetensors",
-    "bin",
-    "h5",
-    "hdf5",
-    "pkl",
-    "pickle",
-    "npy",
-    "npz",
-    "onnx",
-    "tar",
-    "zip",
-    "gz",
-    "csv",
-    "tsv",
-    "parquet",
-    "jsonl",
-    "mat",
-    "tfrecord",
-];
-/// Package names users install under another import name.
-const PACKAGE_MODULES: &[(&str, &str)] = &[
-    ("opencv", "cv2"),
-    ("opencv-python", "cv2"),
-    ("opencv-python-headless", "cv2"),
-    ("opencv-contrib-python", "cv2"),
-    ("pillow", "pil"),
-    ("scikit-learn", "sklearn"),
-    ("scikit-image", "skimage"),
-    ("pyyaml", "yaml"),
-    ("beautifulsoup4", "bs4"),
-    ("pytorch", "torch"),
-    ("tensorflow-gpu", "tensorflow"),
-    ("protobuf", "google"),
-    ("python-dateutil", "dateutil"),
-];
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
-    "has", "have", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
-    "so", "that", "the", "there", "this", "to", "was", "we", "when", "with", "you", "your", "our",
-    "they", "will", "would", "should", "which", "what", "any", "all", "also", "been", "into",
-    "than", "then", "these", "those", "only", "some", "get", "got", "use", "using", "used", "run",
-    "running", "try", "tried", "hi", "thanks", "thank", "please",
-];
-
 /// Words of `text` for the TF-IDF vectors: lower case, split at anything but letters and
-/// digits, stop words dropped, a light suffix strip.
+/// digits, stop words and [`GENERIC`] error words dropped, a light suffix strip. Code-like
+/// tokens (a path, a dotted or snake_case name, a call, an assignment) are left out first:
+/// files and modules are anchors, and quoting code is not describing a problem (keyword
+/// stuffing copies the snapshot's code).
 pub(crate) fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    text.split_whitespace()
+        .filter(|t| !code_like(t))
+        .flat_map(|t| t.split(|c: char| !c.is_alphanumeric()))
         .filter(|w| w.len() >= 2)
         .map(str::to_lowercase)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && !GENERIC.contains(&w.as_str()))
         .map(|w| {
             for suffix in ["ing", "ed", "es", "s"] {
                 if w.len() >= suffix.len() + 4 && w.ends_with(suffix) {
@@ -111,76 +66,49 @@ pub(crate) fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether an anchor is strong (names one thing) rather than weak (an exception class).
-fn strong(anchor: &str) -> bool {
-    !anchor.starts_with("exception:")
-}
+/// The words of tracebacks and error messages every crash report shares.
+const GENERIC: &[&str] = &[
+    "traceback",
+    "most",
+    "recent",
+    "call",
+    "last",
+    "line",
+    "file",
+    "error",
+    "errno",
+    "such",
+    "directory",
+    "module",
+    "named",
+    "cannot",
+    "import",
+    "name",
+    "attribute",
+    "attributeerror",
+    "found",
+    "fail",
+    "fails",
+    "failed",
+    "exception",
+    "raise",
+    "modulenotfounderror",
+    "importerror",
+    "filenotfounderror",
+    "runtimeerror",
+    "keyerror",
+    "valueerror",
+    "typeerror",
+];
 
-fn is_ident(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-}
-
-/// The anchors `text` names (`file:train.py`, `flag:--fp16`, `module:cv2`,
-/// `artifact:model.pth`, `exception:keyerror`).
-pub(crate) fn anchors(text: &str) -> BTreeSet<String> {
-    let tokens: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || "'\"`()[]{}<>,;:=|!?*".contains(c))
-        .map(|t| t.trim_end_matches('.'))
-        .filter(|t| !t.is_empty())
-        .collect();
-    let mut out = BTreeSet::new();
-    for (i, t) in tokens.iter().enumerate() {
-        let lower = t.to_lowercase();
-        let prev = |k: usize| i.checked_sub(k).map(|j| tokens[j].to_lowercase());
-        if let Some(flag) = lower.strip_prefix("--") {
-            if flag.starts_with(|c: char| c.is_ascii_alphabetic())
-                && flag
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                out.insert(format!("flag:{lower}"));
-            }
-            continue;
-        }
-        let base = lower.rsplit('/').next().unwrap_or(&lower);
-        if let Some((stem, ext)) = base.rsplit_once('.') {
-            if !stem.is_empty() && CODE_EXTS.contains(&ext) {
-                out.insert(format!("file:{base}"));
-                continue;
-            }
-            if !stem.is_empty() && ARTIFACT_EXTS.contains(&ext) {
-                out.insert(format!("artifact:{base}"));
-                continue;
-            }
-        }
-        let class = t.rsplit('.').next().unwrap_or(t);
-        if class.starts_with(|c: char| c.is_ascii_uppercase())
-            && (class.ends_with("Error") || class.ends_with("Exception"))
-            && class.chars().all(|c| c.is_ascii_alphanumeric())
-        {
-            out.insert(format!("exception:{}", class.to_lowercase()));
-            continue;
-        }
-        let after_import = matches!(prev(1).as_deref(), Some("import" | "from"));
-        let after_named =
-            prev(1).as_deref() == Some("named") && prev(2).as_deref() == Some("module");
-        let after_install =
-            prev(1).as_deref() == Some("install") && prev(2).as_deref() == Some("pip");
-        if let Some((_, module)) = PACKAGE_MODULES.iter().find(|(p, _)| *p == lower) {
-            out.insert(format!("module:{module}"));
-        } else if (after_import || after_named || after_install)
-            && is_ident(&lower)
-            && !STOPWORDS.contains(&lower.as_str())
-        {
-            let top = lower.split('.').next().unwrap_or(&lower);
-            out.insert(format!("module:{top}"));
-        }
-    }
-    out
+/// Whether a whitespace-separated token is code rather than prose.
+fn code_like(token: &str) -> bool {
+    let t = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/');
+    t.contains('/')
+        || t.contains('_')
+        || t.contains('=')
+        || token.contains('(') && token.contains(')') && !token.starts_with('(')
+        || t.trim_end_matches('.').contains('.')
 }
 
 /// A TF-IDF vector.
@@ -227,7 +155,7 @@ fn cosine(a: &Vector, b: &Vector) -> f64 {
 pub(crate) fn decide(sim: f64, shared: &BTreeSet<String>) -> Label {
     let strong_n = shared.iter().filter(|a| strong(a)).count();
     let weak_n = shared.len() - strong_n;
-    if strong_n >= 1 && sim >= EXACT_SIM {
+    if strong_n >= 1 && (sim >= EXACT_SIM || (shared.len() >= 2 && sim >= EXACT_SIM_CORROBORATED)) {
         Label::Exact
     } else if (strong_n >= 1 && sim >= SEMANTIC_SIM_ANCHORED)
         || (weak_n >= 1 && sim >= SEMANTIC_SIM_WEAK)
@@ -301,9 +229,33 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
         .map(|t| words(t))
         .collect();
     let idf = idf(&docs);
-    let score = |issue: usize, text: &str| {
-        let a = anchors(&issue_texts[issue]);
-        let shared: BTreeSet<String> = anchors(text).intersection(&a).cloned().collect();
+    let issue_anchors: Vec<BTreeSet<String>> = issue_texts
+        .iter()
+        .map(|t| anchors::issue_anchors(t))
+        .collect();
+    let claim_names: Vec<BTreeSet<String>> = (0..n)
+        .map(|fi| {
+            let claim = ["issue_title", "user_symptom", "root_cause"]
+                .map(|k| task.finding_str(fi, k))
+                .join("\n");
+            anchors::claim_names(&claim)
+        })
+        .collect();
+    // A finding's own anchors decide whether it is focused, whatever dimension is scored.
+    let focused: Vec<bool> = finding_texts
+        .iter()
+        .map(|t| !anchors::unfocused(&anchors::finding_anchors(t)))
+        .collect();
+    let score = |issue: usize, fi: usize, text: &str| {
+        let shared = if focused[fi] {
+            anchors::shared(
+                &issue_anchors[issue],
+                &anchors::finding_anchors(text),
+                &claim_names[fi],
+            )
+        } else {
+            BTreeSet::new()
+        };
         let sim = cosine(&vector(&docs[issue], &idf), &vector(&words(text), &idf));
         Scored {
             label: decide(sim, &shared),
@@ -315,7 +267,7 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
     let mut issue_alignments = Vec::new();
     let mut by_finding: Vec<Vec<(usize, Label)>> = vec![Vec::new(); n];
     for (ii, h) in task.hidden_issues.iter().enumerate() {
-        let scored: Vec<Scored> = (0..n).map(|fi| score(ii, &finding_texts[fi])).collect();
+        let scored: Vec<Scored> = (0..n).map(|fi| score(ii, fi, &finding_texts[fi])).collect();
         for (fi, s) in scored.iter().enumerate() {
             pair_labels.push(PairOut {
                 hidden_issue_id: h.hidden_issue_id.clone(),
@@ -338,7 +290,7 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
             .iter()
             .map(|d| {
                 let l = matched.map_or(Label::None, |b| {
-                    score(ii, &finding_text(task, b, Some(d))).label
+                    score(ii, b, &finding_text(task, b, Some(d))).label
                 });
                 (d.to_string(), l.as_str().to_string())
             })
@@ -394,7 +346,7 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
         finding_alignments,
         pair_labels: Some(pair_labels),
         notes: Value::String(format!(
-            "reprorun built-in lexical judge: exact >= {EXACT_SIM} with a strong anchor, semantic >= {SEMANTIC_SIM_ANCHORED} anchored, >= {SEMANTIC_SIM_WEAK} weakly anchored, >= {SEMANTIC_SIM} otherwise"
+            "reprorun built-in lexical judge: exact >= {EXACT_SIM} with a strong anchor or >= {EXACT_SIM_CORROBORATED} with a strong one and another, semantic >= {SEMANTIC_SIM_ANCHORED} anchored, >= {SEMANTIC_SIM_WEAK} weakly anchored, >= {SEMANTIC_SIM} otherwise"
         )),
     }
 }

@@ -8,6 +8,7 @@
 //! judge against hand labels.
 
 pub(crate) mod agent;
+pub(crate) mod anchors;
 pub(crate) mod cluster;
 pub(crate) mod lexical;
 pub(crate) mod result;

@@ -451,7 +451,7 @@ fn the_lexical_judge_is_deterministic_and_labels_every_pair() {
 
 #[test]
 fn anchors_name_files_flags_modules_artifacts_and_exceptions() {
-    let a = lexical::anchors(
+    let a = super::anchors::anchors(
         "Run `python tools/train.py --lr=0.1` then load ckpt/model_best.pth. ImportError: No module named 'torchvision'; from mmcv.ops import x; pip install opencv-python. torch.cuda.OutOfMemoryError.",
     );
     for want in [
@@ -510,4 +510,109 @@ fn the_draw_is_deterministic_per_seed_and_capped_per_label() {
     // Ids are distinct per pair.
     let ids: std::collections::BTreeSet<String> = labels.iter().map(pair_id).collect();
     assert_eq!(ids.len(), 300);
+}
+
+// Issue 46 §3: the built-in judge on real code.
+
+#[test]
+fn a_bare_package_name_in_a_finding_anchors_a_missing_module() {
+    let l = lexical_label(
+        "No module named 'scipy'",
+        "python tools/eval.py\nTraceback (most recent call last):\n  File \"tools/eval.py\", line 4, in <module>\n    from scipy.optimize import linear_sum_assignment\nModuleNotFoundError: No module named 'scipy'",
+        finding(
+            "F1",
+            "Add a requirement: scipy",
+            "The evaluation cannot start in a fresh environment",
+            "installing requirements.txt, then evaluating",
+            "requirements.txt lists torch and numpy only; scipy is needed too",
+            ("requirements.txt", "torch\nnumpy"),
+            "evaluation fails",
+        ),
+    );
+    assert_ne!(l, Label::None);
+}
+
+#[test]
+fn a_file_named_only_in_a_traceback_frame_does_not_match_by_itself() {
+    let l = lexical_label(
+        "RuntimeError: CUDA error: device-side assert triggered",
+        "Training crashes after a few steps:\n\nTraceback (most recent call last):\n  File \"ethos/train/training_loop.py\", line 88, in train\n    loss.backward()\nRuntimeError: CUDA error: device-side assert triggered",
+        finding(
+            "F1",
+            "ModuleNotFoundError: No module named 'psutil' (psutil is not in the requirements)",
+            "ModuleNotFoundError: No module named 'psutil'",
+            "installing the declared dependencies, then running ethos/train/training_loop.py",
+            "ethos/train/training_loop.py imports psutil but no dependency specification declares psutil.",
+            ("ethos/train/training_loop.py", "import psutil"),
+            "training cannot start",
+        ),
+    );
+    assert_eq!(l, Label::None);
+}
+
+#[test]
+fn a_hyper_parameter_issue_matches_a_finding_about_the_same_hyper_parameter() {
+    let l = lexical_label(
+        "Batch size = 16?",
+        "configs.yaml sets batch: 16. Should it be 50 to have the same hyperparameters as in the paper?",
+        finding(
+            "F1",
+            "The paper's batch size is 50 but configs.yaml uses 16",
+            "Training with the released defaults does not match the paper's setup (batch size 16 vs 50)",
+            "training with the repository's defaults to reproduce the paper's numbers",
+            "The paper gives batch size 50; the repository sets 16 (configs.yaml:24).",
+            ("configs.yaml", "batch: 16"),
+            "results may differ from the paper's",
+        ),
+    );
+    assert_ne!(l, Label::None);
+}
+
+#[test]
+fn a_dead_checkpoint_link_matches_a_missing_checkpoint_finding() {
+    let l = lexical_label(
+        "The link does not work for \"Checkpoints for pre-trained models\"",
+        "The README's link to the checkpoints for pre-trained models no longer works.",
+        finding(
+            "F1",
+            "Where is the pretrained model mobilenetv2_718.pth? FileNotFoundError for ./ckpt/mobilenetv2_718.pth",
+            "FileNotFoundError: ./ckpt/mobilenetv2_718.pth",
+            "running the README's pruning command",
+            "ckpt/mobilenetv2_718.pth is referenced but not in the release, and no download link or script for it is given.",
+            ("legr.py", "torch.load('./ckpt/mobilenetv2_718.pth')"),
+            "pruning cannot start",
+        ),
+    );
+    assert_ne!(l, Label::None);
+}
+
+/// Ten findings made only of a snapshot's own text (file names, its code, the error words
+/// issues quote) against real issue texts: the judge must not call them matches.
+#[test]
+fn keyword_stuffed_findings_do_not_score() {
+    let files = "src/learning/single_client/goal_prediction_house_single_360_image_supervised_from_disk.py src/experiments_house/train_goal_prediction_from_disk.py src/models/model.py requirements.txt";
+    let code = "import torch import numpy as np from learning.auxiliary_objective.goal_prediction import GoalPrediction from utils.cuda import cuda_var parser.add_argument('--lr', type=float) open(config_file) torch.load(model_file)";
+    let errors = [
+        "Traceback (most recent call last): ModuleNotFoundError: No module named",
+        "FileNotFoundError: [Errno 2] No such file or directory",
+        "RuntimeError: CUDA out of memory; RuntimeError: size mismatch",
+        "ImportError: cannot import name; KeyError; AttributeError: has no attribute",
+        "cannot reproduce the results of the paper: accuracy lower than reported",
+        "pretrained model checkpoint download link broken, learning rate batch size epochs",
+    ];
+    let issue_title = "No module named 'learning.auxiliary_objective'";
+    let issue_body = "Reproducing the Chai experiment fails:\n\n```\n$ python3 src/experiments_house/train_goal_prediction_from_disk.py\nTraceback (most recent call last):\n  File \"src/experiments_house/train_goal_prediction_from_disk.py\", line 13, in <module>\n    from learning.single_client.goal_prediction_house_single_360_image_supervised_from_disk import \\\n  File \"src/learning/single_client/goal_prediction_house_single_360_image_supervised_from_disk.py\", line 15, in <module>\n    from learning.auxiliary_objective.goal_prediction import GoalPrediction\nModuleNotFoundError: No module named 'learning.auxiliary_objective'\n```";
+    for (k, err) in errors.iter().cycle().take(10).enumerate() {
+        let stuffed = finding(
+            &format!("S{k}"),
+            &format!("{err} in {files}"),
+            &format!("{err} {code}"),
+            "python src/experiments_house/train_goal_prediction_from_disk.py",
+            &format!("{code} {files}"),
+            ("src/models/model.py", code),
+            err,
+        );
+        let l = lexical_label(issue_title, issue_body, stuffed);
+        assert_eq!(l, Label::None, "stuffed finding {k} ({err}) scored");
+    }
 }

@@ -1,0 +1,305 @@
+//! The anchors of the built-in judge: the named things an issue and a finding can share.
+//!
+//! - **Strong** (name one problem's object): CLI flags (`flag:--fp16`), Python modules
+//!   (`module:cv2`, after `import`/`from`, `No module named`, `pip install`, or a package name
+//!   such as `opencv-python`), model and data files (`artifact:best.pth`), hyper-parameters
+//!   (`hparam:lr`, `hparam:batch`, `hparam:epochs`, `hparam:weight_decay`) and two problem
+//!   kinds (`concept:checkpoint`: pretrained weights to obtain; `concept:release`: code or data
+//!   announced but not released).
+//! - **Weak** (a place or a symptom many problems share): file names (`file:train.py`) and
+//!   exception classes (`exception:keyerror`).
+//!
+//! Files an issue names only in a traceback frame (`File "x.py", line 3, in f`) are not its
+//! anchors: a crash passes through many files that are not its cause. A module an issue names
+//! matches a finding that names the bare package in its claim (title, symptom, root cause:
+//! "Add a requirement: scipy" against "No module named 'scipy'"); paths and quoted `import`
+//! statements do not count as naming. A finding naming more than [`MAX_FOCUSED`] strong
+//! anchors (flags aside) or [`MAX_FOCUSED_KINDS`] hyper-parameters and problem kinds is a
+//! list of the snapshot's names, not a finding about one of them: its anchors are not
+//! counted (keyword stuffing).
+
+use std::collections::BTreeSet;
+
+/// Strong anchors (flags aside) a focused finding names at most.
+pub(crate) const MAX_FOCUSED: usize = 5;
+/// Hyper-parameters and problem kinds a focused finding names at most.
+pub(crate) const MAX_FOCUSED_KINDS: usize = 3;
+/// Flags a focused finding names at most (an `unknown_flag` finding lists a README's flags).
+pub(crate) const MAX_FOCUSED_FLAGS: usize = 32;
+
+/// Words too common to weigh or to name anything (also the lexical judge's stop words).
+#[rustfmt::skip]
+pub(crate) const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from",
+    "has", "have", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
+    "so", "that", "the", "there", "this", "to", "was", "we", "when", "with", "you", "your", "our",
+    "they", "will", "would", "should", "which", "what", "any", "all", "also", "been", "into",
+    "than", "then", "these", "those", "only", "some", "get", "got", "use", "using", "used", "run",
+    "running", "try", "tried", "hi", "thanks", "thank", "please",
+];
+
+/// Extensions of code, scripts and configuration: `file:` anchors.
+const CODE_EXTS: &[&str] = &[
+    "py", "sh", "ipynb", "yaml", "yml", "json", "toml", "cfg", "ini", "txt", "cpp", "cu", "c", "h",
+    "hpp", "js", "ts", "r", "jl", "m", "lua", "java", "go", "rs", "md", "bash",
+];
+/// Extensions of checkpoints, weights and data: `artifact:` anchors.
+const ARTIFACT_EXTS: &[&str] = &[
+    "pth",
+    "ckpt",
+    "pt",
+    "safetensors",
+    "bin",
+    "h5",
+    "hdf5",
+    "pkl",
+    "pickle",
+    "npy",
+    "npz",
+    "onnx",
+    "tar",
+    "zip",
+    "gz",
+    "csv",
+    "tsv",
+    "parquet",
+    "jsonl",
+    "mat",
+    "tfrecord",
+];
+/// Package names users install under another import name.
+const PACKAGE_MODULES: &[(&str, &str)] = &[
+    ("opencv", "cv2"),
+    ("opencv-python", "cv2"),
+    ("opencv-python-headless", "cv2"),
+    ("opencv-contrib-python", "cv2"),
+    ("pillow", "pil"),
+    ("scikit-learn", "sklearn"),
+    ("scikit-image", "skimage"),
+    ("pyyaml", "yaml"),
+    ("beautifulsoup4", "bs4"),
+    ("pytorch", "torch"),
+    ("tensorflow-gpu", "tensorflow"),
+    ("protobuf", "google"),
+    ("python-dateutil", "dateutil"),
+];
+/// Phrases of the problem kinds and hyper-parameters (lower case, matched in text whose
+/// `-`/`_` became spaces).
+const CONCEPTS: &[(&str, &[&str])] = &[
+    ("hparam:lr", &["learning rate", " lr "]),
+    ("hparam:batch", &["batch size", "batchsize", " bs "]),
+    (
+        "hparam:epochs",
+        &[" epochs ", "num epochs", "max epochs", "number of epochs"],
+    ),
+    ("hparam:weight_decay", &["weight decay"]),
+    (
+        "concept:checkpoint",
+        &[
+            "checkpoint",
+            "pretrained model",
+            "pre trained model",
+            "pretrained weight",
+            "pre trained weight",
+            "model weight",
+            "trained model",
+        ],
+    ),
+    (
+        "concept:release",
+        &[
+            "coming soon",
+            "will upload",
+            "will be uploaded",
+            "will release",
+            "will be released",
+            "not released",
+            "not yet released",
+            "after acceptance",
+            "paper is accepted",
+            "be made available",
+        ],
+    ),
+];
+
+/// Whether an anchor is strong (names one problem's object) rather than weak (a file, a
+/// place many problems pass through, or an exception class many problems raise).
+pub(crate) fn strong(anchor: &str) -> bool {
+    !anchor.starts_with("exception:") && !anchor.starts_with("file:")
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// The anchors `text` names (`file:train.py`, `flag:--fp16`, `module:cv2`,
+/// `artifact:model.pth`, `exception:keyerror`, `hparam:lr`, `concept:checkpoint`).
+pub(crate) fn anchors(text: &str) -> BTreeSet<String> {
+    anchors_with(text, true)
+}
+
+/// The anchors of a finding's text: as [`anchors`], but an `import`/`from` statement names no
+/// module (a finding that quotes the snapshot's code names every module it imports; a finding
+/// about a package says so: `No module named`, `pip install`, the package's name).
+pub(crate) fn finding_anchors(text: &str) -> BTreeSet<String> {
+    anchors_with(text, false)
+}
+
+fn anchors_with(text: &str, code_imports: bool) -> BTreeSet<String> {
+    let tokens: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "'\"`()[]{}<>,;:=|!?*".contains(c))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut out = BTreeSet::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let lower = t.to_lowercase();
+        let prev = |k: usize| i.checked_sub(k).map(|j| tokens[j].to_lowercase());
+        if let Some(flag) = lower.strip_prefix("--") {
+            if flag.starts_with(|c: char| c.is_ascii_alphabetic())
+                && flag
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                out.insert(format!("flag:{lower}"));
+            }
+            continue;
+        }
+        let base = lower.rsplit('/').next().unwrap_or(&lower);
+        if let Some((stem, ext)) = base.rsplit_once('.') {
+            if !stem.is_empty() && CODE_EXTS.contains(&ext) {
+                out.insert(format!("file:{base}"));
+                continue;
+            }
+            if !stem.is_empty() && ARTIFACT_EXTS.contains(&ext) {
+                out.insert(format!("artifact:{base}"));
+                continue;
+            }
+        }
+        let class = t.rsplit('.').next().unwrap_or(t);
+        if class.starts_with(|c: char| c.is_ascii_uppercase())
+            && (class.ends_with("Error") || class.ends_with("Exception"))
+            && class.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            out.insert(format!("exception:{}", class.to_lowercase()));
+            continue;
+        }
+        let after_import = code_imports && matches!(prev(1).as_deref(), Some("import" | "from"));
+        let after_named =
+            prev(1).as_deref() == Some("named") && prev(2).as_deref() == Some("module");
+        let after_install =
+            prev(1).as_deref() == Some("install") && prev(2).as_deref() == Some("pip");
+        if let Some((_, module)) = PACKAGE_MODULES.iter().find(|(p, _)| *p == lower) {
+            out.insert(format!("module:{module}"));
+        } else if (after_import || after_named || after_install)
+            && lower.len() >= 2
+            && is_ident(&lower)
+            && !STOPWORDS.contains(&lower.as_str())
+        {
+            let top = lower.split('.').next().unwrap_or(&lower);
+            out.insert(format!("module:{top}"));
+        }
+    }
+    out.extend(concepts(text));
+    out
+}
+
+/// The problem kinds and hyper-parameters `text` names.
+fn concepts(text: &str) -> BTreeSet<String> {
+    let flat: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    let flat = format!(
+        " {} ",
+        flat.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    CONCEPTS
+        .iter()
+        .filter(|(_, forms)| forms.iter().any(|f| flat.contains(f)))
+        .map(|(a, _)| a.to_string())
+        .collect()
+}
+
+/// The anchors of an issue's text: those of [`anchors`], without the files only its
+/// traceback frames name.
+pub(crate) fn issue_anchors(text: &str) -> BTreeSet<String> {
+    let stripped: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            match t.strip_prefix("File \"") {
+                Some(rest) if rest.contains("\", line ") => "",
+                _ => l,
+            }
+        })
+        .collect();
+    anchors(&stripped.join("\n"))
+}
+
+/// The bare names a claim text uses (lower case; a package name as its module): words that
+/// are not part of a path or a file name.
+pub(crate) fn claim_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut prev = String::new();
+    for t in text.split(|c: char| c.is_whitespace() || "'\"`()[]{}<>,;:=|!?*".contains(c)) {
+        let t = t.trim_end_matches('.').to_lowercase();
+        let quoted_import = matches!(prev.as_str(), "import" | "from");
+        if !t.is_empty() {
+            prev = t.clone();
+        }
+        if quoted_import
+            || t.len() < 2
+            || t.contains('/')
+            || t.contains('.')
+            || STOPWORDS.contains(&t.as_str())
+        {
+            continue;
+        }
+        match PACKAGE_MODULES.iter().find(|(p, _)| *p == t) {
+            Some((_, m)) => out.insert(m.to_string()),
+            None => out.insert(t.replace('-', "_")),
+        };
+    }
+    out
+}
+
+/// Whether a finding's anchors are too many to be about one thing.
+pub(crate) fn unfocused(a: &BTreeSet<String>) -> bool {
+    let flags = a.iter().filter(|x| x.starts_with("flag:")).count();
+    let kinds = a
+        .iter()
+        .filter(|x| x.starts_with("concept:") || x.starts_with("hparam:"))
+        .count();
+    let strong_n = a.iter().filter(|x| strong(x)).count() - flags;
+    strong_n > MAX_FOCUSED || flags > MAX_FOCUSED_FLAGS || kinds > MAX_FOCUSED_KINDS
+}
+
+/// The anchors an issue and a finding share: common anchors, and modules the issue names
+/// outright that the finding names bare in its claim.
+pub(crate) fn shared(
+    issue: &BTreeSet<String>,
+    finding: &BTreeSet<String>,
+    finding_names: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    if unfocused(finding) {
+        return BTreeSet::new();
+    }
+    let mut out: BTreeSet<String> = finding.intersection(issue).cloned().collect();
+    let bare = |a: &String, names: &BTreeSet<String>| {
+        a.strip_prefix("module:")
+            .is_some_and(|m| names.contains(&m.replace('-', "_")))
+    };
+    out.extend(issue.iter().filter(|a| bare(a, finding_names)).cloned());
+    // Both name modules, none the same: the error both raise is not a common cause.
+    let modules = |s: &BTreeSet<String>| s.iter().any(|a| a.starts_with("module:"));
+    if modules(issue) && modules(finding) && !modules(&out) {
+        out.retain(|a| !a.starts_with("exception:"));
+    }
+    out
+}

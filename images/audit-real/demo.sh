@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The audit pipeline end to end on the real corpus, offline, with the built-in auditor and
+# judge: build -> snapshot -> run -> judge -> metrics -> report, then the figures against the
+# hand labels per half (figures.py) and the keyword-stuffing agent judged the same way.
+#   images/audit-real/demo.sh MIRRORS [DIR]    (DIR default: a new directory under /tmp)
+# MIRRORS: clones of the repositories of repos.tsv (see build.sh). $ONLY, a comma-separated
+# list of paper ids, keeps those pairs only (a quick subset; build.sh reads it). Needs root (each agent run is
+# a sandbox), git and python3. Builds reprorun (release) unless $REPRORUN names a binary.
+# Prints the time and disk of each stage.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] || { echo "usage: demo.sh MIRRORS [DIR]" >&2; exit 2; }
+mirrors=$(cd "$1" && pwd)
+dir=${2:-$(mktemp -d /tmp/reprorun-audit-real.XXXXXX)}
+
+if [ -z "${REPRORUN:-}" ]; then
+  "$root/.ci/musl"
+  (cd "$root" && cargo build --release --quiet)
+  REPRORUN=$root/target/x86_64-unknown-linux-musl/release/reprorun
+fi
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+now() { date +%s.%N; }
+stage() { # NAME START PATH...: elapsed seconds and disk of PATHs
+  local name=$1 t0=$2; shift 2
+  printf 'stage %-8s %6s s  %s\n' "$name" "$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')" \
+    "$(du -sch "$@" 2>/dev/null | tail -1 | cut -f1)"
+}
+
+t=$(now); "$here/build.sh" "$mirrors" "$dir/input"; stage build "$t" "$dir/input"
+cd "$dir"
+rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work
+t=$(now); "$REPRORUN" audit snapshot --pairs input/pairs.jsonl --issues input/issues --out corpus \
+  --only-reproducibility; stage snapshot "$t" corpus
+t=$(now); "$REPRORUN" audit run --corpus corpus --db audit.db --agent builtin --repeats 1
+stage run "$t" audit.db audit.db.logs
+t=$(now); "$REPRORUN" audit judge --db audit.db; stage judge "$t" audit.db audit.db.logs
+"$REPRORUN" audit metrics --db audit.db
+t=$(now); "$REPRORUN" audit report --db audit.db --out report >/dev/null; stage report "$t" report
+echo "papers: $(wc -l < input/pairs.jsonl)"
+echo "== figures against the hand labels (images/audit-real/labels), per half of split.tsv"
+python3 "$here/figures.py" audit.db corpus
+echo "== keyword stuffing (images/audit-real/gaming/stuff.py), judged by the built-in judge"
+"$REPRORUN" audit run --corpus corpus --db gaming.db --agent-root "$here/gaming" \
+  --agent-cmd 'python3 /opt/agent/stuff.py' --repeats 1
+"$REPRORUN" audit judge --db gaming.db
+"$REPRORUN" audit metrics --db gaming.db
+echo "report: $dir/report/report.md"
