@@ -406,7 +406,14 @@ pub(crate) fn run(
         &err_bytes,
         junit.as_deref(),
     );
+    if graded.infra == Some(Infra::NoTests) {
+        // Loudly: a run that ran none of the listed tests is no outcome.
+        let run = format!("{} #{idx}", arm.name());
+        let line = outcome::no_tests_warning(&inst.instance_id, &run, listed.len(), graded.hint);
+        eprintln!("{line}");
+    }
     row.resolved = graded.resolved;
+    row.infra = graded.infra;
     row.signature = graded.signature;
     row.evidence = graded.evidence;
     row.tests = graded.tests;
