@@ -194,7 +194,11 @@ pub(crate) fn request(
                     .iter()
                     .any(|(p, _)| *p == k)
         };
-        env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
+        env.extend(
+            caller_env(&cond.host_env, req.image.as_ref())
+                .filter(|(k, _)| !ours(k))
+                .cloned(),
+        );
         mirror = cond.no_shim_mirror.clone();
     } else {
         req.date = Some(match without {
@@ -208,8 +212,7 @@ pub(crate) fn request(
             // The caller's environment instead of the pinned one, the seed pins kept.
             req.pinned_env = false;
             env.extend(
-                cond.host_env
-                    .iter()
+                caller_env(&cond.host_env, req.image.as_ref())
                     .filter(|(k, _)| !SEED_PINS.contains(&k.as_str()))
                     .cloned(),
             );
@@ -250,6 +253,18 @@ pub(crate) fn request(
         .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
     req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
     Ok(req)
+}
+
+/// The caller's variables a host-like run gets: on an image, those the image's `Env` does
+/// not set (its `PATH`, `PYTHON_VERSION`, `GOPATH`, ... name the image's files, not the
+/// caller's: with the caller's `PATH` every command was "not found", exit 127).
+fn caller_env<'a>(
+    host_env: &'a [(String, String)],
+    image: Option<&'a reprorun_runtime::plan::image::ImageRoot>,
+) -> impl Iterator<Item = &'a (String, String)> + 'a {
+    host_env
+        .iter()
+        .filter(move |(k, _)| !image.is_some_and(|img| img.env.iter().any(|(ik, _)| ik == k)))
 }
 
 /// A run's row before anything is known of it.
@@ -542,6 +557,28 @@ mod tests {
             p.has(reprorun_runtime::plan::Namespace::Net),
             "--no-shim-net none: still no network"
         );
+    }
+
+    #[test]
+    fn on_an_image_the_images_environment_stays_under_the_callers() {
+        let img = reprorun_runtime::plan::image::ImageRoot {
+            reference: "python:3.11".into(),
+            digest: "sha256:0".into(),
+            rootfs: "/nonexistent".into(),
+            env: vec![
+                ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+                ("PYTHON_VERSION".into(), "3.11.9".into()),
+            ],
+            argv: vec![],
+            user: None,
+        };
+        let host = cond().host_env;
+        let got: Vec<&str> = caller_env(&host, Some(&img))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        // The caller's TZ and locale (what the no-shim arm is about), not its PATH.
+        assert_eq!(got, ["TZ", "LANG", "PYTHONHASHSEED"]);
+        assert_eq!(caller_env(&host, None).count(), 4);
     }
 
     #[test]
