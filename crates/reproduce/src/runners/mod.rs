@@ -160,6 +160,9 @@ impl Aliases {
                 continue;
             }
             let parts: Vec<&str> = key.split(" > ").collect();
+            if parts.len() > tree::MAX_DEPTH + 1 {
+                continue;
+            }
             for start in 0..parts.len() {
                 let tail = &parts[start..];
                 let mut names = vec![tail.join(" "), tail.join(" › ")];

@@ -190,3 +190,15 @@ fn escapes_and_carriage_returns_are_removed() {
 fn tabs_survive_cleaning() {
     assert_eq!(clean(b"ok  \tpkg\t0.1s\n"), "ok  \tpkg\t0.1s\n");
 }
+
+#[test]
+fn a_deep_tree_is_bounded() {
+    let mut out = String::new();
+    for i in 0..200 {
+        out.push_str(&format!("{}suite{i}\n", " ".repeat(i + 1)));
+    }
+    out.push_str(&format!("{}✔ leaf\n  1 passing (1ms)\n", " ".repeat(202)));
+    let t = read(&out);
+    let key = t.keys().next().cloned().unwrap_or_default();
+    assert_eq!(key.split(" > ").count(), tree::MAX_DEPTH + 1, "{key}");
+}

@@ -18,6 +18,9 @@
 
 use super::{Status, Tests};
 
+/// The deepest suite nesting followed.
+pub(crate) const MAX_DEPTH: usize = 32;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Dialect {
     Jest,
@@ -215,7 +218,9 @@ fn read(dialect: Dialect, text: &str) -> Tests {
                 // A heading read first (jest prints it after the tree) keeps its status.
                 tests.entry(key).or_insert(status);
             }
-            None if indent > 0 => stack.push((indent, body.to_string())),
+            // Deeper than any real suite tree: bytes the sandbox wrote are not followed
+            // further (the names and their aliases stay bounded).
+            None if indent > 0 && stack.len() < MAX_DEPTH => stack.push((indent, body.to_string())),
             None => {}
         }
     }
