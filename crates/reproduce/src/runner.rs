@@ -200,6 +200,9 @@ pub(crate) fn request(
                 .cloned(),
         );
         mirror = cond.no_shim_mirror.clone();
+        if req.net == reprorun_runtime::plan::NetMode::None && mirror.is_none() {
+            no_retries(&mut env);
+        }
     } else {
         req.date = Some(match without {
             Some(Pin::Clock) => DateChoice::Now,
@@ -253,6 +256,24 @@ pub(crate) fn request(
         .push(("PYTEST_ADDOPTS".into(), format!("--junitxml={JUNIT} -rA")));
     req.env.push(("REPRORUN_JUNIT".into(), JUNIT.into()));
     Ok(req)
+}
+
+/// Installers' retries, capped for a run that can reach no index: with their defaults
+/// (npm's backoff, pip's five retries) a run spent up to the whole `--timeout` retrying
+/// into no network. The caller's own settings win.
+const NO_RETRIES: [(&str, &str); 4] = [
+    ("npm_config_fetch_retries", "0"),
+    ("npm_config_fetch_timeout", "30000"),
+    ("PIP_RETRIES", "0"),
+    ("PIP_TIMEOUT", "15"),
+];
+
+fn no_retries(env: &mut Vec<(String, String)>) {
+    for (k, v) in NO_RETRIES {
+        if !env.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
+            env.push((k.into(), v.into()));
+        }
+    }
 }
 
 /// The caller's variables a host-like run gets: on an image, those the image's `Env` does
@@ -525,6 +546,11 @@ mod tests {
         assert_eq!(env["PYTHONHASHSEED"], "123", "the caller's own");
         assert!(!env.contains_key("LC_ALL") && !env.contains_key("SOURCE_DATE_EPOCH"));
         assert!(p.clock.is_none() && p.random == RandomMode::Real && !p.intercept);
+        // No network and no mirror: installers give up at once instead of retrying.
+        assert_eq!(env["PIP_RETRIES"], "0");
+        assert_eq!(env["npm_config_fetch_retries"], "0");
+        let (env, _) = plan(Arm::Shim);
+        assert!(!env.contains_key("PIP_RETRIES"));
 
         // Without the env pin: the caller's TZ/locale/PATH, and nothing of the pinned
         // environment the caller does not set (no LC_ALL), but the seeds stay pinned.
