@@ -467,6 +467,57 @@ fn baseline_flakiness_is_told_apart() {
 }
 
 #[test]
+fn a_run_that_names_no_listed_test_is_an_error_said_so() {
+    let mut f = Fixture::new();
+    // pytest with addopts --color=yes: coloured status words are read.
+    f.add(
+        "coloured",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"test_cmd": "python3 -m pytest -p no:cacheprovider --color=yes -v tests"}),
+    );
+    // A test command that never reaches the tests (it exits 0 before pytest starts).
+    f.add(
+        "no-tests",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"test_cmd": "echo collecting nothing"}),
+    );
+    let out = f
+        .cmd(&["--json", "--k", "2", "--baseline"])
+        .output()
+        .unwrap();
+    let text = expect_code(&out, 0);
+    let s: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let err = stderr(&out);
+    let c = instance(&s, "coloured");
+    assert_eq!(c["class_shim"], "reproducible", "{c}");
+    assert_eq!(c["resolved_runs"]["shim"], 2, "{c}");
+    // Unpatched, the FAIL_TO_PASS test fails in each baseline run, by name.
+    assert_eq!(
+        c["failed_tests"]["tests/test_new.py::test_new"],
+        serde_json::json!(["baseline_shim#0", "baseline_shim#1"]),
+        "{c}"
+    );
+    let n = instance(&s, "no-tests");
+    assert_eq!(n["class_shim"], "error", "{n}");
+    // The same empty outcome k times is no reproducible baseline.
+    assert_eq!(n["class_baseline_shim"], "error", "{n}");
+    assert_eq!(s["shim"]["error"], 1, "{s}");
+    assert_eq!(s["infra"]["no_tests"], 4, "{s}");
+    assert_eq!(s["resolved"]["shim"]["resolved"], 2, "{s}");
+    assert_eq!(s["resolved"]["shim"]["errors"], 2, "{s}");
+    for run in ["shim #0", "shim #1", "baseline_shim #0", "baseline_shim #1"] {
+        let line = format!(
+            "reprorun: warning: instance no-tests run {run}: none of its 2 listed test(s) appears"
+        );
+        assert!(err.contains(&line), "{line}\n{err}");
+    }
+    assert!(!err.contains("instance coloured run"), "{err}");
+}
+
+#[test]
 fn a_killed_study_resumes_with_every_run_recorded_once() {
     let mut f = Fixture::new();
     for id in ["a", "b", "c"] {

@@ -390,12 +390,16 @@ fn print(summary: &summary::Summary, json: bool) -> Result<(), ReproduceError> {
 }
 
 fn table(s: &summary::Summary) -> String {
-    let mut t = String::from("arm          reproducible  flaky  broken\n");
+    let mut t = String::from("arm          reproducible  flaky  broken  error  resolved\n");
     for (arm, counts) in [("shim", Some(&s.shim)), ("no_shim", s.no_shim.as_ref())] {
         if let Some(c) = counts {
+            let resolved = s
+                .resolved
+                .get(arm)
+                .map_or("-".into(), |r| format!("{}/{} runs", r.resolved, r.runs));
             t.push_str(&format!(
-                "{arm:<12} {:>12}  {:>5}  {:>6}\n",
-                c.reproducible, c.flaky, c.broken
+                "{arm:<12} {:>12}  {:>5}  {:>6}  {:>5}  {resolved}\n",
+                c.reproducible, c.flaky, c.broken, c.error
             ));
         }
     }
@@ -403,7 +407,14 @@ fn table(s: &summary::Summary) -> String {
         t.push_str(&format!("McNemar exact p = {p:.4}\n"));
     }
     if let Some(o) = s.overhead_median {
-        t.push_str(&format!("median shim overhead = {:+.1}%\n", o * 100.0));
+        let n = &s.overhead_runs;
+        t.push_str(&format!(
+            "median shim overhead = {:+.1}% (over {} instances: {} shim and {} no-shim runs that ran the tests)\n",
+            o * 100.0,
+            s.overhead_instances,
+            n.shim,
+            n.no_shim
+        ));
     }
     if let Some(h) = s.half_life_days {
         t.push_str(&format!("dependency-drift half-life = {h:.0} days\n"));

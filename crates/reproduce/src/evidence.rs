@@ -25,9 +25,13 @@ pub(crate) fn detect(log: &str) -> Vec<Mode> {
     let mut found = BTreeSet::new();
     let mut key_error = false;
     let mut environ_lookup = false;
+    // An installer that found no version: drift, unless the index could not be reached.
+    let mut not_found = false;
     for raw in log.lines() {
         let line = strip_marker(raw);
-        if dependency_drift(line) {
+        if installer_not_found(line) {
+            not_found = true;
+        } else if dependency_drift(line) {
             found.insert(Mode::DependencyDrift);
         }
         if network(line) {
@@ -50,6 +54,11 @@ pub(crate) fn detect(log: &str) -> Vec<Mode> {
         }
         key_error |= line.contains("KeyError: ");
         environ_lookup |= line.contains("environ[");
+    }
+    // pip and npm say a package has no matching version when they could not reach the
+    // index at all (no network, a proxy's TLS error): that is the network, not drift.
+    if not_found && !found.contains(&Mode::Network) {
+        found.insert(Mode::DependencyDrift);
     }
     // `os.environ["X"]` in the traceback and a KeyError: a missing environment variable.
     if key_error && environ_lookup {
@@ -97,6 +106,18 @@ fn whole_word(line: &str, word: &str) -> bool {
     })
 }
 
+/// An installer's "no such version" (pip, npm): drift when the index answered.
+fn installer_not_found(line: &str) -> bool {
+    any(
+        line,
+        &[
+            "No matching distribution found",
+            "Could not find a version that satisfies the requirement",
+            "No matching version found for",
+        ],
+    )
+}
+
 fn dependency_drift(line: &str) -> bool {
     if any(
         line,
@@ -105,14 +126,11 @@ fn dependency_drift(line: &str) -> bool {
             "ImportError:",
             "ImportError while importing",
             "cannot import name",
-            "No matching distribution found",
-            "Could not find a version that satisfies the requirement",
             "ResolutionImpossible",
             "VersionConflict",
             "DistributionNotFound",
             // Node (and npm's resolver), Ruby, the JVM.
             "Cannot find module '",
-            "No matching version found for",
             "ERESOLVE unable to resolve dependency tree",
             "cannot load such file",
             "NoClassDefFoundError",
@@ -159,6 +177,20 @@ fn network(line: &str) -> bool {
             "ENOTFOUND",
             "EAI_AGAIN",
             "UnknownHostException",
+            // TLS failures (a proxy's certificate, an interception): reaching the index
+            // failed, whatever the packages.
+            "SSLError",
+            "SSLCertVerificationError",
+            "CERTIFICATE_VERIFY_FAILED",
+            "certificate verify failed",
+            "unable to get local issuer certificate",
+            "SELF_SIGNED_CERT_IN_CHAIN",
+            "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+            "x509: certificate",
+            "ETIMEDOUT",
+            "EHOSTUNREACH",
+            "ECONNRESET",
+            "npm ERR! network",
         ],
     )
 }
@@ -355,6 +387,30 @@ E   requests.exceptions.ConnectionError: HTTPSConnectionPool(host='pypi.org', po
         assert_eq!(detect(refused), vec![Mode::Network]);
         let dns = "socket.gaierror: [Errno -2] Name or service not known\n";
         assert_eq!(detect(dns), vec![Mode::Network]);
+    }
+
+    #[test]
+    fn an_index_out_of_reach_is_the_network_not_drift() {
+        // pip behind a proxy that intercepts TLS: it retries, then says no version matched.
+        // On main this was `dependency_drift` alone (and fed the drift half-life).
+        let tls = "\
+WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1006)'))': /simple/flask/
+ERROR: Could not find a version that satisfies the requirement flask==0.10.1 (from versions: none)
+ERROR: No matching distribution found for flask==0.10.1
+";
+        assert_eq!(detect(tls), vec![Mode::Network]);
+        // pip with no network at all.
+        let offline = "\
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/flask/
+ERROR: No matching distribution found for flask==0.10.1
+";
+        assert_eq!(detect(offline), vec![Mode::Network]);
+        let npm = "npm error code SELF_SIGNED_CERT_IN_CHAIN\nnpm error request to https://registry.npmjs.org/padkit failed\n";
+        assert_eq!(detect(npm), vec![Mode::Network]);
+        // A package really gone, with the network fine, is still drift; and a missing
+        // module next to a network error is both.
+        let both = "E   ModuleNotFoundError: No module named 'six'\nE   ConnectionRefusedError: [Errno 111] Connection refused\n";
+        assert_eq!(detect(both), vec![Mode::DependencyDrift, Mode::Network]);
     }
 
     #[test]

@@ -20,12 +20,12 @@ pub(crate) mod outcome;
 pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod runner;
+pub(crate) mod runners;
 pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;
 pub(crate) mod summary;
 pub(crate) mod sweep;
-pub(crate) mod tap;
 pub(crate) mod tree;
 
 use serde::{Deserialize, Serialize};
@@ -281,6 +281,10 @@ pub enum Infra {
     Oom,
     /// reprorun could not set up or supervise the sandbox.
     Runtime,
+    /// The test command ran but its output names none of the listed tests: the `error`
+    /// class (SWE-bench's `error_ids`; [`outcome::Grade::error`]). Set by grading, so
+    /// `regrade` may set or clear it.
+    NoTests,
 }
 
 impl Infra {
@@ -290,18 +294,26 @@ impl Infra {
             Infra::Timeout => "timeout",
             Infra::Oom => "oom",
             Infra::Runtime => "runtime",
+            Infra::NoTests => "no_tests",
         }
     }
 
+    /// Every cause, in report order.
+    pub const ALL: [Infra; 5] = [
+        Infra::PatchApply,
+        Infra::Timeout,
+        Infra::Oom,
+        Infra::Runtime,
+        Infra::NoTests,
+    ];
+
     pub fn parse(name: &str) -> Option<Infra> {
-        [
-            Infra::PatchApply,
-            Infra::Timeout,
-            Infra::Oom,
-            Infra::Runtime,
-        ]
-        .into_iter()
-        .find(|i| i.name() == name)
+        Infra::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// Whether the run's test command ran to its end, so its logs can be graded (again).
+    pub fn graded(self) -> bool {
+        self == Infra::NoTests
     }
 }
 
@@ -325,6 +337,9 @@ pub struct RunResult {
     /// Failure modes the run's logs show evidence of ([`evidence::detect`]); empty for a
     /// resolved run.
     pub evidence: Vec<Mode>,
+    /// The listed tests that did not pass in this run (failed, or missing from its output).
+    #[serde(default)]
+    pub failed_tests: Vec<String>,
 }
 
 /// Every recorded run of one instance.

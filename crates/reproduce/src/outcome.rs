@@ -1,58 +1,16 @@
 //! A run's outcome: per-test statuses from JUnit XML when the runner wrote it, else from
-//! pytest's output (`-v` lines and the `-rA` summary) or TAP (`node --test`, [`super::tap`]),
-//! and SWE-bench's resolved rule.
+//! the runner's output (pytest's `-v` lines and `-rA` summary here; `go test`, jest, mocha,
+//! vitest, karma and TAP in [`super::runners`]), SWE-bench's resolved rule, and the `error`
+//! class of a run that names none of the listed tests ([`Grade::error`]).
 
 use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-/// One test's status, as SWE-bench grades it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Status {
-    Passed,
-    Failed,
-    Error,
-    Skipped,
-    Xfail,
-    Xpass,
-}
+use super::runners::{self, Aliases};
+use super::Infra;
 
-impl Status {
-    /// SWE-bench counts PASSED and XFAIL as passing.
-    pub(crate) fn passes(self) -> bool {
-        matches!(self, Status::Passed | Status::Xfail)
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Error => "error",
-            Status::Skipped => "skipped",
-            Status::Xfail => "xfail",
-            Status::Xpass => "xpass",
-        }
-    }
-
-    fn from_word(w: &str) -> Option<Status> {
-        Some(match w {
-            "PASSED" => Status::Passed,
-            "FAILED" => Status::Failed,
-            "ERROR" => Status::Error,
-            "SKIPPED" => Status::Skipped,
-            "XFAIL" => Status::Xfail,
-            "XPASS" => Status::Xpass,
-            _ => return None,
-        })
-    }
-}
-
-/// Test statuses by name. JUnit cases are keyed `classname.name`; pytest node ids are kept
-/// as written and matched through [`dotted`].
-pub(crate) type Tests = BTreeMap<String, Status>;
+pub(crate) use super::runners::{Status, Tests};
 
 /// Parses JUnit XML (pytest's, or any runner's `<testcase>` elements). `None` when the text
 /// is not XML with test cases.
@@ -93,35 +51,6 @@ pub(crate) fn parse_junit(xml: &str) -> Option<Tests> {
     any.then_some(tests)
 }
 
-/// Parses pytest's terminal output: `-v` lines (`path::test PASSED [ 50%]`) and the `-rA`
-/// short summary (`PASSED path::test`, `FAILED path::test - reason`).
-pub(crate) fn parse_pytest(output: &str) -> Tests {
-    let mut tests = Tests::new();
-    for line in output.lines() {
-        let line = line.trim_end();
-        // Short summary: STATUS nodeid [- reason]
-        if let Some((word, rest)) = line.split_once(' ') {
-            if let Some(status) = Status::from_word(word) {
-                let id = rest.split(" - ").next().unwrap_or(rest).trim();
-                if id.contains("::") || id.ends_with(".py") {
-                    tests.insert(id.to_string(), status);
-                    continue;
-                }
-            }
-        }
-        // Verbose: nodeid STATUS [percent]
-        let mut words = line.split_whitespace();
-        if let (Some(id), Some(word)) = (words.next(), words.next()) {
-            if id.contains("::") {
-                if let Some(status) = Status::from_word(word) {
-                    tests.entry(id.to_string()).or_insert(status);
-                }
-            }
-        }
-    }
-    tests
-}
-
 /// A pytest node id (`tests/test_a.py::TestX::test_y[p]`) in JUnit's dotted form
 /// (`tests.test_a.TestX.test_y[p]`); other names are returned unchanged.
 pub(crate) fn dotted(id: &str) -> String {
@@ -140,29 +69,70 @@ pub(crate) fn dotted(id: &str) -> String {
 }
 
 /// The status of a listed test: by exact name (pytest's output keeps node ids), else by
-/// its dotted form (JUnit's `classname.name`). Two map lookups, so grading stays cheap for
-/// instances that list thousands of tests.
-pub(crate) fn lookup(tests: &Tests, id: &str) -> Option<Status> {
-    tests.get(id).or_else(|| tests.get(&dotted(id))).copied()
+/// its dotted form (JUnit's `classname.name`), else by another name of a tree reporter's
+/// test ([`Aliases`]). Map lookups only, so grading stays cheap for instances that list
+/// thousands of tests.
+pub(crate) fn lookup(tests: &Tests, aliases: &Aliases, id: &str) -> Option<Status> {
+    tests
+        .get(id)
+        .or_else(|| tests.get(&dotted(id)))
+        .copied()
+        .or_else(|| aliases.get(id))
+}
+
+/// What SWE-bench's rule makes of a run's statuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grade {
+    pub resolved: bool,
+    /// The digest of the outcome (what flakiness compares).
+    pub signature: String,
+    /// Listed tests the run's output names.
+    pub found: usize,
+    /// **The `error` class of a run** (SWE-bench's `error_ids`): tests are listed and none
+    /// of them appears in the output. Such a run is no outcome: it is recorded with
+    /// [`Infra::NoTests`], unresolved, and an arm none of whose runs ran a listed test is
+    /// classed `error` (`summary`), never reproducible.
+    pub error: bool,
 }
 
 /// SWE-bench's rule over the listed tests, or the exit status when none are listed; and
-/// the signature of the outcome (what flakiness compares).
-pub(crate) fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, String) {
+/// the signature of the outcome.
+pub(crate) fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> Grade {
     if listed.is_empty() {
-        return (exit_code == 0, digest(&format!("exit:{exit_code}")));
+        return Grade {
+            resolved: exit_code == 0,
+            signature: digest(&format!("exit:{exit_code}")),
+            found: 0,
+            error: false,
+        };
     }
+    let aliases = Aliases::new(tests);
     let mut sig = String::new();
     let mut resolved = true;
+    let mut found = 0;
     for id in listed {
-        let status = lookup(tests, id);
+        let status = lookup(tests, &aliases, id);
+        found += usize::from(status.is_some());
         resolved &= status.is_some_and(Status::passes);
         sig.push_str(&format!(
             "{id}={}\n",
             status.map_or("missing", Status::name)
         ));
     }
-    (resolved, digest(&sig))
+    if found == 0 {
+        return Grade {
+            resolved: false,
+            signature: infra_signature(Infra::NoTests),
+            found,
+            error: true,
+        };
+    }
+    Grade {
+        resolved,
+        signature: digest(&sig),
+        found,
+        error: false,
+    }
 }
 
 /// What grading makes of a finished run's logs.
@@ -170,18 +140,25 @@ pub(crate) fn grade(tests: &Tests, listed: &[&str], exit_code: i32) -> (bool, St
 pub(crate) struct Graded {
     pub resolved: bool,
     pub signature: String,
+    /// `Some(Infra::NoTests)` for a run in the `error` class ([`Grade::error`]).
+    pub infra: Option<Infra>,
     /// Failure modes the logs show, looked for only when the outcome differs from the
     /// recorded one.
     pub evidence: Vec<super::Mode>,
     /// Per-test statuses, JSON.
     pub tests: String,
+    /// For an `error` run: why the output may name no listed test (a runner that prints
+    /// passing tests only when asked to), to print with the warning.
+    pub hint: Option<&'static str>,
 }
 
-/// Grades a run from what it left: per-test statuses from the JUnit XML, then those of
-/// pytest's output the XML lacks (a command that runs pytest twice overwrites the XML, and
-/// a runner that writes none still prints its results), SWE-bench's rule over `listed`
-/// (or the exit status), and evidence when the outcome is not the `recorded` one. The
-/// same logs give the same grade: runs are graded this way when made and by `regrade`.
+/// Grades a run from what it left: per-test statuses from the JUnit XML, then those every
+/// runner's output gives ([`runners::parse`], stdout first, then stderr where jest writes;
+/// terminal escapes removed) that the XML lacks (a command that runs pytest twice
+/// overwrites the XML, and a runner that writes none still prints its results), SWE-bench's
+/// rule over `listed` (or the exit status), and evidence when the outcome is not the
+/// `recorded` one. The same logs give the same grade: runs are graded this way when made and
+/// by `regrade`.
 pub(crate) fn grade_logs(
     listed: &[&str],
     recorded: bool,
@@ -191,29 +168,24 @@ pub(crate) fn grade_logs(
     junit: Option<&[u8]>,
 ) -> Graded {
     let mut tests: Tests = junit
-        .and_then(|x| parse_junit(&String::from_utf8_lossy(x)))
+        .and_then(|x| {
+            parse_junit(&String::from_utf8_lossy(
+                &x[..x.len().min(runners::MAX_OUTPUT)],
+            ))
+        })
         .unwrap_or_default();
-    let out = String::from_utf8_lossy(stdout);
-    let tap = super::tap::parse_tap(&out).into_iter().map(|(k, t)| {
-        use super::tap::Tap;
-        let status = match t {
-            Tap::Ok => Status::Passed,
-            Tap::NotOk => Status::Failed,
-            Tap::Skip => Status::Skipped,
-            Tap::TodoNotOk => Status::Xfail,
-            Tap::TodoOk => Status::Xpass,
-        };
-        (k, status)
-    });
-    for (k, v) in parse_pytest(&out).into_iter().chain(tap) {
-        if lookup(&tests, &k).is_none() {
+    let out = runners::clean(stdout);
+    let err = runners::clean(stderr);
+    let none = Aliases::new(&Tests::new());
+    for (k, v) in runners::parse(&out).into_iter().chain(runners::parse(&err)) {
+        if lookup(&tests, &none, &k).is_none() {
             tests.insert(k, v);
         }
     }
-    let (resolved, signature) = grade(&tests, listed, exit_code);
-    let evidence = if resolved != recorded {
-        let mut text = String::from_utf8_lossy(stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(stderr));
+    let g = grade(&tests, listed, exit_code);
+    let evidence = if g.resolved != recorded {
+        let mut text = out.clone();
+        text.push_str(&err);
         super::evidence::detect(&text)
     } else {
         Vec::new()
@@ -221,15 +193,69 @@ pub(crate) fn grade_logs(
     let statuses: BTreeMap<&str, &str> =
         tests.iter().map(|(k, v)| (k.as_str(), v.name())).collect();
     Graded {
-        resolved,
-        signature,
+        resolved: g.resolved,
+        signature: g.signature,
+        infra: g.error.then_some(Infra::NoTests),
         evidence,
         tests: serde_json::to_string(&statuses).unwrap_or_else(|_| "{}".into()),
+        hint: if g.error { hint(&out, &err) } else { None },
     }
 }
 
+/// Why a run's output may name no listed test although tests ran.
+fn hint(out: &str, err: &str) -> Option<&'static str> {
+    let has = |s: &str| out.contains(s) || err.contains(s);
+    if (has("\nok  \t") || out.starts_with("ok  \t") || has("\nPASS\n")) && !has("--- PASS") {
+        Some("go test names passing tests only with -v (or -json)")
+    } else if has("Test Suites:") && !has("✓ ") {
+        Some("jest names passing tests only with --verbose")
+    } else if has("Test Files ") && !has(" > ") {
+        Some("vitest names passing tests only with --reporter=verbose")
+    } else if tests_is_empty(out) && tests_is_empty(err) {
+        Some("no runner's test lines were found in its output")
+    } else {
+        None
+    }
+}
+
+fn tests_is_empty(text: &str) -> bool {
+    runners::parse(text).is_empty()
+}
+
+/// The warning a run in the `error` class prints: one line naming the instance and the run.
+pub(crate) fn no_tests_warning(
+    instance: &str,
+    run: &str,
+    listed: usize,
+    hint: Option<&str>,
+) -> String {
+    let mut line = format!(
+        "reprorun: warning: instance {instance} run {run}: none of its {listed} listed test(s) appears in the run's output; the run is graded error, not unresolved"
+    );
+    if let Some(h) = hint {
+        line.push_str(&format!(" ({h})"));
+    }
+    line
+}
+
+/// The listed tests that did not pass (failed or missing), by the statuses a run stored
+/// (its `tests` JSON, as [`grade_logs`] writes it).
+pub(crate) fn failed_listed(tests_json: &str, listed: &[String]) -> Vec<String> {
+    let stored: BTreeMap<String, String> = serde_json::from_str(tests_json).unwrap_or_default();
+    let tests: Tests = stored
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, Status::parse(&v)?)))
+        .collect();
+    let aliases = Aliases::new(&tests);
+    listed
+        .iter()
+        .filter(|id| !lookup(&tests, &aliases, id).is_some_and(Status::passes))
+        .cloned()
+        .collect()
+}
+
 /// The signature of a run that produced no test outcome.
-pub(crate) fn infra_signature(infra: super::Infra) -> String {
+pub(crate) fn infra_signature(infra: Infra) -> String {
     digest(&format!("infra:{}", infra.name()))
 }
 
@@ -254,27 +280,34 @@ mod tests {
     fn junit_statuses_and_node_ids() {
         let t = parse_junit(JUNIT).unwrap();
         assert_eq!(
-            lookup(&t, "tests/test_dates.py::test_year"),
+            lookup(&t, &Aliases::new(&t), "tests/test_dates.py::test_year"),
             Some(Status::Passed)
         );
         assert_eq!(
-            lookup(&t, "tests/test_dates.py::TestFmt::test_fmt[a.b-1]"),
+            lookup(
+                &t,
+                &Aliases::new(&t),
+                "tests/test_dates.py::TestFmt::test_fmt[a.b-1]"
+            ),
             Some(Status::Failed)
         );
         assert_eq!(
-            lookup(&t, "tests/test_misc.py::test_skip"),
+            lookup(&t, &Aliases::new(&t), "tests/test_misc.py::test_skip"),
             Some(Status::Skipped)
         );
         assert_eq!(
-            lookup(&t, "tests/test_misc.py::test_xf"),
+            lookup(&t, &Aliases::new(&t), "tests/test_misc.py::test_xf"),
             Some(Status::Xfail)
         );
         // Passed, then errored in teardown: an error.
         assert_eq!(
-            lookup(&t, "tests/test_misc.py::test_td"),
+            lookup(&t, &Aliases::new(&t), "tests/test_misc.py::test_td"),
             Some(Status::Error)
         );
-        assert_eq!(lookup(&t, "tests/test_misc.py::test_absent"), None);
+        assert_eq!(
+            lookup(&t, &Aliases::new(&t), "tests/test_misc.py::test_absent"),
+            None
+        );
     }
 
     #[test]
@@ -284,50 +317,92 @@ mod tests {
     }
 
     #[test]
-    fn pytest_verbose_and_summary_lines() {
-        let out = "\
-============================= test session starts ==============================
-tests/test_a.py::test_one PASSED                                         [ 33%]
-tests/test_a.py::test_two FAILED                                         [ 66%]
-tests/test_a.py::TestK::test_p[x-1] SKIPPED (why)                        [100%]
-=========================== short test summary info ============================
-PASSED tests/test_b.py::test_three
-FAILED tests/test_b.py::test_four - AssertionError: assert 2023 == 2026
-ERROR tests/test_c.py - ModuleNotFoundError: No module named 'shelfdep'
-XFAIL tests/test_b.py::test_five - reason
-FAILED some words that are not a test
-";
-        let t = parse_pytest(out);
-        assert_eq!(t.get("tests/test_a.py::test_one"), Some(&Status::Passed));
-        assert_eq!(t.get("tests/test_a.py::test_two"), Some(&Status::Failed));
-        assert_eq!(
-            t.get("tests/test_a.py::TestK::test_p[x-1]"),
-            Some(&Status::Skipped)
-        );
-        assert_eq!(t.get("tests/test_b.py::test_three"), Some(&Status::Passed));
-        assert_eq!(t.get("tests/test_b.py::test_four"), Some(&Status::Failed));
-        assert_eq!(t.get("tests/test_c.py"), Some(&Status::Error));
-        assert_eq!(t.get("tests/test_b.py::test_five"), Some(&Status::Xfail));
-        assert_eq!(t.len(), 7);
-    }
-
-    #[test]
     fn swe_bench_rule() {
         let mut t = Tests::new();
         t.insert("a.py::f2p".into(), Status::Passed);
         t.insert("a.py::p2p".into(), Status::Xfail);
-        let (ok, sig1) = grade(&t, &["a.py::f2p", "a.py::p2p"], 1);
-        assert!(ok, "exit status is ignored when tests are listed");
+        let g1 = grade(&t, &["a.py::f2p", "a.py::p2p"], 1);
+        assert!(g1.resolved, "exit status is ignored when tests are listed");
         t.insert("a.py::p2p".into(), Status::Skipped);
-        let (ok, sig2) = grade(&t, &["a.py::f2p", "a.py::p2p"], 0);
-        assert!(!ok, "a skipped test does not pass");
-        assert_ne!(sig1, sig2);
-        let (ok, _) = grade(&t, &["a.py::f2p", "a.py::gone"], 0);
-        assert!(!ok, "a missing test fails");
+        let g2 = grade(&t, &["a.py::f2p", "a.py::p2p"], 0);
+        assert!(!g2.resolved, "a skipped test does not pass");
+        assert_ne!(g1.signature, g2.signature);
+        let g = grade(&t, &["a.py::f2p", "a.py::gone"], 0);
+        assert!(!g.resolved && !g.error, "a missing test fails");
+        assert_eq!(g.found, 1);
         // No lists: the exit status decides.
-        assert!(grade(&t, &[], 0).0);
-        assert!(!grade(&t, &[], 3).0);
-        assert_ne!(grade(&t, &[], 3).1, grade(&t, &[], 4).1);
+        assert!(grade(&t, &[], 0).resolved);
+        assert!(!grade(&t, &[], 3).resolved);
+        assert_ne!(grade(&t, &[], 3).signature, grade(&t, &[], 4).signature);
+    }
+
+    #[test]
+    fn a_run_that_names_no_listed_test_is_an_error() {
+        // `go test` without -v: exit 0, the listed tests never printed.
+        let out = b"ok  \texample.com/m\t0.004s\n";
+        let g = grade_logs(&["TestParse", "TestParse/empty"], true, 0, out, b"", None);
+        assert_eq!(g.infra, Some(Infra::NoTests), "{g:?}");
+        assert!(!g.resolved);
+        assert_eq!(g.signature, infra_signature(Infra::NoTests));
+        assert_eq!(
+            g.hint,
+            Some("go test names passing tests only with -v (or -json)")
+        );
+        // A recorded failure is not "reproduced" by a run that ran nothing.
+        let g = grade_logs(
+            &["t.py::x"],
+            false,
+            2,
+            b"ImportError: no module\n",
+            b"",
+            None,
+        );
+        assert_eq!(g.infra, Some(Infra::NoTests));
+        let w = no_tests_warning("org__repo-1", "shim #0", 2, g.hint);
+        assert!(
+            w.starts_with(
+                "reprorun: warning: instance org__repo-1 run shim #0: none of its 2 listed test(s)"
+            ),
+            "{w}"
+        );
+        // One listed test found is an outcome (unresolved), not an error.
+        let g = grade_logs(
+            &["t.py::x", "t.py::y"],
+            true,
+            1,
+            b"FAILED t.py::x - boom\n",
+            b"",
+            None,
+        );
+        assert_eq!(g.infra, None);
+        assert!(!g.resolved);
+    }
+
+    #[test]
+    fn coloured_pytest_output_is_read() {
+        // addopts = "--color=yes": the status words are wrapped in escapes.
+        let out = "tests/test_a.py::test_one \x1b[32mPASSED\x1b[0m\x1b[32m   [ 50%]\x1b[0m\n\x1b[32mPASSED\x1b[0m tests/test_a.py::test_two\n";
+        let g = grade_logs(
+            &["tests/test_a.py::test_one", "tests/test_a.py::test_two"],
+            true,
+            0,
+            out.as_bytes(),
+            b"",
+            None,
+        );
+        assert!(g.resolved && g.infra.is_none(), "{g:?}");
+    }
+
+    #[test]
+    fn failed_listed_tests_by_stored_statuses() {
+        let json = r#"{"a > b > ok":"passed","a > b > bad":"failed","x.py::t":"xfail"}"#;
+        let listed = [
+            "a b ok".to_string(),
+            "bad".into(),
+            "x.py::t".into(),
+            "gone".into(),
+        ];
+        assert_eq!(failed_listed(json, &listed), ["bad", "gone"]);
     }
 
     #[test]

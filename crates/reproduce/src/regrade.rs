@@ -1,8 +1,9 @@
 //! `reprorun reproduce regrade`: every recorded run graded again from its stored logs
 //! (stdout, stderr, JUnit XML in `FILE.logs/`) under the current grading rules
 //! ([`outcome::grade_logs`]), without re-running anything; rows whose grade changed are
-//! updated in one transaction. Runs that produced no test outcome (infrastructure failures)
-//! keep theirs: there is nothing to grade.
+//! updated in one transaction. Runs whose test command did not run to its end
+//! (infrastructure failures) keep their row: there is nothing to grade; a run in the `error`
+//! class (`no_tests`) is graded again, and may leave it.
 
 use std::path::{Path, PathBuf};
 
@@ -46,8 +47,11 @@ pub(crate) struct Change {
 pub(crate) struct Regraded {
     /// Runs in the study.
     pub runs: u64,
-    /// Runs graded again (those with a test outcome).
+    /// Runs graded again (those whose test command ran to its end).
     pub graded: u64,
+    /// Of those, runs in the `error` class now (no listed test in the output).
+    #[serde(default)]
+    pub errors: u64,
     /// Infrastructure failures, kept as they are.
     pub infra: u64,
     /// Runs whose stored grade (resolved, signature, evidence or test statuses) changed.
@@ -67,7 +71,7 @@ pub(crate) fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
     let mut updated = Vec::new();
     for row in store.rows()? {
         out.runs += 1;
-        if row.infra.is_some() {
+        if row.infra.is_some_and(|i| !i.graded()) {
             out.infra += 1;
             continue;
         }
@@ -82,6 +86,7 @@ pub(crate) fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
             }
         };
         let new = graded(&store, db, &row, recorded, listed)?;
+        out.errors += u64::from(new.infra == Some(super::Infra::NoTests));
         if new == row {
             continue;
         }
@@ -136,6 +141,7 @@ fn graded(
     Ok(RunRow {
         resolved: g.resolved,
         signature: g.signature,
+        infra: g.infra,
         evidence: g.evidence,
         tests: g.tests,
         ..row.clone()
@@ -146,8 +152,8 @@ impl Regraded {
     /// The counts, and one line per changed run.
     pub(crate) fn text(&self) -> String {
         let mut t = format!(
-            "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved\n",
-            self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved
+            "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved, {} error (no listed test in the output)\n",
+            self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved, self.errors
         );
         for c in &self.changes {
             let word = |r: bool| if r { "resolved" } else { "unresolved" };
@@ -174,6 +180,7 @@ mod tests {
             runs: 3,
             graded: 2,
             infra: 1,
+            errors: 0,
             changed: 1,
             now_resolved: 1,
             now_unresolved: 0,
@@ -187,7 +194,7 @@ mod tests {
         };
         assert_eq!(
             r.text(),
-            "regraded 2 of 3 runs (1 infrastructure failures kept): 1 changed, 1 now resolved, 0 no longer resolved\n  a shim #0: unresolved -> resolved\n"
+            "regraded 2 of 3 runs (1 infrastructure failures kept): 1 changed, 1 now resolved, 0 no longer resolved, 0 error (no listed test in the output)\n  a shim #0: unresolved -> resolved\n"
         );
     }
 }

@@ -194,8 +194,15 @@ pub(crate) fn request(
                     .iter()
                     .any(|(p, _)| *p == k)
         };
-        env.extend(cond.host_env.iter().filter(|(k, _)| !ours(k)).cloned());
+        env.extend(
+            caller_env(&cond.host_env, req.image.as_ref())
+                .filter(|(k, _)| !ours(k))
+                .cloned(),
+        );
         mirror = cond.no_shim_mirror.clone();
+        if req.net == reprorun_runtime::plan::NetMode::None && mirror.is_none() {
+            no_retries(&mut env);
+        }
     } else {
         req.date = Some(match (arm, without) {
             (_, Some(Pin::Clock)) => DateChoice::Now,
@@ -209,8 +216,7 @@ pub(crate) fn request(
             // The caller's environment instead of the pinned one, the seed pins kept.
             req.pinned_env = false;
             env.extend(
-                cond.host_env
-                    .iter()
+                caller_env(&cond.host_env, req.image.as_ref())
                     .filter(|(k, _)| !SEED_PINS.contains(&k.as_str()))
                     .cloned(),
             );
@@ -280,6 +286,36 @@ fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
             ),
         )),
     }
+}
+
+/// Installers' retries, capped for a run that can reach no index: with their defaults
+/// (npm's backoff, pip's five retries) a run spent up to the whole `--timeout` retrying
+/// into no network. The caller's own settings win.
+const NO_RETRIES: [(&str, &str); 4] = [
+    ("npm_config_fetch_retries", "0"),
+    ("npm_config_fetch_timeout", "30000"),
+    ("PIP_RETRIES", "0"),
+    ("PIP_TIMEOUT", "15"),
+];
+
+fn no_retries(env: &mut Vec<(String, String)>) {
+    for (k, v) in NO_RETRIES {
+        if !env.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
+            env.push((k.into(), v.into()));
+        }
+    }
+}
+
+/// The caller's variables a host-like run gets: on an image, those the image's `Env` does
+/// not set (its `PATH`, `PYTHON_VERSION`, `GOPATH`, ... name the image's files, not the
+/// caller's: with the caller's `PATH` every command was "not found", exit 127).
+fn caller_env<'a>(
+    host_env: &'a [(String, String)],
+    image: Option<&'a reprorun_runtime::plan::image::ImageRoot>,
+) -> impl Iterator<Item = &'a (String, String)> + 'a {
+    host_env
+        .iter()
+        .filter(move |(k, _)| !image.is_some_and(|img| img.env.iter().any(|(ik, _)| ik == k)))
 }
 
 /// A run's row before anything is known of it.
@@ -436,7 +472,14 @@ pub(crate) fn run(
         &err_bytes,
         junit.as_deref(),
     );
+    if graded.infra == Some(Infra::NoTests) {
+        // Loudly: a run that ran none of the listed tests is no outcome.
+        let run = format!("{} #{idx}", arm.name());
+        let line = outcome::no_tests_warning(&inst.instance_id, &run, listed.len(), graded.hint);
+        eprintln!("{line}");
+    }
     row.resolved = graded.resolved;
+    row.infra = graded.infra;
     row.signature = graded.signature;
     row.evidence = graded.evidence;
     row.tests = graded.tests;
@@ -533,6 +576,11 @@ mod tests {
         assert_eq!(env["PYTHONHASHSEED"], "123", "the caller's own");
         assert!(!env.contains_key("LC_ALL") && !env.contains_key("SOURCE_DATE_EPOCH"));
         assert!(p.clock.is_none() && p.random == RandomMode::Real && !p.intercept);
+        // No network and no mirror: installers give up at once instead of retrying.
+        assert_eq!(env["PIP_RETRIES"], "0");
+        assert_eq!(env["npm_config_fetch_retries"], "0");
+        let (env, _) = plan(Arm::Shim);
+        assert!(!env.contains_key("PIP_RETRIES"));
 
         // Without the env pin: the caller's TZ/locale/PATH, and nothing of the pinned
         // environment the caller does not set (no LC_ALL), but the seeds stay pinned.
@@ -565,6 +613,28 @@ mod tests {
             p.has(reprorun_runtime::plan::Namespace::Net),
             "--no-shim-net none: still no network"
         );
+    }
+
+    #[test]
+    fn on_an_image_the_images_environment_stays_under_the_callers() {
+        let img = reprorun_runtime::plan::image::ImageRoot {
+            reference: "python:3.11".into(),
+            digest: "sha256:0".into(),
+            rootfs: "/nonexistent".into(),
+            env: vec![
+                ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+                ("PYTHON_VERSION".into(), "3.11.9".into()),
+            ],
+            argv: vec![],
+            user: None,
+        };
+        let host = cond().host_env;
+        let got: Vec<&str> = caller_env(&host, Some(&img))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        // The caller's TZ and locale (what the no-shim arm is about), not its PATH.
+        assert_eq!(got, ["TZ", "LANG", "PYTHONHASHSEED"]);
+        assert_eq!(caller_env(&host, None).count(), 4);
     }
 
     #[test]

@@ -17,18 +17,27 @@ pub(crate) enum Class {
     Flaky,
     /// r = 0: no run did.
     Broken,
+    /// No run ran any of the listed tests (SWE-bench's `error_ids`): no outcome to compare.
+    /// Set from the runs, never from r ([`classify`] does not give it).
+    Error,
 }
 
 impl Class {
     #[cfg(test)]
-    pub(crate) const ALL: [Class; 3] = [Class::Reproducible, Class::Flaky, Class::Broken];
+    pub(crate) const ALL: [Class; 4] = [
+        Class::Reproducible,
+        Class::Flaky,
+        Class::Broken,
+        Class::Error,
+    ];
 
-    /// The class's name in JSON and in reports: `reproducible`, `flaky`, `broken`.
+    /// The class's name in JSON and in reports: `reproducible`, `flaky`, `broken`, `error`.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Reproducible => "reproducible",
             Class::Flaky => "flaky",
             Class::Broken => "broken",
+            Class::Error => "error",
         }
     }
 }

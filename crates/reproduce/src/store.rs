@@ -412,14 +412,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Replaces the graded fields (resolved, signature, evidence, tests) of these runs, in
+    /// Replaces the graded fields (resolved, signature, evidence, tests, and the `no_tests`
+    /// infra grading sets or clears) of these runs, in
     /// one transaction.
     pub fn update_grades(&self, rows: &[RunRow]) -> Result<(), StoreError> {
         let tx = self.db.conn().unchecked_transaction().map_err(self.err())?;
         for r in rows {
             let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
             tx.execute(
-                "UPDATE runs SET resolved = ?1, signature = ?2, evidence = ?3, tests = ?4 WHERE instance_id = ?5 AND arm = ?6 AND idx = ?7",
+                "UPDATE runs SET resolved = ?1, signature = ?2, evidence = ?3, tests = ?4, infra = ?8 WHERE instance_id = ?5 AND arm = ?6 AND idx = ?7",
                 params![
                     r.resolved,
                     r.signature,
@@ -427,7 +428,8 @@ impl Store {
                     r.tests,
                     r.instance_id,
                     r.arm.name(),
-                    r.idx
+                    r.idx,
+                    r.infra.map(Infra::name),
                 ],
             )
             .map_err(self.err())?;
@@ -455,8 +457,15 @@ impl Store {
         for row in rows {
             out.push(row.map_err(self.err())?);
         }
+        let lists = self.graded_lists()?;
         for r in self.rows()? {
             if let Some(inst) = out.iter_mut().find(|i| i.instance_id == r.instance_id) {
+                let failed_tests = match (r.infra, lists.get(&r.instance_id)) {
+                    (None, Some((_, Some(listed)))) => {
+                        super::outcome::failed_listed(&r.tests, listed)
+                    }
+                    _ => Vec::new(),
+                };
                 inst.runs.push(RunResult {
                     arm: r.arm,
                     idx: r.idx,
@@ -466,6 +475,7 @@ impl Store {
                     started_at: r.started_at,
                     signature: r.signature,
                     evidence: r.evidence,
+                    failed_tests,
                 });
             }
         }

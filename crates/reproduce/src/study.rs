@@ -67,6 +67,11 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     // Everything is read and checked before the store is created.
     let input = input::load(&opts.instances, &opts.predictions, &opts.defaults)?;
     let insts = input.instances;
+    if opts.compare_shim {
+        for line in install_warnings(&insts, &opts.conditions) {
+            eprintln!("{line}");
+        }
+    }
     let lock = reprorun_pipeline::store::lock(&opts.db)?;
     let lock_fd = lock.as_raw_fd();
     let start = {
@@ -114,6 +119,40 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     progress.finish();
     drop(lock);
     done.map(|()| input.without_prediction)
+}
+
+/// Installers a test command may run, as words of it.
+const INSTALLERS: [&str; 9] = [
+    "pip install",
+    "pip3 install",
+    "uv pip install",
+    "npm ci",
+    "npm install",
+    "yarn install",
+    "pnpm install",
+    "go mod download",
+    "poetry install",
+];
+
+/// One warning line per instance whose test command installs while the no-shim arm can
+/// reach no index (`--no-shim-net none` and no `--no-shim-mirror`): its no-shim runs will
+/// fail to install, which measures the set-up, not drift.
+pub(crate) fn install_warnings(insts: &[Instance], cond: &Conditions) -> Vec<String> {
+    if cond.no_shim_mirror.is_some()
+        || cond.no_shim_net.mode != reprorun_runtime::plan::NetMode::None
+    {
+        return Vec::new();
+    }
+    insts
+        .iter()
+        .filter_map(|i| {
+            let installer = INSTALLERS.iter().find(|w| i.test_cmd.contains(*w))?;
+            Some(format!(
+                "reprorun: warning: instance {}: its test command runs `{installer}` but the no-shim arm has no network (--no-shim-net none) and no --no-shim-mirror; its no-shim runs can only fail to install: pass --no-shim-net host (or allow:HOSTS) or --no-shim-mirror DIR",
+                i.instance_id
+            ))
+        })
+        .collect()
 }
 
 /// The arms of phase 1, in the order runs are made.
@@ -203,7 +242,8 @@ pub(crate) fn vary_jobs(insts: &[Instance], rows: &[super::store::RunRow]) -> Ve
                 .map(|r| {
                     let tests: super::outcome::Tests =
                         serde_json::from_str(&r.tests).unwrap_or_default();
-                    super::outcome::lookup(&tests, test).is_some_and(|s| s.passes())
+                    super::outcome::lookup(&tests, &super::runners::Aliases::new(&tests), test)
+                        .is_some_and(|s| s.passes())
                 })
                 .collect()
         };
@@ -314,4 +354,51 @@ fn worker(inst: &Instance, job: Job, opts: &Options) -> Result<(), ReproduceErro
     let row = runner::run(&store, inst, job.arm, job.idx, &opts.conditions)?;
     store.insert(&row)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(id: &str, cmd: &str) -> Instance {
+        Instance {
+            instance_id: id.into(),
+            repo: String::new(),
+            repo_path: "/repo".into(),
+            base_commit: "abc".into(),
+            test_patch: String::new(),
+            model_patch: "p".into(),
+            model_name: String::new(),
+            fail_to_pass: vec![],
+            pass_to_pass: vec![],
+            test_cmd: cmd.into(),
+            image: None,
+            rootfs: None,
+            mirror: None,
+            bench_date: 0,
+            recorded_resolved: true,
+        }
+    }
+
+    #[test]
+    fn an_arm_that_cannot_install_is_named_at_start() {
+        let insts = [
+            inst("js-1", "npm ci && npx mocha"),
+            inst("py-1", "python3 -m pytest -q"),
+        ];
+        let mut cond = Conditions::new(Duration::from_secs(1), 0);
+        let w = install_warnings(&insts, &cond);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("reprorun: warning: instance js-1: its test command runs `npm ci` but the no-shim arm has no network"),
+            "{}",
+            w[0]
+        );
+        cond.no_shim_mirror = Some("/m".into());
+        assert!(install_warnings(&insts, &cond).is_empty());
+        cond.no_shim_mirror = None;
+        cond.no_shim_net =
+            reprorun_runtime::plan::NetChoice::parse("host").unwrap_or(cond.no_shim_net);
+        assert!(install_warnings(&insts, &cond).is_empty());
+    }
 }

@@ -8,6 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+mod counts;
+
+pub(crate) use counts::{
+    BaselineExplained, ClassCounts, Drift, FailureModes, InfraCounts, McNemar, OverheadRuns,
+    Resolved,
+};
+
 use super::stats::{self, Class};
 use super::{Arm, Infra, InstanceRuns, Mode, Pin, RunResult};
 use reprorun_pipeline::stats as pstats;
@@ -78,6 +85,15 @@ pub(crate) struct Summary {
     /// How many instances (paired shim and no-shim runs) the overhead is over.
     #[serde(default)]
     pub overhead_instances: u64,
+    /// How many runs the overhead compares, per arm: only runs that ran the tests (no
+    /// infra failure, no `error`) of the `overhead_instances` are timed, so the figure
+    /// compares the same work.
+    #[serde(default)]
+    pub overhead_runs: OverheadRuns,
+    /// SWE-bench's resolved rate per arm (the number a leaderboard publishes), keyed by arm
+    /// name (`shim`, `no_shim`, `baseline_shim`, ...); arms without runs are absent.
+    #[serde(default)]
+    pub resolved: BTreeMap<String, Resolved>,
     /// Dependency-drift half-life in days, ln 2 / λ̂ of the exponential hazard fitted to
     /// `drift` ([`pstats::fit_exponential_hazard`]). `null` when the fit is not estimable
     /// (no observation, no drift event, or every observation drifted).
@@ -94,138 +110,6 @@ pub(crate) struct Summary {
     /// One entry per instance, sorted by `instance_id` (byte order; equal ids keep their
     /// input order).
     pub instances: Vec<InstanceSummary>,
-}
-
-/// How many instances fall in each class, and their shares.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub(crate) struct ClassCounts {
-    /// Instances with r = 1 (for baselines: every run with the modal signature).
-    pub reproducible: u64,
-    /// Instances with 0 < r < 1.
-    pub flaky: u64,
-    /// Instances with r = 0 (for baselines: every run an infra failure).
-    pub broken: u64,
-    /// reproducible / (reproducible + flaky + broken); `null` when that sum is 0.
-    pub rate_reproducible: Option<f64>,
-    /// flaky / (reproducible + flaky + broken); `null` when that sum is 0.
-    pub rate_flaky: Option<f64>,
-    /// broken / (reproducible + flaky + broken); `null` when that sum is 0.
-    pub rate_broken: Option<f64>,
-}
-
-impl ClassCounts {
-    /// Counts and shares of `classes`.
-    pub(crate) fn from_classes(classes: impl IntoIterator<Item = Class>) -> ClassCounts {
-        let mut counts = ClassCounts::default();
-        for class in classes {
-            match class {
-                Class::Reproducible => counts.reproducible += 1,
-                Class::Flaky => counts.flaky += 1,
-                Class::Broken => counts.broken += 1,
-            }
-        }
-        let total = counts.total();
-        let share = |n: u64| (total > 0).then(|| n as f64 / total as f64);
-        counts.rate_reproducible = share(counts.reproducible);
-        counts.rate_flaky = share(counts.flaky);
-        counts.rate_broken = share(counts.broken);
-        counts
-    }
-
-    /// Instances classified.
-    pub(crate) fn total(&self) -> u64 {
-        self.reproducible + self.flaky + self.broken
-    }
-
-    /// The count of one class.
-    pub(crate) fn get(&self, class: Class) -> u64 {
-        match class {
-            Class::Reproducible => self.reproducible,
-            Class::Flaky => self.flaky,
-            Class::Broken => self.broken,
-        }
-    }
-}
-
-/// Per arm: of the patches flaky in that arm that have a baseline in that arm, the share
-/// whose baseline is flaky too (the flakiness the unpatched repository already shows).
-/// `null` when no patch is flaky in that arm with a baseline there.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BaselineExplained {
-    pub shim: Option<f64>,
-    pub no_shim: Option<f64>,
-}
-
-/// The exact McNemar test on the paired shim/no-shim classes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(crate) struct McNemar {
-    /// Pairs reproducible (r = 1) with the shim but not without it.
-    pub b: u64,
-    /// Pairs reproducible without the shim but not with it.
-    pub c: u64,
-    /// Two-sided exact p-value ([`pstats::mcnemar_exact`]).
-    pub p: f64,
-}
-
-/// The dependency-drift observations (current-status data: one per instance).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Drift {
-    /// Instances with no-shim runs and a positive age.
-    pub observations: u64,
-    /// Of those, how many have `dependency_drift` in their no-shim failure modes.
-    pub events: u64,
-    /// One `[age_days, drifted]` pair per observation, in `instances` order. The age is
-    /// (earliest `started_at` of the instance's no-shim runs − `bench_date`) / 86400.
-    #[serde(default)]
-    pub points: Vec<(f64, bool)>,
-    /// The reference dates of the ages: the earliest and the latest of the observations'
-    /// first no-shim run (UTC, YYYY-MM-DD). Ages grow with the day a study is run, and so
-    /// does the half-life's footing. Omitted without observations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured_at: Option<[String; 2]>,
-}
-
-/// Non-reproducing patches per failure mode. Every mode is a key (in the order
-/// `dependency_drift`, `time`, `hash_ordering`, `randomness`, `network`, `environment`,
-/// `timeout_resource`, `other`), zero included. A patch with several modes counts once
-/// under each, so the counts can sum to more than the non-reproducing patches.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct FailureModes {
-    /// Over patches not reproducible in the shim arm (`InstanceSummary::modes_shim`).
-    pub shim: BTreeMap<Mode, u64>,
-    /// Over patches not reproducible in the no-shim arm. Omitted when `no_shim` is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub no_shim: Option<BTreeMap<Mode, u64>>,
-}
-
-/// Runs that produced no test outcome, per cause ([`Infra`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub(crate) struct InfraCounts {
-    pub patch_apply: u64,
-    pub timeout: u64,
-    pub oom: u64,
-    pub runtime: u64,
-}
-
-impl InfraCounts {
-    fn add(&mut self, infra: Infra) {
-        match infra {
-            Infra::PatchApply => self.patch_apply += 1,
-            Infra::Timeout => self.timeout += 1,
-            Infra::Oom => self.oom += 1,
-            Infra::Runtime => self.runtime += 1,
-        }
-    }
-
-    /// The count for one cause.
-    pub(crate) fn get(&self, infra: Infra) -> u64 {
-        match infra {
-            Infra::PatchApply => self.patch_apply,
-            Infra::Timeout => self.timeout,
-            Infra::Oom => self.oom,
-            Infra::Runtime => self.runtime,
-        }
-    }
 }
 
 /// One instance's results.
@@ -269,6 +153,15 @@ pub(crate) struct InstanceSummary {
     /// inconsistent dates (such instances are left out of `drift`); `null` without no-shim
     /// runs.
     pub age_days: Option<f64>,
+    /// Resolved runs per arm name (arms without runs are absent): with `runs`, this
+    /// instance's resolved rate in each arm.
+    #[serde(default)]
+    pub resolved_runs: BTreeMap<String, u64>,
+    /// The per-test view: each listed test that did not pass in some run that ran the tests,
+    /// with those runs (`shim#0`, `no_shim#2`, ...), failed or missing alike. Tests that
+    /// passed in every such run are absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_tests: BTreeMap<String, Vec<String>>,
     /// Distinct hosts (hostname and machine id) its runs were made on, for a study merged
     /// from a cluster (`reproduce merge`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,6 +174,8 @@ struct Totals {
     runs: u64,
     infra: InfraCounts,
     overheads: Vec<f64>,
+    overhead_runs: OverheadRuns,
+    resolved: BTreeMap<Arm, Resolved>,
     points: Vec<(f64, bool)>,
     /// The first no-shim run's start of each observation, seconds since the epoch.
     measured: Vec<i64>,
@@ -304,8 +199,8 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
 
     let r_shim = patch_rate(arm_runs(Arm::Shim), recorded);
     let r_no_shim = patch_rate(arm_runs(Arm::NoShim), recorded);
-    let class_shim = r_shim.map(stats::classify);
-    let class_no_shim = r_no_shim.map(stats::classify);
+    let class_shim = patch_class(arm_runs(Arm::Shim), r_shim);
+    let class_no_shim = patch_class(arm_runs(Arm::NoShim), r_no_shim);
     let baseline_shim = baseline_rate(arm_runs(Arm::BaselineShim));
     let baseline_no_shim = baseline_rate(arm_runs(Arm::BaselineNoShim));
     t.any_no_shim |= r_no_shim.is_some();
@@ -338,12 +233,28 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
         _ => Vec::new(),
     };
 
-    let shim_wall = median_wall(arm_runs(Arm::Shim));
-    let no_shim_wall = median_wall(arm_runs(Arm::NoShim));
-    if let (Some(s), Some(n)) = (shim_wall, no_shim_wall) {
-        if n > 0.0 {
-            t.overheads.push(s / n - 1.0);
-        }
+    overhead(arm_runs(Arm::Shim), arm_runs(Arm::NoShim), t);
+    for (arm, list) in &arms {
+        let r = t.resolved.entry(*arm).or_insert(Resolved {
+            runs: 0,
+            resolved: 0,
+            errors: 0,
+            rate: None,
+            instances: 0,
+            instances_resolved_every_run: 0,
+        });
+        r.runs += list.len() as u64;
+        r.resolved += list
+            .iter()
+            .filter(|x| x.resolved && x.infra.is_none())
+            .count() as u64;
+        r.errors += list
+            .iter()
+            .filter(|x| x.infra == Some(Infra::NoTests))
+            .count() as u64;
+        r.instances += 1;
+        r.instances_resolved_every_run +=
+            u64::from(list.iter().all(|x| x.resolved && x.infra.is_none()));
     }
 
     let first_no_shim = arm_runs(Arm::NoShim).iter().map(|r| r.started_at).min();
@@ -359,15 +270,29 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
         .iter()
         .map(|(arm, list)| (arm.name(), list.len() as u64))
         .collect();
-    let infra_kinds = [
-        Infra::PatchApply,
-        Infra::Timeout,
-        Infra::Oom,
-        Infra::Runtime,
-    ]
-    .into_iter()
-    .filter(|i| arms.values().flatten().any(|r| r.infra == Some(*i)))
-    .collect();
+    let infra_kinds = Infra::ALL
+        .into_iter()
+        .filter(|i| arms.values().flatten().any(|r| r.infra == Some(*i)))
+        .collect();
+    let resolved_runs = arms
+        .iter()
+        .map(|(arm, list)| {
+            let n = list
+                .iter()
+                .filter(|x| x.resolved && x.infra.is_none())
+                .count();
+            (arm.name(), n as u64)
+        })
+        .collect();
+    let mut failed_tests: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (arm, list) in &arms {
+        for run in list.iter().filter(|r| r.infra.is_none()) {
+            for test in &run.failed_tests {
+                let runs = failed_tests.entry(test.clone()).or_default();
+                runs.push(format!("{}#{}", arm.name(), run.idx));
+            }
+        }
+    }
 
     InstanceSummary {
         instance_id: inst.instance_id.clone(),
@@ -385,6 +310,8 @@ fn instance_row(inst: &InstanceRuns, k: u32, t: &mut Totals) -> InstanceSummary 
         runs,
         infra: infra_kinds,
         age_days,
+        resolved_runs,
+        failed_tests,
         distinct_hosts: None,
     }
 }
@@ -396,6 +323,10 @@ fn mcnemar(rows: &[InstanceSummary]) -> Option<McNemar> {
     let (mut b, mut c) = (0_u64, 0_u64);
     for row in rows {
         if let (Some(s), Some(n)) = (row.class_shim, row.class_no_shim) {
+            // A pair with an arm whose runs never ran a listed test compares nothing.
+            if s == Class::Error || n == Class::Error {
+                continue;
+            }
             pairs += 1;
             let s = s == Class::Reproducible;
             let n = n == Class::Reproducible;
@@ -424,6 +355,8 @@ pub(crate) fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         runs: runs_total,
         infra,
         mut overheads,
+        overhead_runs,
+        resolved,
         points,
         measured,
         any_no_shim,
@@ -485,6 +418,14 @@ pub(crate) fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         overhead_median: pstats::median(&mut overheads),
         overhead_iqr: pstats::quartiles(&mut overheads),
         overhead_instances: overheads.len() as u64,
+        overhead_runs,
+        resolved: resolved
+            .into_iter()
+            .map(|(arm, mut r)| {
+                r.rate = (r.runs > 0).then(|| r.resolved as f64 / r.runs as f64);
+                (arm.name(), r)
+            })
+            .collect(),
         half_life_days: fit.map(|f| f.half_life_days),
         half_life_ci: fit.map(|f| [f.ci_low, f.ci_high]),
         drift,
@@ -511,6 +452,38 @@ fn patch_rate(runs: &[&RunResult], recorded: bool) -> Option<f64> {
     stats::reproduction_rate(&outcomes, recorded)
 }
 
+/// Whether no run ran a listed test and one at least ran the test command to its end: the
+/// arm's class is `error` ([`crate::outcome::Grade::error`]).
+fn errored(runs: &[&RunResult]) -> bool {
+    runs.iter().all(|r| r.infra.is_some()) && runs.iter().any(|r| r.infra == Some(Infra::NoTests))
+}
+
+/// The class of a patched arm with rate `r`: `error` when [`errored`], else from r.
+fn patch_class(runs: &[&RunResult], r: Option<f64>) -> Option<Class> {
+    let r = r?;
+    Some(if errored(runs) {
+        Class::Error
+    } else {
+        stats::classify(r)
+    })
+}
+
+/// Adds an instance's overhead, from the runs of each arm that ran the tests, to `t`; or
+/// counts it left out when it has runs in both arms but one arm has no such run.
+fn overhead(shim: &[&RunResult], no_shim: &[&RunResult], t: &mut Totals) {
+    let (s_n, shim_wall) = median_wall(shim);
+    let (n_n, no_shim_wall) = median_wall(no_shim);
+    match (shim_wall, no_shim_wall) {
+        (Some(s), Some(n)) if n > 0.0 => {
+            t.overheads.push(s / n - 1.0);
+            t.overhead_runs.shim += s_n;
+            t.overhead_runs.no_shim += n_n;
+        }
+        _ if !shim.is_empty() && !no_shim.is_empty() => t.overhead_runs.instances_left_out += 1,
+        _ => {}
+    }
+}
+
 /// r and class of a baseline arm (see [`Summary::baseline`]).
 fn baseline_rate(runs: &[&RunResult]) -> Option<(f64, Class)> {
     if runs.is_empty() {
@@ -528,7 +501,9 @@ fn baseline_rate(runs: &[&RunResult]) -> Option<(f64, Class)> {
         }
     }
     let r = modal as f64 / runs.len() as f64;
-    let class = if runs.iter().all(|r| r.infra.is_some()) {
+    let class = if errored(runs) {
+        Class::Error
+    } else if runs.iter().all(|r| r.infra.is_some()) {
         Class::Broken
     } else if modal == runs.len() {
         Class::Reproducible
@@ -555,14 +530,15 @@ fn taxonomy(runs: &[&RunResult], recorded: bool, pin_modes: &BTreeSet<Mode>) -> 
     modes.into_iter().collect()
 }
 
-/// Median `wall_ms` over the runs without an infra failure.
-fn median_wall(runs: &[&RunResult]) -> Option<f64> {
+/// Median `wall_ms` over the runs that ran the tests (no infra failure, no `error`), and
+/// how many those are.
+fn median_wall(runs: &[&RunResult]) -> (u64, Option<f64>) {
     let mut walls: Vec<f64> = runs
         .iter()
         .filter(|r| r.infra.is_none())
         .map(|r| r.wall_ms as f64)
         .collect();
-    pstats::median(&mut walls)
+    (walls.len() as u64, pstats::median(&mut walls))
 }
 
 /// Of the (patch class, baseline class) pairs with a flaky patch and a baseline, the share

@@ -102,7 +102,8 @@ fn by_day(rows: &[&RunRow], bench_day: i64, test: &str) -> BTreeMap<i64, Vec<boo
             _ => continue,
         };
         let tests: Tests = serde_json::from_str(&r.tests).unwrap_or_default();
-        let passed = outcome::lookup(&tests, test).is_some_and(|s| s.passes());
+        let passed = outcome::lookup(&tests, &super::runners::Aliases::new(&tests), test)
+            .is_some_and(|s| s.passes());
         out.entry(day).or_default().push(passed);
     }
     out

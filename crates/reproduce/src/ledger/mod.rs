@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::outcome::{self, Status, Tests};
+use super::runners::Aliases;
 use super::store::{GradedList, RunRow};
 use super::Arm;
 
@@ -38,8 +39,8 @@ pub(crate) enum Seen {
 }
 
 impl Seen {
-    fn of(tests: &Tests, id: &str) -> Seen {
-        match outcome::lookup(tests, id) {
+    fn of(tests: &Tests, aliases: &Aliases, id: &str) -> Seen {
+        match outcome::lookup(tests, aliases, id) {
             Some(s) if s.passes() => Seen::Passed,
             Some(Status::Failed | Status::Xpass) => Seen::Failed,
             Some(Status::Error) => Seen::Error,
@@ -208,19 +209,20 @@ pub(crate) fn build(
     hosts: &BTreeMap<(String, String, u32), String>,
     bench_dates: &BTreeMap<String, i64>,
 ) -> Ledger {
-    let mut by_instance: BTreeMap<&str, Vec<(&RunRow, Tests)>> = BTreeMap::new();
+    let mut by_instance: BTreeMap<&str, Vec<(&RunRow, Tests, Aliases)>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.infra.is_none()) {
         let tests: Tests = serde_json::from_str(&r.tests).unwrap_or_default();
+        let aliases = Aliases::new(&tests);
         by_instance
             .entry(r.instance_id.as_str())
             .or_default()
-            .push((r, tests));
+            .push((r, tests, aliases));
     }
     let mut ledger = Ledger::default();
     for (id, (_, listed)) in lists {
         let Some(listed) = listed else { continue };
         let runs = by_instance.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        let all: Vec<&RunRow> = runs.iter().map(|(r, _)| *r).collect();
+        let all: Vec<&RunRow> = runs.iter().map(|(r, _, _)| *r).collect();
         let tests = listed
             .iter()
             .map(|t| {
@@ -257,14 +259,14 @@ struct Run<'a> {
 fn entry(
     instance: &str,
     test: &str,
-    runs: &[(&RunRow, Tests)],
+    runs: &[(&RunRow, Tests, Aliases)],
     hosts: &BTreeMap<(String, String, u32), String>,
 ) -> TestEntry {
     let mut arms: BTreeMap<String, Counts> = BTreeMap::new();
     let mut by_host: BTreeMap<String, Counts> = BTreeMap::new();
     let mut seen: Vec<Run> = Vec::new();
-    for (r, tests) in runs {
-        let s = Seen::of(tests, test);
+    for (r, tests, aliases) in runs {
+        let s = Seen::of(tests, aliases, test);
         arms.entry(r.arm.name()).or_default().add(s);
         let host = hosts.get(&(instance.to_string(), r.arm.name(), r.idx));
         if matches!(r.arm, Arm::Shim | Arm::NoShim) {

@@ -8,14 +8,15 @@ use crate::stats::Class;
 use crate::summary::{Drift, Summary};
 use reprorun_pipeline::svg::{self, Bar, Survival};
 
-const COLORS: [(Class, &str); 3] = [
+const COLORS: [(Class, &str); 4] = [
     (Class::Reproducible, "#2e7d32"),
     (Class::Flaky, "#f9a825"),
     (Class::Broken, "#c62828"),
+    (Class::Error, "#616161"),
 ];
 
 /// Chart (a): one stacked horizontal bar per arm with classified instances (shim, no shim,
-/// baseline shim, baseline no shim), segments for reproducible/flaky/broken as shares of the
+/// baseline shim, baseline no shim), segments for reproducible/flaky/broken/error as shares of the
 /// arm's instances. Each bar is a `<g class="bar">`.
 pub(super) fn outcomes(s: &Summary) -> Markup {
     let segments: Vec<(&str, &str)> = COLORS.iter().map(|(k, c)| (k.name(), *c)).collect();

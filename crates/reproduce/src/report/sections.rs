@@ -13,7 +13,8 @@ fn h(text: &'static str) -> Header {
 }
 
 /// CSS of the report's own classes.
-const CSS: &str = ".reproducible{color:#2e7d32}.flaky{color:#b26a00}.broken{color:#c62828}";
+const CSS: &str =
+    ".reproducible{color:#2e7d32}.flaky{color:#b26a00}.broken{color:#c62828}.error{color:#616161}";
 
 const NA: &str = "n/a";
 
@@ -88,13 +89,6 @@ fn pairs(s: &Summary) -> usize {
         .count()
 }
 
-const INFRA: [Infra; 4] = [
-    Infra::PatchApply,
-    Infra::Timeout,
-    Infra::Oom,
-    Infra::Runtime,
-];
-
 /// The sentences of the McNemar, overhead, baseline and drift sections (plain text, to be
 /// escaped by the format).
 fn mcnemar_text(s: &Summary) -> String {
@@ -115,11 +109,16 @@ fn overhead_text(s: &Summary) -> String {
     match s.overhead_median {
         Some(_) => format!(
             "Median wall-clock overhead of the shim: {} (interquartile range {} to {}, over {} \
-             instances timed in both arms).",
+             instances timed in both arms: {} shim and {} no-shim runs that ran the tests; \
+             runs that errored or failed to run are not timed, and {} instances are left out \
+             for lack of such runs in one arm).",
             signed_pct(s.overhead_median),
             signed_pct(s.overhead_iqr.map(|q| q[0])),
             signed_pct(s.overhead_iqr.map(|q| q[1])),
-            s.overhead_instances
+            s.overhead_instances,
+            s.overhead_runs.shim,
+            s.overhead_runs.no_shim,
+            s.overhead_runs.instances_left_out
         ),
         None => {
             "Median wall-clock overhead of the shim: n/a (no instance timed in both arms).".into()
@@ -215,12 +214,14 @@ pub(super) fn document(s: &Summary) -> Doc {
     b.push(Block::Heading("Infrastructure failures".into()));
     b.push(Block::Table(Table {
         head: vec![(h("Cause"), Align::Left), (h("Runs"), Align::Right)],
-        rows: INFRA
+        rows: Infra::ALL
             .iter()
             .map(|&i| vec![Cell::new(i.name()), Cell::new(s.infra.get(i).to_string())])
             .collect(),
         wide: false,
     }));
+    b.push(Block::Heading("Tests that did not pass".into()));
+    b.push(failed_tests(s));
     b.push(Block::Heading("Instances".into()));
     b.push(if s.instances.is_empty() {
         Block::Para("No instances.".into())
@@ -240,7 +241,15 @@ fn outcomes(s: &Summary) -> Block {
     if arms.is_empty() {
         return Block::Para("No classified instances.".into());
     }
-    let head = ["Arm", "Instances", "Reproducible", "Flaky", "Broken"];
+    let head = [
+        "Arm",
+        "Instances",
+        "Reproducible",
+        "Flaky",
+        "Broken",
+        "Error",
+        "Resolved",
+    ];
     Block::Table(Table {
         head: head
             .iter()
@@ -265,10 +274,49 @@ fn outcomes(s: &Summary) -> Block {
                     Cell::new(count_pct(c.reproducible, t)),
                     Cell::new(count_pct(c.flaky, t)),
                     Cell::new(count_pct(c.broken, t)),
+                    Cell::new(count_pct(c.error, t)),
+                    Cell::new(resolved_rate(s, label)),
                 ]
             })
             .collect(),
         wide: false,
+    })
+}
+
+/// An arm's resolved rate (`60.0% of 5 runs`), by its report label.
+fn resolved_rate(s: &Summary, label: &str) -> String {
+    match s.resolved.get(&label.replace(' ', "_")) {
+        Some(r) => format!("{} of {} runs", pct(r.rate), r.runs),
+        None => NA.into(),
+    }
+}
+
+/// The per-test view: which listed test did not pass in which run.
+fn failed_tests(s: &Summary) -> Block {
+    let rows: Vec<Vec<Cell>> = s
+        .instances
+        .iter()
+        .flat_map(|i| {
+            i.failed_tests.iter().map(|(test, runs)| {
+                vec![
+                    Cell::new(i.instance_id.as_str()),
+                    Cell::new(test.as_str()),
+                    Cell::new(runs.join(", ")),
+                ]
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return Block::Para("Every listed test passed in every run that ran the tests.".into());
+    }
+    Block::Table(Table {
+        head: reprorun_pipeline::doc::head(&[
+            ("Instance", Align::Left),
+            ("Test", Align::Left),
+            ("Runs where it failed or was missing", Align::Left),
+        ]),
+        rows,
+        wide: true,
     })
 }
 

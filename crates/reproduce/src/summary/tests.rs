@@ -12,6 +12,7 @@ fn run(arm: Arm, idx: u32, resolved: bool) -> RunResult {
         started_at: T0,
         signature: if resolved { "pass" } else { "fail" }.into(),
         evidence: Vec::new(),
+        failed_tests: Vec::new(),
     }
 }
 
@@ -328,6 +329,7 @@ fn taxonomy_pins_and_evidence() {
         (0..n)
             .map(|i| RunResult {
                 evidence: evidence.to_vec(),
+                failed_tests: vec![],
                 ..run(arm, i as u32, false)
             })
             .collect()
@@ -345,10 +347,12 @@ fn taxonomy_pins_and_evidence() {
     logs.extend(failing(Arm::NoShim, 1, &[Mode::DependencyDrift]));
     logs.push(RunResult {
         evidence: vec![Mode::Network, Mode::DependencyDrift],
+        failed_tests: vec![],
         ..run(Arm::NoShim, 1, false)
     });
     logs.push(RunResult {
         evidence: vec![Mode::Environment],
+        failed_tests: vec![],
         ..run(Arm::NoShim, 2, true)
     });
     // timeout: an infra timeout without evidence.
@@ -491,7 +495,8 @@ fn infra_counts_all_arms() {
             patch_apply: 1,
             timeout: 2,
             oom: 1,
-            runtime: 1
+            runtime: 1,
+            no_tests: 0
         }
     );
     assert_eq!(
@@ -547,6 +552,8 @@ fn json_field_names_and_round_trip() {
         "overhead_median",
         "overhead_iqr",
         "overhead_instances",
+        "overhead_runs",
+        "resolved",
         "half_life_days",
         "half_life_ci",
         "drift",
@@ -565,9 +572,11 @@ fn json_field_names_and_round_trip() {
         "reproducible",
         "flaky",
         "broken",
+        "error",
         "rate_reproducible",
         "rate_flaky",
         "rate_broken",
+        "rate_error",
     ]
     .into_iter()
     .collect();
@@ -592,6 +601,7 @@ fn json_field_names_and_round_trip() {
         "runs",
         "infra",
         "age_days",
+        "resolved_runs",
     ]
     .into_iter()
     .collect();
@@ -614,4 +624,102 @@ fn json_field_names_and_round_trip() {
     let text = serde_json::to_string(&bare).unwrap_or_default();
     let back: Option<Summary> = serde_json::from_str(&text).ok();
     assert_eq!(back, Some(bare));
+}
+
+/// A run in the `error` class: its output named none of the listed tests.
+fn errored(arm: Arm, idx: u32, wall_ms: u64) -> RunResult {
+    RunResult {
+        infra: Some(Infra::NoTests),
+        wall_ms,
+        signature: "no_tests".into(),
+        ..run(arm, idx, false)
+    }
+}
+
+#[test]
+fn a_baseline_or_patch_that_never_ran_a_test_is_an_error() {
+    // The baseline crashed at import each time: the same all-missing outcome every run,
+    // which is no outcome, not "reproducible".
+    let base: Vec<RunResult> = (0..3).map(|i| errored(Arm::BaselineShim, i, 50)).collect();
+    // A recorded failure "reproduced" by runs that ran nothing is no reproduction either.
+    let mut both = runs(Arm::Shim, &[true, true]);
+    both.extend(base);
+    let no_test_patch: Vec<RunResult> = (0..2).map(|i| errored(Arm::Shim, i, 50)).collect();
+    let s = summarize(&[inst("a", true, both), inst("b", false, no_test_patch)], 3);
+    assert_eq!(row(&s, "a").class_baseline_shim, Some(Class::Error));
+    assert_eq!(row(&s, "a").class_shim, Some(Class::Reproducible));
+    assert_eq!(row(&s, "b").class_shim, Some(Class::Error));
+    assert_eq!(s.shim.error, 1);
+    assert_eq!(s.shim.reproducible, 1);
+    assert!(close(s.shim.rate_error, 0.5));
+    let b = s.baseline.unwrap_or_default();
+    assert_eq!((b.reproducible, b.error), (0, 1));
+    assert_eq!(s.infra.no_tests, 5);
+    assert_eq!(json(&s)["shim"]["error"], 1);
+    // Some runs ran the tests: an outcome, with the error runs not reproducing.
+    let mut mixed = runs(Arm::Shim, &[true, true]);
+    mixed.push(errored(Arm::Shim, 2, 50));
+    let s = summarize(&[inst("c", true, mixed)], 3);
+    assert_eq!(row(&s, "c").class_shim, Some(Class::Flaky));
+}
+
+#[test]
+fn resolved_rate_per_arm_and_failed_tests_per_run() {
+    let mut shim = runs(Arm::Shim, &[true, false, true]);
+    shim[1].failed_tests = vec!["t.py::f2p".into()];
+    let mut no_shim = runs(Arm::NoShim, &[false]);
+    no_shim[0].failed_tests = vec!["t.py::f2p".into(), "t.py::p2p".into()];
+    no_shim.push(errored(Arm::NoShim, 1, 5));
+    let mut all = shim;
+    all.extend(no_shim);
+    let s = summarize(
+        &[
+            inst("a", true, all),
+            inst("b", true, runs(Arm::Shim, &[true; 3])),
+        ],
+        3,
+    );
+    let r = &s.resolved["shim"];
+    assert_eq!((r.runs, r.resolved, r.errors), (6, 5, 0));
+    assert!(close(r.rate, 5.0 / 6.0));
+    assert_eq!((r.instances, r.instances_resolved_every_run), (2, 1));
+    let n = &s.resolved["no_shim"];
+    assert_eq!((n.runs, n.resolved, n.errors), (2, 0, 1));
+    assert!(close(n.rate, 0.0));
+    let a = row(&s, "a");
+    assert_eq!(a.resolved_runs["shim"], 2);
+    assert_eq!(a.failed_tests["t.py::f2p"], ["shim#1", "no_shim#0"]);
+    assert_eq!(a.failed_tests["t.py::p2p"], ["no_shim#0"]);
+    assert!(row(&s, "b").failed_tests.is_empty());
+}
+
+#[test]
+fn overhead_compares_only_runs_that_ran_the_tests() {
+    // The no-shim runs exited at once (exit 127: nothing ran); on main they were timed
+    // against the shim's, and the "overhead" was +55233 %.
+    let shim = runs(Arm::Shim, &[true, true]);
+    let mut all = shim;
+    all.extend((0..2).map(|i| errored(Arm::NoShim, i, 3)));
+    // One instance whose both arms ran the tests, at 1000 ms each.
+    let mut fine = runs(Arm::Shim, &[true, true]);
+    fine.extend(runs(Arm::NoShim, &[true, true]));
+    let s = summarize(&[inst("a", true, all), inst("b", true, fine)], 2);
+    assert!(close(s.overhead_median, 0.0), "{:?}", s.overhead_median);
+    assert_eq!(s.overhead_instances, 1);
+    assert_eq!(
+        s.overhead_runs,
+        OverheadRuns {
+            shim: 2,
+            no_shim: 2,
+            instances_left_out: 1
+        }
+    );
+    // A pair in which one arm never ran a test is no McNemar pair.
+    assert!(s.mcnemar.is_some_and(|m| m.b == 0 && m.c == 0));
+    let pairs = s
+        .instances
+        .iter()
+        .filter(|r| r.class_no_shim == Some(Class::Error))
+        .count();
+    assert_eq!(pairs, 1);
 }

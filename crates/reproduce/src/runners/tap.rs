@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-/// A TAP test result (its line and directive); [`super::outcome`] grades it.
+/// A TAP test result (its line and directive); `super::tap_status` grades it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tap {
     Ok,
