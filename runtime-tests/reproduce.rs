@@ -566,15 +566,13 @@ fn bad_input_is_one_line_and_leaves_nothing() {
         args.extend(extra);
         f.work.run(&args)
     };
-    std::fs::write(
-        f.path("unknown.jsonl"),
-        std::fs::read_to_string(f.path("predictions.jsonl")).unwrap()
-            + "{\"instance_id\": \"nope\", \"model_patch\": \"\"}\n",
-    )
-    .unwrap();
     expect_error(
-        &run("instances.jsonl", "unknown.jsonl", &[]),
-        "unknown.jsonl:2: prediction for unknown instance \"nope\"",
+        &run(
+            "instances.jsonl",
+            "predictions.jsonl",
+            &["--instance-ids", "ok,nope"],
+        ),
+        "--instance-ids: nope not in the instances file",
     );
     std::fs::write(f.path("broken.jsonl"), "{\"instance_id\": \"ok\"}\n{oops\n").unwrap();
     expect_error(

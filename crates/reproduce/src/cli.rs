@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use super::input::Defaults;
 use super::runner::Conditions;
 use super::store::Store;
-use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
+use super::{cluster, export, regrade, report, stats, study, summary, Arm, ReproduceError};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
 use reprorun_pipeline::progress::ProgressMode;
@@ -39,6 +39,13 @@ pub enum ReproduceCommand {
         after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
     )]
     Regrade(RegradeArgs),
+    /// Write one arm's run #N of every instance in SWE-bench's evaluation layout:
+    /// logs/run_evaluation/RUN_ID/MODEL/INSTANCE/{test_output.txt,patch.diff,report.json} and
+    /// the run summary MODEL.RUN_ID.json.
+    #[command(
+        after_help = "The run id is the study's (made when it started), suffixed .ARM.N for other than shim #0. An instance whose run did not apply its patch, timed out, could not run, or shows none of its listed tests is in error_ids and gets no report.json, as SWE-bench does. Prints the summaries' paths. Exit status: 0, or 125 when the study cannot be read or the files written. Formats: spec/reproduce.md."
+    )]
+    Export(ExportArgs),
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
@@ -111,12 +118,20 @@ pub struct RunArgs {
     /// the run summary with resolved_ids), over the instances' recorded_resolved.
     #[arg(long, value_name = "FILE")]
     pub recorded: Option<PathBuf>,
-    /// Where repositories are found (DIR/owner__name) for instances without repo_path.
+    /// Where repositories are found (DIR/owner__name, or its bundle DIR/owner__name.bundle)
+    /// for instances without repo_path.
     #[arg(long, value_name = "DIR")]
     pub repos: Option<PathBuf>,
     /// The test command for instances without test_cmd (run by /bin/sh -c in /work).
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
+    /// SWE-bench's specs as JSON, keyed by repo and version (install, test_cmd, ...): the
+    /// test command of instances without test_cmd, from their repo and version.
+    #[arg(long, value_name = "FILE")]
+    pub specs: Option<PathBuf>,
+    /// Only these instances (comma- or space-separated ids; all when not given).
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub instance_ids: Vec<String>,
     /// Image store for instances with an `image` (env REPRORUN_STORE; default as for
     /// `reprorun image`).
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
@@ -165,6 +180,30 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The directory to write SWE-bench's layout into (created).
+    #[arg(long, value_name = "DIR")]
+    pub swebench: PathBuf,
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// The arm whose runs are exported (shim, no_shim, baseline_shim, ...).
+    #[arg(long, default_value = "shim", value_name = "ARM", value_parser = parse_arm)]
+    pub arm: Arm,
+    /// Which of the arm's k runs (0-based).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub idx: u32,
+}
+
+fn parse_arm(s: &str) -> Result<Arm, String> {
+    Arm::parse(s).ok_or_else(|| {
+        format!(
+            "unknown arm {s:?} (shim, no_shim, baseline_shim, baseline_no_shim, shim_without_PIN)"
+        )
+    })
+}
+
+#[derive(Debug, Args)]
 pub struct RegradeArgs {
     /// The study's database.
     #[arg(long, value_name = "FILE")]
@@ -180,6 +219,7 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
         ReproduceCommand::Run(a) => run_study(*a),
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
+        ReproduceCommand::Export(a) => run_export(a),
         ReproduceCommand::Plan(a) => run_plan(*a),
         ReproduceCommand::Work(a) => run_work(a),
         ReproduceCommand::Merge(a) => run_merge(a),
@@ -296,6 +336,8 @@ fn study_options(a: RunArgs) -> study::Options {
             recorded: a.recorded,
             mirror: a.mirror,
             store: a.store,
+            specs: a.specs,
+            instance_ids: a.instance_ids,
         },
         conditions,
         progress: ProgressMode::for_stderr(),
@@ -305,7 +347,12 @@ fn study_options(a: RunArgs) -> study::Options {
 fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
     let (db, k, json) = (a.db.clone(), a.k, a.json);
     let opts = study_options(a);
-    let skipped = study::run(&opts)?;
+    let (skipped, unknown) = study::run(&opts)?;
+    if unknown > 0 {
+        eprintln!(
+            "reprorun: reproduce: {unknown} prediction(s) for instances not in the study were skipped"
+        );
+    }
     if !skipped.is_empty() {
         eprintln!(
             "reprorun: reproduce: {} instance(s) without a prediction were not run: {}",
@@ -336,6 +383,22 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         }
         Ok(())
     }
+}
+
+fn run_export(a: ExportArgs) -> Result<(), ReproduceError> {
+    let store = Store::open(&a.db, false)?;
+    let e = export::swebench::resolve(&store, &a.db, a.arm, a.idx)?;
+    if !e.not_run.is_empty() {
+        eprintln!(
+            "reprorun: reproduce export: {} instance(s) have no {} run #{} yet; they are counted in error_ids, as SWE-bench counts an instance without a report",
+            e.not_run.len(),
+            a.arm.name(),
+            a.idx
+        );
+    }
+    let files = export::swebench::write(&e, &a.swebench)?;
+    let text: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
+    write_out(&text)
 }
 
 fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {

@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod cluster;
 pub(crate) mod evidence;
+pub(crate) mod export;
 pub(crate) mod input;
 pub(crate) mod outcome;
 pub(crate) mod regrade;
@@ -44,6 +45,8 @@ pub enum ReproduceError {
     Report(#[from] report::ReportError),
     #[error(transparent)]
     Regrade(#[from] regrade::RegradeError),
+    #[error(transparent)]
+    Export(#[from] export::swebench::ExportError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
     #[error("instance {id}: {cause}; fix it and run the same command again to resume")]

@@ -264,7 +264,8 @@ impl Store {
             )
             .map_err(self.err())?;
         }
-        tx.commit().map_err(self.err())
+        tx.commit().map_err(self.err())?;
+        super::export::swebench::record_inputs(self, instances)
     }
 
     /// Whether this run is recorded.

@@ -50,8 +50,9 @@ struct Job {
 }
 
 /// Runs the study to completion (or to the first error that stops it) and returns the
-/// instances that had no prediction.
-pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
+/// instances that had no prediction and the number of predictions skipped for naming no
+/// instance of the study.
+pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError> {
     if opts.k == 0 {
         return Err(ReproduceError::Usage("--k must be at least 1".into()));
     }
@@ -78,6 +79,7 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
             .meta_or_set("started_at", &now.to_string())?
             .parse()
             .unwrap_or(now);
+        crate::export::swebench::run_id(&store)?;
         // Scratch of runs a killed study left; nothing else runs on this study (the lock).
         let _ = std::fs::remove_dir_all(store.work_dir().join("runs"));
         start
@@ -106,7 +108,7 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
     }
     progress.finish();
     drop(lock);
-    done.map(|()| input.without_prediction)
+    done.map(|()| (input.without_prediction, input.unknown_predictions))
 }
 
 /// The arms of phase 1, in the order runs are made.
