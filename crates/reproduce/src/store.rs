@@ -264,8 +264,7 @@ impl Store {
             )
             .map_err(self.err())?;
         }
-        tx.commit().map_err(self.err())?;
-        super::export::swebench::record_inputs(self, instances)
+        tx.commit().map_err(self.err())
     }
 
     /// Whether this run is recorded.

@@ -72,6 +72,7 @@ pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError
         let store = Store::open(&opts.db, true)?;
         runner::check_work_dir(&store.work_dir())?;
         store.register(&insts)?;
+        crate::export::swebench::record_inputs(&store, &insts)?;
         store.check_options(&opts.conditions.fingerprint())?;
         store.set_meta("k", &opts.k.to_string())?;
         let now = unix_now_ms() / 1000;
