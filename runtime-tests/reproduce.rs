@@ -548,6 +548,61 @@ fn a_killed_study_resumes_with_every_run_recorded_once() {
 }
 
 #[test]
+fn sigterm_stops_a_study_with_one_line_on_how_to_resume() {
+    let mut f = Fixture::new();
+    for id in ["a", "b"] {
+        f.add(
+            id,
+            FIX,
+            PLAIN_TEST,
+            serde_json::json!({"test_cmd": ": marker-term-5120; sleep 1; python3 -m pytest -p no:cacheprovider -q tests"}),
+        );
+    }
+    let args = ["--k", "3", "--jobs", "2"];
+    let child = f
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = f.path("study.db");
+    assert!(wait_until(Duration::from_secs(120), || {
+        Store::open(&db, false)
+            .ok()
+            .and_then(|s| s.count_runs().ok())
+            .is_some_and(|n| n >= 1)
+    }));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("stopped by SIGTERM"))
+        .unwrap_or_else(|| panic!("no stop line: {err}"));
+    assert!(
+        line.contains("run(s) recorded") && line.contains("run the same command again to resume"),
+        "{line}"
+    );
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    let recorded = f.rows().len();
+    assert!(recorded < 6, "stopped before the end: {recorded}");
+    // The runs in flight ended with it.
+    assert!(
+        wait_until(Duration::from_secs(10), || !host_cmdlines()
+            .iter()
+            .any(|c| c.contains("marker-term-5120"))),
+        "a run outlived its study"
+    );
+    // Resumed: every run once.
+    f.study(&args);
+    assert_eq!(f.rows().len(), 6);
+}
+
+#[test]
 fn bad_input_is_one_line_and_leaves_nothing() {
     let mut f = Fixture::new();
     f.add("ok", FIX, PLAIN_TEST, serde_json::json!({}));

@@ -49,6 +49,13 @@ pub enum ReproduceError {
     Export(#[from] export::swebench::ExportError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
+    #[error("stopped by {signal}: {recorded} run(s) recorded, {in_flight} in flight ended; run the same command again to resume (--db {db})")]
+    Stopped {
+        signal: &'static str,
+        recorded: u64,
+        in_flight: usize,
+        db: std::path::PathBuf,
+    },
     #[error("instance {id}: {cause}; fix it and run the same command again to resume")]
     Setup {
         id: String,

@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reprorun_pipeline::pool::Pool;
+use reprorun_pipeline::pool::{Pool, PoolError};
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::unix_now_ms;
 
@@ -87,6 +87,8 @@ pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError
         // The coordinator's connection closes here: SQLite connections must not cross fork.
     };
 
+    // SIGTERM or SIGINT: no new run, the runs in flight ended, one line on how to resume.
+    reprorun_pipeline::pool::stop_on_signals()?;
     let arms = arms(opts);
     let mut phase1 = Vec::new();
     for idx in 0..opts.k {
@@ -102,13 +104,21 @@ pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError
         close_in_worker: vec![lock_fd],
         progress: &mut progress,
     };
-    let done = execute(&insts, opts, phase1, start, &mut pool);
+    let mut done = execute(&insts, opts, phase1, start, &mut pool);
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
-        execute(&insts, opts, phase2, start, &mut pool)?;
+        done = execute(&insts, opts, phase2, start, &mut pool);
     }
     progress.finish();
     drop(lock);
+    if let Err(ReproduceError::Worker(PoolError::Stopped { signal, in_flight })) = done {
+        return Err(ReproduceError::Stopped {
+            signal,
+            recorded: Store::open(&opts.db, false)?.count_runs()?,
+            in_flight,
+            db: opts.db.clone(),
+        });
+    }
     done.map(|()| (input.without_prediction, input.unknown_predictions))
 }
 
