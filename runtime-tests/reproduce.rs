@@ -12,7 +12,7 @@ use reprorun_reproduce::{Arm, Infra};
 /// A git repository with a `calc.py` and one passing test, and the study files around it.
 pub(crate) struct Fixture {
     pub(crate) work: Work,
-    base: String,
+    pub(crate) base: String,
     instances: Vec<serde_json::Value>,
     predictions: Vec<serde_json::Value>,
 }
@@ -672,6 +672,73 @@ fn bad_input_is_one_line_and_leaves_nothing() {
     expect_error(
         &out,
         "instance ok was recorded with a different model_patch",
+    );
+}
+
+/// A wheel of one empty module, for `mirror add`.
+fn tiny_wheel(dir: &Path, version: &str) -> PathBuf {
+    let path = dir.join(format!("tinypkg-{version}-py3-none-any.whl"));
+    let script = format!(
+        "import zipfile, sys\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n    z.writestr('tinypkg/__init__.py', '')\n    z.writestr('tinypkg-{version}.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tinypkg\\nVersion: {version}\\n')\n    z.writestr('tinypkg-{version}.dist-info/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n    z.writestr('tinypkg-{version}.dist-info/RECORD', '')\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+/// Each run records what it was made from: the tree's commit, the patches' digests and the
+/// mirror's lock.json digest. A mirror pulled again under the same path between runs makes
+/// a study whose runs differ in environment: `regrade` refuses it unless --allow-mixed.
+#[test]
+fn runs_carry_their_environment_and_regrade_refuses_to_mix_them() {
+    let mut f = Fixture::new();
+    let mirror = f.path("mirror");
+    let wheel = tiny_wheel(f.work.path(), "1.0");
+    let m = mirror.to_string_lossy().into_owned();
+    expect_code(
+        &f.work.run(&["mirror", "add", &m, &wheel.to_string_lossy()]),
+        0,
+    );
+    f.add(
+        "ok",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"mirror": "mirror"}),
+    );
+    f.study(&["--k", "1"]);
+    let lock = |m: &Path| sha256_hex(&std::fs::read(m.join("lock.json")).unwrap());
+    let first = lock(&mirror);
+    let rows = f.rows();
+    let env: serde_json::Value = serde_json::from_str(rows[0].env.as_deref().unwrap()).unwrap();
+    assert_eq!(env["commit"], f.base.as_str(), "{env}");
+    assert_eq!(env["model_patch_sha256"], sha256_hex(FIX.as_bytes()));
+    assert_eq!(env["mirror_lock_sha256"], first.as_str());
+    assert_eq!(
+        env["test_patch_sha256"],
+        sha256_hex(test_patch("test_new.py", PLAIN_TEST).as_bytes())
+    );
+
+    // The same path, pulled again: the next run is made from another index.
+    let newer = tiny_wheel(f.work.path(), "1.1");
+    expect_code(
+        &f.work.run(&["mirror", "add", &m, &newer.to_string_lossy()]),
+        0,
+    );
+    assert_ne!(lock(&mirror), first);
+    f.study(&["--k", "2"]);
+    let out = f.work.run(&["reproduce", "regrade", "--db", "study.db"]);
+    expect_error(&out, "ok shim: its runs were made in 2 environments (mirror lock.json differ); pass --allow-mixed");
+    let out = f
+        .work
+        .run(&["reproduce", "regrade", "--db", "study.db", "--allow-mixed"]);
+    let text = expect_code(&out, 0);
+    assert!(
+        text.contains("mixed (--allow-mixed): ok shim: 2 environments"),
+        "{text}"
     );
 }
 

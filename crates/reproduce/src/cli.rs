@@ -36,7 +36,7 @@ pub enum ReproduceCommand {
     /// Grade every recorded run again from its stored logs under the current grading
     /// rules, without re-running anything, and update the rows whose grade changed.
     #[command(
-        after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
+        after_help = "Infrastructure failures keep their outcome. Runs of one instance and arm recorded with different environments (commit, patch digests, mirror lock.json digest) are refused unless --allow-mixed. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, environments are mixed, or the study is running."
     )]
     Regrade(RegradeArgs),
     /// Write one arm's run #N of every instance in SWE-bench's evaluation layout:
@@ -211,6 +211,10 @@ pub struct RegradeArgs {
     /// Print one JSON object (counts and the changed runs) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Regrade even when runs of one instance and arm were made in different environments
+    /// (another commit, patch or mirror lock.json); without it such a study is refused.
+    #[arg(long)]
+    pub allow_mixed: bool,
 }
 
 /// Runs the subcommand; returns the exit status.
@@ -402,7 +406,7 @@ fn run_export(a: ExportArgs) -> Result<(), ReproduceError> {
 }
 
 fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {
-    let done = regrade::regrade(&a.db)?;
+    let done = regrade::regrade(&a.db, a.allow_mixed)?;
     let text = if a.json {
         let line = serde_json::to_string(&done).map_err(|e| ReproduceError::Print(e.into()))?;
         format!("{line}\n")

@@ -17,6 +17,7 @@ pub(crate) mod evidence;
 pub(crate) mod export;
 pub(crate) mod input;
 pub(crate) mod outcome;
+pub(crate) mod provenance;
 pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod runner;

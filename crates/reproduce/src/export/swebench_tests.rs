@@ -38,6 +38,7 @@ fn row(store: &Store, id: &str, resolved: bool, tests: &str, infra: Option<Infra
         stderr_sha256: store.put_log(b"").unwrap(),
         junit_sha256: None,
         error: None,
+        env: None,
     }
 }
 
@@ -61,6 +62,7 @@ fn study() -> (tempfile::TempDir, Store) {
         inst("o__r-6", "P6"),
     ];
     store.register(&insts).unwrap();
+    record_inputs(&store, &insts).unwrap();
     for r in [
         row(&store, "o__r-1", true, BOTH_PASS, None),
         row(&store, "o__r-2", false, NEW_FAILS, None),
@@ -170,6 +172,7 @@ fn names_that_are_not_one_directory_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.db"), true).unwrap();
     store.register(&[inst("..", "P")]).unwrap();
+    record_inputs(&store, &[inst("..", "P")]).unwrap();
     let e = resolve(&store, &dir.path().join("s.db"), Arm::Shim, 0).unwrap_err();
     assert!(
         e.to_string()
@@ -190,4 +193,12 @@ fn the_error_hook_needs_every_listed_test_missing() {
         !no_listed_test_found(&tests, &[]),
         "no list: the exit status decides"
     );
+}
+
+#[test]
+fn a_study_without_the_inputs_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db"), true).unwrap();
+    let e = resolve(&store, &dir.path().join("s.db"), Arm::Shim, 0).unwrap_err();
+    assert!(e.to_string().contains("predates SWE-bench's inputs"), "{e}");
 }
