@@ -163,6 +163,24 @@ fn a_real_instance_runs_from_swebench_files_and_swebench_reads_the_export() {
         serde_json::json!([F2P])
     );
 
+    // The report links each instance to its logs, in SWE-bench's layout beside it.
+    let out = work.run(&["reproduce", "report", "--db", "study.db", "--out", "rep"]);
+    expect_code(&out, 0);
+    let logs = format!("logs/run_evaluation/{run_id}/gold/{ID}/");
+    let md = std::fs::read_to_string(work.path().join("rep/report.md")).unwrap();
+    assert!(
+        md.contains(&format!("](logs/run_evaluation/{run_id}/gold/{ID}/)")),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(work.path().join("rep/report.html")).unwrap();
+    assert!(html.contains(&format!("<a href=\"{logs}\">")), "{html}");
+    assert!(work
+        .path()
+        .join("rep")
+        .join(&logs)
+        .join("report.json")
+        .is_file());
+
     // SWE-bench's own reading agrees: its grading of our test_output.txt gives our
     // report.json, and its run report over our files gives our summary's ids.
     for (dir, run, report) in [(&dir, &run_id, &report), (&base, &base_run, &base_report)] {

@@ -378,7 +378,8 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
     };
     let summary = with_hosts(&store, summary::summarize(&runs, k))?;
-    let files = report::write_report(&summary, &a.out)?;
+    let links = swebench_logs(&store, &a)?;
+    let files = report::write_report(&summary, &a.out, &links)?;
     if a.json {
         print(&summary, true)
     } else {
@@ -387,6 +388,26 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         }
         Ok(())
     }
+}
+
+/// The shim's run #0 of each instance in SWE-bench's layout under the report's directory,
+/// and each instance's link to its logs there; none for a study that predates the inputs
+/// the export needs.
+fn swebench_logs(store: &Store, a: &ReportArgs) -> Result<report::Links, ReproduceError> {
+    let e = match export::swebench::resolve(store, &a.db, Arm::Shim, 0) {
+        Ok(e) => e,
+        Err(export::swebench::ExportError::NoInputs(_)) => return Ok(report::Links::new()),
+        Err(e) => return Err(e.into()),
+    };
+    export::swebench::write(&e, &a.out)?;
+    Ok(e.instances
+        .iter()
+        .filter(|i| i.class != export::swebench::Class::EmptyPatch)
+        .map(|i| {
+            let dir = e.instance_dir(&i.model, &i.instance_id);
+            (i.instance_id.clone(), format!("{}/", dir.display()))
+        })
+        .collect())
 }
 
 fn run_export(a: ExportArgs) -> Result<(), ReproduceError> {

@@ -100,7 +100,7 @@ fn writes_three_files() {
     let dir = tempdir();
     let out = dir.path().join("nested").join("report");
     let s = full();
-    let written = match write_report(&s, &out) {
+    let written = match write_report(&s, &out, &Links::new()) {
         Ok(w) => w,
         Err(e) => panic!("{e}"),
     };
@@ -127,7 +127,7 @@ fn writes_three_files() {
         .unwrap_or_default();
     assert_eq!(names.len(), 3, "{names:?}");
     // Rewriting gives the same bytes.
-    assert!(write_report(&s, &out).is_ok());
+    assert!(write_report(&s, &out, &Links::new()).is_ok());
     assert_eq!(read("report.html"), render_html(&s));
 }
 
@@ -136,7 +136,7 @@ fn write_errors_name_the_step_and_path() {
     let dir = tempdir();
     let file = dir.path().join("plain-file");
     assert!(std::fs::write(&file, b"x").is_ok());
-    let err = write_report(&empty(), &file.join("sub"));
+    let err = write_report(&empty(), &file.join("sub"), &Links::new());
     match err {
         Err(e @ ReportError::CreateDir { .. }) => {
             let text = e.to_string();
@@ -148,7 +148,7 @@ fn write_errors_name_the_step_and_path() {
     // A directory where a report file goes: the write fails and names that file.
     let out = dir.path().join("out");
     assert!(std::fs::create_dir_all(out.join("report.html")).is_ok());
-    match write_report(&empty(), &out) {
+    match write_report(&empty(), &out, &Links::new()) {
         Err(e @ ReportError::Write { .. }) => {
             assert!(e.to_string().contains("report.html"), "{e}");
         }
@@ -225,7 +225,7 @@ fn empty_summary_renders() {
     assert!(html.contains("No classified instances."));
     assert!(!html.contains("class=\"survival\""));
     let dir = tempdir();
-    assert!(write_report(&s, dir.path()).is_ok());
+    assert!(write_report(&s, dir.path(), &Links::new()).is_ok());
 }
 
 #[test]
