@@ -64,14 +64,8 @@ pub(crate) fn write_report(
         source,
     })?;
     let files = [
-        (
-            out.join(MARKDOWN_FILE),
-            sections::document(summary, links).markdown(),
-        ),
-        (
-            out.join(HTML_FILE),
-            sections::document(summary, links).html(),
-        ),
+        (out.join(MARKDOWN_FILE), render_markdown(summary, links)),
+        (out.join(HTML_FILE), render_html(summary, links)),
         (json_path, json),
     ];
     let mut written = Vec::with_capacity(files.len());
@@ -95,13 +89,13 @@ pub(crate) fn render_json(summary: &Summary) -> Result<String, serde_json::Error
 }
 
 /// The report as Markdown.
-pub(crate) fn render_markdown(s: &Summary) -> String {
-    sections::document(s, &Links::new()).markdown()
+pub(crate) fn render_markdown(s: &Summary, links: &Links) -> String {
+    sections::document(s, links).markdown()
 }
 
 /// The report as one self-contained HTML page.
-pub(crate) fn render_html(s: &Summary) -> String {
-    sections::document(s, &Links::new()).html()
+pub(crate) fn render_html(s: &Summary, links: &Links) -> String {
+    sections::document(s, links).html()
 }
 
 /// The arms with classified instances, in report order, with their labels.

@@ -83,11 +83,11 @@ fn escapes_user_text() {
         "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;\u{FFFD}"
     );
     let s = full();
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(!html.contains("<script"), "unescaped script tag");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(html.contains("flaky &amp; co"));
-    let md = render_markdown(&s);
+    let md = render_markdown(&s, &Links::new());
     assert!(!md.contains("<script"));
     assert!(md.contains("&lt;script&gt;alert\\(1\\)&lt;/script&gt;"));
     // Table cells keep their columns.
@@ -113,8 +113,8 @@ fn writes_three_files() {
         ]
     );
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
-    assert_eq!(read("report.md"), render_markdown(&s));
-    assert_eq!(read("report.html"), render_html(&s));
+    assert_eq!(read("report.md"), render_markdown(&s, &Links::new()));
+    assert_eq!(read("report.html"), render_html(&s, &Links::new()));
     let back: Option<Summary> = serde_json::from_str(&read("summary.json")).ok();
     assert_eq!(back, Some(s.clone()));
     // No temporary files are left beside them.
@@ -128,7 +128,7 @@ fn writes_three_files() {
     assert_eq!(names.len(), 3, "{names:?}");
     // Rewriting gives the same bytes.
     assert!(write_report(&s, &out, &Links::new()).is_ok());
-    assert_eq!(read("report.html"), render_html(&s));
+    assert_eq!(read("report.html"), render_html(&s, &Links::new()));
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn one_bar_per_arm_present() {
 #[test]
 fn survival_chart_with_fit_and_points() {
     let s = full();
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(html.contains("<svg class=\"survival\""));
     let Some(drift) = &s.drift else {
         panic!("no drift");
@@ -203,7 +203,7 @@ fn survival_chart_with_fit_and_points() {
 #[test]
 fn self_contained() {
     for s in [empty(), full()] {
-        let html = render_html(&s);
+        let html = render_html(&s, &Links::new());
         for banned in [
             "http://", "https://", "//", "<script", "src=", "href=", "@import", "url(",
         ] {
@@ -218,10 +218,10 @@ fn self_contained() {
 #[test]
 fn empty_summary_renders() {
     let s = empty();
-    let md = render_markdown(&s);
+    let md = render_markdown(&s, &Links::new());
     assert!(md.contains("No classified instances."));
     assert!(md.contains("No instances."));
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(html.contains("No classified instances."));
     assert!(!html.contains("class=\"survival\""));
     let dir = tempdir();
@@ -231,9 +231,15 @@ fn empty_summary_renders() {
 #[test]
 fn deterministic_and_complete() {
     let (a, b) = (full(), full());
-    assert_eq!(render_html(&a), render_html(&b));
-    assert_eq!(render_markdown(&a), render_markdown(&b));
-    let md = render_markdown(&a);
+    assert_eq!(
+        render_html(&a, &Links::new()),
+        render_html(&b, &Links::new())
+    );
+    assert_eq!(
+        render_markdown(&a, &Links::new()),
+        render_markdown(&b, &Links::new())
+    );
+    let md = render_markdown(&a, &Links::new());
     for section in [
         "## Outcomes",
         "## With and without the shim",
