@@ -1,4 +1,4 @@
-//! `reprorun reproduce run|report|regrade`: arguments to options, and what is printed.
+//! `reprorun reproduce run|report|regrade|export|...`: arguments to options, and what is printed.
 
 use std::io::Write;
 use std::path::PathBuf;
