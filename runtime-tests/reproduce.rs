@@ -712,8 +712,12 @@ fn runs_carry_their_environment_and_regrade_refuses_to_mix_them() {
     f.study(&["--k", "1"]);
     let lock = |m: &Path| sha256_hex(&std::fs::read(m.join("lock.json")).unwrap());
     let first = lock(&mirror);
-    let rows = f.rows();
-    let env: serde_json::Value = serde_json::from_str(rows[0].env.as_deref().unwrap()).unwrap();
+    // Read as SQL: `runs.env` is part of the study's file format.
+    let env: String = rusqlite::Connection::open(f.path("study.db"))
+        .unwrap()
+        .query_row("SELECT env FROM runs", [], |r| r.get(0))
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_str(&env).unwrap();
     assert_eq!(env["commit"], f.base.as_str(), "{env}");
     assert_eq!(env["model_patch_sha256"], sha256_hex(FIX.as_bytes()));
     assert_eq!(env["mirror_lock_sha256"], first.as_str());
