@@ -25,7 +25,7 @@ pub struct ReproduceArgs {
 pub enum ReproduceCommand {
     /// Re-run each predicted patch k times in fresh sandboxes and record every run.
     #[command(
-        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
+        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. SIGTERM or SIGINT: no new run starts, the runs in flight are ended, one line says how to resume. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input, a signal, or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
     )]
     Run(Box<RunArgs>),
     /// Write report.md, report.html (with SVG charts) and summary.json from a study.
@@ -88,7 +88,8 @@ pub struct RunArgs {
     /// SWE-bench instances: a JSON array or JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub instances: PathBuf,
-    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch).
+    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch); those for
+    /// instances not in the study are skipped and counted in one line.
     #[arg(long, value_name = "FILE")]
     pub predictions: PathBuf,
     /// The study's SQLite database; created, or resumed when it exists. Logs go to
