@@ -37,5 +37,6 @@ mod oci_idmap;
 mod oci_sched;
 mod reproduce;
 mod reproduce_js;
+mod reproduce_swebench;
 mod time;
 mod variation;

@@ -12,7 +12,7 @@ use reprorun_reproduce::{Arm, Infra};
 /// A git repository with a `calc.py` and one passing test, and the study files around it.
 pub(crate) struct Fixture {
     pub(crate) work: Work,
-    base: String,
+    pub(crate) base: String,
     instances: Vec<serde_json::Value>,
     predictions: Vec<serde_json::Value>,
 }
@@ -599,6 +599,61 @@ fn a_killed_study_resumes_with_every_run_recorded_once() {
 }
 
 #[test]
+fn sigterm_stops_a_study_with_one_line_on_how_to_resume() {
+    let mut f = Fixture::new();
+    for id in ["a", "b"] {
+        f.add(
+            id,
+            FIX,
+            PLAIN_TEST,
+            serde_json::json!({"test_cmd": ": marker-term-5120; sleep 1; python3 -m pytest -p no:cacheprovider -q tests"}),
+        );
+    }
+    let args = ["--k", "3", "--jobs", "2"];
+    let child = f
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = f.path("study.db");
+    assert!(wait_until(Duration::from_secs(120), || {
+        Store::open(&db, false)
+            .ok()
+            .and_then(|s| s.count_runs().ok())
+            .is_some_and(|n| n >= 1)
+    }));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("stopped by SIGTERM"))
+        .unwrap_or_else(|| panic!("no stop line: {err}"));
+    assert!(
+        line.contains("run(s) recorded") && line.contains("run the same command again to resume"),
+        "{line}"
+    );
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    let recorded = f.rows().len();
+    assert!(recorded < 6, "stopped before the end: {recorded}");
+    // The runs in flight ended with it.
+    assert!(
+        wait_until(Duration::from_secs(10), || !host_cmdlines()
+            .iter()
+            .any(|c| c.contains("marker-term-5120"))),
+        "a run outlived its study"
+    );
+    // Resumed: every run once.
+    f.study(&args);
+    assert_eq!(f.rows().len(), 6);
+}
+
+#[test]
 fn bad_input_is_one_line_and_leaves_nothing() {
     let mut f = Fixture::new();
     f.add("ok", FIX, PLAIN_TEST, serde_json::json!({}));
@@ -617,15 +672,13 @@ fn bad_input_is_one_line_and_leaves_nothing() {
         args.extend(extra);
         f.work.run(&args)
     };
-    std::fs::write(
-        f.path("unknown.jsonl"),
-        std::fs::read_to_string(f.path("predictions.jsonl")).unwrap()
-            + "{\"instance_id\": \"nope\", \"model_patch\": \"\"}\n",
-    )
-    .unwrap();
     expect_error(
-        &run("instances.jsonl", "unknown.jsonl", &[]),
-        "unknown.jsonl:2: prediction for unknown instance \"nope\"",
+        &run(
+            "instances.jsonl",
+            "predictions.jsonl",
+            &["--instance-ids", "ok,nope"],
+        ),
+        "--instance-ids: nope not in the instances file",
     );
     std::fs::write(f.path("broken.jsonl"), "{\"instance_id\": \"ok\"}\n{oops\n").unwrap();
     expect_error(
@@ -670,6 +723,77 @@ fn bad_input_is_one_line_and_leaves_nothing() {
     expect_error(
         &out,
         "instance ok was recorded with a different model_patch",
+    );
+}
+
+/// A wheel of one empty module, for `mirror add`.
+fn tiny_wheel(dir: &Path, version: &str) -> PathBuf {
+    let path = dir.join(format!("tinypkg-{version}-py3-none-any.whl"));
+    let script = format!(
+        "import zipfile, sys\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n    z.writestr('tinypkg/__init__.py', '')\n    z.writestr('tinypkg-{version}.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tinypkg\\nVersion: {version}\\n')\n    z.writestr('tinypkg-{version}.dist-info/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n    z.writestr('tinypkg-{version}.dist-info/RECORD', '')\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+/// Each run records what it was made from: the tree's commit, the patches' digests and the
+/// mirror's lock.json digest. A mirror pulled again under the same path between runs makes
+/// a study whose runs differ in environment: `regrade` refuses it unless --allow-mixed.
+#[test]
+fn runs_carry_their_environment_and_regrade_refuses_to_mix_them() {
+    let mut f = Fixture::new();
+    let mirror = f.path("mirror");
+    let wheel = tiny_wheel(f.work.path(), "1.0");
+    let m = mirror.to_string_lossy().into_owned();
+    expect_code(
+        &f.work.run(&["mirror", "add", &m, &wheel.to_string_lossy()]),
+        0,
+    );
+    f.add(
+        "ok",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({"mirror": "mirror"}),
+    );
+    f.study(&["--k", "1"]);
+    let lock = |m: &Path| sha256_hex(&std::fs::read(m.join("lock.json")).unwrap());
+    let first = lock(&mirror);
+    // Read as SQL: `runs.env` is part of the study's file format.
+    let env: String = rusqlite::Connection::open(f.path("study.db"))
+        .unwrap()
+        .query_row("SELECT env FROM runs", [], |r| r.get(0))
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_str(&env).unwrap();
+    assert_eq!(env["commit"], f.base.as_str(), "{env}");
+    assert_eq!(env["model_patch_sha256"], sha256_hex(FIX.as_bytes()));
+    assert_eq!(env["mirror_lock_sha256"], first.as_str());
+    assert_eq!(
+        env["test_patch_sha256"],
+        sha256_hex(test_patch("test_new.py", PLAIN_TEST).as_bytes())
+    );
+
+    // The same path, pulled again: the next run is made from another index.
+    let newer = tiny_wheel(f.work.path(), "1.1");
+    expect_code(
+        &f.work.run(&["mirror", "add", &m, &newer.to_string_lossy()]),
+        0,
+    );
+    assert_ne!(lock(&mirror), first);
+    f.study(&["--k", "2"]);
+    let out = f.work.run(&["reproduce", "regrade", "--db", "study.db"]);
+    expect_error(&out, "ok shim: its runs were made in 2 environments (mirror lock.json differ); pass --allow-mixed");
+    let out = f
+        .work
+        .run(&["reproduce", "regrade", "--db", "study.db", "--allow-mixed"]);
+    let text = expect_code(&out, 0);
+    assert!(
+        text.contains("mixed (--allow-mixed): ok shim: 2 environments"),
+        "{text}"
     );
 }
 

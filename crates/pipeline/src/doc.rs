@@ -1,6 +1,6 @@
 //! A report as a document: a title and blocks (headings, paragraphs, tables, charts),
 //! rendered once to Markdown and once to one self-contained HTML page (inline CSS and SVG,
-//! no scripts, no URLs). The HTML is built with maud, so text is escaped by construction;
+//! no scripts, no external URLs; a cell may link a relative path, [`Cell::linked`]). The HTML is built with maud, so text is escaped by construction;
 //! every piece of text goes through [`Text`], which also keeps control characters out.
 //!
 //! Output is deterministic: the same document gives the same bytes.
@@ -33,10 +33,12 @@ pub enum Align {
     Right,
 }
 
-/// A table cell: text, with an HTML class for styling.
+/// A table cell: text, with an HTML class for styling, and a relative link.
 pub struct Cell {
     pub(crate) text: String,
     pub(crate) class: Option<&'static str>,
+    /// Percent-encoded when rendered ([`href`]).
+    pub(crate) href: Option<String>,
 }
 
 impl Cell {
@@ -44,6 +46,7 @@ impl Cell {
         Cell {
             text: text.into(),
             class: None,
+            href: None,
         }
     }
 
@@ -51,8 +54,32 @@ impl Cell {
         Cell {
             text: text.into(),
             class: Some(class),
+            href: None,
         }
     }
+
+    /// Text linking to `path`, a relative path (each byte but `A-Za-z0-9-._~/` is
+    /// percent-encoded, so no path makes markup or a scheme).
+    pub fn linked(text: impl Into<String>, path: &str) -> Cell {
+        Cell {
+            text: text.into(),
+            class: None,
+            href: Some(href(path)),
+        }
+    }
+}
+
+/// `path` percent-encoded for a link (`/` kept).
+pub fn href(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// A table: its header, one alignment per column, and rows. Cells of left-aligned
@@ -148,9 +175,10 @@ fn markdown_table(t: &Table) -> String {
         let cells: Vec<String> = row
             .iter()
             .zip(&t.head)
-            .map(|(c, (_, a))| match a {
-                Align::Left => md(&c.text),
-                Align::Right => c.text.clone(),
+            .map(|(c, (_, a))| match (a, &c.href) {
+                (Align::Left, Some(h)) => format!("[{}]({h})", md(&c.text)),
+                (Align::Left, None) => md(&c.text),
+                (Align::Right, _) => c.text.clone(),
             })
             .collect();
         o.push_str(&format!("| {} |\n", cells.join(" | ")));
@@ -176,7 +204,13 @@ fn html_table(t: &Table) -> Markup {
                 tr {
                     @for (cell, (_, align)) in row.iter().zip(&t.head) {
                         @let class = if *align == Align::Right { Some("n") } else { cell.class };
-                        td class=[class] { (Text(&cell.text)) }
+                        td class=[class] {
+                            @if let Some(h) = &cell.href {
+                                a href=(h) { (Text(&cell.text)) }
+                            } @else {
+                                (Text(&cell.text))
+                            }
+                        }
                     }
                 }
             }
@@ -283,5 +317,33 @@ mod tests {
         assert!(html.contains("<div class=\"chart\"><svg><text>&lt;s&gt;</text></svg></div>"));
         assert!(!html.contains("<i>") && !html.contains("<s>"));
         assert!(html.ends_with("</html>\n"));
+    }
+
+    #[test]
+    fn links_are_percent_encoded_in_both_formats() {
+        assert_eq!(
+            href("logs/a b/x(1)<\"'>/"),
+            "logs/a%20b/x%281%29%3C%22%27%3E/"
+        );
+        let t = Table {
+            head: head(&[("Instance", Align::Left)]),
+            rows: vec![vec![Cell::linked("i<1>", "logs/i 1/")]],
+            wide: false,
+        };
+        let d = Doc {
+            title: "t".into(),
+            css: "",
+            blocks: vec![Block::Table(t)],
+        };
+        assert!(
+            d.markdown().contains("| [i&lt;1&gt;](logs/i%201/) |"),
+            "{}",
+            d.markdown()
+        );
+        assert!(
+            d.html().contains("<a href=\"logs/i%201/\">i&lt;1&gt;</a>"),
+            "{}",
+            d.html()
+        );
     }
 }

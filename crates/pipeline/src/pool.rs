@@ -5,6 +5,7 @@
 
 use std::fmt::Display;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -26,6 +27,48 @@ pub enum PoolError {
     /// A worker ended without a word (killed, or it crashed).
     #[error("a worker process died before recording its run; start the study again to resume")]
     Died,
+    /// SIGTERM or SIGINT came ([`stop_on_signals`]): the units in flight were ended.
+    #[error("stopped by {signal}")]
+    Stopped {
+        signal: &'static str,
+        in_flight: usize,
+    },
+    #[error("install the SIGTERM handler: {0}")]
+    Signal(Errno),
+}
+
+/// The signal that asked the pool to stop (0: none).
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// SIGTERM and SIGINT stop [`Pool::run`] instead of ending the process: no new unit
+/// starts, the units in flight are ended (their workers killed; a resumed study makes them
+/// again) and `run` returns [`PoolError::Stopped`], so the caller can say how to resume.
+/// Without this call a signal keeps its usual effect.
+pub fn stop_on_signals() -> Result<(), PoolError> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let act = SigAction::new(
+        SigHandler::Handler(on_stop_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { sigaction(sig, &act) }.map_err(PoolError::Signal)?;
+    }
+    Ok(())
+}
+
+/// The stop signal's name, once one came.
+fn stop_signal() -> Option<&'static str> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        libc::SIGINT => Some("SIGINT"),
+        _ => Some("SIGTERM"),
+    }
 }
 
 fn sys(step: &'static str) -> impl Fn(Errno) -> PoolError {
@@ -81,6 +124,9 @@ impl Pool<'_> {
         let mut running: Vec<Option<Running>> = (0..slots).map(|_| None).collect();
         let mut error: Option<PoolError> = None;
         loop {
+            if let Some(signal) = stop_signal() {
+                return Err(self.stop(&mut running, signal));
+            }
             let now = super::unix_now_ms();
             if stop() {
                 pending.clear();
@@ -125,6 +171,20 @@ impl Pool<'_> {
             self.collect(&mut running, wait, &mut error)?;
             self.progress.tick();
         }
+    }
+
+    /// Ends the units in flight (their workers, and with them their sandboxes) after a
+    /// stop signal.
+    fn stop(&mut self, running: &mut [Option<Running>], signal: &'static str) -> PoolError {
+        let mut in_flight = 0;
+        for slot in running.iter_mut() {
+            if let Some(r) = slot.take() {
+                in_flight += 1;
+                let _ = nix::sys::signal::kill(r.pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(r.pid, None);
+            }
+        }
+        PoolError::Stopped { signal, in_flight }
     }
 
     /// Waits up to `wait` ms for workers to report, and reaps those that did.

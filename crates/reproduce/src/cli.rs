@@ -1,4 +1,4 @@
-//! `reprorun reproduce run|report|regrade`: arguments to options, and what is printed.
+//! `reprorun reproduce run|report|regrade|export|...`: arguments to options, and what is printed.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ pub use super::ledger::LedgerArgs;
 use super::runner::Conditions;
 use super::store::Store;
 pub use super::sweep::Point;
-use super::{cluster, regrade, report, stats, study, summary, ReproduceError};
+use super::{cluster, export, regrade, report, stats, study, summary, Arm, ReproduceError};
 use reprorun_pipeline::cluster_args::PlanOut;
 pub use reprorun_pipeline::cluster_args::{MergeArgs, WorkArgs};
 use reprorun_pipeline::progress::ProgressMode;
@@ -27,7 +27,7 @@ pub struct ReproduceArgs {
 pub enum ReproduceCommand {
     /// Re-run each predicted patch k times in fresh sandboxes and record every run.
     #[command(
-        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
+        after_help = "Progress: a bar (rate, ETA) on a terminal; REPRORUN_PROGRESS=lines prints one line per finished run instead, for logs. SIGTERM or SIGINT: no new run starts, the runs in flight are ended, one line says how to resume. Exit status: 0 when every run is recorded (whatever the outcomes); 125 on bad input, a signal, or a failure that stops the study (start it again to resume). Formats: spec/reproduce.md."
     )]
     Run(Box<RunArgs>),
     /// Write report.md, report.html (with SVG charts) and summary.json from a study.
@@ -38,7 +38,7 @@ pub enum ReproduceCommand {
     /// Grade every recorded run again from its stored logs under the current grading
     /// rules, without re-running anything, and update the rows whose grade changed.
     #[command(
-        after_help = "Infrastructure failures keep their outcome. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, or the study is running."
+        after_help = "Infrastructure failures keep their outcome. Runs of one instance and arm recorded with different environments (commit, patch digests, mirror lock.json digest) are refused unless --allow-mixed. Prints the counts and one line per changed run (--json: one object). Exit status: 0, or 125 when the study cannot be read, a log is missing, environments are mixed, or the study is running."
     )]
     Regrade(RegradeArgs),
     /// Per instance and per listed test, across every recorded run (all arms, hosts and
@@ -48,6 +48,13 @@ pub enum ReproduceCommand {
         after_help = "Prints a headline and one line per flaky or environment-dependent test (--json: one object). --export FILE writes the graders' manifest (reprorun-known-flaky/1). Exit status: 0, or 125 when the study cannot be read. Formats: spec/reproduce.md, Ledger."
     )]
     Ledger(LedgerArgs),
+    /// Write one arm's run #N of every instance in SWE-bench's evaluation layout:
+    /// logs/run_evaluation/RUN_ID/MODEL/INSTANCE/{test_output.txt,patch.diff,report.json} and
+    /// the run summary MODEL.RUN_ID.json.
+    #[command(
+        after_help = "The run id is the study's (made when it started), suffixed .ARM.N for other than shim #0. An instance whose run did not apply its patch, timed out, could not run, or shows none of its listed tests is in error_ids and gets no report.json, as SWE-bench does. Prints the summaries' paths. Exit status: 0, or 125 when the study cannot be read or the files written. Formats: spec/reproduce.md."
+    )]
+    Export(ExportArgs),
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
@@ -90,7 +97,8 @@ pub struct RunArgs {
     /// SWE-bench instances: a JSON array or JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub instances: PathBuf,
-    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch).
+    /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch); those for
+    /// instances not in the study are skipped and counted in one line.
     #[arg(long, value_name = "FILE")]
     pub predictions: PathBuf,
     /// The study's SQLite database; created, or resumed when it exists. Logs go to
@@ -120,12 +128,20 @@ pub struct RunArgs {
     /// the run summary with resolved_ids), over the instances' recorded_resolved.
     #[arg(long, value_name = "FILE")]
     pub recorded: Option<PathBuf>,
-    /// Where repositories are found (DIR/owner__name) for instances without repo_path.
+    /// Where repositories are found (DIR/owner__name, or its bundle DIR/owner__name.bundle)
+    /// for instances without repo_path.
     #[arg(long, value_name = "DIR")]
     pub repos: Option<PathBuf>,
     /// The test command for instances without test_cmd (run by /bin/sh -c in /work).
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
+    /// SWE-bench's specs as JSON, keyed by repo and version (install, test_cmd, ...): the
+    /// test command of instances without test_cmd, from their repo and version.
+    #[arg(long, value_name = "FILE")]
+    pub specs: Option<PathBuf>,
+    /// Only these instances (comma- or space-separated ids; all when not given).
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub instance_ids: Vec<String>,
     /// Image store for instances with an `image` (env REPRORUN_STORE; default as for
     /// `reprorun image`).
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
@@ -179,6 +195,30 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The directory to write SWE-bench's layout into (created).
+    #[arg(long, value_name = "DIR")]
+    pub swebench: PathBuf,
+    /// The study's database.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// The arm whose runs are exported (shim, no_shim, baseline_shim, ...).
+    #[arg(long, default_value = "shim", value_name = "ARM", value_parser = parse_arm)]
+    pub arm: Arm,
+    /// Which of the arm's k runs (0-based).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub idx: u32,
+}
+
+fn parse_arm(s: &str) -> Result<Arm, String> {
+    Arm::parse(s).ok_or_else(|| {
+        format!(
+            "unknown arm {s:?} (shim, no_shim, baseline_shim, baseline_no_shim, shim_without_PIN)"
+        )
+    })
+}
+
+#[derive(Debug, Args)]
 pub struct RegradeArgs {
     /// The study's database.
     #[arg(long, value_name = "FILE")]
@@ -186,6 +226,10 @@ pub struct RegradeArgs {
     /// Print one JSON object (counts and the changed runs) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Regrade even when runs of one instance and arm were made in different environments
+    /// (another commit, patch or mirror lock.json); without it such a study is refused.
+    #[arg(long)]
+    pub allow_mixed: bool,
 }
 
 /// Runs the subcommand; returns the exit status.
@@ -195,6 +239,7 @@ pub fn run(args: ReproduceArgs) -> Result<(), ReproduceError> {
         ReproduceCommand::Report(a) => run_report(a),
         ReproduceCommand::Regrade(a) => run_regrade(a),
         ReproduceCommand::Ledger(a) => super::ledger::run(&a),
+        ReproduceCommand::Export(a) => run_export(a),
         ReproduceCommand::Plan(a) => run_plan(*a),
         ReproduceCommand::Work(a) => run_work(a),
         ReproduceCommand::Merge(a) => run_merge(a),
@@ -319,6 +364,8 @@ fn study_options(a: RunArgs) -> study::Options {
             recorded: a.recorded,
             mirror: a.mirror,
             store: a.store,
+            specs: a.specs,
+            instance_ids: a.instance_ids,
         },
         conditions,
         progress: ProgressMode::for_stderr(),
@@ -328,7 +375,12 @@ fn study_options(a: RunArgs) -> study::Options {
 fn run_study(a: RunArgs) -> Result<(), ReproduceError> {
     let (db, k, json) = (a.db.clone(), a.k, a.json);
     let opts = study_options(a);
-    let skipped = study::run(&opts)?;
+    let (skipped, unknown) = study::run(&opts)?;
+    if unknown > 0 {
+        eprintln!(
+            "reprorun: reproduce: {unknown} prediction(s) for instances not in the study were skipped"
+        );
+    }
     if !skipped.is_empty() {
         eprintln!(
             "reprorun: reproduce: {} instance(s) without a prediction were not run: {}",
@@ -350,7 +402,8 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
         None => store.meta("k")?.and_then(|k| k.parse().ok()).unwrap_or(1),
     };
     let summary = with_hosts(&store, summary::summarize(&runs, k))?;
-    let files = report::write_report(&summary, &a.out)?;
+    let links = swebench_logs(&store, &a)?;
+    let files = report::write_report(&summary, &a.out, &links)?;
     if a.json {
         print(&summary, true)
     } else {
@@ -361,8 +414,44 @@ fn run_report(a: ReportArgs) -> Result<(), ReproduceError> {
     }
 }
 
+/// The shim's run #0 of each instance in SWE-bench's layout under the report's directory,
+/// and each instance's link to its logs there; none for a study that predates the inputs
+/// the export needs.
+fn swebench_logs(store: &Store, a: &ReportArgs) -> Result<report::Links, ReproduceError> {
+    let e = match export::swebench::resolve(store, &a.db, Arm::Shim, 0) {
+        Ok(e) => e,
+        Err(export::swebench::ExportError::NoInputs(_)) => return Ok(report::Links::new()),
+        Err(e) => return Err(e.into()),
+    };
+    export::swebench::write(&e, &a.out)?;
+    Ok(e.instances
+        .iter()
+        .filter(|i| i.class != export::swebench::Class::EmptyPatch)
+        .map(|i| {
+            let dir = e.instance_dir(&i.model, &i.instance_id);
+            (i.instance_id.clone(), format!("{}/", dir.display()))
+        })
+        .collect())
+}
+
+fn run_export(a: ExportArgs) -> Result<(), ReproduceError> {
+    let store = Store::open(&a.db, false)?;
+    let e = export::swebench::resolve(&store, &a.db, a.arm, a.idx)?;
+    if !e.not_run.is_empty() {
+        eprintln!(
+            "reprorun: reproduce export: {} instance(s) have no {} run #{} yet; they are counted in error_ids, as SWE-bench counts an instance without a report",
+            e.not_run.len(),
+            a.arm.name(),
+            a.idx
+        );
+    }
+    let files = export::swebench::write(&e, &a.swebench)?;
+    let text: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
+    write_out(&text)
+}
+
 fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {
-    let done = regrade::regrade(&a.db)?;
+    let done = regrade::regrade(&a.db, a.allow_mixed)?;
     let text = if a.json {
         let line = serde_json::to_string(&done).map_err(|e| ReproduceError::Print(e.into()))?;
         format!("{line}\n")

@@ -12,6 +12,8 @@ use serde_json::Value;
 use reprorun_pipeline::records::{string_field, Records, RecordsError};
 use thiserror::Error;
 
+pub(crate) mod specs;
+
 #[derive(Debug, Error)]
 pub enum InputError {
     /// Reading the file, a record of it, or the file as a whole (shared by every pipeline's
@@ -20,14 +22,10 @@ pub enum InputError {
     Records(#[from] RecordsError),
     #[error("instance {id}: {reason}")]
     Instance { id: String, reason: String },
-    #[error(
-        "{path}:{line}: prediction for unknown instance {id:?}: it is not in the instances file"
-    )]
-    UnknownInstance {
-        path: PathBuf,
-        line: usize,
-        id: String,
-    },
+    #[error(transparent)]
+    Specs(#[from] specs::SpecsError),
+    #[error("--instance-ids: {ids} not in the instances file")]
+    UnknownIds { ids: String },
     #[error("{0}: no instance has a prediction; nothing to run")]
     NothingToRun(PathBuf),
 }
@@ -71,6 +69,11 @@ pub(crate) struct Defaults {
     pub mirror: Option<PathBuf>,
     /// `--store DIR`: the image store `image` is looked up in.
     pub store: Option<PathBuf>,
+    /// `--specs FILE`: test commands per repo and version, for instances without
+    /// `test_cmd`.
+    pub specs: Option<PathBuf>,
+    /// `--instance-ids`: only these instances (empty: all).
+    pub instance_ids: Vec<String>,
 }
 
 /// The instances that have a prediction, in instance-id order, and the ids skipped for
@@ -79,6 +82,8 @@ pub(crate) struct Defaults {
 pub(crate) struct Input {
     pub instances: Vec<Instance>,
     pub without_prediction: Vec<String>,
+    /// Predictions for instances not in the instances file (or not selected), skipped.
+    pub unknown_predictions: usize,
 }
 
 /// Reads and checks everything.
@@ -97,6 +102,7 @@ pub(crate) fn load(
         Some(path) => Some(read_report(path)?),
         None => None,
     };
+    let specs = defaults.specs.as_deref().map(specs::read).transpose()?;
 
     let mut by_id: BTreeMap<String, (usize, &serde_json::Map<String, Value>)> = BTreeMap::new();
     for (line, obj) in &raw {
@@ -113,8 +119,10 @@ pub(crate) fn load(
             }));
         }
     }
+    select(&mut by_id, &defaults.instance_ids)?;
 
     let mut patches: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut unknown = 0;
     for (line, obj) in &preds {
         let bad = |reason: String| RecordsError::Line {
             path: predictions.to_path_buf(),
@@ -124,11 +132,9 @@ pub(crate) fn load(
         let id = string_field(obj, "instance_id")
             .ok_or_else(|| bad("no \"instance_id\" string".into()))?;
         if !by_id.contains_key(&id) {
-            return Err(InputError::UnknownInstance {
-                path: predictions.to_path_buf(),
-                line: *line,
-                id,
-            });
+            // A predictions file often covers a whole benchmark; a study, part of it.
+            unknown += 1;
+            continue;
         }
         let patch = match obj.get("model_patch") {
             Some(Value::String(s)) => s.clone(),
@@ -158,13 +164,37 @@ pub(crate) fn load(
             model,
             &base,
             defaults,
-            recorded.as_ref(),
+            (recorded.as_ref(), specs.as_ref()),
         )?);
     }
     Ok(Input {
         instances: out,
         without_prediction: without,
+        unknown_predictions: unknown,
     })
+}
+
+/// Keeps the instances `ids` names (all when it is empty); an id not there is an error.
+fn select(
+    by_id: &mut BTreeMap<String, (usize, &serde_json::Map<String, Value>)>,
+    ids: &[String],
+) -> Result<(), InputError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    let missing: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|id| !by_id.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        return Err(InputError::UnknownIds {
+            ids: missing.join(", "),
+        });
+    }
+    by_id.retain(|id, _| wanted.contains(id.as_str()));
+    Ok(())
 }
 
 fn instance(
@@ -174,7 +204,7 @@ fn instance(
     model_name: String,
     base: &Path,
     defaults: &Defaults,
-    recorded: Option<&BTreeMap<String, bool>>,
+    (recorded, specs): (Option<&BTreeMap<String, bool>>, Option<&specs::Specs>),
 ) -> Result<Instance, InputError> {
     let bad = |reason: String| InputError::Instance {
         id: id.to_string(),
@@ -218,10 +248,20 @@ fn instance(
             "\"base_commit\" {base_commit:?} is not a revision"
         )));
     }
-    let test_cmd = text("test_cmd")?
-        .or_else(|| defaults.test_cmd.clone())
-        .filter(|c| !c.trim().is_empty())
-        .ok_or_else(|| bad("no test command: add \"test_cmd\" or pass --test-cmd".into()))?;
+    let test_patch = text("test_patch")?.unwrap_or_default();
+    let test_cmd = match (text("test_cmd")?, specs) {
+        (Some(c), _) => Some(c),
+        (None, Some(s)) => match s.command(&repo, version(obj).as_deref(), &test_patch) {
+            Ok(c) => Some(c),
+            Err(_) if defaults.test_cmd.is_some() => defaults.test_cmd.clone(),
+            Err(e) => return Err(bad(format!("{e}; or pass --test-cmd"))),
+        },
+        (None, None) => defaults.test_cmd.clone(),
+    }
+    .filter(|c| !c.trim().is_empty())
+    .ok_or_else(|| {
+        bad("no test command: add \"test_cmd\", pass --specs FILE or --test-cmd".into())
+    })?;
     let date = |key: &str| -> Result<Option<i64>, InputError> {
         text(key)?
             .map(|t| {
@@ -271,7 +311,7 @@ fn instance(
         repo,
         repo_path,
         base_commit,
-        test_patch: text("test_patch")?.unwrap_or_default(),
+        test_patch,
         model_patch,
         model_name,
         fail_to_pass: test_list(obj, "FAIL_TO_PASS").map_err(&bad)?,
@@ -285,12 +325,22 @@ fn instance(
     })
 }
 
-/// `--repos DIR`'s repository for `owner/name`: `DIR/owner__name`, `DIR/owner/name` or
-/// `DIR/name`.
+/// SWE-bench's `version`: a string, or a number as JSON writes it.
+fn version(obj: &serde_json::Map<String, Value>) -> Option<String> {
+    match obj.get("version")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `--repos DIR`'s repository for `owner/name`: `DIR/owner__name`, its bundle
+/// `DIR/owner__name.bundle`, `DIR/owner/name` or `DIR/name`.
 fn find_repo(repo: &str, defaults: &Defaults) -> Option<PathBuf> {
     let dir = defaults.repos.as_ref()?;
     [
         dir.join(repo.replace('/', "__")),
+        dir.join(format!("{}.bundle", repo.replace('/', "__"))),
         dir.join(repo),
         dir.join(repo.rsplit('/').next().unwrap_or("")),
     ]

@@ -14,9 +14,11 @@
 pub mod cli;
 pub mod cluster;
 pub(crate) mod evidence;
+pub(crate) mod export;
 pub(crate) mod input;
 pub(crate) mod ledger;
 pub(crate) mod outcome;
+pub(crate) mod provenance;
 pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod runner;
@@ -46,8 +48,17 @@ pub enum ReproduceError {
     Report(#[from] report::ReportError),
     #[error(transparent)]
     Regrade(#[from] regrade::RegradeError),
+    #[error(transparent)]
+    Export(#[from] export::swebench::ExportError),
     #[error("worker: {0}")]
     Worker(#[from] reprorun_pipeline::pool::PoolError),
+    #[error("stopped by {signal}: {recorded} run(s) recorded, {in_flight} in flight ended; run the same command again to resume (--db {db})")]
+    Stopped {
+        signal: &'static str,
+        recorded: u64,
+        in_flight: usize,
+        db: std::path::PathBuf,
+    },
     #[error("instance {id}: {cause}; fix it and run the same command again to resume")]
     Setup {
         id: String,

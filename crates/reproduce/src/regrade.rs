@@ -11,6 +11,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::outcome;
+use super::provenance::{self, Mixed};
 use super::store::{RunRow, Store, StoreError};
 use reprorun_pipeline::store::LockError;
 
@@ -22,6 +23,15 @@ pub enum RegradeError {
     Lock(#[from] LockError),
     #[error("--db {db}: instance {id} has no stored test lists (the study predates them); run `reprorun reproduce run` on it once with the same inputs, then regrade")]
     NoLists { db: PathBuf, id: String },
+    #[error("--db {db}: {id} {arm}: its runs were made in {environments} environments ({what} differ); pass --allow-mixed to regrade them together ({groups} instance/arm group(s) mixed in all)")]
+    Mixed {
+        db: PathBuf,
+        id: String,
+        arm: String,
+        environments: usize,
+        what: String,
+        groups: usize,
+    },
     #[error("--db {db}: run {id} {arm} #{idx}: log {digest} is missing from the log store; it cannot be regraded")]
     MissingLog {
         db: PathBuf,
@@ -60,16 +70,36 @@ pub(crate) struct Regraded {
     pub now_resolved: u64,
     pub now_unresolved: u64,
     pub changes: Vec<Change>,
+    /// Instance/arm groups whose runs were made in different environments, regraded
+    /// together under `--allow-mixed`.
+    pub mixed: Vec<Mixed>,
 }
 
-/// Regrades the study at `db` (holding its lock: no `run` may record meanwhile).
-pub(crate) fn regrade(db: &Path) -> Result<Regraded, RegradeError> {
+/// Regrades the study at `db` (holding its lock: no `run` may record meanwhile). Runs of
+/// one instance and arm made in different environments ([`provenance::mixed`]) are
+/// refused unless `allow_mixed`.
+pub(crate) fn regrade(db: &Path, allow_mixed: bool) -> Result<Regraded, RegradeError> {
     let store = Store::open(db, false)?;
     let _lock = reprorun_pipeline::store::lock(db)?;
     let lists = store.graded_lists()?;
-    let mut out = Regraded::default();
+    let rows = store.rows()?;
+    let mixed = provenance::mixed(&rows);
+    if let (Some(m), false) = (mixed.first(), allow_mixed) {
+        return Err(RegradeError::Mixed {
+            db: db.to_path_buf(),
+            id: m.instance_id.clone(),
+            arm: m.arm.clone(),
+            environments: m.environments,
+            what: m.what.join(", "),
+            groups: mixed.len(),
+        });
+    }
+    let mut out = Regraded {
+        mixed,
+        ..Regraded::default()
+    };
     let mut updated = Vec::new();
-    for row in store.rows()? {
+    for row in rows {
         out.runs += 1;
         if row.infra.is_some_and(|i| !i.graded()) {
             out.infra += 1;
@@ -155,6 +185,15 @@ impl Regraded {
             "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved, {} error (no listed test in the output)\n",
             self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved, self.errors
         );
+        for m in &self.mixed {
+            t.push_str(&format!(
+                "  mixed (--allow-mixed): {} {}: {} environments ({} differ)\n",
+                m.instance_id,
+                m.arm,
+                m.environments,
+                m.what.join(", ")
+            ));
+        }
         for c in &self.changes {
             let word = |r: bool| if r { "resolved" } else { "unresolved" };
             t.push_str(&format!(
@@ -191,6 +230,7 @@ mod tests {
                 resolved_before: false,
                 resolved_after: true,
             }],
+            mixed: vec![],
         };
         assert_eq!(
             r.text(),

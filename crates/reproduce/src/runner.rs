@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::input::Instance;
 use super::outcome;
+use super::provenance;
 use super::store::{RunRow, Store, StoreError};
 use super::tree::{self, Variant};
 use super::ReproduceError;
@@ -36,6 +37,8 @@ pub enum SetupError {
     Mirror(#[from] reprorun_runtime::mirror::MirrorError),
     #[error("sandbox: {0}")]
     Sandbox(#[source] reprorun_pipeline::unit::HostFailure),
+    #[error(transparent)]
+    Provenance(#[from] super::provenance::ProvenanceError),
 }
 
 /// How runs are made (the study's options that shape a sandbox).
@@ -179,7 +182,7 @@ pub(crate) fn request(
     req.intercept = !host_like;
     req.sorted_dirs = without != Some(Pin::DirOrder);
     let mut env = Vec::new();
-    let mut mirror = inst.mirror.clone();
+    let mirror = provenance::mirror_for(inst, arm, cond.no_shim_mirror.as_deref());
     if host_like {
         req.date = Some(DateChoice::Now);
         req.random = RandomMode::Real;
@@ -199,7 +202,6 @@ pub(crate) fn request(
                 .filter(|(k, _)| !ours(k))
                 .cloned(),
         );
-        mirror = cond.no_shim_mirror.clone();
         if req.net == reprorun_runtime::plan::NetMode::None && mirror.is_none() {
             no_retries(&mut env);
         }
@@ -238,15 +240,12 @@ pub(crate) fn request(
             req.net = cond.no_shim_net.mode;
             req.egress = cond.no_shim_net.egress.clone();
         }
-        if without == Some(Pin::Mirror) {
-            mirror = cond.no_shim_mirror.clone();
-        }
         if let Arm::ShimVary(v) = arm {
             vary(&mut req, &mut env, v);
         }
     }
     req.env = env;
-    if let Some(dir) = &mirror {
+    if let Some(dir) = mirror {
         req.attach_mirror(dir)?;
     }
     req.extra_mounts.push(ExtraMount::Bind(BindSpec {
@@ -337,6 +336,7 @@ fn blank_row(inst: &Instance, arm: Arm, idx: u32, started_at: i64) -> RunRow {
         stderr_sha256: String::new(),
         junit_sha256: None,
         error: None,
+        env: None,
     }
 }
 
@@ -406,6 +406,10 @@ pub(crate) fn run(
     let work = store.work_dir();
     let tree = tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.into()))?;
     row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
+    let no_shim_mirror = cond.no_shim_mirror.as_deref();
+    let env = provenance::of_run(inst, arm, no_shim_mirror, &tree.applied.commit)
+        .map_err(|e| setup(e.into()))?;
+    row.env = serde_json::to_string(&env).ok();
     if !tree.applied.ok {
         let log = tree.applied.log.clone();
         let why = format!("patch did not apply ({})\n", row.apply);

@@ -54,6 +54,10 @@ pub struct RunRow {
     pub junit_sha256: Option<String>,
     /// The one-line runtime error, for `Infra::Runtime`.
     pub error: Option<String>,
+    /// What the run was made from (`provenance::Provenance`, JSON); `None` for a run
+    /// recorded before it was kept.
+    #[serde(default)]
+    pub env: Option<String>,
 }
 
 /// An arm as its name ([`Arm::name`]) in JSON.
@@ -139,10 +143,27 @@ static SCHEMA: Schema = Schema {
 impl Store {
     /// Opens (creating if `create`) the study database.
     pub fn open(path: &Path, create: bool) -> Result<Store, StoreError> {
-        Ok(Store {
+        let store = Store {
             db: Db::open(path, create, &SCHEMA)?,
             path: path.to_path_buf(),
-        })
+        };
+        store.add_env_column()?;
+        Ok(store)
+    }
+
+    /// `runs.env` (a run's provenance), added without a schema bump: a study made before
+    /// it gets the column, empty for its old runs.
+    fn add_env_column(&self) -> Result<(), StoreError> {
+        let conn = self.db.conn();
+        let has = conn
+            .prepare("SELECT 1 FROM pragma_table_info('runs') WHERE name = 'env'")
+            .and_then(|mut st| st.exists([]))
+            .map_err(self.err())?;
+        if !has {
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN env TEXT")
+                .map_err(self.err())?;
+        }
+        Ok(())
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -295,7 +316,7 @@ impl Store {
     pub fn insert(&self, r: &RunRow) -> Result<(), StoreError> {
         let evidence: Vec<&str> = r.evidence.iter().map(|m| m.name()).collect();
         self.db.insert_once(
-                "INSERT OR IGNORE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                "INSERT OR IGNORE INTO runs (instance_id, arm, idx, resolved, infra, exit_code, wall_ms, started_at, signature, evidence, apply, tests, stdout_sha256, stderr_sha256, junit_sha256, error, env) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                 params![
                     r.instance_id,
                     r.arm.name(),
@@ -313,6 +334,7 @@ impl Store {
                     r.stderr_sha256,
                     r.junit_sha256,
                     r.error,
+                    r.env,
                 ],
             )?;
         Ok(())
@@ -486,7 +508,7 @@ impl Store {
     pub fn rows(&self) -> Result<Vec<RunRow>, StoreError> {
         let mut stmt = self.db
             .conn()
-            .prepare("SELECT instance_id, arm, idx, resolved, infra, exit_code, wall_ms, started_at, signature, evidence, apply, tests, stdout_sha256, stderr_sha256, junit_sha256, error FROM runs ORDER BY instance_id, arm, idx")
+            .prepare("SELECT instance_id, arm, idx, resolved, infra, exit_code, wall_ms, started_at, signature, evidence, apply, tests, stdout_sha256, stderr_sha256, junit_sha256, error, env FROM runs ORDER BY instance_id, arm, idx")
             .map_err(self.err())?;
         let rows = stmt
             .query_map([], |r| {
@@ -514,6 +536,7 @@ impl Store {
                         stderr_sha256: r.get(13)?,
                         junit_sha256: r.get(14)?,
                         error: r.get(15)?,
+                        env: r.get(16)?,
                     },
                 ))
             })
@@ -582,6 +605,7 @@ mod tests {
             stderr_sha256: "b".into(),
             junit_sha256: None,
             error: None,
+            env: Some("{\"commit\":\"c\"}".into()),
         }
     }
 

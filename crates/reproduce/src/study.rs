@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reprorun_pipeline::pool::Pool;
+use reprorun_pipeline::pool::{Pool, PoolError};
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::unix_now_ms;
 
@@ -52,8 +52,9 @@ pub(crate) struct Job {
 }
 
 /// Runs the study to completion (or to the first error that stops it) and returns the
-/// instances that had no prediction.
-pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
+/// instances that had no prediction and the number of predictions skipped for naming no
+/// instance of the study.
+pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError> {
     if opts.k == 0 {
         return Err(ReproduceError::Usage("--k must be at least 1".into()));
     }
@@ -78,6 +79,7 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         let store = Store::open(&opts.db, true)?;
         runner::check_work_dir(&store.work_dir())?;
         store.register(&insts)?;
+        crate::export::swebench::record_inputs(&store, &insts)?;
         store.check_options(&opts.conditions.fingerprint())?;
         store.set_meta("k", &opts.k.to_string())?;
         let now = unix_now_ms() / 1000;
@@ -85,12 +87,15 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
             .meta_or_set("started_at", &now.to_string())?
             .parse()
             .unwrap_or(now);
+        crate::export::swebench::run_id(&store)?;
         // Scratch of runs a killed study left; nothing else runs on this study (the lock).
         let _ = std::fs::remove_dir_all(store.work_dir().join("runs"));
         start
         // The coordinator's connection closes here: SQLite connections must not cross fork.
     };
 
+    // SIGTERM or SIGINT: no new run, the runs in flight ended, one line on how to resume.
+    reprorun_pipeline::pool::stop_on_signals()?;
     let arms = arms(opts);
     let mut phase1 = Vec::new();
     for idx in 0..opts.k {
@@ -106,19 +111,29 @@ pub(crate) fn run(opts: &Options) -> Result<Vec<String>, ReproduceError> {
         close_in_worker: vec![lock_fd],
         progress: &mut progress,
     };
-    let done = execute(&insts, opts, phase1, start, &mut pool);
+    let mut done = execute(&insts, opts, phase1, start, &mut pool);
     if done.is_ok() && opts.compare_shim && opts.pin_runs > 0 {
         let phase2 = pin_jobs(&insts, opts)?;
-        execute(&insts, opts, phase2, start, &mut pool)?;
-        let rows = Store::open(&opts.db, false)?.rows()?;
-        execute(&insts, opts, vary_jobs(&insts, &rows), start, &mut pool)?;
+        done = execute(&insts, opts, phase2, start, &mut pool);
+        if done.is_ok() {
+            let rows = Store::open(&opts.db, false)?.rows()?;
+            done = execute(&insts, opts, vary_jobs(&insts, &rows), start, &mut pool);
+        }
     }
     if done.is_ok() && !opts.clock_sweep.is_empty() {
-        sweep(&insts, opts, start, &mut pool)?;
+        done = sweep(&insts, opts, start, &mut pool);
     }
     progress.finish();
     drop(lock);
-    done.map(|()| input.without_prediction)
+    if let Err(ReproduceError::Worker(PoolError::Stopped { signal, in_flight })) = done {
+        return Err(ReproduceError::Stopped {
+            signal,
+            recorded: Store::open(&opts.db, false)?.count_runs()?,
+            in_flight,
+            db: opts.db.clone(),
+        });
+    }
+    done.map(|()| (input.without_prediction, input.unknown_predictions))
 }
 
 /// Installers a test command may run, as words of it.

@@ -171,6 +171,7 @@ mod tests {
             stderr_sha256: String::new(),
             junit_sha256: None,
             error: None,
+            env: None,
         }
     }
 

@@ -76,6 +76,10 @@ pub(crate) struct Applied {
     pub test: String,
     /// The apply step's combined output.
     pub log: String,
+    /// The commit checked out (`git rev-parse HEAD` before any patch went on; empty for a
+    /// tree made before it was recorded).
+    #[serde(default)]
+    pub commit: String,
 }
 
 /// A tree ready to run: its directory and how its patches applied.
@@ -134,16 +138,18 @@ pub(crate) fn ensure(dir: &Path, inst: &Instance, variant: Variant) -> Result<Tr
     if tree.exists() {
         std::fs::remove_dir_all(&tree).map_err(io(&tree))?;
     }
-    checkout(inst, &tree)?;
-    let applied = match (variant, inst.model_patch.trim().is_empty()) {
+    let commit = checkout(inst, &tree)?;
+    let mut applied = match (variant, inst.model_patch.trim().is_empty()) {
         (Variant::Patched, true) => Applied {
             ok: false,
             model: "empty".into(),
             test: "none".into(),
             log: "the prediction's model_patch is empty\n".into(),
+            commit: String::new(),
         },
         _ => apply(dir, &tree, inst, variant)?,
     };
+    applied.commit = commit;
     let json = serde_json::to_vec_pretty(&applied).map_err(|e| TreeError::Io {
         path: meta.clone(),
         source: e.into(),
@@ -154,8 +160,9 @@ pub(crate) fn ensure(dir: &Path, inst: &Instance, variant: Variant) -> Result<Tr
 }
 
 /// `git clone --no-checkout` (objects hard-linked from a local repository, or read from a
-/// bundle) and a detached checkout of the base commit.
-fn checkout(inst: &Instance, tree: &Path) -> Result<(), TreeError> {
+/// bundle) and a detached checkout of the base commit; returns the commit checked out
+/// (read before any patch, which the sandbox applies, touches the tree).
+fn checkout(inst: &Instance, tree: &Path) -> Result<String, TreeError> {
     let fail = |step: &'static str, reason: String| TreeError::Checkout {
         id: inst.instance_id.clone(),
         step,
@@ -210,10 +217,28 @@ fn checkout(inst: &Instance, tree: &Path) -> Result<(), TreeError> {
         ],
         "git checkout base_commit",
     )?;
+    let head = Command::new("git")
+        .args([
+            "-C".as_ref(),
+            partial.as_os_str(),
+            "rev-parse".as_ref(),
+            "HEAD".as_ref(),
+        ])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fail("git rev-parse HEAD", e.to_string()))?;
+    if !head.status.success() {
+        return Err(fail(
+            "git rev-parse HEAD",
+            String::from_utf8_lossy(&head.stderr).trim().to_string(),
+        ));
+    }
     std::fs::rename(&partial, tree).map_err(|source| TreeError::Io {
         path: tree.to_path_buf(),
         source,
-    })
+    })?;
+    Ok(String::from_utf8_lossy(&head.stdout).trim().to_string())
 }
 
 /// The apply step, run by `/bin/sh` in the sandbox with the tree at /work and the patches
@@ -325,6 +350,7 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
             "not tried".into()
         },
         log,
+        commit: String::new(),
     };
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(applied)

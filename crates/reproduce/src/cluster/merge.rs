@@ -109,6 +109,7 @@ impl Pipeline for Tasks {
     fn open_store(&self, db: &Path) -> Result<Store, ClusterError> {
         let store = Store::open(db, true)?;
         store.register(&self.manifest.instances)?;
+        crate::export::swebench::record_inputs(&store, &self.manifest.instances)?;
         store.check_options(&self.manifest.options_fingerprint)?;
         store.set_meta("k", &self.manifest.k.to_string())?;
         Ok(store)

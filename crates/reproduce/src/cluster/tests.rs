@@ -128,6 +128,7 @@ fn result(tasks: &Tasks, results: &Path, u: &Unit, chunk: u32, out: &str) -> Sha
         stderr_sha256: put(b""),
         junit_sha256: None,
         error: None,
+        env: None,
     };
     Shard {
         format: SHARD_FORMAT.into(),

@@ -93,17 +93,25 @@ fn malformed_lines_are_reported_with_their_number() {
 }
 
 #[test]
-fn unknown_and_duplicate_predictions_are_refused() {
+fn unknown_predictions_are_skipped_and_duplicates_refused() {
     let f = Files::new();
     let other = PRED.replace("a__b-1", "zz-9");
+    let more = PRED.replace("a__b-1", "zz-10");
+    // A predictions file often covers a whole benchmark, a study part of it.
+    let input = f
+        .load(
+            INST,
+            &format!("{PRED}\n{other}\n{more}\n"),
+            &Defaults::default(),
+        )
+        .unwrap();
+    assert_eq!(input.instances.len(), 1);
+    assert_eq!(input.unknown_predictions, 2);
     let e = f
-        .load(INST, &format!("{PRED}\n{other}\n"), &Defaults::default())
+        .load(INST, &other, &Defaults::default())
         .unwrap_err()
         .to_string();
-    assert!(
-        e.contains("p.jsonl:2: prediction for unknown instance \"zz-9\""),
-        "{e}"
-    );
+    assert!(e.contains("no instance has a prediction"), "{e}");
     let e = f
         .load(INST, &format!("{PRED}\n{PRED}\n"), &Defaults::default())
         .unwrap_err()
@@ -276,4 +284,99 @@ fn swe_bench_dates() {
     );
     assert_eq!(parse_when("2023-05-10"), Some(1_683_676_800));
     assert_eq!(parse_when("soon"), None);
+}
+
+#[test]
+fn instance_ids_select_and_name_the_unknown() {
+    let f = Files::new();
+    let two = format!("{INST}\n{}", INST.replace("a__b-1", "a__b-2"));
+    let preds = format!("{PRED}\n{}", PRED.replace("a__b-1", "a__b-2"));
+    let d = Defaults {
+        instance_ids: vec!["a__b-2".into()],
+        ..Defaults::default()
+    };
+    let input = f.load(&two, &preds, &d).unwrap();
+    let ids: Vec<&str> = input
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a__b-2"]);
+    assert_eq!(input.unknown_predictions, 1, "the other's prediction");
+    let d = Defaults {
+        instance_ids: vec!["a__b-2".into(), "x-1".into()],
+        ..Defaults::default()
+    };
+    let e = f.load(&two, &preds, &d).unwrap_err().to_string();
+    assert_eq!(e, "--instance-ids: x-1 not in the instances file");
+}
+
+#[test]
+fn specs_give_the_test_command_by_repo_and_version() {
+    let f = Files::new();
+    let specs = f.write(
+        "specs.json",
+        r#"{"a/b": {"0.1": {"python": "3.9", "install": "pip install -e .", "test_cmd": "pytest -rA"}}}"#,
+    );
+    // As SWE-bench ships it: no test_cmd, a version (a string, or a number), the
+    // environment's commit.
+    let inst = INST
+        .replace(
+            "\"test_cmd\": \"pytest\", ",
+            "\"version\": \"0.1\", \"environment_setup_commit\": \"abc\", ",
+        )
+        .replace(
+            "\"test_patch\": \"T\"",
+            "\"test_patch\": \"diff --git a/t.py b/t.py\\n\"",
+        );
+    let d = Defaults {
+        specs: Some(specs.clone()),
+        ..Defaults::default()
+    };
+    let input = f.load(&inst, PRED, &d).unwrap();
+    assert_eq!(
+        input.instances[0].test_cmd,
+        "pip install -e .\npytest -rA 't.py'"
+    );
+    let number = inst.replace("\"0.1\"", "0.1");
+    assert_eq!(
+        f.load(&number, PRED, &d).unwrap().instances[0].test_cmd,
+        input.instances[0].test_cmd
+    );
+    // Another version: an error naming it, unless --test-cmd stands in.
+    let other = inst.replace("\"0.1\"", "\"0.2\"");
+    let e = f.load(&other, PRED, &d).unwrap_err().to_string();
+    assert!(
+        e.contains("has no entry for \"a/b\" version \"0.2\"; or pass --test-cmd"),
+        "{e}"
+    );
+    let d = Defaults {
+        test_cmd: Some("make test".into()),
+        ..d
+    };
+    assert_eq!(
+        f.load(&other, PRED, &d).unwrap().instances[0].test_cmd,
+        "make test"
+    );
+    // The instance's own test_cmd wins.
+    assert_eq!(
+        f.load(INST, PRED, &d).unwrap().instances[0].test_cmd,
+        "pytest"
+    );
+}
+
+#[test]
+fn repos_finds_a_bundle() {
+    let f = Files::new();
+    std::fs::write(f.dir.path().join("a__b.bundle"), "").unwrap();
+    let inst = INST.replace("\"repo_path\": \"repo\", ", "");
+    let d = Defaults {
+        repos: Some(f.dir.path().to_path_buf()),
+        ..Defaults::default()
+    };
+    let input = f.load(&inst, PRED, &d).unwrap();
+    assert_eq!(
+        input.instances[0].repo_path,
+        f.dir.path().join("a__b.bundle")
+    );
 }

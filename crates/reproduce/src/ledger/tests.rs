@@ -23,6 +23,7 @@ fn run(id: &str, arm: Arm, idx: u32, tests: &[(&str, &str)], evidence: Vec<Mode>
         stderr_sha256: String::new(),
         junit_sha256: None,
         error: None,
+        env: None,
     }
 }
 

@@ -10,6 +10,7 @@
 mod charts;
 mod sections;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::summary::{ClassCounts, Summary};
@@ -39,11 +40,20 @@ pub enum ReportError {
     },
 }
 
+/// Each instance's logs, a path relative to the report (`reproduce report` writes SWE-bench's
+/// layout beside it); instances without one are not linked.
+pub(crate) type Links = BTreeMap<String, String>;
+
 /// Writes `report.md`, `report.html` and `summary.json` into `out` (created with its
-/// parents when missing) and returns their paths in that order. Every file is rendered
+/// parents when missing), each instance linked to its logs in `links`, and returns their
+/// paths in that order. Every file is rendered
 /// first, then written through a temporary file renamed over the target, so a failure
 /// leaves each file either as it was or complete, never half written.
-pub(crate) fn write_report(summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ReportError> {
+pub(crate) fn write_report(
+    summary: &Summary,
+    out: &Path,
+    links: &Links,
+) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(out).map_err(|source| ReportError::CreateDir {
         path: out.to_path_buf(),
         source,
@@ -54,8 +64,8 @@ pub(crate) fn write_report(summary: &Summary, out: &Path) -> Result<Vec<PathBuf>
         source,
     })?;
     let files = [
-        (out.join(MARKDOWN_FILE), render_markdown(summary)),
-        (out.join(HTML_FILE), render_html(summary)),
+        (out.join(MARKDOWN_FILE), render_markdown(summary, links)),
+        (out.join(HTML_FILE), render_html(summary, links)),
         (json_path, json),
     ];
     let mut written = Vec::with_capacity(files.len());
@@ -79,13 +89,13 @@ pub(crate) fn render_json(summary: &Summary) -> Result<String, serde_json::Error
 }
 
 /// The report as Markdown.
-pub(crate) fn render_markdown(s: &Summary) -> String {
-    sections::document(s).markdown()
+pub(crate) fn render_markdown(s: &Summary, links: &Links) -> String {
+    sections::document(s, links).markdown()
 }
 
 /// The report as one self-contained HTML page.
-pub(crate) fn render_html(s: &Summary) -> String {
-    sections::document(s).html()
+pub(crate) fn render_html(s: &Summary, links: &Links) -> String {
+    sections::document(s, links).html()
 }
 
 /// The arms with classified instances, in report order, with their labels.

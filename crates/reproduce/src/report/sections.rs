@@ -188,7 +188,7 @@ fn half_life_text(s: &Summary, d: &crate::summary::Drift) -> String {
 }
 
 /// The report document.
-pub(super) fn document(s: &Summary) -> Doc {
+pub(super) fn document(s: &Summary, links: &super::Links) -> Doc {
     let mut b = vec![Block::Para(format!(
         "Runs per arm (k): {}. Instances: {}. Runs: {}.",
         s.k, s.instances_total, s.runs_total
@@ -226,7 +226,7 @@ pub(super) fn document(s: &Summary) -> Doc {
     b.push(if s.instances.is_empty() {
         Block::Para("No instances.".into())
     } else {
-        Block::Table(instances(s))
+        Block::Table(instances(s, links))
     });
     Doc {
         title: "reprorun reproduce report".into(),
@@ -346,7 +346,7 @@ fn failure_modes(s: &Summary) -> Table {
     }
 }
 
-fn instances(s: &Summary) -> Table {
+fn instances(s: &Summary, links: &super::Links) -> Table {
     use Align::{Left, Right};
     // A study merged from a cluster says on how many hosts each patch's runs landed.
     let hosts = s.instances.iter().any(|i| i.distinct_hosts.is_some());
@@ -376,7 +376,10 @@ fn instances(s: &Summary) -> Table {
         .iter()
         .map(|r| {
             let mut row = vec![
-                Cell::new(r.instance_id.as_str()),
+                match links.get(&r.instance_id) {
+                    Some(path) => Cell::linked(r.instance_id.as_str(), path),
+                    None => Cell::new(r.instance_id.as_str()),
+                },
                 Cell::new(rate(r.r_shim)),
                 class(r.class_shim),
                 Cell::new(rate(r.r_no_shim)),

@@ -84,11 +84,11 @@ fn escapes_user_text() {
         "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;\u{FFFD}"
     );
     let s = full();
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(!html.contains("<script"), "unescaped script tag");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(html.contains("flaky &amp; co"));
-    let md = render_markdown(&s);
+    let md = render_markdown(&s, &Links::new());
     assert!(!md.contains("<script"));
     assert!(md.contains("&lt;script&gt;alert\\(1\\)&lt;/script&gt;"));
     // Table cells keep their columns.
@@ -101,7 +101,7 @@ fn writes_three_files() {
     let dir = tempdir();
     let out = dir.path().join("nested").join("report");
     let s = full();
-    let written = match write_report(&s, &out) {
+    let written = match write_report(&s, &out, &Links::new()) {
         Ok(w) => w,
         Err(e) => panic!("{e}"),
     };
@@ -114,8 +114,8 @@ fn writes_three_files() {
         ]
     );
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
-    assert_eq!(read("report.md"), render_markdown(&s));
-    assert_eq!(read("report.html"), render_html(&s));
+    assert_eq!(read("report.md"), render_markdown(&s, &Links::new()));
+    assert_eq!(read("report.html"), render_html(&s, &Links::new()));
     let back: Option<Summary> = serde_json::from_str(&read("summary.json")).ok();
     assert_eq!(back, Some(s.clone()));
     // No temporary files are left beside them.
@@ -128,8 +128,8 @@ fn writes_three_files() {
         .unwrap_or_default();
     assert_eq!(names.len(), 3, "{names:?}");
     // Rewriting gives the same bytes.
-    assert!(write_report(&s, &out).is_ok());
-    assert_eq!(read("report.html"), render_html(&s));
+    assert!(write_report(&s, &out, &Links::new()).is_ok());
+    assert_eq!(read("report.html"), render_html(&s, &Links::new()));
 }
 
 #[test]
@@ -137,7 +137,7 @@ fn write_errors_name_the_step_and_path() {
     let dir = tempdir();
     let file = dir.path().join("plain-file");
     assert!(std::fs::write(&file, b"x").is_ok());
-    let err = write_report(&empty(), &file.join("sub"));
+    let err = write_report(&empty(), &file.join("sub"), &Links::new());
     match err {
         Err(e @ ReportError::CreateDir { .. }) => {
             let text = e.to_string();
@@ -149,7 +149,7 @@ fn write_errors_name_the_step_and_path() {
     // A directory where a report file goes: the write fails and names that file.
     let out = dir.path().join("out");
     assert!(std::fs::create_dir_all(out.join("report.html")).is_ok());
-    match write_report(&empty(), &out) {
+    match write_report(&empty(), &out, &Links::new()) {
         Err(e @ ReportError::Write { .. }) => {
             assert!(e.to_string().contains("report.html"), "{e}");
         }
@@ -178,7 +178,7 @@ fn one_bar_per_arm_present() {
 #[test]
 fn survival_chart_with_fit_and_points() {
     let s = full();
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(html.contains("<svg class=\"survival\""));
     let Some(drift) = &s.drift else {
         panic!("no drift");
@@ -204,7 +204,7 @@ fn survival_chart_with_fit_and_points() {
 #[test]
 fn self_contained() {
     for s in [empty(), full()] {
-        let html = render_html(&s);
+        let html = render_html(&s, &Links::new());
         for banned in [
             "http://", "https://", "//", "<script", "src=", "href=", "@import", "url(",
         ] {
@@ -219,22 +219,28 @@ fn self_contained() {
 #[test]
 fn empty_summary_renders() {
     let s = empty();
-    let md = render_markdown(&s);
+    let md = render_markdown(&s, &Links::new());
     assert!(md.contains("No classified instances."));
     assert!(md.contains("No instances."));
-    let html = render_html(&s);
+    let html = render_html(&s, &Links::new());
     assert!(html.contains("No classified instances."));
     assert!(!html.contains("class=\"survival\""));
     let dir = tempdir();
-    assert!(write_report(&s, dir.path()).is_ok());
+    assert!(write_report(&s, dir.path(), &Links::new()).is_ok());
 }
 
 #[test]
 fn deterministic_and_complete() {
     let (a, b) = (full(), full());
-    assert_eq!(render_html(&a), render_html(&b));
-    assert_eq!(render_markdown(&a), render_markdown(&b));
-    let md = render_markdown(&a);
+    assert_eq!(
+        render_html(&a, &Links::new()),
+        render_html(&b, &Links::new())
+    );
+    assert_eq!(
+        render_markdown(&a, &Links::new()),
+        render_markdown(&b, &Links::new())
+    );
+    let md = render_markdown(&a, &Links::new());
     for section in [
         "## Outcomes",
         "## With and without the shim",
