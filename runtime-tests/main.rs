@@ -33,6 +33,7 @@ mod oci_conformance;
 mod oci_containerd;
 mod oci_idmap;
 mod oci_sched;
+mod python_pkg;
 mod reproduce;
 mod reproduce_js;
 mod time;
