@@ -34,7 +34,7 @@ def metadata(version: str, readme: str) -> str:
             f"Version: {version}",
             f"Summary: {SUMMARY}",
             "License: see LICENSE",
-            "Requires-Python: >=3.9",
+            "Requires-Python: >=3.10",
             "Classifier: Operating System :: POSIX :: Linux",
             "Classifier: Programming Language :: Python :: 3",
             "Classifier: Programming Language :: Rust",

@@ -57,8 +57,14 @@ fn build_wheel(out: &Path) -> PathBuf {
 fn wheel_installs_and_its_suite_passes() {
     require!(
         Need::Root,
-        Need::Path(PYTHON, "Debian's python3 with venv (.ci/setup installs python3-venv)"),
-        Need::Path(WHEELHOUSE_COMPLETE, "the pinned Python packages (.ci/setup downloads them)"),
+        Need::Path(
+            PYTHON,
+            "Debian's python3 with venv (.ci/setup installs python3-venv)"
+        ),
+        Need::Path(
+            WHEELHOUSE_COMPLETE,
+            "the pinned Python packages (.ci/setup downloads them)"
+        ),
     );
     let scratch = visible_tempdir();
     let wheel = build_wheel(&scratch.path().join("dist"));
@@ -72,13 +78,24 @@ fn wheel_installs_and_its_suite_passes() {
     let venv = scratch.path().join("venv");
     check(
         "python3 -m venv",
-        Command::new(PYTHON).args(["-m", "venv"]).arg(&venv).output().unwrap(),
+        Command::new(PYTHON)
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .unwrap(),
     );
     let requirements = python_dir().join("requirements-test.txt");
     check(
         "pip install (offline)",
         Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "--no-index", "--find-links", WHEELHOUSE, "-r"])
+            .args([
+                "install",
+                "-q",
+                "--no-index",
+                "--find-links",
+                WHEELHOUSE,
+                "-r",
+            ])
             .arg(&requirements)
             .arg(&wheel)
             .output()
@@ -87,11 +104,22 @@ fn wheel_installs_and_its_suite_passes() {
     // pip put the binary on the environment's PATH, and it is this one.
     let version_out = check(
         "reprorun --version",
-        Command::new(venv.join("bin/reprorun")).arg("--version").output().unwrap(),
+        Command::new(venv.join("bin/reprorun"))
+            .arg("--version")
+            .output()
+            .unwrap(),
     );
     assert_eq!(stdout(&version_out).trim(), format!("reprorun {version}"));
     let run = Command::new(venv.join("bin/python"))
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore::DeprecationWarning",
+        ])
         .arg(python_dir().join("tests"))
         .current_dir(scratch.path())
         .env_remove("REPRORUN_BIN")
@@ -119,6 +147,10 @@ fn build_refuses_a_binary_of_another_version() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("is version 9.9.9"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is version 9.9.9"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!scratch.path().join("dist").exists());
 }

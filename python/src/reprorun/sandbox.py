@@ -95,7 +95,7 @@ class AsyncSandbox:
             self._own_workdir = tempfile.mkdtemp(prefix="reprorun-sandbox-")
             self.options = self.options.replace(workdir=self._own_workdir)
         argv = [binary(), "exec", *self.options.to_args(), "--"]
-        argv += [self.python, "-I", "-u", "-c", _SERVER]
+        argv += [self.python, "-I", "-S", "-u", "-c", _SERVER]
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=subprocess.PIPE,
