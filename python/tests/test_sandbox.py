@@ -100,3 +100,27 @@ def test_the_server_ending_fails_pending_and_later_calls():
         await sb.stop()
 
     asyncio.run(main())
+
+
+def test_a_reply_over_the_line_limit_ends_the_sandbox(monkeypatch):
+    import reprorun.sandbox
+
+    # The host bounds what it reads from the sandbox: a reply line over the limit ends it
+    # (here 4 KiB; 96 MiB by default) instead of being buffered without bound.
+    monkeypatch.setattr(reprorun.sandbox, "_LINE_LIMIT", 4096)
+    with Sandbox() as sb:
+        assert sb.exec(["echo", "small"]).ok
+        with pytest.raises(SandboxClosed) as e:
+            sb.exec(["head", "-c", "100000", "/dev/zero"])
+        assert "line limit" in e.value.message
+        with pytest.raises(SandboxClosed):
+            sb.exec(["true"])
+
+
+def test_a_server_that_does_not_start_is_an_error():
+    with pytest.raises(ReprorunError) as e:
+        Sandbox(python="false").start()
+    assert "did not start" in e.value.message
+    with pytest.raises(ReprorunError) as e:
+        Sandbox(python="no-such-python").start()
+    assert "no-such-python" in e.value.message

@@ -11,7 +11,8 @@ one command (`sh -c 'echo hi'`), end it, through
              uvicorn) imports for most of a second whatever runs it, so it is also set against
              the CLI running that import alone (`swerex-cli`)
 
-in rounds that alternate the ways (median wall time of each, ratio to the CLI's). Not part
+in rounds that alternate the ways (median wall time of each, ratio to the CLI's), and one
+command in an already running Sandbox (what an agent loop pays per tool call). Not part
 of the test suite: timings on a shared machine are noise; read the ratios of one run.
 
 Set-up (offline after .ci/setup), as root:
@@ -116,6 +117,13 @@ def main() -> None:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
+    # What an agent loop pays per tool call once its sandbox is up: one exec in a running
+    # Sandbox, against a whole CLI start for the same command.
+    with reprorun.Sandbox() as sb:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            assert sb.exec(CMD).stdout == b"hi\n"
+            times.setdefault("sandbox exec (warm)", []).append(time.perf_counter() - start)
     med = {name: statistics.median(t) for name, t in times.items()}
     print(f"reprorun {reprorun.__version__}, {rounds} rounds, median wall time (ms) and ratio")
     for name, m in med.items():

@@ -133,7 +133,13 @@ class AsyncSandbox:
                 if not future.done():
                     future.set_result(reply)
         except (asyncio.LimitOverrunError, ValueError):
-            pass
+            # A reply over the line limit is not one the server writes: end the sandbox
+            # rather than buffer without bound or wait on a server that keeps writing.
+            self._stderr += b"\nreprorun: the sandbox's server sent a reply over the line limit\n"
+            self._proc.kill()
+            # wait() returns once the pipes are closed too: read what is left to the end.
+            while await self._proc.stdout.read(1 << 16):
+                pass
         code = await self._proc.wait()
         reason = error_line(bytes(self._stderr)) or f"the sandbox ended (exit {code})"
         self._closed = reason
