@@ -115,7 +115,8 @@ WAYS = {
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    os.chdir(tempfile.mkdtemp(prefix="reprorun-bench-", dir="/var/tmp"))
+    scratch = tempfile.TemporaryDirectory(prefix="reprorun-bench-", dir="/var/tmp")
+    os.chdir(scratch.name)
     for fn in WAYS.values():  # warm caches (page cache, .pyc files)
         fn()
     times: dict[str, list[float]] = {name: [] for name in WAYS}
@@ -141,6 +142,8 @@ def main() -> None:
         base = med[against]
         print(f"  {name:<18} {m * 1000:8.1f} ms  {m / base:5.2f}x {against}")
     print(f"  {'swerex':<18} {'':8}     {med['swerex'] / med['cli']:6.1f}x cli (the server's import included)")
+    os.chdir("/")
+    scratch.cleanup()
 
 
 if __name__ == "__main__":
