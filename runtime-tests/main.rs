@@ -35,6 +35,7 @@ mod oci_containerd;
 mod oci_engines;
 mod oci_idmap;
 mod oci_sched;
+mod python_pkg;
 mod reproduce;
 mod reproduce_js;
 mod reproduce_swebench;
