@@ -414,3 +414,87 @@ fn bad_inject_options_fail_before_anything_starts() {
         "--inject-env",
     );
 }
+
+/// Node 20 has no proxy variables of its own: CONNECT by hand, then its TLS stack, which
+/// trusts the run's CA through NODE_EXTRA_CA_CERTS.
+const NODE: &str = r#"
+const http = require("http"), tls = require("tls");
+const port = +process.argv[2];
+http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: `api.test:${port}`})
+  .on("connect", (res, socket) => {
+    const t = tls.connect({socket, servername: "api.test"}, () => {
+      t.write(`GET /node HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer ${process.env.KEY_A}\r\nConnection: close\r\n\r\n`);
+    });
+    let body = "";
+    t.on("data", d => body += d);
+    t.on("end", () => console.log(body.split("\r\n\r\n")[1].trim()));
+    t.on("error", e => console.log("node error", e.message));
+  }).end();
+"#;
+
+#[test]
+fn real_clients_trust_the_run_ca_through_their_own_variables() {
+    require!(
+        Need::Root,
+        Need::Tool("curl"),
+        Need::Tool("python3"),
+        Need::Tool("node"),
+        Need::Tool("git")
+    );
+    let up = TlsUpstream::start();
+    let p = up.port;
+    let work = Work::new();
+    std::fs::write(work.path().join("node.js"), NODE).unwrap();
+    std::fs::write(work.path().join("test-ca.pem"), &up.ca_pem).unwrap();
+    // Each client finds the run's CA through its own variable: urllib (OpenSSL's
+    // SSL_CERT_FILE), requests (REQUESTS_CA_BUNDLE, not certifi), Node (NODE_EXTRA_CA_CERTS),
+    // git (GIT_SSL_CAINFO, with its own http.extraHeader).
+    let script = format!(
+        "python3 -c 'import os, urllib.request as u; r = u.Request(\"https://api.test:{p}/urllib\", headers={{\"Authorization\": \"Bearer \" + os.environ[\"KEY_A\"]}}); print(u.urlopen(r).read().decode().strip())'; \
+         python3 -c 'import os, requests; print(requests.get(\"https://api.test:{p}/requests\", headers={{\"Authorization\": \"Bearer \" + os.environ[\"KEY_A\"]}}).text.strip())'; \
+         node /work/node.js {p}; \
+         git -c http.extraHeader=\"Authorization: Bearer $KEY_A\" ls-remote https://api.test:{p}/repo.git >/dev/null 2>&1; echo git done"
+    );
+    let o = work
+        .cmd(&[
+            "exec",
+            "--record",
+            "rec.json",
+            "--inject-env",
+            &format!("KEY_A:api.test:{p}"),
+            "--upstream-ca",
+            "test-ca.pem",
+            "--allow-host",
+            &format!("127.0.0.1:{p}"),
+            "--add-host",
+            "api.test:127.0.0.1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("KEY_A", REAL)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = expect_code(&o, 0);
+    for line in [
+        "hello /urllib",
+        "hello /requests",
+        "hello /node",
+        "git done",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line:?} missing: {out}");
+    }
+    let seen = up.seen();
+    for path in ["/urllib", "/requests", "/node", "/repo.git/info/refs"] {
+        let request = seen
+            .split("\n----\n")
+            .find(|r| r.starts_with(&format!("GET {path}")))
+            .unwrap_or_else(|| panic!("no request for {path}: {seen}"));
+        assert!(
+            request.contains(&format!("Bearer {REAL}")),
+            "{path}: {request}"
+        );
+    }
+}

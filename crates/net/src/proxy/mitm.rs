@@ -20,7 +20,7 @@ use crate::allow::Target;
 use crate::intercept::Intercept;
 
 /// Plaintext read at once from either side.
-const CHUNK: usize = 16 * 1024;
+const CHUNK: usize = 64 * 1024;
 
 /// What a terminated connection moved, and which secrets and placeholders it saw.
 #[derive(Default)]
@@ -152,7 +152,9 @@ fn upstream_side(
 #[derive(Default)]
 struct Flow {
     pending: Vec<u8>,
-    /// The source said it is done (close_notify or end of stream).
+    /// The source's socket ended (no more TLS to read).
+    tls_done: bool,
+    /// The source's stream ended (close_notify or the socket's end) and its plaintext was read.
     eof: bool,
     /// The end was passed on to the other side.
     closed: bool,
@@ -209,7 +211,8 @@ fn pump(
 /// What becomes of the plaintext read (appended to the flow's pending bytes).
 type Transform<'a> = dyn FnMut(&[u8], &mut Vec<u8>) -> Result<(), String> + 'a;
 
-/// Reads what `sock`'s TLS has for `flow` (only while its last bytes were delivered).
+/// Reads what `sock`'s TLS has for `flow` (only while its last bytes were delivered):
+/// plaintext already decrypted first, then the socket.
 fn step(
     sock: &TcpStream,
     tls: &mut Connection,
@@ -220,44 +223,56 @@ fn step(
     if !flow.pending.is_empty() || flow.eof {
         return Ok(false);
     }
+    let mut moved = drain(tls, flow, buf, transform)?;
+    // rustls reads at most 4 KiB a call: up to CHUNK of plaintext per turn of the loop.
+    while flow.pending.len() < CHUNK && !flow.eof && !flow.tls_done && tls.wants_read() {
+        let mut s = sock;
+        match tls.read_tls(&mut s) {
+            Ok(0) => flow.tls_done = true,
+            Ok(_) => moved = true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The peer is gone: the end of its stream.
+            Err(e) if gone(&e) => flow.tls_done = true,
+            Err(e) => return Err(format!("read: {e}")),
+        }
+        tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
+        moved |= drain(tls, flow, buf, transform)?;
+    }
+    Ok(moved)
+}
+
+/// Moves decrypted plaintext into `flow` (at most about [`CHUNK`] at once); the end of the
+/// stream (close_notify, or the socket's end without it) ends the flow.
+fn drain(
+    tls: &mut Connection,
+    flow: &mut Flow,
+    buf: &mut [u8],
+    transform: &mut Transform<'_>,
+) -> Result<bool, String> {
     let mut moved = false;
-    let mut s = sock;
-    match tls.read_tls(&mut s) {
-        Ok(0) => flow.eof = true,
-        Ok(_) => moved = true,
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-        // The peer is gone: the end of its stream.
-        Err(e) if gone(&e) => flow.eof = true,
-        Err(e) => return Err(format!("read: {e}")),
-    }
-    let state = tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
-    if state.peer_has_closed() {
-        flow.eof = true;
-    }
     loop {
         match tls.reader().read(buf) {
             Ok(0) => {
                 flow.eof = true;
-                break;
+                return Ok(moved);
             }
             Ok(n) => {
                 transform(&buf[..n], &mut flow.pending)?;
                 moved = true;
                 if flow.pending.len() >= CHUNK {
-                    break;
+                    return Ok(moved);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
             // Closed without close_notify: the end of the stream all the same.
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 flow.eof = true;
-                break;
+                return Ok(moved);
             }
             Err(e) => return Err(format!("read: {e}")),
         }
     }
-    Ok(moved)
 }
 
 /// Hands `flow`'s pending bytes to `tls` and writes what it has to `sock`; passes the end
@@ -317,13 +332,16 @@ fn wait(sides: [(&TcpStream, &Connection, &Flow, &Flow); 2], left: Duration) {
     let mut fds = Vec::with_capacity(2);
     for (sock, tls, from, into) in sides {
         let mut flags = PollFlags::empty();
-        if from.pending.is_empty() && !from.eof {
+        if from.pending.is_empty() && !from.eof && !from.tls_done {
             flags |= PollFlags::POLLIN;
         }
         if tls.wants_write() || !into.pending.is_empty() {
             flags |= PollFlags::POLLOUT;
         }
-        fds.push(PollFd::new(sock.as_fd(), flags));
+        // A socket with nothing to wait for stays out: a hung-up one would wake every time.
+        if !flags.is_empty() {
+            fds.push(PollFd::new(sock.as_fd(), flags));
+        }
     }
     let timeout =
         PollTimeout::try_from(left.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
