@@ -54,14 +54,36 @@ pub(super) fn serve(
         done.failed = Some("TLS termination needs a host name".into());
         return done;
     };
-    let mut server = match server_side(intercept, name, client, hello, limits.handshake) {
+    // Both handshakes at once: the upstream's in a thread of its own while this one does
+    // the client's (one after the other cost a whole upstream handshake per connection).
+    let (server, up) = std::thread::scope(|scope| {
+        let theirs = std::thread::Builder::new()
+            .name("rrnet-upstream".into())
+            .stack_size(super::CONN_STACK)
+            .spawn_scoped(scope, || {
+                upstream_side(intercept, name, upstream, limits.handshake)
+            });
+        let server = server_side(intercept, name, client, hello, limits.handshake);
+        if server.is_err() {
+            // No client to serve: break off the upstream's handshake.
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+        let up = match theirs {
+            Ok(t) => t
+                .join()
+                .unwrap_or_else(|_| Err("the upstream's handshake panicked".into())),
+            Err(_) => upstream_side(intercept, name, upstream, limits.handshake),
+        };
+        (server, up)
+    });
+    let mut server = match server {
         Ok(s) => s,
         Err(why) => {
             done.failed = Some(why);
             return done;
         }
     };
-    let mut up = match upstream_side(intercept, name, upstream, limits.handshake) {
+    let mut up = match up {
         Ok(c) => c,
         Err(why) => {
             let body = format!("reprorun: {why}\n");
