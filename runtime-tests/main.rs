@@ -29,6 +29,7 @@ mod lineage;
 mod mirror;
 mod mirror_npm;
 mod net;
+mod net_inject;
 mod oci;
 mod oci_conformance;
 mod oci_containerd;

@@ -77,6 +77,8 @@ pub(crate) enum Error {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Allow(#[from] net::AllowError),
+    #[error(transparent)]
+    Inject(#[from] net::intercept::InjectError),
     #[error("--net-log {path}: {source}; pass a writable regular file's path")]
     NetLog {
         path: PathBuf,
@@ -220,6 +222,7 @@ fn wants_egress(args: &ExecArgs) -> bool {
     !args.allow_host.is_empty()
         || !args.allow_file.is_empty()
         || !args.add_host.is_empty()
+        || !args.inject_env.is_empty()
         || args.net_log.is_some()
 }
 
@@ -229,9 +232,38 @@ fn egress(args: &ExecArgs) -> Result<net::Egress, Error> {
     for file in &args.allow_file {
         rules.extend(net::allow::read_file(file)?);
     }
+    let mut inject = Vec::new();
+    for (name, host) in &args.inject_env {
+        // The caller's value gives the placeholder its shape; the executor reads it again
+        // when the run starts, and only the supervisor and the proxy hold it.
+        let value = std::env::var(name)
+            .map_err(|_| net::intercept::InjectError::Unset { name: name.clone() })?;
+        let placeholder = net::intercept::placeholder(name, &value)?;
+        if !rules.contains(host) {
+            rules.push(host.clone());
+        }
+        inject.push(net::intercept::Inject {
+            name: name.clone(),
+            host: host.clone(),
+            placeholder,
+        });
+    }
+    if let Some(ca) = &args.upstream_ca {
+        reprorun_runtime::plan::refuse_link(ca, args.follow_symlinks, "--upstream-ca")?;
+    }
+    if args.upstream_ca.is_some() && inject.is_empty() {
+        return Err(Error::Usage(
+            "--upstream-ca verifies the upstreams of --inject-env: name one".into(),
+        ));
+    }
     Ok(net::Egress {
         rules,
         hosts: args.add_host.clone(),
+        inject,
+        upstream_ca: args
+            .upstream_ca
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
     })
 }
 

@@ -188,6 +188,19 @@ pub(crate) struct ExecArgs {
     /// Docker's --add-host); the address rules still apply. Repeatable; implies --net allow.
     #[arg(long, value_name = "NAME:ADDRESS")]
     add_host: Vec<(String, std::net::IpAddr)> => many, value_parser |v: &str| net::allow::parse_add_host(v);
+    /// Keep the value of the caller's variable NAME out of the sandbox: the sandbox sees NAME
+    /// set to a placeholder of the same shape (unique per run), and the egress proxy
+    /// terminates TLS for HOST (a name or `*.suffix`, port 443 unless given; HTTP/1.1 only)
+    /// with a certificate of a CA made for this run, putting the real value back where the
+    /// placeholder appears in request headers to HOST, nowhere else. The sandbox trusts the
+    /// CA through SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE and
+    /// GIT_SSL_CAINFO. Repeatable; allows HOST; implies --net allow (`spec/network.md`).
+    #[arg(long, value_name = "NAME:HOST[:PORT]")]
+    inject_env: Vec<(String, net::Rule)> => many, value_parser |v: &str| net::intercept::parse_spec(v);
+    /// Verify the upstreams of --inject-env against the CA certificates in FILE (PEM)
+    /// instead of the host's system bundle (a private or test upstream).
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Option<PathBuf> => opt(path);
     /// Append one JSON line to FILE per connection attempt through the egress proxy, as it
     /// ends (the run record's `network` list holds the same); implies --net allow.
     #[arg(long, value_name = "FILE")]

@@ -58,7 +58,7 @@ impl Rule {
     }
 
     /// Whether this rule's host part matches `target` (whatever the port).
-    fn host_matches(&self, target: &Target) -> bool {
+    pub(crate) fn host_matches(&self, target: &Target) -> bool {
         match (&self.host, target) {
             (HostPattern::Exact(e), Target::Name(n)) => e == n,
             (HostPattern::Suffix(s), Target::Name(n)) => n

@@ -11,6 +11,7 @@
 
 pub(crate) mod addr;
 pub mod allow;
+pub mod intercept;
 pub(crate) mod local;
 pub mod log;
 pub mod proxy;
@@ -30,4 +31,11 @@ pub struct Egress {
     /// `--add-host NAME:ADDR`: names the proxy resolves to these addresses instead of
     /// asking the host's resolver (names normalized as the allowlist's are).
     pub hosts: Vec<(String, IpAddr)>,
+    /// `--inject-env`: the secrets the proxy puts back, by host (no values here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inject: Vec<intercept::Inject>,
+    /// `--upstream-ca`: the CA bundle terminated upstreams are verified against (the host's
+    /// system bundle without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_ca: Option<std::path::PathBuf>,
 }

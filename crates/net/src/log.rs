@@ -35,6 +35,14 @@ pub struct ConnRecord {
     /// What else the proxy did not forward (bytes the client sent after its one request).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `--inject-env`: the names of the secrets the proxy put into this connection's request
+    /// heads (never their values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub injected: Vec<String>,
+    /// The names of the secrets whose placeholder the client sent where it is not replaced
+    /// (another host, a body, a request line): passed unchanged (`note` says where).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placeholders: Vec<String>,
 }
 
 /// The `--net-log` file: one JSON line a record, written as each connection ends.
@@ -145,6 +153,8 @@ impl Journal {
             start: reprorun_base::determinism::date::timestamp(std::time::SystemTime::now()),
             duration_ms: 0,
             note: None,
+            injected: Vec::new(),
+            placeholders: Vec::new(),
         };
         if let Some(log) = &self.log {
             log.write(&record);

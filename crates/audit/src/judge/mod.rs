@@ -285,6 +285,7 @@ fn resolve_in(
                 egress: reprorun_runtime::net::Egress {
                     rules: args.allow_host.clone(),
                     hosts: args.add_host.clone(),
+                    ..Default::default()
                 },
             }
         };

@@ -290,6 +290,7 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
             egress: reprorun_runtime::net::Egress {
                 rules: args.allow_host.clone(),
                 hosts: args.add_host.clone(),
+                ..Default::default()
             },
         }
     };

@@ -127,7 +127,7 @@ fn add_host_forms() {
 fn egress(rules: &[&str]) -> Egress {
     Egress {
         rules: rules.iter().map(|r| rule(r)).collect(),
-        hosts: vec![],
+        ..Egress::default()
     }
 }
 

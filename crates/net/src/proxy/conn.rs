@@ -14,8 +14,9 @@ use super::body::Framer;
 use super::http::{self, read_some, HeadError};
 use super::sni::{self, Hello};
 use super::socks::{self, SocksError};
-use super::{blank_record, millis, relay, Shared, Tier};
+use super::{blank_record, inject, millis, mitm, relay, Shared, Tier};
 use crate::allow::{normalize_name, Target};
+use crate::intercept::Intercept;
 use crate::log::{ConnRecord, Decision};
 
 /// How long an error answer waits for the client to finish sending before closing (so the
@@ -235,7 +236,7 @@ impl Conn<'_> {
                 self.record.address = opened.address;
                 self.record.decision = Decision::Allowed;
                 self.record.rule = opened.rule;
-                self.tunnel(kind, target, &opened.stream, rest);
+                self.tunnel(kind, (target, port), &opened.stream, rest);
             }
             Err(r) => {
                 self.record.address = r.address;
@@ -249,10 +250,17 @@ impl Conn<'_> {
     }
 
     /// Tells the client the connection is up, checks a tunnel's SNI, and relays.
-    fn tunnel(&mut self, kind: Kind, target: &Target, upstream: &TcpStream, rest: Vec<u8>) {
+    fn tunnel(
+        &mut self,
+        kind: Kind,
+        (target, port): (&Target, u16),
+        upstream: &TcpStream,
+        rest: Vec<u8>,
+    ) {
         let mut framer = None;
         let first = match kind {
             Kind::Http(head, mut body) => {
+                self.note_placeholders(&head);
                 // One request per connection: what follows the request is not forwarded.
                 let mine = body.take(&rest);
                 if mine < rest.len() {
@@ -271,10 +279,14 @@ impl Conn<'_> {
                     self.say(b"HTTP/1.1 200 Connection established\r\n\r\n");
                     "CONNECT"
                 };
-                match self.check_sni(target, upstream, rest, proto) {
+                let first = match self.check_sni(target, upstream, rest, proto) {
                     Some(first) => first,
                     None => return,
+                };
+                if let Some(icpt) = self.terminating(target, port) {
+                    return self.terminate(&icpt, target, port, upstream, &first);
                 }
+                first
             }
         };
         let _ = upstream.set_write_timeout(Some(self.shared.config.head_timeout));
@@ -294,6 +306,75 @@ impl Conn<'_> {
                 self.record.rule = format!("relay failed: {e}");
             }
         }
+    }
+
+    /// The run's intercept when it terminates TLS for `target:port`.
+    fn terminating(&self, target: &Target, port: u16) -> Option<Arc<Intercept>> {
+        let icpt = self.shared.config.intercept.as_ref()?;
+        icpt.terminates(target, port).then(|| Arc::clone(icpt))
+    }
+
+    /// Serves a connection the proxy terminates (`--inject-env`) and records what it put
+    /// back and what it saw.
+    fn terminate(
+        &mut self,
+        icpt: &Intercept,
+        target: &Target,
+        port: u16,
+        upstream: &TcpStream,
+        hello: &[u8],
+    ) {
+        let cfg = &self.shared.config;
+        let limits = mitm::Limits {
+            handshake: cfg.head_timeout,
+            idle: cfg.idle_timeout,
+            head_cap: cfg.head_cap,
+        };
+        let done = mitm::serve(icpt, self.client, upstream, (target, port), hello, &limits);
+        self.record.protocol = "connect";
+        self.record.bytes_up += done.up;
+        self.record.bytes_down += done.down;
+        self.record.injected = done.injected;
+        if let Some(why) = done.failed {
+            self.record.decision = Decision::Failed;
+            self.record.rule = why;
+        }
+        self.placeholders(done.seen);
+    }
+
+    /// Notes the placeholders of an absolute-form (plain HTTP) request head: never replaced.
+    fn note_placeholders(&mut self, head: &[u8]) {
+        let Some(icpt) = &self.shared.config.intercept else {
+            return;
+        };
+        let names = inject::placeholders_in(&icpt.secrets, head);
+        let seen = names
+            .into_iter()
+            .map(|n| (n, "a plain-HTTP request head"))
+            .collect();
+        self.placeholders(seen);
+    }
+
+    /// Records placeholders passed unchanged, by name and place.
+    fn placeholders(&mut self, seen: Vec<(String, &'static str)>) {
+        if seen.is_empty() {
+            return;
+        }
+        let said: Vec<String> = seen
+            .iter()
+            .map(|(name, place)| format!("{name} in {place}"))
+            .collect();
+        let mut names: Vec<String> = seen.into_iter().map(|(n, _)| n).collect();
+        names.dedup();
+        self.record.placeholders = names;
+        let line = format!(
+            "placeholder passed unchanged (not replaced): {}",
+            said.join(", ")
+        );
+        self.record.note = Some(match self.record.note.take() {
+            Some(n) => format!("{n}; {line}"),
+            None => line,
+        });
     }
 
     /// Notes what the client sent beyond its request (a pipelined request, bytes after a

@@ -162,6 +162,41 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
     })
 }
 
+/// The framing of an origin-form request head inside a terminated connection, and whether
+/// it asks for a protocol upgrade (websocket).
+pub(super) fn origin_framing(head: &[u8]) -> Result<(Framer, bool), String> {
+    let text = std::str::from_utf8(head).map_err(|_| "request head is not text".to_string())?;
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = first.split(' ').collect();
+    let [method, uri, version] = parts[..] else {
+        return Err("malformed request line".into());
+    };
+    if !token(method) || uri.bytes().any(|b| b.is_ascii_control()) {
+        return Err("malformed request line".into());
+    }
+    if version != "HTTP/1.1" && version != "HTTP/1.0" {
+        return Err(format!(
+            "unsupported protocol version {version:?} (HTTP/1.1 only)"
+        ));
+    }
+    let headers = header_lines(lines)?;
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
+    let upgrade = !values("upgrade").is_empty()
+        && values("connection")
+            .iter()
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    Ok((framer, upgrade))
+}
+
 fn target(host: &str) -> Result<Target, String> {
     Target::parse(host).map_err(|why| format!("invalid host {host:?}: {why}"))
 }

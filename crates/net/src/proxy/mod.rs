@@ -11,6 +11,8 @@ mod conn;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod inject;
+mod mitm;
 pub mod privsep;
 mod privsep_child;
 mod relay;
@@ -58,6 +60,18 @@ pub struct Config {
     pub(crate) idle_timeout: Duration,
     pub(crate) max_conns: usize,
     pub(crate) head_cap: usize,
+    /// `--inject-env`: the hosts the proxy terminates TLS for, and what it puts back.
+    pub(crate) intercept: Option<Arc<crate::intercept::Intercept>>,
+}
+
+impl Config {
+    /// The default limits, terminating TLS as `intercept` says.
+    pub fn with_intercept(intercept: Option<Arc<crate::intercept::Intercept>>) -> Config {
+        Config {
+            intercept,
+            ..Config::default()
+        }
+    }
 }
 
 impl Default for Config {
@@ -68,6 +82,7 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(300),
             max_conns: MAX_CONNS,
             head_cap: 64 * 1024,
+            intercept: None,
         }
     }
 }
@@ -111,7 +126,7 @@ struct Live {
     sockets: HashMap<u64, Vec<Arc<TcpStream>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -189,6 +204,8 @@ fn blank_record(started: SystemTime) -> ConnRecord {
         start: reprorun_base::determinism::date::timestamp(started),
         duration_ms: 0,
         note: None,
+        injected: Vec::new(),
+        placeholders: Vec::new(),
     }
 }
 

@@ -42,6 +42,9 @@ const MESSAGE_MAX: usize = 64 * 1024;
 const RECORD_MAX: usize = 48 * 1024;
 /// Each string of a record the helper sends is cut to this many bytes.
 const FIELD_MAX: usize = 2048;
+/// Secret names a record carries (`injected`, `placeholders`), and the length of each.
+const NAMES_MAX: usize = 16;
+const NAME_MAX: usize = 128;
 /// Requests the supervisor decides at once (the helper asks at most `max_conns`).
 const DECIDING_MAX: usize = 2 * super::MAX_CONNS;
 /// How long `stop` waits for the helper to end its connections before killing it.
@@ -148,6 +151,10 @@ impl Asker {
         }
         if let Some(n) = r.note.as_mut() {
             cut(n);
+        }
+        for names in [&mut r.injected, &mut r.placeholders] {
+            names.truncate(NAMES_MAX);
+            names.iter_mut().for_each(|n| n.truncate(NAME_MAX));
         }
         let mut msg = vec![b'R'];
         msg.extend(id.to_be_bytes());
@@ -383,6 +390,10 @@ fn parse_record(json: &[u8]) -> Option<ConnRecord> {
         start: String,
         duration_ms: u64,
         note: Option<String>,
+        #[serde(default)]
+        injected: Vec<String>,
+        #[serde(default)]
+        placeholders: Vec<String>,
     }
     let w: Wire = serde_json::from_slice(json).ok()?;
     let protocol = ["connect", "http", "socks5", "unknown"]
@@ -400,6 +411,9 @@ fn parse_record(json: &[u8]) -> Option<ConnRecord> {
         start: w.start,
         duration_ms: w.duration_ms,
         note: w.note,
+        // Names only, as many as a run can have (the helper cuts each to FIELD_MAX).
+        injected: w.injected.into_iter().take(NAMES_MAX).collect(),
+        placeholders: w.placeholders.into_iter().take(NAMES_MAX).collect(),
     })
 }
 

@@ -34,6 +34,11 @@ pub(super) fn run(
     if !join_cgroup() || confine(uid, gid).is_err() {
         return 1;
     }
+    // It may hold `--inject-env` values and the run's CA key: no core dump, no ptrace by
+    // its uid's other processes (whatever the id change did).
+    if nix::sys::prctl::set_dumpable(false).is_err() {
+        return 1;
+    }
     // A change of ids clears the parent-death signal: set it now, then check the parent.
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
     if nix::unistd::getppid() != parent {

@@ -45,6 +45,8 @@ impl NetChoice {
         egress: crate::net::Egress {
             rules: Vec::new(),
             hosts: Vec::new(),
+            inject: Vec::new(),
+            upstream_ca: None,
         },
     };
 
@@ -70,7 +72,7 @@ impl NetChoice {
                     mode: NetMode::Allow,
                     egress: crate::net::Egress {
                         rules,
-                        hosts: Vec::new(),
+                        ..Default::default()
                     },
                 })
             }

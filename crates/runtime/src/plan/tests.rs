@@ -599,3 +599,46 @@ fn a_root_caller_runs_as_unprivileged_host_ids_and_maps_what_it_hands_over() {
     r.cap_add = vec!["CAP_SETFCAP".into()];
     assert!(matches!(resolve(&r, &root_host), Err(PlanError::SetFcap)));
 }
+
+#[test]
+fn injected_secrets_are_placeholders_in_the_plan_with_the_ca_bundle_bound() {
+    let work = tempfile::tempdir().unwrap();
+    let mut r = req(&["true"]);
+    r.net = NetMode::Allow;
+    let (name, host_rule) = crate::net::intercept::parse_spec("API_KEY:api.test").unwrap();
+    r.egress.rules.push(host_rule.clone());
+    r.egress.inject.push(crate::net::intercept::Inject {
+        name,
+        host: host_rule,
+        placeholder: "xq-0123456789abcdef".into(),
+    });
+    // A --env of the same name does not bring a value back in.
+    r.env = vec![("API_KEY".into(), "sk-the-real-one".into())];
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert!(plan
+        .env
+        .contains(&"API_KEY=xq-0123456789abcdef".to_string()));
+    assert!(!plan.env.iter().any(|e| e.contains("sk-the-real-one")));
+    for var in [
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "CURL_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+    ] {
+        assert!(
+            plan.env.contains(&format!("{var}=/run/reprorun-ca.pem")),
+            "{var}"
+        );
+    }
+    // The bundle's file is in the plan, its text the executor's to write.
+    assert!(plan.mounts.iter().any(|m| matches!(m, MountOp::File { dest, contents } if dest == Path::new("/run/reprorun-ca.pem") && contents.is_empty())));
+    let shown = serde_json::to_string(&plan).unwrap();
+    assert!(shown.contains("\"inject\""), "{shown}");
+    // Without --inject-env, none of it.
+    let mut r = req(&["true"]);
+    r.net = NetMode::Allow;
+    let plan = resolve(&r, &host(work.path())).unwrap();
+    assert!(!plan.env.iter().any(|e| e.starts_with("SSL_CERT_FILE=")));
+    assert!(!dests(&plan).contains(&PathBuf::from("/run/reprorun-ca.pem")));
+}

@@ -28,7 +28,7 @@ use thiserror::Error;
 pub(crate) static PRELOAD_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libreprotime.so"));
 
 use crate::exit::{ExitStatus, Status};
-use crate::plan::{Isolation, Plan};
+use crate::plan::{Isolation, MountOp, Plan};
 use crate::sys::Usage;
 
 #[derive(Debug, Error)]
@@ -41,6 +41,8 @@ pub enum SandboxError {
     Init { step: String },
     #[error(transparent)]
     Seccomp(#[from] crate::security::SeccompError),
+    #[error(transparent)]
+    Inject(#[from] crate::net::intercept::InjectError),
     #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
     #[error(transparent)]
@@ -176,6 +178,8 @@ pub fn run_with(
     // the caller allows (the workload gets its own limits, `spec/security.md`).
     crate::trace::init();
     raise_nofile();
+    let (intercept, with_bundle) = intercept(plan)?;
+    let plan = with_bundle.as_ref().unwrap_or(plan);
     let mut seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
     if plan.security.refuse_setid {
         seccomp.extend(crate::security::setid::programs()?);
@@ -222,6 +226,7 @@ pub fn run_with(
         cgroup: cgroup.as_ref(),
         devices: shared.as_ref(),
         stdio,
+        intercept,
     };
     let outcome = match plan.isolation {
         Isolation::None => pins_only::run(plan, &res, warn),
@@ -240,6 +245,37 @@ pub fn run_with(
         o.oom_killed = cgroup.as_ref().is_some_and(|c| c.oom_killed());
         o
     })
+}
+
+/// `--inject-env`: the run's CA and the secrets (read from the caller's environment now),
+/// and the plan with the CA bundle's text written in (none without injected secrets).
+fn intercept(
+    plan: &Plan,
+) -> Result<
+    (
+        Option<std::sync::Arc<crate::net::intercept::Intercept>>,
+        Option<Plan>,
+    ),
+    SandboxError,
+> {
+    use crate::net::intercept::{Intercept, CA_BUNDLE};
+    let Some(egress) = plan.egress.as_ref().filter(|e| !e.inject.is_empty()) else {
+        return Ok((None, None));
+    };
+    let icpt = Intercept::new(&egress.inject, egress.upstream_ca.as_deref(), &|name| {
+        std::env::var(name).ok()
+    })?;
+    let mut plan = plan.clone();
+    let bundle = icpt.bundle();
+    for m in &mut plan.mounts {
+        if let MountOp::File { dest, contents } = m {
+            if dest.as_path() == std::path::Path::new(CA_BUNDLE) {
+                contents.clone_from(&bundle);
+            }
+        }
+    }
+    crate::trace::step("supervisor", "make the run's CA (--inject-env)");
+    Ok((Some(std::sync::Arc::new(icpt)), Some(plan)))
 }
 
 /// The descriptors the workload gets: its standard ones (the caller's, or `stdio`) and the
@@ -283,4 +319,6 @@ pub(crate) struct Resources<'a> {
     pub(crate) devices: Option<&'a devices::Shared>,
     /// The workload's stdio, when not the caller's.
     pub(crate) stdio: Option<Stdio<'a>>,
+    /// `--inject-env`: what the egress proxy terminates TLS with (the secrets, the run's CA).
+    pub(crate) intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
 }

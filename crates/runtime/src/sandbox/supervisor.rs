@@ -117,6 +117,7 @@ impl Egress {
     pub(super) fn of(
         plan: &Plan,
         cgroup: Option<&crate::sandbox::isolation::cgroup::Cgroup>,
+        intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
     ) -> Option<Egress> {
         let egress = plan.egress.clone()?;
         let join = || cgroup.map_or(true, |cg| cg.add(nix::unistd::Pid::from_raw(0)).is_ok());
@@ -124,7 +125,7 @@ impl Egress {
             &join,
             plan.uid_map.outside,
             plan.gid_map.outside,
-            crate::net::proxy::Config::default(),
+            crate::net::proxy::Config::with_intercept(intercept),
         );
         Some(Egress {
             egress,
@@ -506,7 +507,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .as_ref()
         .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
     // The proxy's helper, forked while this process is single-threaded.
-    let mut egress = Egress::of(plan, res.cgroup);
+    let mut egress = Egress::of(plan, res.cgroup, res.intercept.clone());
     let server = if vdso::SUPPORTED && plan.intercept {
         let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();

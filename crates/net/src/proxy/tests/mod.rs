@@ -120,6 +120,7 @@ fn config() -> Config {
         idle_timeout: Duration::from_secs(10),
         max_conns: 64,
         head_cap: 64 * 1024,
+        intercept: None,
     }
 }
 
@@ -127,6 +128,7 @@ fn egress(rules: &[String], hosts: &[&str]) -> Egress {
     Egress {
         rules: rules.iter().map(|r| Rule::parse(r).unwrap()).collect(),
         hosts: hosts.iter().map(|h| parse_add_host(h).unwrap()).collect(),
+        ..Egress::default()
     }
 }
 
