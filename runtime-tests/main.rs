@@ -36,4 +36,5 @@ mod oci_sched;
 mod reproduce;
 mod reproduce_js;
 mod time;
+mod time_roots;
 mod variation;
