@@ -36,6 +36,62 @@ pub(crate) fn busybox_layout() -> &'static Path {
         .1
 }
 
+/// The Python recipe's OCI layout (`images/python/build.sh`), built once per test run.
+fn python_layout() -> &'static Path {
+    static LAYOUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &LAYOUT
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("python");
+            let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/python/build.sh");
+            let o = Command::new(recipe)
+                .arg(&out)
+                .output()
+                .expect("run images/python/build.sh");
+            assert!(
+                o.status.success(),
+                "python recipe: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            (dir, out)
+        })
+        .1
+}
+
+/// The Python recipe image has `/bin/sh` and a working `venv` (pip installed into it by
+/// ensurepip, offline), and its programs (a glibc root of only what `ldd` lists, no
+/// `libdl.so.2`) start under the fake clock.
+#[test]
+fn the_python_recipe_has_sh_and_a_working_venv() {
+    require!(
+        Need::Root,
+        Need::Path("/usr/bin/python3.11", "Debian's python3.11"),
+        Need::Path("/bin/busybox", "busybox-static")
+    );
+    let img = Images::new();
+    img.import(python_layout(), &[]);
+    let script = "python3 -c 'import time; print(time.strftime(\"%F\", time.gmtime()))'; \
+        python3 -m venv /tmp/v && /tmp/v/bin/python -m pip --version | cut -d' ' -f1; \
+        /tmp/v/bin/python -c 'import subprocess; print(subprocess.run(\"echo sh\", shell=True, capture_output=True, text=True).stdout.strip())'";
+    let o = img.run(&[
+        "exec",
+        "--image",
+        "python:3.11",
+        "--date",
+        "2001-02-03",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(
+        expect_code(&o, 0),
+        "2001-02-03\npip\nsh\n",
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A work directory with its own store.
 struct Images {
     work: Work,

@@ -17,7 +17,6 @@ fn main() {
         "../reprotime/src",
         "../reprotime/Cargo.toml",
         "../reprotime/Cargo.lock",
-        "../reprotime/build.rs",
         "../base/src/determinism/mix.rs",
         "../base/src/determinism/page.rs",
     ] {

@@ -21,6 +21,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
 
 mod abi;
+mod lookup;
 use abi::{dlclose, dlopen, dlsym};
 
 #[panic_handler]

@@ -10,8 +10,8 @@ pub(crate) const FLOOR: (u32, u32, u32) = (2, 2, 5);
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) const FLOOR: (u32, u32, u32) = (2, 17, 0);
 
-/// The libraries the preload library may name as needed.
-pub(crate) const NEEDED: [&str; 2] = ["libc.so.6", "libdl.so.2"];
+/// The libraries the preload library may need versions from.
+pub(crate) const NEEDED: [&str; 1] = ["libc.so.6"];
 
 /// What an ELF64 little-endian shared library needs: `(file, version)` of each entry of its
 /// version-needs section. Bounded by the section's own sizes; `Err` names what is malformed.
