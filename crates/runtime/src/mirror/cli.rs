@@ -144,11 +144,8 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
         npm_registry: a.npm_registry,
     };
     let resolves_python = opts.requirements.is_some() || !opts.packages.is_empty();
-    if let Some(warning) =
-        super::python_release::newer_than_date(&opts.python, opts.date).filter(|_| resolves_python)
-    {
-        eprintln!("reprorun: warning: {warning}");
-    }
+    let warning =
+        super::python_release::newer_than_date(&opts.python, opts.date).filter(|_| resolves_python);
     let (dir, lock, added) = match (&a.into, &a.out) {
         (Some(into), _) => {
             let (lock, added) = super::into::pull_into_existing(opts, into)?;
@@ -157,6 +154,10 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
         (None, Some(out)) => (out, super::pull::pull(&opts)?, None),
         (None, None) => return Err(MirrorError::Pull("give --out DIR or --into DIR".into())),
     };
+    // Said once the mirror is made (a pull that fails says why on its own line).
+    if let Some(warning) = warning {
+        eprintln!("reprorun: warning: {warning}");
+    }
     let added = added.map_or(String::new(), |n| format!("{n} files added, "));
     println!(
         "{}: {added}{} files, {} Go module versions, {} npm package versions, as of {}",
