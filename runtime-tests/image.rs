@@ -36,6 +36,62 @@ pub(crate) fn busybox_layout() -> &'static Path {
         .1
 }
 
+/// The Python recipe's OCI layout (`images/python/build.sh`), built once per test run.
+fn python_layout() -> &'static Path {
+    static LAYOUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &LAYOUT
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("python");
+            let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/python/build.sh");
+            let o = Command::new(recipe)
+                .arg(&out)
+                .output()
+                .expect("run images/python/build.sh");
+            assert!(
+                o.status.success(),
+                "python recipe: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            (dir, out)
+        })
+        .1
+}
+
+/// The Python recipe image has `/bin/sh` and a working `venv` (pip installed into it by
+/// ensurepip, offline), and its programs (a glibc root of only what `ldd` lists, no
+/// `libdl.so.2`) start under the fake clock.
+#[test]
+fn the_python_recipe_has_sh_and_a_working_venv() {
+    require!(
+        Need::Root,
+        Need::Path("/usr/bin/python3.11", "Debian's python3.11"),
+        Need::Path("/bin/busybox", "busybox-static")
+    );
+    let img = Images::new();
+    img.import(python_layout(), &[]);
+    let script = "python3 -c 'import time; print(time.strftime(\"%F\", time.gmtime()))'; \
+        python3 -m venv /tmp/v && /tmp/v/bin/python -m pip --version | cut -d' ' -f1; \
+        /tmp/v/bin/python -c 'import subprocess; print(subprocess.run(\"echo sh\", shell=True, capture_output=True, text=True).stdout.strip())'";
+    let o = img.run(&[
+        "exec",
+        "--image",
+        "python:3.11",
+        "--date",
+        "2001-02-03",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(
+        expect_code(&o, 0),
+        "2001-02-03\npip\nsh\n",
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A work directory with its own store.
 struct Images {
     work: Work,
@@ -451,7 +507,11 @@ fn layout_archive(
 ) -> PathBuf {
     let mut b = tar::Builder::new(Vec::new());
     fill(&mut b);
-    let layer = b.into_inner().unwrap();
+    layout_archive_of(dir, name, &b.into_inner().unwrap())
+}
+
+/// An OCI layout archive (tar) with the one uncompressed layer `layer`.
+fn layout_archive_of(dir: &Path, name: &str, layer: &[u8]) -> PathBuf {
     let root = dir.join(name);
     let blobs = root.join("blobs/sha256");
     std::fs::create_dir_all(&blobs).unwrap();
@@ -461,14 +521,14 @@ fn layout_archive(
     };
     let config = serde_json::to_vec(&serde_json::json!({
         "os": "linux", "config": {"Cmd": ["/bin/sh"]},
-        "rootfs": {"type": "layers", "diff_ids": [format!("sha256:{}", sha(&layer))]},
+        "rootfs": {"type": "layers", "diff_ids": [format!("sha256:{}", sha(layer))]},
     }))
     .unwrap();
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(&config), "size": config.len()},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": put(&layer), "size": layer.len()}],
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": put(layer), "size": layer.len()}],
     }))
     .unwrap();
     let index = serde_json::json!({"schemaVersion": 2, "manifests": [{
@@ -480,6 +540,93 @@ fn layout_archive(
     let archive = dir.join(format!("{name}.tar"));
     tar_dir(&root, &archive);
     archive
+}
+
+/// A root made by debootstrap holds `dev/console` and friends (and so do images built from
+/// one): the import skips the device nodes with one warning naming how many and the first
+/// few, and runs see the sandbox's own `/dev`.
+#[test]
+fn images_of_roots_with_device_nodes_import_without_them() {
+    require!(Need::Root, Need::Tool("tar"), Need::Tool("mknod"));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for d in ["bin", "dev", "etc"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
+    std::os::unix::fs::symlink("busybox", root.join("bin/sh")).unwrap();
+    for (name, major, minor) in [
+        ("console", "5", "1"),
+        ("null", "1", "3"),
+        ("zero", "1", "5"),
+        ("tty", "5", "0"),
+    ] {
+        let dev = root.join("dev").join(name);
+        let o = Command::new("mknod")
+            .arg(&dev)
+            .args(["c", major, minor])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "mknod: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let layer = dir.path().join("layer.tar");
+    let o = Command::new("tar")
+        .args([
+            "--sort=name",
+            "-C",
+            root.to_str().unwrap(),
+            "-cf",
+            layer.to_str().unwrap(),
+            ".",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "tar: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let archive = layout_archive_of(dir.path(), "devroot", &std::fs::read(&layer).unwrap());
+    let img = Images::new();
+    let o = img.run(&[
+        "image",
+        "import",
+        archive.to_str().unwrap(),
+        "--name",
+        "devroot",
+    ]);
+    let digest = expect_code(&o, 0)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let err = stderr(&o);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings,
+        ["reprorun: warning: image devroot:latest: skipped 4 device nodes (dev/console, dev/null, dev/tty, …): the sandbox provides /dev"],
+        "{}",
+        stderr(&o)
+    );
+    let kept = img.rootfs(&digest);
+    assert!(kept.join("bin/busybox").is_file());
+    assert!(std::fs::symlink_metadata(kept.join("dev/console")).is_err());
+    let inspect = expect_code(&img.run(&["image", "inspect", "devroot"]), 0);
+    assert!(inspect.contains("\"count\": 4"), "{inspect}");
+    let o = img.run(&[
+        "exec",
+        "--image",
+        "devroot",
+        "--",
+        "/bin/sh",
+        "-c",
+        "echo ok > /dev/null && test -c /dev/null && echo ran",
+    ]);
+    assert_eq!(expect_code(&o, 0), "ran\n");
 }
 
 #[test]
@@ -561,16 +708,6 @@ fn malicious_images_are_refused_and_the_store_is_unchanged() {
                     entry(b, "h", T::Link, b"", 0o644, "out/file");
                 }
             }),
-        ),
-        (
-            "char-device",
-            "character device nodes are refused",
-            Box::new(|b| entry(b, "dev/mem", T::Char, b"", 0o666, "")),
-        ),
-        (
-            "block-device",
-            "block device nodes are refused",
-            Box::new(|b| entry(b, "dev/sda", T::Block, b"", 0o666, "")),
         ),
         (
             "whiteout-escape",

@@ -41,4 +41,5 @@ mod reproduce;
 mod reproduce_js;
 mod reproduce_swebench;
 mod time;
+mod time_roots;
 mod variation;

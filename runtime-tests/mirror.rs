@@ -116,6 +116,20 @@ fn pull_keeps_only_what_existed_at_the_date_and_pip_installs_it_offline() {
     let out = w.path().join("m");
     let o = pull(&w, "2021-01-01", &idx.url, out.to_str().unwrap(), "beta");
     expect_code(&o, 0);
+    // The default --python (3.11) came out after the date: one warning says so, and which
+    // Python was the newest then.
+    let warnings: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .map(String::from)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&o));
+    assert!(
+        warnings[0].starts_with("reprorun: warning: --python 3.11: Python 3.11 was released on 2022-10-24, after the mirror's date 2021-01-01")
+            && warnings[0].contains("pass --python 3.9 (the newest then)"),
+        "{}",
+        warnings[0]
+    );
     let lock = read_json(&out.join("lock.json"));
     let mut have: Vec<String> = lock["files"]
         .as_array()

@@ -9,7 +9,8 @@ fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     // The library is loaded into the workload's programs, which link glibc: a musl build of
-    // reprorun still builds it for the matching glibc target.
+    // reprorun still builds it for the matching glibc target (bound to the oldest symbol
+    // versions, so that it loads on any glibc: crates/reprotime/src/abi.rs).
     let target = std::env::var("TARGET").unwrap().replace("-musl", "-gnu");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for path in [

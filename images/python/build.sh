@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds a small Python image from the host's Python (Debian's python3.11):
 #   images/python/build.sh OUT_DIR
-# OUT_DIR becomes an OCI image layout named python:3.11 (Cmd ["python3"]): the interpreter,
-# the libraries ldd lists for it and for its extension modules, and the standard library
-# without test/, idlelib/, tkinter/ and turtledemo/. Deterministic for a given host Python
-# (SOURCE_DATE_EPOCH, default 0, stamps every entry).
+#   PYTHON=/usr/bin/python3.X images/python/build.sh OUT_DIR   # another Python the host has
+# OUT_DIR becomes an OCI image layout named python:X.Y (Cmd ["python3"]): the interpreter,
+# the libraries ldd lists for it and for its extension modules, the standard library
+# without test/, idlelib/, tkinter/ and turtledemo/, /bin/sh (Debian's static busybox: what
+# subprocess, os.system and build backends run) and the pip and setuptools wheels Debian's
+# ensurepip installs from, so `python3 -m venv` and `python3 -m ensurepip` work offline.
+# Deterministic for a given host Python (SOURCE_DATE_EPOCH, default 0, stamps every entry).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: build.sh OUT_DIR}
@@ -12,6 +15,8 @@ py=${PYTHON:-/usr/bin/python3.11}
 ver=$(basename "$py" | sed 's/^python//')
 stdlib=/usr/lib/python$ver
 [ -x "$py" ] && [ -d "$stdlib" ] || { echo "build.sh: $py or $stdlib missing; apt-get install python3" >&2; exit 1; }
+[ -f "$stdlib/ensurepip/__init__.py" ] || { echo "build.sh: $stdlib/ensurepip missing (venv, ensurepip); apt-get install python3-venv" >&2; exit 1; }
+[ -x /bin/busybox ] || { echo "build.sh: /bin/busybox missing (the image's /bin/sh); apt-get install busybox-static" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -37,6 +42,17 @@ tar -C "$stdlib" --exclude=./test --exclude=./idlelib --exclude=./tkinter --excl
 for ld in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do
   if [ -e "$ld" ] && [ ! -e "$root$ld" ]; then mkdir -p "$root$(dirname "$ld")"; cp -L "$ld" "$root$ld"; fi
 done
+# /bin/sh: a static busybox, which needs no library.
+cp /bin/busybox "$root/usr/bin/busybox"
+ln -s busybox "$root/usr/bin/sh"
+# Debian's ensurepip (and so venv) installs pip and setuptools from these wheels
+# (sysconfig's WHEEL_PKG_DIR; python3-pip-whl, python3-setuptools-whl).
+wheels=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("WHEEL_PKG_DIR") or "")')
+if [ -n "$wheels" ]; then
+  ls "$wheels"/pip-*.whl >/dev/null 2>&1 || { echo "build.sh: no pip wheel in $wheels; apt-get install python3-venv" >&2; exit 1; }
+  mkdir -p "$root$wheels"
+  cp "$wheels"/*.whl "$root$wheels/"
+fi
 printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' > "$root/etc/passwd"
 printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' > "$root/etc/group"
 python3 "$here/../oci-layout.py" "$root" "$out" --name "python:$ver" --cmd '["python3"]' \

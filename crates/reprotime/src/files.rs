@@ -40,7 +40,11 @@ impl FileView {
             return;
         }
         let shown = t.saturating_add(self.offset);
-        *ts = to_ts(if self.frozen { shown.min(self.date) } else { shown });
+        *ts = to_ts(if self.frozen {
+            shown.min(self.date)
+        } else {
+            shown
+        });
     }
 
     /// The timestamp to store for a time the program sets explicitly, so that it reads back

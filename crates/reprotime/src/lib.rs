@@ -20,6 +20,10 @@ use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
 
+mod abi;
+mod lookup;
+use abi::{dlclose, dlopen, dlsym};
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     // SAFETY: abort never returns and is async-signal-safe.
@@ -179,7 +183,7 @@ fn seed_at_random() {
     // into the exclusively borrowed `key`; AT_RANDOM, when present, points to 16 writable
     // bytes on the initial stack, which live as long as the process.
     unsafe {
-        let at = libc::getauxval(AT_RANDOM) as *mut u8;
+        let at = abi::getauxval(AT_RANDOM) as *mut u8;
         if at.is_null() {
             return;
         }
@@ -232,22 +236,22 @@ unsafe fn vdso_symbol(name: &core::ffi::CStr) -> *mut c_void {
     // SAFETY: RTLD_NOLOAD only looks the vDSO up among the loaded objects, loading nothing;
     // the handle is released at once (the vDSO is never unloaded, so the address stays).
     unsafe {
-        let h = libc::dlopen(
+        let h = dlopen(
             c"linux-vdso.so.1".as_ptr(),
             libc::RTLD_LAZY | libc::RTLD_NOLOAD,
         );
         if h.is_null() {
             return core::ptr::null_mut();
         }
-        let f = libc::dlsym(h, name.as_ptr());
-        libc::dlclose(h);
+        let f = dlsym(h, name.as_ptr());
+        dlclose(h);
         f
     }
 }
 
 unsafe fn next(name: &[u8]) -> *mut c_void {
     // SAFETY: name is NUL-terminated; RTLD_NEXT finds the definition after ours (libc's).
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) }
+    unsafe { dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) }
 }
 
 /// Resolves the real functions and maps the clock page. Idempotent; runs in the constructor
@@ -265,15 +269,7 @@ fn init() {
     }
     // A signal handler that read the clock on this thread while this runs would wait above
     // for ever, for itself: no signal is taken here until the state is READY.
-    // SAFETY: sigset_t is plain data; sigfillset fills it; pthread_sigmask swaps this
-    // thread's mask and puts the old one back.
-    let old = unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        let mut old: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-        old
-    };
+    let old = abi::block_signals();
     // SAFETY: dlsym with static NUL-terminated names; results are stored as opaque pointers
     // and only called through the matching function type.
     unsafe {
@@ -308,8 +304,7 @@ fn init() {
     // Release: a thread that finds the page set also finds CLOCK and the functions above.
     PAGE.store(page, Ordering::Release);
     STATE.store(READY, Ordering::Release);
-    // SAFETY: the mask this thread had before.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut()) };
+    abi::restore_signals(old);
 }
 
 /// The settings of the mapped, checked page at `p` (see [`Clock`]).

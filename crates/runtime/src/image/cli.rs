@@ -93,6 +93,13 @@ pub fn run(args: ImageArgs) -> Result<(), ImageError> {
                     line.push_str(n);
                 }
                 writeln!(out, "{line}").map_err(print)?;
+                if let Some(warning) = rec.skipped_devices.warning() {
+                    let name = rec
+                        .names
+                        .first()
+                        .map_or(rec.digest.to_string(), Clone::clone);
+                    eprintln!("reprorun: warning: image {name}: {warning}");
+                }
             }
         }
         ImageCommand::Ls { json } => {

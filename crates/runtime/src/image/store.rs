@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::digest::Digest;
+use super::extract::SkippedDevices;
 use super::oci::RunConfig;
 use super::ImageError;
 
@@ -38,6 +39,9 @@ pub struct ImageRecord {
     pub config: RunConfig,
     pub keep_setuid: bool,
     pub keep_caps: bool,
+    /// Device nodes the layers held, not unpacked (the sandbox provides `/dev`).
+    #[serde(default, skip_serializing_if = "SkippedDevices::is_empty")]
+    pub skipped_devices: SkippedDevices,
 }
 
 impl ImageRecord {

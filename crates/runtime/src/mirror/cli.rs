@@ -35,7 +35,8 @@ pub(crate) struct PullArgs {
     /// A requirements file (as pip and uv read it).
     #[arg(short = 'r', long = "requirement", value_name = "FILE")]
     pub(crate) requirement: Option<PathBuf>,
-    /// Python version the files must run on.
+    /// Python version the files must run on (a warning says when it was released after
+    /// DATE).
     #[arg(long, value_name = "X.Y", default_value = "3.11")]
     pub(crate) python: String,
     /// Wheel platform tag prefix (e.g. manylinux, linux_x86_64); default Linux x86-64.
@@ -142,6 +143,9 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
         npm_lock: a.npm_lock,
         npm_registry: a.npm_registry,
     };
+    let resolves_python = opts.requirements.is_some() || !opts.packages.is_empty();
+    let warning =
+        super::python_release::newer_than_date(&opts.python, opts.date).filter(|_| resolves_python);
     let (dir, lock, added) = match (&a.into, &a.out) {
         (Some(into), _) => {
             let (lock, added) = super::into::pull_into_existing(opts, into)?;
@@ -150,6 +154,10 @@ fn pull(a: PullArgs) -> Result<i32, MirrorError> {
         (None, Some(out)) => (out, super::pull::pull(&opts)?, None),
         (None, None) => return Err(MirrorError::Pull("give --out DIR or --into DIR".into())),
     };
+    // Said once the mirror is made (a pull that fails says why on its own line).
+    if let Some(warning) = warning {
+        eprintln!("reprorun: warning: {warning}");
+    }
     let added = added.map_or(String::new(), |n| format!("{n} files added, "));
     println!(
         "{}: {added}{} files, {} Go module versions, {} npm package versions, as of {}",

@@ -13,6 +13,7 @@ pub(crate) mod layout;
 pub(crate) mod npm;
 mod project;
 pub(crate) mod pull;
+mod python_release;
 pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};

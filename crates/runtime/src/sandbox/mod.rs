@@ -13,6 +13,8 @@ use isolation::{cgroup, devices};
 mod init;
 pub mod isolation;
 mod pins_only;
+#[cfg(test)]
+mod preload_abi;
 mod probe;
 mod protocol;
 mod signals;

@@ -18,7 +18,9 @@ use nix::sys::stat::{fstatat, Mode, SFlag};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use thiserror::Error;
 
+mod devices;
 mod fsops;
+pub use devices::SkippedDevices;
 use fsops::*;
 pub use fsops::{normalize, remove_all, remove_tree};
 
@@ -72,8 +74,6 @@ pub enum ExtractError {
         target: String,
         reason: String,
     },
-    #[error("{path}: {kind} device nodes are refused in images (the sandbox provides /dev)")]
-    Device { path: String, kind: &'static str },
     #[error("{path}: unsupported tar entry type {kind:?}")]
     EntryType { path: String, kind: u8 },
     #[error("{path}: bad whiteout: {reason}")]
@@ -104,6 +104,7 @@ pub struct Extractor {
     /// Final modes and mtimes of directories, applied once every layer is in (a read-only
     /// directory must stay writable while later entries go into it).
     dirs: BTreeMap<PathBuf, (u32, u64)>,
+    devices: SkippedDevices,
 }
 
 impl Extractor {
@@ -122,6 +123,7 @@ impl Extractor {
             entries: 0,
             bytes: 0,
             dirs: BTreeMap::new(),
+            devices: SkippedDevices::default(),
         })
     }
 
@@ -244,17 +246,10 @@ impl Extractor {
                 )
                 .map_err(|e| fs_err("create fifo", shown, e))?;
             }
-            T::Char => {
-                return Err(ExtractError::Device {
-                    path: shown.to_string(),
-                    kind: "character",
-                })
-            }
-            T::Block => {
-                return Err(ExtractError::Device {
-                    path: shown.to_string(),
-                    kind: "block",
-                })
+            // Skipped (the sandbox provides /dev), but they still hide what lower layers had.
+            T::Char | T::Block => {
+                self.replace(p, name, shown)?;
+                self.devices.add(&rel.display().to_string());
             }
             other => {
                 return Err(ExtractError::EntryType {
@@ -561,8 +556,9 @@ impl Extractor {
         self.bytes
     }
 
-    /// Applies the recorded directory modes and mtimes, deepest first.
-    pub fn finish(self) -> Result<(), ExtractError> {
+    /// Applies the recorded directory modes and mtimes, deepest first; returns the device
+    /// nodes skipped.
+    pub fn finish(self) -> Result<SkippedDevices, ExtractError> {
         for (rel, (mode, mtime)) in self.dirs.iter().rev() {
             let shown = rel.display().to_string();
             let Ok(Some(fd)) = self.resolve_dir(rel, &shown, false) else {
@@ -574,7 +570,7 @@ impl Extractor {
             nix::sys::stat::futimens(fd.as_raw_fd(), &t, &t)
                 .map_err(|e| fs_err("set times of", &shown, e))?;
         }
-        Ok(())
+        Ok(self.devices)
     }
 }
 

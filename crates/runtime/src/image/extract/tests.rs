@@ -112,6 +112,16 @@ impl Fixture {
         opts: Options,
         limits: Limits,
     ) -> Result<(), ExtractError> {
+        self.unpack_devices(layers, opts, limits).map(drop)
+    }
+
+    /// Unpacks, returning the device nodes skipped.
+    fn unpack_devices(
+        &self,
+        layers: Vec<Vec<u8>>,
+        opts: Options,
+        limits: Limits,
+    ) -> Result<SkippedDevices, ExtractError> {
         let mut x = Extractor::new(&self.root(), opts, limits)?;
         for layer in layers {
             x.layer(&layer[..])?;
@@ -413,18 +423,47 @@ fn hardlink_through_a_symlink_is_refused() {
     );
 }
 
+/// A debootstrap root's `dev/console` and the like: skipped, counted, the first few named;
+/// never created, and a lower layer's file at the path is hidden all the same.
 #[test]
-fn device_nodes_are_refused() {
-    for (kind, word) in [
-        (tar::EntryType::Char, "character"),
-        (tar::EntryType::Block, "block"),
-    ] {
-        let f = Fixture::new();
-        let layer = Layer::new().add("dev/sda", kind, b"", 0o666, None).bytes();
-        let err = refused(f.unpack(vec![layer]), "device nodes are refused");
-        assert!(err.to_string().contains(word), "{err}");
-        assert!(!f.root().join("dev/sda").exists());
+fn device_nodes_are_skipped_and_counted() {
+    let f = Fixture::new();
+    let lower = Layer::new().file("dev/sdb", "lower").bytes();
+    let mut upper = Layer::new().dir("dev");
+    for name in ["console", "null", "sda", "sdb"] {
+        let kind = match name {
+            "sda" | "sdb" => tar::EntryType::Block,
+            _ => tar::EntryType::Char,
+        };
+        upper = upper.add(&format!("dev/{name}"), kind, b"", 0o666, None);
     }
+    let upper = upper.file("etc/hostname", "x\n").bytes();
+    let skipped = f
+        .unpack_devices(vec![lower, upper], Options::default(), Limits::default())
+        .unwrap();
+    assert_eq!(skipped.count, 4);
+    assert_eq!(skipped.first, ["dev/console", "dev/null", "dev/sda"]);
+    assert_eq!(
+        skipped.warning().unwrap(),
+        "skipped 4 device nodes (dev/console, dev/null, dev/sda, …): the sandbox provides /dev"
+    );
+    for name in ["console", "null", "sda", "sdb"] {
+        assert!(std::fs::symlink_metadata(f.root().join("dev").join(name)).is_err());
+    }
+    assert_eq!(
+        std::fs::read(f.root().join("etc/hostname")).unwrap(),
+        b"x\n"
+    );
+    // One device: its name, no ellipsis; none: no warning.
+    let one = SkippedDevices {
+        count: 1,
+        first: vec!["dev/console".into()],
+    };
+    assert_eq!(
+        one.warning().unwrap(),
+        "skipped 1 device node (dev/console): the sandbox provides /dev"
+    );
+    assert_eq!(SkippedDevices::default().warning(), None);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 mod docker;
 
 use super::digest::{copy_verified, Digest, Hashing, Mismatch};
-use super::extract::{self, ExtractError, Extractor, Limits, Options};
+use super::extract::{self, ExtractError, Extractor, Limits, Options, SkippedDevices};
 use super::name::ImageName;
 use super::oci::{self, ConfigFile, Descriptor, DockerEntry, Index, Manifest};
 use super::source::Source;
@@ -304,6 +304,7 @@ impl Import<'_> {
             config: config.config.clone().unwrap_or_default(),
             keep_setuid: self.req.options.keep_setuid,
             keep_caps: self.req.options.keep_caps,
+            skipped_devices: Default::default(),
         };
         record.names = names;
         // Already in the store, unpacked the same way: nothing to unpack.
@@ -312,11 +313,13 @@ impl Import<'_> {
                 && self.store.image_dir(&digest).join("rootfs").is_dir()
             {
                 record.size = existing.size;
+                record.skipped_devices = existing.skipped_devices;
                 return Ok(Staged { record, dir: None });
             }
         }
-        let (dir, size) = self.unpack(&digest, &manifest, &diff_ids)?;
+        let (dir, size, devices) = self.unpack(&digest, &manifest, &diff_ids)?;
         record.size = size;
+        record.skipped_devices = devices;
         Ok(Staged {
             record,
             dir: Some(dir),
@@ -324,14 +327,14 @@ impl Import<'_> {
     }
 
     /// Unpacks the verified layers of `manifest` into a staged image directory, checking
-    /// each uncompressed layer against its diff id; returns the directory and the bytes
-    /// unpacked.
+    /// each uncompressed layer against its diff id; returns the directory, the bytes
+    /// unpacked and the device nodes skipped.
     fn unpack(
         &self,
         digest: &Digest,
         manifest: &Manifest,
         diff_ids: &[Digest],
-    ) -> Result<(PathBuf, u64), ImageError> {
+    ) -> Result<(PathBuf, u64, SkippedDevices), ImageError> {
         let dir = self.work.join("images").join(digest.hex());
         let rootfs = dir.join("rootfs");
         std::fs::create_dir_all(&rootfs).map_err(|e| ImageError::store(&rootfs, e))?;
@@ -376,12 +379,12 @@ impl Import<'_> {
             }
         }
         let size = x.bytes();
-        x.finish().map_err(|source| ImageError::Layer {
+        let devices = x.finish().map_err(|source| ImageError::Layer {
             index: manifest.layers.len(),
             digest: digest.to_string(),
             source,
         })?;
-        Ok((dir, size))
+        Ok((dir, size, devices))
     }
 
     /// Moves staged blobs and images into the store and points the names at them.

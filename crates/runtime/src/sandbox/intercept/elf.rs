@@ -1,5 +1,5 @@
 //! The few facts the exec-time path (`vdso`) reads from a program file before it runs: is it
-//! static, is it Go, where is Go's `runtime.cputicks`. The file is the workload's (it may be
+//! static, is it Go, is it linked against musl, where is Go's `runtime.cputicks`. The file is the workload's (it may be
 //! crafted), and the reading happens in the supervisor, outside the sandbox's CPU and memory
 //! limits, while the exec (and every other notification) waits: so the work per exec is
 //! bounded. Every read goes through a [`Budget`] of bytes; every scan is linear
@@ -107,13 +107,30 @@ pub(in crate::sandbox) struct ProgramKind {
     pub(crate) is_static: bool,
     /// Built by Go (its runtime reads the clock and AT_RANDOM itself).
     pub(crate) is_go: bool,
+    /// Linked dynamically against musl (its interpreter is an `ld-musl-*` loader), which
+    /// reads no `/etc/ld.so.preload`: the preload library is never loaded into it.
+    pub(crate) is_musl: bool,
 }
 
 impl ProgramKind {
-    /// Reads the clock without libc's (interposable) functions.
+    /// Reads the clock without the preload library: without libc's (interposable) functions,
+    /// or through a libc whose loader does not load the library.
     pub(crate) fn bypasses_libc(self) -> bool {
-        self.is_static || self.is_go
+        self.is_static || self.is_go || self.is_musl
     }
+}
+
+/// The longest interpreter path read (Linux's own limit for it is a page).
+const INTERP_MAX: usize = 256;
+
+/// Whether the program interpreter named by the `PT_INTERP` header `ph` is musl's loader
+/// (`/lib/ld-musl-x86_64.so.1`, or any path whose file name starts `ld-musl-`).
+fn musl_interpreter(exe: &std::fs::File, ph: &[u8], budget: &mut Budget) -> Option<bool> {
+    let (at, len) = (le(ph, 8, 8)?, le(ph, 32, 8)?);
+    let path = budget.read(exe, at, len.min(INTERP_MAX))?;
+    let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    Some(name.starts_with(b"ld-musl-"))
 }
 
 /// The ELF header, if `ehdr` is one of a little-endian ELF64 file.
@@ -136,9 +153,11 @@ pub(in crate::sandbox) fn program_kind(
     }
     let phdrs = budget.read(exe, phoff, phentsize * phnum)?;
     const PT_INTERP: usize = 3;
-    let is_static = !phdrs
+    let interp = phdrs
         .chunks(phentsize)
-        .any(|ph| le(ph, 0, 4) == Some(PT_INTERP));
+        .find(|ph| le(ph, 0, 4) == Some(PT_INTERP));
+    let is_static = interp.is_none();
+    let is_musl = interp.is_some_and(|ph| musl_interpreter(exe, ph, budget).unwrap_or(false));
     let (shoff, shentsize, shnum, shstrndx) = (
         le(ehdr, 40, 8)?,
         le(ehdr, 58, 2)?,
@@ -159,7 +178,11 @@ pub(in crate::sandbox) fn program_kind(
         }))
     };
     let is_go = is_go().unwrap_or(false);
-    Some(ProgramKind { is_static, is_go })
+    Some(ProgramKind {
+        is_static,
+        is_go,
+        is_musl,
+    })
 }
 
 /// Where a Go program's `runtime.cputicks` (its ABI0 assembly body) lies, to be replaced.
@@ -396,6 +419,51 @@ mod tests {
         let script = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(script.path(), "#!/bin/sh\n").unwrap();
         assert!(!bypasses_libc(&std::fs::File::open(script.path()).unwrap()));
+    }
+
+    /// `/bin/sh` with its interpreter path rewritten to `interp` (no longer than glibc's).
+    fn sh_with_interpreter(interp: &[u8]) -> tempfile::NamedTempFile {
+        let mut sh = std::fs::read("/bin/sh").unwrap();
+        let (phoff, phnum) = (le(&sh, 32, 8).unwrap(), le(&sh, 56, 2).unwrap());
+        let ph = (0..phnum)
+            .map(|i| phoff + 56 * i)
+            .find(|at| le(&sh, *at, 4) == Some(3))
+            .expect("/bin/sh is dynamic");
+        let (at, len) = (le(&sh, ph + 8, 8).unwrap(), le(&sh, ph + 32, 8).unwrap());
+        assert!(interp.len() <= len);
+        sh[at..at + len].fill(0);
+        sh[at..at + interp.len()].copy_from_slice(interp);
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), sh).unwrap();
+        f
+    }
+
+    /// A program linked dynamically against musl never loads the preload library (musl's
+    /// loader reads no /etc/ld.so.preload): the exec-time path patches it as a static one.
+    #[test]
+    fn musl_dynamic_programs_bypass_the_preload() {
+        let kind = |interp: &[u8]| {
+            program_kind(&open(&sh_with_interpreter(interp)), &mut unbounded()).unwrap()
+        };
+        let musl = kind(b"/lib/ld-musl-x86_64.so.1");
+        assert!(musl.is_musl && !musl.is_static && musl.bypasses_libc());
+        assert!(kind(b"/lib/ld-musl-aarch64.so.1").is_musl);
+        let glibc = kind(b"/lib64/ld-linux-x86-64.so.2");
+        assert!(!glibc.is_musl && !glibc.bypasses_libc());
+        // Only the file name counts; a directory named so does not.
+        assert!(!kind(b"/ld-musl-/ld.so").is_musl);
+        // An interpreter header pointing past the file: not musl, no panic.
+        let f = sh_with_interpreter(b"/lib/ld-musl-x86_64.so.1");
+        let mut bytes = std::fs::read(f.path()).unwrap();
+        let phoff = le(&bytes, 32, 8).unwrap();
+        let ph = (0..le(&bytes, 56, 2).unwrap())
+            .map(|i| phoff + 56 * i)
+            .find(|at| le(&bytes, *at, 4) == Some(3))
+            .unwrap();
+        bytes[ph + 8..ph + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(f.path(), bytes).unwrap();
+        let kind = program_kind(&open(&f), &mut unbounded()).unwrap();
+        assert!(!kind.is_musl && !kind.is_static);
     }
 
     #[test]
