@@ -22,6 +22,7 @@ mod exec;
 mod first_hour;
 mod fuzz_pass;
 mod image;
+mod image_pull;
 mod isolation;
 mod lifecycle;
 mod lineage;
