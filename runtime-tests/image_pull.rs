@@ -32,6 +32,11 @@ impl Registry {
     /// Starts a registry; `tls`: a test CA and a server certificate (`certs/ca.crt` is
     /// what a client's --cert-dir needs); `user`: htpasswd basic auth for that user.
     fn start(tls: bool, user: Option<(&str, &str)>) -> Option<Registry> {
+        Registry::start_with(tls, user, "")
+    }
+
+    /// As [`Registry::start`], with `extra` appended to the configuration.
+    fn start_with(tls: bool, user: Option<(&str, &str)>, extra: &str) -> Option<Registry> {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let port = free_port();
@@ -59,6 +64,7 @@ impl Registry {
                 d.join("htpasswd").display()
             );
         }
+        config += extra;
         std::fs::write(d.join("config.yml"), config).unwrap();
         let log = std::fs::File::create(d.join("log")).unwrap();
         let child = Command::new("docker-registry")
@@ -675,4 +681,118 @@ fn two_concurrent_pulls_of_one_image_share_the_store() {
     );
     drop(reg);
     assert_eq!(p.sh(&r, "echo shared"), "shared\n");
+}
+
+/// A token service as Docker Hub's `auth.docker.io`: grants every scope asked for, in a JWT
+/// signed with `key.pem` whose certificate (`cert.pem`) the registry trusts; logs each
+/// request's query.
+const TOKEN_SERVER: &str = r#"
+import base64, http.server, json, subprocess, sys, time, urllib.parse
+port, key, cert, log = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+der = subprocess.run(["openssl", "x509", "-in", cert, "-outform", "DER"], capture_output=True, check=True).stdout
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        open(log, "a").write(json.dumps({"query": q, "auth": self.headers.get("Authorization")}) + "\n")
+        access = []
+        for s in q.get("scope", []):
+            kind, name, actions = s.split(":")
+            access.append({"type": kind, "name": name, "actions": actions.split(",")})
+        now = int(time.time())
+        head = b64(json.dumps({"typ": "JWT", "alg": "RS256", "x5c": [base64.b64encode(der).decode()]}).encode())
+        claims = b64(json.dumps({"iss": "test-issuer", "sub": "", "aud": q.get("service", [""])[0], "exp": now + 600, "nbf": now - 60, "iat": now, "jti": str(now), "access": access}).encode())
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=f"{head}.{claims}".encode(), capture_output=True, check=True).stdout
+        body = json.dumps({"token": f"{head}.{claims}.{b64(sig)}"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"#;
+
+#[test]
+fn pull_with_an_anonymous_bearer_token_as_docker_hub_asks() {
+    require!(
+        NEEDS[0],
+        NEEDS[1],
+        NEEDS[2],
+        NEEDS[3],
+        Need::Tool("openssl"),
+        Need::Tool("python3")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=token",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "openssl: {}", stderr(&o));
+    let token_port = free_port();
+    std::fs::write(d.join("server.py"), TOKEN_SERVER).unwrap();
+    let mut server = Command::new("python3")
+        .arg(d.join("server.py"))
+        .arg(token_port.to_string())
+        .arg(d.join("key.pem"))
+        .arg(d.join("cert.pem"))
+        .arg(d.join("requests.log"))
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Kill(&mut server);
+    let auth = format!(
+        "auth:\n  token:\n    realm: http://127.0.0.1:{token_port}/token\n    service: test-registry\n    issuer: test-issuer\n    rootcertbundle: {}\n",
+        d.join("cert.pem").display()
+    );
+    let Some(reg) = Registry::start_with(false, None, &auth) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let up = wait_until(Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", token_port)).is_ok()
+    });
+    assert!(up, "the token server did not start");
+    let p = Puller::new();
+    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
+    reg.push(&src, "test/busybox:1", &[]);
+    std::fs::write(d.join("requests.log"), "").unwrap();
+    let r = format!("{}/test/busybox:1", reg.host());
+    let (digest, _) = layout_manifest(busybox_layout());
+    assert_eq!(p.pulled(&r, &["--tls-verify=false"]), digest);
+    let log = std::fs::read_to_string(d.join("requests.log")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["query"]["scope"][0], "repository:test/busybox:pull",
+        "{log}"
+    );
+    assert_eq!(first["query"]["service"][0], "test-registry");
+    assert!(
+        first["auth"].is_null(),
+        "anonymous: no credentials sent: {log}"
+    );
+    drop(reg);
+    assert_eq!(p.sh(&r, "echo token"), "token\n");
 }
