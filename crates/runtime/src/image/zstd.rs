@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use ruzstd::decoding::FrameDecoder;
-use ruzstd::decoding::StreamingDecoder;
+use ruzstd::streaming_decoder::StreamingDecoder;
+use ruzstd::FrameDecoder;
 
 /// A `Read` of the concatenated frames of a zstd stream.
 pub(crate) struct MultiZstd<R: Read> {
@@ -59,6 +59,27 @@ impl<R: Read> Read for MultiZstd<R> {
     }
 }
 
+/// A zstd frame holding `data` in raw blocks (the format's simplest encoding), for tests.
+#[cfg(test)]
+pub(crate) fn frame(data: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x28, 0xb5, 0x2f, 0xfd];
+    // Frame header descriptor: single segment, 4-byte content size.
+    f.push(0xa0);
+    f.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    let chunks: Vec<&[u8]> = if data.is_empty() {
+        vec![&[]]
+    } else {
+        data.chunks(100_000).collect()
+    };
+    for (i, chunk) in chunks.iter().enumerate() {
+        let last = u32::from(i + 1 == chunks.len());
+        let header = last | ((chunk.len() as u32) << 3);
+        f.extend_from_slice(&header.to_le_bytes()[..3]);
+        f.extend_from_slice(chunk);
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,25 +108,4 @@ mod tests {
         MultiZstd::new(&both[..]).read_to_end(&mut out).unwrap();
         assert_eq!(out, b"hello world");
     }
-}
-
-/// A zstd frame holding `data` in raw blocks (the format's simplest encoding), for tests.
-#[cfg(test)]
-pub(crate) fn frame(data: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x28, 0xb5, 0x2f, 0xfd];
-    // Frame header descriptor: single segment, 4-byte content size.
-    f.push(0xa0);
-    f.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    let chunks: Vec<&[u8]> = if data.is_empty() {
-        vec![&[]]
-    } else {
-        data.chunks(100_000).collect()
-    };
-    for (i, chunk) in chunks.iter().enumerate() {
-        let last = u32::from(i + 1 == chunks.len());
-        let header = last | ((chunk.len() as u32) << 3);
-        f.extend_from_slice(&header.to_le_bytes()[..3]);
-        f.extend_from_slice(chunk);
-    }
-    f
 }

@@ -155,7 +155,7 @@ impl Platform {
             && self
                 .variant
                 .as_deref()
-                .is_none_or(|v| field("variant") == v)
+                .map_or(true, |v| field("variant") == v)
     }
 }
 
