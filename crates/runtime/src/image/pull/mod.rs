@@ -277,45 +277,58 @@ fn resolve_manifest(
     if !is_index {
         return Ok((bytes, digest, media));
     }
-    let index: Index = serde_json::from_value(value.clone()).map_err(|e| PullError::Format {
-        what: format!("index {digest}"),
-        detail: e.to_string(),
+    let desc = choose(&value, platform).map_err(|have| match have {
+        None => PullError::Format {
+            what: format!("index {digest}"),
+            detail: "malformed index".into(),
+        },
+        Some(have) => PullError::NoPlatform {
+            reference: reference.selector(),
+            platform: platform.to_string(),
+            have: if have.is_empty() {
+                "none".into()
+            } else {
+                have.join(", ")
+            },
+        },
     })?;
-    let raw = value
+    let (bytes, digest, media) = fetch_manifest(
+        client,
+        &desc.digest.to_string(),
+        Some(&desc.digest),
+        Some(desc.size),
+        scratch,
+    )?;
+    let media = if desc.media_type.is_empty() {
+        media
+    } else {
+        desc.media_type.clone()
+    };
+    Ok((bytes, digest, media))
+}
+
+/// The first entry of an index (OCI index or Docker manifest list) for `platform`; `Err`
+/// holds the platforms it has (`None`: not an index).
+fn choose(
+    index: &serde_json::Value,
+    platform: &Platform,
+) -> Result<Descriptor, Option<Vec<String>>> {
+    let parsed: Index = serde_json::from_value(index.clone()).map_err(|_| None)?;
+    let raw = index
         .get("manifests")
         .and_then(|m| m.as_array())
         .cloned()
         .unwrap_or_default();
     let mut have = Vec::new();
-    for (desc, raw) in index.manifests.iter().zip(&raw) {
+    for (desc, raw) in parsed.manifests.into_iter().zip(&raw) {
         let p = raw.get("platform").cloned().unwrap_or_default();
         if platform.matches(&p) {
-            let (bytes, digest, media) = fetch_manifest(
-                client,
-                &desc.digest.to_string(),
-                Some(&desc.digest),
-                Some(desc.size),
-                scratch,
-            )?;
-            let media = if desc.media_type.is_empty() {
-                media
-            } else {
-                desc.media_type.clone()
-            };
-            return Ok((bytes, digest, media));
+            return Ok(desc);
         }
         let field = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
         have.push(format!("{}/{}", field("os"), field("architecture")));
     }
-    Err(PullError::NoPlatform {
-        reference: reference.selector(),
-        platform: platform.to_string(),
-        have: if have.is_empty() {
-            "none".into()
-        } else {
-            have.join(", ")
-        },
-    })
+    Err(Some(have))
 }
 
 /// One manifest by tag or digest, verified against `expected` when given.
