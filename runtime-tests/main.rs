@@ -23,6 +23,7 @@ mod exec;
 mod first_hour;
 mod fuzz_pass;
 mod image;
+mod image_pull;
 mod isolation;
 mod lifecycle;
 mod lineage;

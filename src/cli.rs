@@ -49,7 +49,7 @@ pub(crate) enum Command {
     /// ps, features, spec, and `exec ID`.
     #[command(flatten)]
     Oci(oci::cli::OciCommand),
-    /// Import, list, inspect and remove container images (`spec/image.md`).
+    /// Import, pull, list, inspect and remove container images (`spec/image.md`).
     Image(image::cli::ImageArgs),
     /// Read-only dependency-index mirrors frozen at a date: pull, add, index, verify
     /// (`spec/mirror.md`).

@@ -14,8 +14,10 @@ pub mod extract;
 mod import;
 pub mod name;
 pub mod oci;
+pub mod pull;
 pub mod source;
 pub mod store;
+mod zstd;
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -68,8 +70,8 @@ pub enum ImageError {
         digest: String,
         source: ExtractError,
     },
-    #[error("import: layer {index} ({digest}) is zstd-compressed, which this build cannot read; recompress it with `skopeo copy --dest-compress-format gzip` — nothing was imported")]
-    Zstd { index: usize, digest: String },
+    #[error(transparent)]
+    Pull(#[from] pull::PullError),
     #[error("import {path}: no image for linux/{arch} in the index; nothing was imported")]
     NoPlatform { path: PathBuf, arch: &'static str },
     #[error("--name {name}: the input holds {count} images; import it without --name (each keeps its own name)")]

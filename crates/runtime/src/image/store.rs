@@ -191,6 +191,11 @@ impl Store {
             reference: reference.to_string(),
             store: self.root.clone(),
         };
+        // NAME@sha256:HEX (as `image pull` takes it): the digest names the image.
+        let reference = match reference.rsplit_once('@') {
+            Some((_, digest)) if digest.starts_with("sha256:") => digest,
+            _ => reference,
+        };
         if let Some(hex) = reference.strip_prefix("sha256:") {
             if let Some(d) = Digest::from_hex(hex) {
                 return match self.image_dir(&d).join("image.json").exists() {

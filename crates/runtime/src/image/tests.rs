@@ -444,17 +444,20 @@ fn oci_archives_and_docker_save_archives_import() {
 }
 
 #[test]
-fn zstd_layers_are_refused_clearly() {
+fn zstd_layers_are_imported_and_checked_against_their_diff_ids() {
     let env = Env::new();
     let layout = env.dir("layout");
-    let mut l = Layout::new(vec![layer(&[("a", "1")])]);
+    let raw = layer(&[("a", "1"), ("dir/", ""), ("dir/b", "zstd")]);
+    let mut l = Layout::new(vec![raw.clone()]);
     l.layers[0].1 = false;
     let (_, layers) = l.write(&layout);
-    // Replace the layer with zstd magic + junk, and fix the descriptor to match.
-    let zstd = [0x28u8, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0];
+    // Replace the layer with a zstd stream of it (two frames), and fix the descriptors.
+    let half = raw.len() / 2;
+    let mut zstd = super::zstd::frame(&raw[..half]);
+    zstd.extend(super::zstd::frame(&raw[half..]));
     let blobs = layout.join("blobs/sha256");
     std::fs::remove_file(blobs.join(&layers[0][7..])).unwrap();
-    std::fs::write(blobs.join(Digest::of(&zstd).hex()), zstd).unwrap();
+    std::fs::write(blobs.join(Digest::of(&zstd).hex()), &zstd).unwrap();
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
     let md = index["manifests"][0]["digest"].as_str().unwrap()[7..].to_string();
@@ -471,12 +474,10 @@ fn zstd_layers_are_refused_clearly() {
         serde_json::to_vec(&index).unwrap(),
     )
     .unwrap();
-    let err = env.import(&layout, None).unwrap_err();
-    assert!(matches!(err, ImageError::Zstd { .. }), "{err}");
-    assert!(
-        err.to_string().contains("--dest-compress-format gzip"),
-        "{err}"
-    );
+    let recs = env.import(&layout, None).unwrap();
+    let root = env.store.image_dir(&recs[0].digest).join("rootfs");
+    assert_eq!(std::fs::read_to_string(root.join("dir/b")).unwrap(), "zstd");
+    assert_eq!(std::fs::read_to_string(root.join("a")).unwrap(), "1");
 }
 
 #[test]

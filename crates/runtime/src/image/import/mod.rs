@@ -357,12 +357,7 @@ impl Import<'_> {
             let reader = BufReader::new(file);
             let stream: Box<dyn Read> = match sniff(&path)? {
                 Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(reader)),
-                Compression::Zstd => {
-                    return Err(ImageError::Zstd {
-                        index: i,
-                        digest: layer.digest.to_string(),
-                    })
-                }
+                Compression::Zstd => Box::new(super::zstd::MultiZstd::new(reader)),
                 Compression::None => Box::new(reader),
             };
             let mut hashing = Hashing::new(stream);
