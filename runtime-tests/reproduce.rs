@@ -1125,6 +1125,52 @@ fn the_ledger_names_each_tests_class_and_cause_and_exports_what_not_to_trust() {
         &f.work.run(&["reproduce", "ledger", "--db", "missing.db"]),
         "missing.db",
     );
+    // The manifest applied: without the dated test, dated's runs on the real clock (the two
+    // no-shim runs and the one without the clock pin) are resolved; regrading without it
+    // grades the test again.
+    let regrade = |extra: &[&str]| {
+        let mut args = vec!["reproduce", "regrade", "--db", "study.db", "--json"];
+        args.extend_from_slice(extra);
+        let out = f.work.run(&args);
+        serde_json::from_str::<serde_json::Value>(&expect_code(&out, 0)).unwrap()
+    };
+    let r = regrade(&["--exclude", "known-flaky.json"]);
+    assert_eq!(r["excluded"], 1, "{r}");
+    assert_eq!(r["now_resolved"], 3, "{r}");
+    let flipped: Vec<String> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["resolved_before"] != c["resolved_after"])
+        .map(|c| format!("{} {}", c["instance_id"], c["arm"]))
+        .collect();
+    assert_eq!(
+        flipped,
+        [
+            "\"dated\" \"no_shim\"",
+            "\"dated\" \"no_shim\"",
+            "\"dated\" \"shim_without_clock\""
+        ],
+        "{r}"
+    );
+    let r = regrade(&[]);
+    assert_eq!(
+        (r["excluded"].as_u64(), r["now_unresolved"].as_u64()),
+        (Some(0), Some(3)),
+        "{r}"
+    );
+    std::fs::write(f.path("not-a-manifest.json"), "{\"format\": \"other\"}").unwrap();
+    expect_error(
+        &f.work.run(&[
+            "reproduce",
+            "regrade",
+            "--db",
+            "study.db",
+            "--exclude",
+            "not-a-manifest.json",
+        ]),
+        "not a reprorun-known-flaky/1 manifest",
+    );
 }
 
 #[test]

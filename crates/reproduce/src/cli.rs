@@ -230,6 +230,10 @@ pub struct RegradeArgs {
     /// (another commit, patch or mirror lock.json); without it such a study is refused.
     #[arg(long)]
     pub allow_mixed: bool,
+    /// Grade without the tests a graders' manifest (`reproduce ledger --export`,
+    /// reprorun-known-flaky/1) says not to trust; regrading without it grades them again.
+    #[arg(long, value_name = "FILE")]
+    pub exclude: Option<PathBuf>,
 }
 
 /// Runs the subcommand; returns the exit status.
@@ -451,7 +455,7 @@ fn run_export(a: ExportArgs) -> Result<(), ReproduceError> {
 }
 
 fn run_regrade(a: RegradeArgs) -> Result<(), ReproduceError> {
-    let done = regrade::regrade(&a.db, a.allow_mixed)?;
+    let done = regrade::regrade(&a.db, a.allow_mixed, a.exclude.as_deref())?;
     let text = if a.json {
         let line = serde_json::to_string(&done).map_err(|e| ReproduceError::Print(e.into()))?;
         format!("{line}\n")

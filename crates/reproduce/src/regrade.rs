@@ -21,6 +21,8 @@ pub enum RegradeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error("--exclude {path}: {why}")]
+    Exclude { path: PathBuf, why: String },
     #[error("--db {db}: instance {id} has no stored test lists (the study predates them); run `reprorun reproduce run` on it once with the same inputs, then regrade")]
     NoLists { db: PathBuf, id: String },
     #[error("--db {db}: {id} {arm}: its runs were made in {environments} environments ({what} differ); pass --allow-mixed to regrade them together ({groups} instance/arm group(s) mixed in all)")]
@@ -73,15 +75,39 @@ pub(crate) struct Regraded {
     /// Instance/arm groups whose runs were made in different environments, regraded
     /// together under `--allow-mixed`.
     pub mixed: Vec<Mixed>,
+    /// Listed tests left out of grading by `--exclude` (each instance's, counted once).
+    #[serde(default)]
+    pub excluded: u64,
 }
 
 /// Regrades the study at `db` (holding its lock: no `run` may record meanwhile). Runs of
 /// one instance and arm made in different environments ([`provenance::mixed`]) are
 /// refused unless `allow_mixed`.
-pub(crate) fn regrade(db: &Path, allow_mixed: bool) -> Result<Regraded, RegradeError> {
+pub(crate) fn regrade(
+    db: &Path,
+    allow_mixed: bool,
+    exclude: Option<&Path>,
+) -> Result<Regraded, RegradeError> {
+    let exclusions = match exclude {
+        Some(path) => {
+            super::ledger::read_exclusions(path).map_err(|why| RegradeError::Exclude {
+                path: path.to_path_buf(),
+                why,
+            })?
+        }
+        None => Default::default(),
+    };
     let store = Store::open(db, false)?;
     let _lock = reprorun_pipeline::store::lock(db)?;
-    let lists = store.graded_lists()?;
+    let mut lists = store.graded_lists()?;
+    let mut excluded = 0;
+    for (id, (_, listed)) in lists.iter_mut() {
+        if let (Some(drop), Some(listed)) = (exclusions.get(id), listed.as_mut()) {
+            let before = listed.len();
+            listed.retain(|t| !drop.contains(t));
+            excluded += (before - listed.len()) as u64;
+        }
+    }
     let rows = store.rows()?;
     let mixed = provenance::mixed(&rows);
     if let (Some(m), false) = (mixed.first(), allow_mixed) {
@@ -96,6 +122,7 @@ pub(crate) fn regrade(db: &Path, allow_mixed: bool) -> Result<Regraded, RegradeE
     }
     let mut out = Regraded {
         mixed,
+        excluded,
         ..Regraded::default()
     };
     let mut updated = Vec::new();
@@ -185,6 +212,12 @@ impl Regraded {
             "regraded {} of {} runs ({} infrastructure failures kept): {} changed, {} now resolved, {} no longer resolved, {} error (no listed test in the output)\n",
             self.graded, self.runs, self.infra, self.changed, self.now_resolved, self.now_unresolved, self.errors
         );
+        if self.excluded > 0 {
+            t.push_str(&format!(
+                "  {} listed test(s) left out by --exclude\n",
+                self.excluded
+            ));
+        }
         for m in &self.mixed {
             t.push_str(&format!(
                 "  mixed (--allow-mixed): {} {}: {} environments ({} differ)\n",
@@ -231,10 +264,15 @@ mod tests {
                 resolved_after: true,
             }],
             mixed: vec![],
+            excluded: 0,
         };
         assert_eq!(
             r.text(),
             "regraded 2 of 3 runs (1 infrastructure failures kept): 1 changed, 1 now resolved, 0 no longer resolved, 0 error (no listed test in the output)\n  a shim #0: unresolved -> resolved\n"
         );
+        let r = Regraded { excluded: 2, ..r };
+        assert!(r
+            .text()
+            .contains("\n  2 listed test(s) left out by --exclude\n"));
     }
 }

@@ -429,6 +429,50 @@ pub(crate) fn export(ledger: &Ledger, source: &str) -> serde_json::Value {
 /// The format name of [`export`]'s document.
 pub(crate) const EXPORT_FORMAT: &str = "reprorun-known-flaky/1";
 
+/// The most bytes of a manifest read (`regrade --exclude`).
+const MAX_MANIFEST: u64 = 16 << 20;
+
+/// The tests not to trust, per instance: what a manifest excludes.
+pub(crate) type Exclusions = BTreeMap<String, BTreeSet<String>>;
+
+/// Reads a graders' manifest ([`export`]'s format) for `regrade --exclude`; one line on
+/// what is wrong with it.
+pub(crate) fn read_exclusions(path: &std::path::Path) -> Result<Exclusions, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_MANIFEST {
+        return Err(format!("larger than {MAX_MANIFEST} bytes"));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not JSON: {e}"))?;
+    if v["format"] != EXPORT_FORMAT {
+        return Err(format!(
+            "not a {EXPORT_FORMAT} manifest (its format is {})",
+            v["format"]
+        ));
+    }
+    let instances = v["instances"]
+        .as_object()
+        .ok_or("`instances` is not an object")?;
+    let mut out = Exclusions::new();
+    for (id, entry) in instances {
+        let list = entry["exclude"]
+            .as_array()
+            .ok_or_else(|| format!("instances.{id}.exclude is not an array"))?;
+        for (k, t) in list.iter().enumerate() {
+            let test = t["test"]
+                .as_str()
+                .ok_or_else(|| format!("instances.{id}.exclude[{k}].test is not a string"))?;
+            out.entry(id.clone()).or_default().insert(test.to_string());
+        }
+    }
+    Ok(out)
+}
+
 mod command;
 pub(crate) use command::run;
 pub use command::LedgerArgs;
