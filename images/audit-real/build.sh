@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the real example corpus of `reprorun audit` (images/README.md, "audit-real").
-#   images/audit-real/build.sh MIRRORS OUT
-# MIRRORS holds clones of the 22 public repositories of repos.tsv, one directory each named
-# OWNER+NAME (a bare repository, or a work tree's .git, directly or under repo/), as the
-# search tool's `fetch` or `git clone --mirror https://github.com/OWNER/NAME` gives them.
-# The corpus commits none of their code: this script makes it from the clones.
+#   images/audit-real/build.sh OUT                  from the committed bundles (repos/)
+#   images/audit-real/build.sh --mirrors MIRRORS OUT  from clones, rewritten again
+# repos/ holds one small bundle per repository of repos.tsv, made by the second form
+# (pack.sh refreshes them). MIRRORS holds clones of the 22 public repositories, one
+# directory each named OWNER+NAME (a bare repository, or a work tree's .git, directly or
+# under repo/), as the search tool's `fetch` or `git clone --mirror
+# https://github.com/OWNER/NAME` gives them.
 # OUT must be empty, missing, or an earlier output of this script (then it is rebuilt).
 # Writes the input of `reprorun audit snapshot`:
 #   OUT/repos/OWNER__NAME.bundle  the branch of repos.tsv at its recorded head, rewritten by
-#                                 rewrite.py (blobs over 100 KiB, or absent from the clone,
+#                                 rewrite.py (large blobs, or blobs absent from the clone,
 #                                 become a short placeholder; unchanged commits keep their ids)
 #   OUT/repos/OWNER__NAME.stripped  what rewrite.py replaced (path, blob id, size; -1 = absent)
 #   OUT/papers/ID.md              paraphrased paper texts (papers/)
@@ -20,9 +22,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "build.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || die "usage: build.sh MIRRORS OUT"
-mirrors=$1 out=$2
-[ -d "$mirrors" ] || die "$mirrors is not a directory"
+mirrors=
+if [ "${1:-}" = --mirrors ]; then
+  [ $# -eq 3 ] || die "usage: build.sh [--mirrors MIRRORS] OUT"
+  mirrors=$2; shift 2
+  [ -d "$mirrors" ] || die "$mirrors is not a directory"
+fi
+[ $# -eq 1 ] || die "usage: build.sh [--mirrors MIRRORS] OUT"
+out=$1
 command -v git >/dev/null || die "git not found"
 command -v python3 >/dev/null || die "python3 not found"
 
@@ -56,6 +63,12 @@ PY
 while IFS=$'\t' read -r repo branch head; do
   case $repo in ''|'#'*) continue ;; esac
   grep -qxF "$repo" <<<"$keep" || continue
+  name=${repo/\//__}
+  if [ -z "$mirrors" ]; then
+    [ -f "$here/repos/$name.bundle" ] || die "$repo: no repos/$name.bundle (build.sh --mirrors makes it)"
+    cp "$here/repos/$name.bundle" "$here/repos/$name.stripped" "$out/repos/"
+    continue
+  fi
   src=
   for cand in "$mirrors/${repo/\//+}/repo/.git" "$mirrors/${repo/\//+}/repo" "$mirrors/${repo/\//+}"; do
     if git --git-dir="$cand" rev-parse -q --verify "$head^{commit}" >/dev/null 2>&1; then
@@ -68,11 +81,13 @@ while IFS=$'\t' read -r repo branch head; do
   # Objects are shared read-only through alternates; only new objects land in $work.
   echo "$(cd "$src" && pwd)/objects" > "$work/objects/info/alternates"
   git --git-dir="$work" update-ref refs/heads/src "$head"
-  python3 "$here/rewrite.py" "$work" refs/heads/src "refs/heads/$branch" 102400 \
+  python3 "$here/rewrite.py" "$work" refs/heads/src "refs/heads/$branch" 16384 \
     > "$out/repos/${repo/\//__}.stripped"
   git --git-dir="$work" symbolic-ref HEAD "refs/heads/$branch"
   git --git-dir="$work" update-ref -d refs/heads/src
-  git --git-dir="$work" bundle create -q "$out/repos/${repo/\//__}.bundle" "refs/heads/$branch" HEAD
+  # A tighter delta search than the default: the bundles are committed.
+  git --git-dir="$work" -c pack.window=250 -c pack.depth=250 -c pack.compression=9 -c pack.threads=1 \
+    bundle create -q "$out/repos/${repo/\//__}.bundle" "refs/heads/$branch" HEAD
   rm -rf "$work"
 done < "$here/repos.tsv"
 

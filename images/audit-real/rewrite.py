@@ -4,10 +4,12 @@
     rewrite.py GIT_DIR REF NEW_REF [MAX_BYTES]
 
 Rebuilds every commit reachable from REF (parents first) into NEW_REF, inside GIT_DIR:
-a blob larger than MAX_BYTES (default 102400; source and configuration files, by
-suffix, up to 1 MiB) or absent from the clone (a partial or
-size-limited snapshot) is replaced by a short text placeholder naming its path, size and
-original id. A commit whose tree and parents are unchanged keeps its original id, so
+a blob larger than its limit or absent from the clone (a partial or size-limited
+snapshot) is replaced by a short text placeholder naming its path, size and original id.
+Limits: source and configuration files (by suffix) and requirements, setup and README files
+of any suffix: 1 MiB (the auditor reads them); other .md and .txt files: 64 KiB (papers'
+data lists are .txt); anything else (images, notebooks, archives, data): MAX_BYTES (default
+16384). A commit whose tree and parents are unchanged keeps its original id, so
 histories without large or missing files keep their real commit ids; a rewritten commit
 keeps its author, committer, dates and message (signatures are dropped). The same input
 gives the same output on every machine. Needs git and Python 3 only.
@@ -18,8 +20,22 @@ import sys
 
 
 # Source and configuration files are kept up to 1 MiB: the auditor reads them.
-SOURCE_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".md", ".txt")
+SOURCE_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini")
+SOURCE_NAMES = ("requirements", "setup", "readme", "environment", "pyproject")
 SOURCE_LIMIT = 1 << 20
+# Other text (documentation, data lists): 64 KiB.
+TEXT_SUFFIXES = (".md", ".txt", ".rst")
+TEXT_LIMIT = 64 << 10
+
+
+def limit_of(path, limit):
+    """The largest blob kept at PATH."""
+    base = path.rsplit("/", 1)[-1].lower()
+    if path.endswith(SOURCE_SUFFIXES) or base.startswith(SOURCE_NAMES):
+        return SOURCE_LIMIT
+    if base.endswith(TEXT_SUFFIXES):
+        return TEXT_LIMIT
+    return limit
 
 
 def git(gd, *args, input=None, env=None):
@@ -33,7 +49,7 @@ def main():
     if len(sys.argv) not in (4, 5):
         raise SystemExit(__doc__)
     gd, ref, new_ref = sys.argv[1:4]
-    limit = int(sys.argv[4]) if len(sys.argv) == 5 else 102400
+    limit = int(sys.argv[4]) if len(sys.argv) == 5 else 16384
     sizes = {}
     # One batch-check of every object the branch names; a missing object prints "missing".
     objs = git(gd, "rev-list", "--objects", "--missing=print", ref).decode().split("\n")
@@ -71,7 +87,7 @@ def main():
                 obj = tree(obj, path + "/")
             elif typ == "blob":
                 kind, size = sizes.get(obj, ("missing", -1))
-                lim = SOURCE_LIMIT if path.endswith(SOURCE_SUFFIXES) else limit
+                lim = limit_of(path, limit)
                 if kind == "missing" or size > lim:
                     stripped.append(f"{path}\t{obj}\t{size}")
                     obj = placeholder(path, obj, size)
