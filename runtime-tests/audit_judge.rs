@@ -319,6 +319,11 @@ fn sample_and_agreement_end_to_end() {
             seed,
         ]);
         expect_code(&o, 0);
+        let said = stderr(&o);
+        assert!(
+            said.contains("of 6 distinct pairs (12 labelled over the repeats)"),
+            "{said}"
+        );
         std::fs::read_to_string(c.work.path().join("pairs.jsonl")).unwrap()
     };
     let pairs = sample("7");
@@ -327,8 +332,10 @@ fn sample_and_agreement_end_to_end() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // 12 pairs in the study: 4 exact, 8 none; at most 3 of each.
-    assert_eq!(rows.len(), 6, "{pairs}");
+    // 12 pairs in the study, but its two repeats gave the same findings: 6 distinct pairs,
+    // 2 exact and 4 none, each drawn once (from the first repeat); at most 3 of each label.
+    assert_eq!(rows.len(), 5, "{pairs}");
+    assert!(rows.iter().all(|r| r["repeat"] == 0), "{pairs}");
     assert!(
         !pairs.contains("\"label\""),
         "the judge's label is hidden: {pairs}"
@@ -369,7 +376,11 @@ fn sample_and_agreement_end_to_end() {
     ]);
     // The coordinates repeat the first pair: refused as labelled twice.
     expect_error(&o, "line 1 already");
-    let human: String = human.lines().take(6).map(|l| format!("{l}\n")).collect();
+    let human: String = human
+        .lines()
+        .take(rows.len())
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(c.work.path().join("human.jsonl"), &human).unwrap();
     let o = c.work.run(&[
         "audit",
@@ -384,8 +395,11 @@ fn sample_and_agreement_end_to_end() {
     ]);
     let a: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
     let a = &a["agreement"];
-    assert_eq!(a["pairs"], 6, "{a}");
-    assert_eq!(a["agree"], 5, "{a}");
+    assert_eq!(a["pairs"], 5, "{a}");
+    assert_eq!(a["agree"], 4, "{a}");
+    // The study's distinct pairs per judge label, what the sample was drawn from.
+    assert_eq!(a["population"], serde_json::json!([2, 0, 4]), "{a}");
+    assert!(a["weighted_recall"].is_number(), "{a}");
     let judged = judge_first["label"].as_str().unwrap();
     let col = ["exact", "semantic", "none"]
         .iter()
@@ -403,7 +417,14 @@ fn sample_and_agreement_end_to_end() {
         "--labels",
         "human.jsonl",
     ]);
-    assert!(expect_code(&o, 0).contains("raw agreement"));
+    let text = expect_code(&o, 0);
+    assert!(text.contains("raw agreement"), "{text}");
+    assert!(
+        text.contains(
+            "weighted to the study's 6 distinct pairs (judge: exact 2, semantic 0, none 4)"
+        ),
+        "{text}"
+    );
     std::fs::write(
         c.work.path().join("bad.jsonl"),
         "{\"pair_id\": \"0000\", \"label\": \"none\"}\n",

@@ -2,17 +2,23 @@
 # The audit pipeline end to end on the real corpus, offline, with the built-in auditor and
 # judge: build -> snapshot -> run -> judge -> metrics -> report, then the figures against the
 # hand labels per half (figures.py) and the keyword-stuffing agent judged the same way.
-#   images/audit-real/demo.sh MIRRORS [DIR]    (DIR default: a new directory under /tmp)
-# MIRRORS: clones of the repositories of repos.tsv (see build.sh). $ONLY, a comma-separated
-# list of paper ids, keeps those pairs only (a quick subset; build.sh reads it). Needs root (each agent run is
-# a sandbox), git and python3. Builds reprorun (release) unless $REPRORUN names a binary.
+#   images/audit-real/demo.sh [--mirrors MIRRORS] [DIR]   (DIR default: a new directory under /tmp)
+# The repositories are the committed bundles (repos/); with --mirrors, clones of the
+# repositories of repos.tsv rewritten again (see build.sh). $ONLY, a comma-separated list of
+# paper ids, keeps those pairs only (a quick subset; build.sh reads it). Needs root (each
+# agent run is a sandbox), git and python3. Builds reprorun (release) unless $REPRORUN names
+# a binary.
 # Prints the time and disk of each stage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-[ $# -ge 1 ] || { echo "usage: demo.sh MIRRORS [DIR]" >&2; exit 2; }
-mirrors=$(cd "$1" && pwd)
-dir=${2:-$(mktemp -d /tmp/reprorun-audit-real.XXXXXX)}
+from=()
+if [ "${1:-}" = --mirrors ]; then
+  [ $# -ge 2 ] || { echo "usage: demo.sh [--mirrors MIRRORS] [DIR]" >&2; exit 2; }
+  from=(--mirrors "$(cd "$2" && pwd)"); shift 2
+fi
+[ $# -le 1 ] || { echo "usage: demo.sh [--mirrors MIRRORS] [DIR]" >&2; exit 2; }
+dir=${1:-$(mktemp -d /tmp/reprorun-audit-real.XXXXXX)}
 
 if [ -z "${REPRORUN:-}" ]; then
   "$root/.ci/musl"
@@ -28,9 +34,10 @@ stage() { # NAME START PATH...: elapsed seconds and disk of PATHs
     "$(du -sch "$@" 2>/dev/null | tail -1 | cut -f1)"
 }
 
-t=$(now); "$here/build.sh" "$mirrors" "$dir/input"; stage build "$t" "$dir/input"
+t=$(now); "$here/build.sh" "${from[@]}" "$dir/input"; stage build "$t" "$dir/input"
 cd "$dir"
-rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work
+rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work \
+  sample.jsonl sample.jsonl.key hand-sample.jsonl hand-all.jsonl
 t=$(now); "$REPRORUN" audit snapshot --pairs input/pairs.jsonl --issues input/issues --out corpus \
   --only-reproducibility; stage snapshot "$t" corpus
 t=$(now); "$REPRORUN" audit run --corpus corpus --db audit.db --agent builtin --repeats 1
@@ -41,6 +48,15 @@ t=$(now); "$REPRORUN" audit report --db audit.db --out report >/dev/null; stage 
 echo "papers: $(wc -l < input/pairs.jsonl)"
 echo "== figures against the hand labels (images/audit-real/labels), per half of split.tsv"
 python3 "$here/figures.py" audit.db corpus
+echo "== judge validation against the hand labels: the paper's design (audit sample: up to 50"
+echo "   pairs per judge label), then every hand-labelled pair"
+"$REPRORUN" audit sample --db audit.db --judge builtin --per-label 50 --out sample.jsonl
+python3 "$here/figures.py" audit.db corpus --hand-out hand-sample.jsonl --sample sample.jsonl >/dev/null
+python3 "$here/figures.py" audit.db corpus --hand-out hand-all.jsonl >/dev/null
+echo "-- sampled"
+"$REPRORUN" audit agreement --db audit.db --judge builtin --labels hand-sample.jsonl
+echo "-- all pairs"
+"$REPRORUN" audit agreement --db audit.db --judge builtin --labels hand-all.jsonl
 echo "== keyword stuffing (images/audit-real/gaming/stuff.py), judged by the built-in judge"
 "$REPRORUN" audit run --corpus corpus --db gaming.db --agent-root "$here/gaming" \
   --agent-cmd 'python3 /opt/agent/stuff.py' --repeats 1

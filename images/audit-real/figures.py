@@ -2,6 +2,7 @@
 """The real corpus's measured figures, per half of split.tsv, against the hand labels.
 
     figures.py DB CORPUS [LABELS_DIR] [--judge NAME] [--json]
+               [--hand-out FILE [--sample SAMPLE]]
 
 DB is an `audit run` study judged by NAME (default builtin), CORPUS its `audit snapshot`
 output; LABELS_DIR (default: labels/ beside this file) holds the hand labels:
@@ -13,6 +14,9 @@ Prints, per half: the judge's match precision and recall (exact or semantic agai
 the hand-labelled pairs of repeat 0, how many pairs are not hand-labelled, the auditor's
 precision at rank 1 (real blockers among labelled rank-1 findings), and Issue SM@10 by the
 hand labels and by the judge. A figure without labelled data prints as n/a.
+--hand-out FILE also writes the hand labels of repeat 0's pairs in `audit agreement`'s
+format ({group_id, repeat, hidden_issue_id, finding_index, label}, the index the study's
+own); with --sample, only the pairs of SAMPLE (an `audit sample` output).
 Reads only; Python 3 standard library.
 """
 import json
@@ -28,11 +32,23 @@ def pct(a, b):
 def main(argv):
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
-    judge = "builtin"
-    if "--judge" in argv:
-        k = argv.index("--judge")
-        judge = argv[k + 1]
-        del argv[k:k + 2]
+    opts = {}
+    for name in ("--judge", "--hand-out", "--sample"):
+        if name in argv:
+            k = argv.index(name)
+            if k + 1 >= len(argv):
+                raise SystemExit(__doc__)
+            opts[name] = argv[k + 1]
+            del argv[k:k + 2]
+    sample = None
+    if "--sample" in opts:
+        sample = set()
+        for line in open(opts["--sample"]):
+            if line.strip():
+                r = json.loads(line)
+                sample.add((r["group_id"], r["repeat"], r["hidden_issue_id"], r["finding_index"]))
+    hand_rows = []
+    judge = opts.get("--judge", "builtin")
     if len(argv) not in (2, 3):
         raise SystemExit(__doc__)
     db_path, corpus = argv[0], argv[1]
@@ -87,6 +103,9 @@ def main(argv):
                 s["unlabelled"] += 1
                 continue
             s["pairs"] += 1
+            if sample is None or (gid, 0, iid, k) in sample:
+                hand_rows.append({"group_id": gid, "repeat": 0, "hidden_issue_id": iid,
+                                  "finding_index": k, "label": hand})
             if hand != "none" and at10:
                 s["hand_hit"].add(f"{iid}@{gid}")
             j, h = label != "none", hand != "none"
@@ -96,6 +115,13 @@ def main(argv):
     for i in manifest["issues"]:
         gid = i["grounding"]["group_id"]
         stats[half[repo_of[gid]]]["issues"].add(f'{i["issue"]["repo"]}#{i["issue"]["number"]}@{gid}')
+    if "--hand-out" in opts:
+        with open(opts["--hand-out"], "w") as f:
+            for r in sorted(hand_rows, key=lambda r: (r["group_id"], r["hidden_issue_id"], r["finding_index"])):
+                f.write(json.dumps(r) + "\n")
+        if sample is not None and len(hand_rows) < len(sample):
+            print(f"figures.py: {len(sample) - len(hand_rows)} sampled pairs have no hand label",
+                  file=sys.stderr)
     out = {}
     for h, s in stats.items():
         out[h] = {

@@ -27,6 +27,7 @@ pub(crate) mod prompt;
 pub mod report;
 pub mod run;
 pub mod snapshot;
+pub(crate) mod taxonomy;
 
 use thiserror::Error;
 

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::result::{validate, ResultError};
 use super::task::{build, hidden_issues, Task};
-use super::validation::{agreement_of, draw, pair_id};
+use super::validation::{agreement_of, distinct, draw, pair_id};
 use super::*;
 use crate::corpus::{Group, Manifest, PairEntry, CORPUS_VERSION};
 use crate::findings::Findings;
@@ -472,7 +472,8 @@ fn anchors_name_files_flags_modules_artifacts_and_exceptions() {
 fn agreement_arithmetic_on_a_known_confusion() {
     // human rows × judge columns: exact, semantic, none.
     let c = [[10, 2, 3], [4, 5, 1], [2, 3, 20]];
-    let a = agreement_of(&c);
+    // Every pair labelled: the population is the table's columns.
+    let a = agreement_of(&c, [16, 10, 24]);
     assert_eq!(a.pairs, 50);
     assert_eq!(a.agree, 35);
     assert_eq!(a.raw_agreement, Some(0.7));
@@ -480,11 +481,64 @@ fn agreement_arithmetic_on_a_known_confusion() {
     assert_eq!((a.match_both, a.match_judge, a.match_human), (21, 26, 25));
     assert_eq!(a.precision, Some(21.0 / 26.0));
     assert_eq!(a.recall, Some(21.0 / 25.0));
-    let none = agreement_of(&[[0; 3]; 3]);
+    assert_eq!(a.weighted_precision, a.precision);
+    assert_eq!(a.weighted_recall, a.recall);
+    let none = agreement_of(&[[0; 3]; 3], [0; 3]);
     assert_eq!(
         (none.raw_agreement, none.precision, none.recall),
         (None, None, None)
     );
+}
+
+#[test]
+fn a_sample_per_judge_label_is_weighted_back_to_the_study() {
+    // The paper's design on rare matches: 10 matches the judge found, all sampled (8 true);
+    // 50 of the judge's 990 nones sampled, 5 of them true matches it missed. As sampled,
+    // recall is 8/13 = 61.5%; over the study, 5/50 of 990 nones is ~99 missed matches:
+    // recall 8/107.
+    let c = [[8, 0, 5], [0, 0, 0], [2, 0, 45]];
+    let a = agreement_of(&c, [10, 0, 990]);
+    assert_eq!(a.recall, Some(8.0 / 13.0));
+    assert_eq!(a.precision, Some(0.8));
+    assert_eq!(a.weighted_precision, Some(0.8));
+    let r = a.weighted_recall.unwrap();
+    assert!((r - 8.0 / 107.0).abs() < 1e-12, "{r}");
+    // A label the judge gave without a hand-labelled pair: no study-wide estimate.
+    let b = agreement_of(&c, [10, 3, 990]);
+    assert_eq!((b.weighted_precision, b.weighted_recall), (None, None));
+    assert_eq!(b.recall, a.recall);
+}
+
+#[test]
+fn a_pair_repeated_by_several_repeats_is_drawn_once() {
+    // Three repeats of one group gave the same two findings for one issue; a fourth gave
+    // another first finding.
+    let labels: Vec<PairLabel> = (0..4u32)
+        .flat_map(|repeat| {
+            (0..2u32).map(move |i| PairLabel {
+                group_id: "g".into(),
+                repeat,
+                judge: "builtin".into(),
+                hidden_issue_id: "o/r#1".into(),
+                finding_index: i,
+                label: if i == 0 { Label::Exact } else { Label::None },
+            })
+        })
+        .collect();
+    let content = |l: &PairLabel| {
+        Some(if l.repeat == 3 && l.finding_index == 0 {
+            "other".to_string()
+        } else {
+            format!("finding {}", l.finding_index)
+        })
+    };
+    let pairs = distinct(&labels, content);
+    let keys: Vec<(u32, u32)> = pairs.iter().map(|l| (l.repeat, l.finding_index)).collect();
+    assert_eq!(keys, vec![(0, 0), (0, 1), (3, 0)]);
+    let drawn = draw(&pairs, 50, 0);
+    assert_eq!(drawn.len(), 3, "each distinct pair once");
+    // Runs without findings keep every pair.
+    assert_eq!(distinct(&labels, |_| None).len(), 8);
 }
 
 #[test]
@@ -499,14 +553,15 @@ fn the_draw_is_deterministic_per_seed_and_capped_per_label() {
             label: [Label::Exact, Label::Semantic, Label::None][(i % 3) as usize],
         })
         .collect();
-    let a = draw(&labels, 5, 1);
+    let all: Vec<&PairLabel> = labels.iter().collect();
+    let a = draw(&all, 5, 1);
     assert_eq!(a.len(), 15);
     for l in [Label::Exact, Label::Semantic, Label::None] {
         assert_eq!(a.iter().filter(|p| p.label == l).count(), 5);
     }
-    assert_eq!(a, draw(&labels, 5, 1));
-    assert_ne!(a, draw(&labels, 5, 2));
-    assert_eq!(draw(&labels, 1000, 0).len(), 300);
+    assert_eq!(a, draw(&all, 5, 1));
+    assert_ne!(a, draw(&all, 5, 2));
+    assert_eq!(draw(&all, 1000, 0).len(), 300);
     // Ids are distinct per pair.
     let ids: std::collections::BTreeSet<String> = labels.iter().map(pair_id).collect();
     assert_eq!(ids.len(), 300);

@@ -1,10 +1,12 @@
 //! Measuring a judge against people (the ReproRepo paper's judge validation):
 //! `audit sample` draws (finding, issue) pairs per judge label, the label hidden, for hand
-//! labelling; `audit agreement` compares the hand labels with the judge's: raw agreement,
-//! precision and recall of the match decision (exact or semantic vs none), and the 3×3
-//! confusion table.
+//! labelling — each distinct pair once, however many repeats gave it; `audit agreement`
+//! compares the hand labels with the judge's: raw agreement, precision and recall of the
+//! match decision (exact or semantic vs none) as labelled, the same weighted back to the
+//! study's pairs per judge label (a per-label sample over-represents rare labels), and the
+//! 3×3 confusion table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -68,13 +70,45 @@ fn draw_key(seed: u64, id: &str) -> String {
     reprorun_pipeline::store::sha256_hex(format!("{seed}\n{id}").as_bytes())
 }
 
+/// The pairs a sample draws from: one per (group, hidden issue, finding), the finding by its
+/// content (`content`: its JSON as stored; `None` when its run has none, then the pair is
+/// its own). A repeat that gives the same finding for the same issue adds no pair: the
+/// first repeat's is kept.
+pub(crate) fn distinct(
+    labels: &[PairLabel],
+    content: impl Fn(&PairLabel) -> Option<String>,
+) -> Vec<&PairLabel> {
+    let mut sorted: Vec<&PairLabel> = labels.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&a.group_id, a.repeat, &a.hidden_issue_id, a.finding_index).cmp(&(
+            &b.group_id,
+            b.repeat,
+            &b.hidden_issue_id,
+            b.finding_index,
+        ))
+    });
+    let mut seen = BTreeSet::new();
+    sorted
+        .into_iter()
+        .filter(|l| match content(l) {
+            Some(c) => seen.insert((l.group_id.clone(), l.hidden_issue_id.clone(), c)),
+            None => true,
+        })
+        .collect()
+}
+
 /// Up to `per_label` pairs of each label, drawn by `seed`; sorted by pair id (an order that
 /// tells nothing of the label).
-pub(crate) fn draw(labels: &[PairLabel], per_label: usize, seed: u64) -> Vec<&PairLabel> {
+pub(crate) fn draw<'a>(
+    labels: &[&'a PairLabel],
+    per_label: usize,
+    seed: u64,
+) -> Vec<&'a PairLabel> {
     let mut picked = Vec::new();
     for want in [Label::Exact, Label::Semantic, Label::None] {
         let mut of: Vec<(String, &PairLabel)> = labels
             .iter()
+            .copied()
             .filter(|l| l.label == want)
             .map(|l| (draw_key(seed, &pair_id(l)), l))
             .collect();
@@ -116,31 +150,13 @@ pub(crate) fn sample(args: SampleArgs) -> Result<(), JudgeError> {
             .into_iter()
             .map(|h| (h.id.clone(), h))
             .collect();
-    let runs: BTreeMap<(String, u32), Option<String>> = store
-        .rows()?
-        .into_iter()
-        .map(|r| ((r.group_id, r.repeat), r.findings_sha256))
-        .collect();
-    let mut findings: BTreeMap<(String, u32), Vec<Value>> = BTreeMap::new();
+    let findings = run_findings(&store)?;
+    let content = |l: &PairLabel| finding_of(&findings, l).map(|f| f.to_string());
+    let pairs = distinct(&labels, content);
     let (mut out, mut key) = (Vec::new(), Vec::new());
     let mut counts = BTreeMap::<&str, usize>::new();
-    for l in draw(&labels, args.per_label, args.seed) {
-        let run = (l.group_id.clone(), l.repeat);
-        if !findings.contains_key(&run) {
-            let list = runs
-                .get(&run)
-                .cloned()
-                .flatten()
-                .and_then(|sha| store.db.log(&sha))
-                .and_then(|b| crate::findings::validate(&b).ok())
-                .map(|f| f.findings.iter().map(|f| json!(f)).collect())
-                .unwrap_or_default();
-            findings.insert(run.clone(), list);
-        }
-        let finding = findings[&run]
-            .get(l.finding_index as usize)
-            .cloned()
-            .unwrap_or(Value::Null);
+    for l in draw(&pairs, args.per_label, args.seed) {
+        let finding = finding_of(&findings, l).cloned().unwrap_or(Value::Null);
         let issue = hidden.get(&l.hidden_issue_id);
         let id = pair_id(l);
         let row = json!({
@@ -166,13 +182,42 @@ pub(crate) fn sample(args: SampleArgs) -> Result<(), JudgeError> {
     std::fs::write(&key_path, key).map_err(io(&key_path))?;
     let c: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!(
-        "reprorun: sample: {} pairs ({}) to {}; the judge's labels in {}",
+        "reprorun: sample: {} pairs ({}) of {} distinct pairs ({} labelled over the repeats) to {}; the judge's labels in {}",
         counts.values().sum::<usize>(),
         c.join(", "),
+        pairs.len(),
+        labels.len(),
         args.out.display(),
         key_path.display()
     );
     Ok(())
+}
+
+/// Every run's validated findings as JSON, by (group, repeat); a run without valid
+/// findings has none.
+type RunFindings = BTreeMap<(String, u32), Vec<Value>>;
+
+fn run_findings(store: &Store) -> Result<RunFindings, JudgeError> {
+    Ok(store
+        .rows()?
+        .into_iter()
+        .map(|r| {
+            let list = r
+                .findings_sha256
+                .as_deref()
+                .and_then(|sha| store.db.log(sha))
+                .and_then(|b| crate::findings::validate(&b).ok())
+                .map(|f| f.findings.iter().map(|f| json!(f)).collect())
+                .unwrap_or_default();
+            ((r.group_id, r.repeat), list)
+        })
+        .collect())
+}
+
+fn finding_of<'a>(findings: &'a RunFindings, l: &PairLabel) -> Option<&'a Value> {
+    findings
+        .get(&(l.group_id.clone(), l.repeat))?
+        .get(l.finding_index as usize)
 }
 
 /// Human (rows) × judge (columns) counts, in the order exact, semantic, none.
@@ -202,10 +247,20 @@ pub(crate) struct Agreement {
     /// `match_both / match_human`.
     pub(crate) recall: Option<f64>,
     pub(crate) confusion: Confusion,
+    /// The study's distinct pairs per judge label (exact, semantic, none): the population
+    /// the hand-labelled pairs were drawn from.
+    pub(crate) population: [u64; 3],
+    /// Precision and recall with each hand-labelled pair weighted by its judge label's
+    /// pairs in the study over its hand-labelled pairs: the study-wide estimate from a
+    /// sample stratified by judge label; equal to the plain figures when every pair is
+    /// labelled. `None` when a label the judge gave has no hand-labelled pair.
+    pub(crate) weighted_precision: Option<f64>,
+    pub(crate) weighted_recall: Option<f64>,
 }
 
-/// The agreement figures of a confusion table.
-pub(crate) fn agreement_of(c: &Confusion) -> Agreement {
+/// The agreement figures of a confusion table, the hand-labelled pairs drawn from
+/// `population` (the study's pairs per judge label).
+pub(crate) fn agreement_of(c: &Confusion, population: [u64; 3]) -> Agreement {
     let pairs: u64 = c.iter().flatten().sum();
     let agree: u64 = (0..3).map(|i| c[i][i]).sum();
     let sum = |rows: &[usize], cols: &[usize]| -> u64 {
@@ -218,6 +273,7 @@ pub(crate) fn agreement_of(c: &Confusion) -> Agreement {
     let match_judge = sum(&all, &m);
     let match_human = sum(&m, &all);
     let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    let w = weighted(c, population);
     Agreement {
         pairs,
         agree,
@@ -228,7 +284,36 @@ pub(crate) fn agreement_of(c: &Confusion) -> Agreement {
         precision: ratio(match_both, match_judge),
         recall: ratio(match_both, match_human),
         confusion: *c,
+        population,
+        weighted_precision: w.and_then(|w| w.0),
+        weighted_recall: w.and_then(|w| w.1),
     }
+}
+
+/// Precision and recall with each cell weighted by its judge column's population over its
+/// labelled pairs; `None` when a column with a population has no labelled pair.
+fn weighted(c: &Confusion, population: [u64; 3]) -> Option<(Option<f64>, Option<f64>)> {
+    let mut w = [0.0; 3];
+    for j in 0..3 {
+        let labelled: u64 = (0..3).map(|h| c[h][j]).sum();
+        if labelled == 0 {
+            if population[j] > 0 {
+                return None;
+            }
+            continue;
+        }
+        w[j] = population[j] as f64 / labelled as f64;
+    }
+    let cell = |h: usize, j: usize| c[h][j] as f64 * w[j];
+    let (m, all) = ([0, 1], [0, 1, 2]);
+    let sum = |rows: &[usize], cols: &[usize]| -> f64 {
+        rows.iter()
+            .flat_map(|r| cols.iter().map(move |k| cell(*r, *k)))
+            .sum()
+    };
+    let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+    let both = sum(&m, &m);
+    Some((ratio(both, sum(&all, &m)), ratio(both, sum(&m, &all))))
 }
 
 /// The judge's label of each hand-labelled pair: `(human, judge)` per line.
@@ -306,7 +391,12 @@ pub(crate) fn agreement(args: AgreementArgs) -> Result<(), crate::AuditError> {
     for (h, j) in pairs {
         c[idx(h)][idx(j)] += 1;
     }
-    let a = agreement_of(&c);
+    let findings = run_findings(&store)?;
+    let mut population = [0; 3];
+    for l in distinct(&labels, |l| finding_of(&findings, l).map(|f| f.to_string())) {
+        population[idx(l.label)] += 1;
+    }
+    let a = agreement_of(&c, population);
     let print = |s: String| writeln!(std::io::stdout(), "{s}").map_err(crate::AuditError::Print);
     if args.json {
         return print(format!(
@@ -315,8 +405,9 @@ pub(crate) fn agreement(args: AgreementArgs) -> Result<(), crate::AuditError> {
         ));
     }
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+    let [pe, ps, pn] = a.population;
     let mut s = format!(
-        "judge {} against {} hand labels\nraw agreement  {} ({}/{})\nmatch (exact or semantic vs none): precision {} ({}/{}), recall {} ({}/{})\n\nhuman \\ judge   exact  semantic      none\n",
+        "judge {} against {} hand labels\nraw agreement  {} ({}/{})\nmatch (exact or semantic vs none): precision {} ({}/{}), recall {} ({}/{})\nweighted to the study's {} distinct pairs (judge: exact {pe}, semantic {ps}, none {pn}): precision {}, recall {}\n\nhuman \\ judge   exact  semantic      none\n",
         args.judge,
         a.pairs,
         pct(a.raw_agreement),
@@ -328,6 +419,9 @@ pub(crate) fn agreement(args: AgreementArgs) -> Result<(), crate::AuditError> {
         pct(a.recall),
         a.match_both,
         a.match_human,
+        pe + ps + pn,
+        pct(a.weighted_precision),
+        pct(a.weighted_recall),
     );
     for (i, name) in ["exact", "semantic", "none"].iter().enumerate() {
         s.push_str(&format!(

@@ -12,7 +12,7 @@ use crate::judgment::Label;
 mod bootstrap;
 mod breakdown;
 use bootstrap::bootstrap;
-use breakdown::{by_category, by_venue, cost, count, finding_categories};
+use breakdown::{by_category, by_venue, cost, count, finding_categories, taxonomy};
 
 /// A hidden issue, where it was grounded, and what it is about.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +69,8 @@ pub(crate) struct GroupInfo {
 pub(crate) struct FindingBrief {
     pub(crate) title: String,
     pub(crate) category: String,
+    /// Its class in the paper's four-way split (`taxonomy::of_finding`), when placed.
+    pub(crate) taxonomy: Option<Category>,
 }
 
 /// One agent run and its judgment.
@@ -211,6 +213,17 @@ pub(crate) struct Share {
     pub(crate) share: f64,
 }
 
+/// The paper's four-way split (its Figures 7–9) of the human issues and of the agent's
+/// predictions: every class listed, then `unlabelled` issues / `unclassified` findings when
+/// there are any.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Taxonomy {
+    /// The corpus's hidden issues by their `category`.
+    pub(crate) issues: BTreeMap<String, Share>,
+    /// The findings of every valid run (all repeats, all ranks) by their class.
+    pub(crate) findings: BTreeMap<String, Share>,
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub(crate) struct Cost {
     pub(crate) runs: usize,
@@ -245,6 +258,7 @@ pub(crate) struct ConfigMetrics {
     pub(crate) fpr: Fpr,
     pub(crate) by_category: BTreeMap<String, Recall>,
     pub(crate) finding_categories: BTreeMap<String, Share>,
+    pub(crate) taxonomy: Taxonomy,
     pub(crate) by_venue: BTreeMap<String, VenueRecall>,
     pub(crate) cost: Cost,
     pub(crate) std: Std,
@@ -491,6 +505,7 @@ pub(crate) fn compute(data: &Dataset, agent: &str, judge: &str, o: Options) -> C
         },
         by_category: by_category(&p, k),
         finding_categories: finding_categories(data),
+        taxonomy: taxonomy(data),
         by_venue: by_venue(&p, k),
         cost: cost(data),
         std: Std {

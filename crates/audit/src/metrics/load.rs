@@ -159,6 +159,7 @@ pub(crate) fn open(db: &Path, judge: Option<&str>) -> Result<Config, MetricsErro
                     .map(|f| FindingBrief {
                         title: f.issue_title.clone(),
                         category: f.category.map_or("unknown", |c| c.as_str()).to_string(),
+                        taxonomy: crate::taxonomy::of_finding(f).map(|(c, _)| c),
                     })
                     .collect()
             })

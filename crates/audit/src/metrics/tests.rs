@@ -59,6 +59,11 @@ fn run(
             .map(|c| FindingBrief {
                 title: "t".into(),
                 category: c.to_string(),
+                taxonomy: match *c {
+                    "missing_dependency" => Some(Category::CrashImmediate),
+                    "paper_code_mismatch" => Some(Category::SilentWrongSetup),
+                    _ => None,
+                },
             })
             .collect(),
         ..RunData::default()
@@ -244,6 +249,41 @@ fn recall_by_category_and_venue() {
 }
 
 #[test]
+fn the_four_way_split_of_issues_and_of_predictions() {
+    let t = compute(&dataset(), "a", "j", O).taxonomy;
+    let n = |m: &std::collections::BTreeMap<String, Share>| -> Vec<(String, u64)> {
+        m.iter().map(|(k, s)| (k.clone(), s.n)).collect()
+    };
+    let want = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+        v.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    };
+    // Issues: every class listed, the one without a category as unlabelled.
+    assert_eq!(
+        n(&t.issues),
+        want(&[
+            ("crash_immediate", 2),
+            ("crash_late", 0),
+            ("silent_wrong_number", 1),
+            ("silent_wrong_setup", 0),
+            ("unlabelled", 1)
+        ])
+    );
+    close(Some(t.issues["crash_immediate"].share), 0.5);
+    // Findings of valid runs only (the timed-out run's is left out); one not placed.
+    assert_eq!(
+        n(&t.findings),
+        want(&[
+            ("crash_immediate", 2),
+            ("crash_late", 0),
+            ("silent_wrong_number", 0),
+            ("silent_wrong_setup", 1),
+            ("unclassified", 1)
+        ])
+    );
+    close(Some(t.findings["silent_wrong_setup"].share), 0.25);
+}
+
+#[test]
 fn finding_categories_cost_and_status() {
     let m = compute(&dataset(), "a", "j", O);
     let f = &m.finding_categories;
@@ -335,6 +375,7 @@ fn json_rates_are_keyed_1_to_k_then_all() {
         "fpr",
         "by_category",
         "finding_categories",
+        "taxonomy",
         "by_venue",
         "cost",
         "std",

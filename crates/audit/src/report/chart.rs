@@ -81,3 +81,50 @@ pub(crate) fn lines(aria: &str, y_label: &str, series: &[Series]) -> Markup {
         }
     }
 }
+
+/// One series of a bar chart: its name, colour and a share (0..1) per group.
+pub(crate) struct Bars {
+    pub(crate) name: String,
+    pub(crate) color: &'static str,
+    pub(crate) values: Vec<f64>,
+}
+
+/// Grouped vertical bars: per group (x axis, `groups` names), one `<rect class="bar">` per
+/// series, a legend on the right.
+pub(crate) fn bars(aria: &str, y_label: &str, groups: &[&str], series: &[Bars]) -> Markup {
+    let (width, height) = (760.0, 300.0);
+    let (left, right, top, bottom) = (56.0, 240.0, 16.0, 46.0);
+    let (pw, ph) = (width - left - right, height - top - bottom);
+    let slot = pw / groups.len().max(1) as f64;
+    let bar = (slot * 0.8) / series.len().max(1) as f64;
+    let py = |v: f64| top + ph * (1.0 - v.clamp(0.0, 1.0));
+    let (w, h) = (c(width), c(height));
+    let mid_y = c(top + ph / 2.0);
+    html! {
+        svg class="bars" width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) }
+            role="img" aria-label=(Text(aria)) {
+            rect x=(c(left)) y=(c(top)) width=(c(pw)) height=(c(ph)) fill="none" stroke="#999" {}
+            @for i in 0..=4 {
+                @let v = f64::from(i) / 4.0;
+                line x1=(c(left)) y1=(c(py(v))) x2=(c(left + pw)) y2=(c(py(v))) stroke="#eee" {}
+                text x=(c(left - 6.0)) y=(c(py(v) + 4.0)) text-anchor="end" { (format!("{:.0}%", v * 100.0)) }
+            }
+            @for (g, name) in groups.iter().enumerate() {
+                text x=(c(left + slot * (g as f64 + 0.5))) y=(c(top + ph + 16.0)) text-anchor="middle" { (Text(name)) }
+                @for (i, s) in series.iter().enumerate() {
+                    @let v = s.values.get(g).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+                    rect class="bar" x=(c(left + slot * g as f64 + slot * 0.1 + bar * i as f64)) y=(c(py(v)))
+                        width=(c(bar)) height=(c(ph * v)) fill=(s.color) {
+                        title { (Text(&s.name)) ", " (Text(name)) ": " (format!("{:.1}%", v * 100.0)) }
+                    }
+                }
+            }
+            text x="14" y=(mid_y) text-anchor="middle" transform={ "rotate(-90 14 " (mid_y) ")" } { (Text(y_label)) }
+            @for (i, s) in series.iter().enumerate() {
+                @let y = top + 10.0 + 18.0 * i as f64;
+                rect x=(c(left + pw + 14.0)) y=(c(y - 6.0)) width="12" height="12" fill=(s.color) {}
+                text x=(c(left + pw + 32.0)) y=(c(y + 4.0)) { (Text(&s.name)) }
+            }
+        }
+    }
+}

@@ -46,6 +46,7 @@ pub(crate) fn document(configs: &[Config], m: &Metrics) -> Doc {
     curves(&mut b, m);
     by_venue(&mut b, m);
     by_category(&mut b, m);
+    taxonomy(&mut b, m);
     fpr_cost(&mut b, m);
     if let Some(first) = configs.first() {
         papers(&mut b, configs, &first.data, k);
@@ -174,6 +175,103 @@ fn by_category(b: &mut Vec<Block>, m: &Metrics) {
             (h("category"), L),
             (h("findings"), R),
             (h("share"), R),
+        ],
+        rows,
+    ));
+}
+
+/// The paper's four-way split of the human issues and of each configuration's predictions
+/// (its Figures 7–8), with each configuration's recall per class (Figure 9).
+fn taxonomy(b: &mut Vec<Block>, m: &Metrics) {
+    let Some(first) = m.configs.first() else {
+        return;
+    };
+    let k = first.k;
+    b.push(Block::Heading(
+        "Taxonomy: human issues and predictions".into(),
+    ));
+    b.push(Block::Para(
+        "The paper's four-way split: crash immediate, crash late, silent wrong setup, silent \
+         wrong number. Human issues by their category; predictions (every finding of every \
+         valid run) by the issue rules on their text, else by their category and stage \
+         (spec/audit.md, \"Metrics\"); recall is Issue SM at k per class."
+            .into(),
+    ));
+    let share = |m: &std::collections::BTreeMap<String, metrics::compute::Share>, key: &str| {
+        m.get(key).map_or(0.0, |s| s.share)
+    };
+    let classes = crate::input::Category::ALL.map(|c| c.as_str());
+    let mut series = vec![chart::Bars {
+        name: "human issues".into(),
+        color: "#616161",
+        values: classes
+            .iter()
+            .map(|c| share(&first.taxonomy.issues, c))
+            .collect(),
+    }];
+    for (i, c) in m.configs.iter().enumerate() {
+        series.push(chart::Bars {
+            name: format!("{} predictions", c.agent),
+            color: PALETTE[i % PALETTE.len()],
+            values: classes
+                .iter()
+                .map(|k| share(&c.taxonomy.findings, k))
+                .collect(),
+        });
+    }
+    b.push(Block::Chart(chart::bars(
+        "The four-way split of human issues and of each configuration's predictions",
+        "share",
+        &classes,
+        &series,
+    )));
+    // Human issues, then each configuration's predictions with its recall per class (the
+    // configuration's name goes in cells, which are escaped, never in a header).
+    let row = |class: &str, s: Option<&metrics::compute::Share>| {
+        vec![
+            Cell::new(class.to_string()),
+            Cell::new(s.map_or(0, |s| s.n).to_string()),
+            Cell::new(pct(Some(s.map_or(0.0, |s| s.share)))),
+        ]
+    };
+    let listed = |m: &std::collections::BTreeMap<String, metrics::compute::Share>, other| {
+        let mut keys: Vec<&str> = classes.to_vec();
+        if m.contains_key(other) {
+            keys.push(other);
+        }
+        keys
+    };
+    let issues = &first.taxonomy.issues;
+    let rows = listed(issues, "unlabelled")
+        .into_iter()
+        .map(|class| row(class, issues.get(class)))
+        .collect();
+    b.push(table(
+        vec![(h("class"), L), (h("human issues"), R), (h("share"), R)],
+        rows,
+    ));
+    let rows = m
+        .configs
+        .iter()
+        .flat_map(|c| {
+            listed(&c.taxonomy.findings, "unclassified")
+                .into_iter()
+                .map(|class| {
+                    let mut r = vec![Cell::new(c.agent.clone())];
+                    r.extend(row(class, c.taxonomy.findings.get(class)));
+                    r.push(Cell::new(pct(c.by_category.get(class).and_then(|r| r.sm))));
+                    r
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    b.push(table(
+        vec![
+            (h("config"), L),
+            (h("class"), L),
+            (h("predictions"), R),
+            (h("share"), R),
+            (metrics::header(format!("SM@{k} of its issues")), R),
         ],
         rows,
     ));

@@ -49,6 +49,7 @@ fn config(agent: &str) -> Config {
             findings: vec![FindingBrief {
                 title: "<SCRIPT src=//evil></SCRIPT> | pipe".into(),
                 category: "missing_dependency".into(),
+                taxonomy: Some(crate::input::Category::CrashImmediate),
             }],
             cost_usd: Some(0.5),
             ..RunData::default()
@@ -128,4 +129,37 @@ fn the_page_is_self_contained_with_curves_and_is_deterministic() {
     assert!(md.contains("| builtin | 100.0% | 100.0% |"), "{md}");
     assert!(md.contains("NeurIPS 2024"), "{md}");
     assert_eq!(report(), [md, html, report()[2].clone()]);
+}
+
+#[test]
+fn the_four_way_split_is_charted_and_tabled_for_issues_and_predictions() {
+    let [md, html, json] = report();
+    assert!(
+        md.contains("## Taxonomy: human issues and predictions"),
+        "{md}"
+    );
+    // Human issues (one, without a category), then each configuration's predictions (one
+    // crash_immediate finding) with its recall per class; every class a row.
+    assert!(md.contains("| crash\\_immediate | 0 | 0.0% |"), "{md}");
+    assert!(md.contains("| unlabelled | 1 | 100.0% |"), "{md}");
+    assert!(
+        md.contains("| builtin | crash\\_immediate | 1 | 100.0% | n/a |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| builtin | silent\\_wrong\\_setup | 0 | 0.0% | n/a |"),
+        "{md}"
+    );
+    assert!(!md.contains("| builtin | unclassified"), "{md}");
+    assert!(html.contains("<svg class=\"bars\""), "{html}");
+    // Four classes × (human issues + two configurations).
+    assert_eq!(html.matches("<rect class=\"bar\"").count(), 12, "{html}");
+    assert!(
+        html.contains("builtin predictions, crash_immediate: 100.0%"),
+        "{html}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let t = &v["configs"][0]["taxonomy"];
+    assert_eq!(t["findings"]["crash_immediate"]["n"], 1, "{t}");
+    assert_eq!(t["issues"]["unlabelled"]["n"], 1, "{t}");
 }

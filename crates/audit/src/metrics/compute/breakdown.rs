@@ -71,12 +71,46 @@ pub(super) fn by_venue(p: &Prepared, k: u32) -> BTreeMap<String, VenueRecall> {
 
 /// The findings' own `category` over every valid run, with each one's share.
 pub(super) fn finding_categories(data: &Dataset) -> BTreeMap<String, Share> {
-    let counts = count(
+    shares(count(
         data.runs
             .iter()
             .filter(|r| r.status == "ok")
             .flat_map(|r| r.findings.iter().map(|f| f.category.as_str())),
-    );
+    ))
+}
+
+/// The four-way split of the issues and of the valid runs' findings.
+pub(super) fn taxonomy(data: &Dataset) -> Taxonomy {
+    let split = |items: Vec<Option<Category>>, other: &str| {
+        let mut counts: BTreeMap<String, u64> = Category::ALL
+            .iter()
+            .map(|c| (c.as_str().to_string(), 0))
+            .collect();
+        for c in items {
+            *counts
+                .entry(c.map_or(other, |c| c.as_str()).to_string())
+                .or_insert(0) += 1;
+        }
+        shares(counts)
+    };
+    Taxonomy {
+        issues: split(
+            data.issues.iter().map(|i| i.category).collect(),
+            "unlabelled",
+        ),
+        findings: split(
+            data.runs
+                .iter()
+                .filter(|r| r.status == "ok")
+                .flat_map(|r| r.findings.iter().map(|f| f.taxonomy))
+                .collect(),
+            "unclassified",
+        ),
+    }
+}
+
+/// Each count with its share of their total (0 when there are none).
+fn shares(counts: BTreeMap<String, u64>) -> BTreeMap<String, Share> {
     let total: u64 = counts.values().sum();
     counts
         .into_iter()
