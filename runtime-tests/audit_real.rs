@@ -89,9 +89,23 @@ fn the_real_corpus_runs_end_to_end_offline_and_its_figures_are_computed() {
         labelled(sampled) > 0 && labelled(sampled) <= labelled(all),
         "the sample is part of the hand-labelled pairs: {sampled}\n{all}"
     );
-    // Both the honest auditor and the stuffing agent are measured.
+    // Both the honest auditor and the stuffing agent are measured, the stuffing agent's
+    // pairs also against hand labels (every pair of it labelled, as the auditor's).
     assert!(out.contains("| builtin |"), "{out}");
     assert!(out.contains("| cmd |"), "{out}");
+    let stuffing = section(
+        &out,
+        "== the stuffing agent against the hand labels",
+        "report: ",
+    );
+    for half in ["tuning", "held-out"] {
+        assert!(
+            stuffing.lines().any(|l| l.starts_with(&format!("{half}: "))
+                && l.contains("judge_match_precision ")
+                && l.contains("unlabelled_pairs 0;")),
+            "{half}: {stuffing}"
+        );
+    }
     let report =
         std::fs::read_to_string(work.path().join("demo/report/report.md")).expect("report.md");
     assert!(
@@ -107,9 +121,7 @@ fn the_real_corpus_runs_end_to_end_offline_and_its_figures_are_computed() {
 
 /// The text of `out` from the line `from` to the line `to`.
 fn section<'a>(out: &'a str, from: &str, to: &str) -> &'a str {
-    let start = out
-        .find(&format!("{from}\n"))
-        .unwrap_or_else(|| panic!("no {from}: {out}"));
+    let start = out.find(from).unwrap_or_else(|| panic!("no {from}: {out}"));
     let end = out[start..].find(to).map_or(out.len(), |e| start + e);
     &out[start..end]
 }

@@ -62,4 +62,6 @@ echo "== keyword stuffing (images/audit-real/gaming/stuff.py), judged by the bui
   --agent-cmd 'python3 /opt/agent/stuff.py' --repeats 1
 "$REPRORUN" audit judge --db gaming.db
 "$REPRORUN" audit metrics --db gaming.db
+echo "== the stuffing agent against the hand labels (labels/pairs-gaming.jsonl)"
+python3 "$here/figures.py" gaming.db corpus
 echo "report: $dir/report/report.md"
