@@ -92,7 +92,8 @@ pub(crate) struct Bars {
 /// Grouped vertical bars: per group (x axis, `groups` names), one `<rect class="bar">` per
 /// series, a legend on the right.
 pub(crate) fn bars(aria: &str, y_label: &str, groups: &[&str], series: &[Bars]) -> Markup {
-    let (width, height) = (760.0, 300.0);
+    // Wide enough for a class name (`silent_wrong_number`, 12 px) under each group.
+    let (width, height) = (880.0, 300.0);
     let (left, right, top, bottom) = (56.0, 240.0, 16.0, 46.0);
     let (pw, ph) = (width - left - right, height - top - bottom);
     let slot = pw / groups.len().max(1) as f64;
@@ -110,7 +111,7 @@ pub(crate) fn bars(aria: &str, y_label: &str, groups: &[&str], series: &[Bars]) 
                 text x=(c(left - 6.0)) y=(c(py(v) + 4.0)) text-anchor="end" { (format!("{:.0}%", v * 100.0)) }
             }
             @for (g, name) in groups.iter().enumerate() {
-                text x=(c(left + slot * (g as f64 + 0.5))) y=(c(top + ph + 16.0)) text-anchor="middle" { (Text(name)) }
+                text x=(c(left + slot * (g as f64 + 0.5))) y=(c(top + ph + 16.0)) text-anchor="middle" font-size="12" { (Text(name)) }
                 @for (i, s) in series.iter().enumerate() {
                     @let v = s.values.get(g).copied().unwrap_or(0.0).clamp(0.0, 1.0);
                     rect class="bar" x=(c(left + slot * g as f64 + slot * 0.1 + bar * i as f64)) y=(c(py(v)))
