@@ -98,6 +98,10 @@ fn the_real_corpus_runs_end_to_end_offline_and_its_figures_are_computed() {
         "== the stuffing agent against the hand labels",
         "report: ",
     );
+    for name in ["-- stuffing, sampled", "-- stuffing, all pairs"] {
+        let text = section(stuffing, name, "weighted to the study's");
+        assert!(text.contains("precision "), "{name}: {stuffing}");
+    }
     for half in ["tuning", "held-out"] {
         assert!(
             stuffing.lines().any(|l| l.starts_with(&format!("{half}: "))

@@ -37,7 +37,8 @@ stage() { # NAME START PATH...: elapsed seconds and disk of PATHs
 t=$(now); "$here/build.sh" "${from[@]}" "$dir/input"; stage build "$t" "$dir/input"
 cd "$dir"
 rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work \
-  sample.jsonl sample.jsonl.key hand-sample.jsonl hand-all.jsonl
+  sample.jsonl sample.jsonl.key hand-sample.jsonl hand-all.jsonl gaming-sample.jsonl \
+  gaming-sample.jsonl.key gaming-hand-sample.jsonl gaming-hand-all.jsonl
 t=$(now); "$REPRORUN" audit snapshot --pairs input/pairs.jsonl --issues input/issues --out corpus \
   --only-reproducibility; stage snapshot "$t" corpus
 t=$(now); "$REPRORUN" audit run --corpus corpus --db audit.db --agent builtin --repeats 1
@@ -64,4 +65,12 @@ echo "== keyword stuffing (images/audit-real/gaming/stuff.py), judged by the bui
 "$REPRORUN" audit metrics --db gaming.db
 echo "== the stuffing agent against the hand labels (labels/pairs-gaming.jsonl)"
 python3 "$here/figures.py" gaming.db corpus
+"$REPRORUN" audit sample --db gaming.db --judge builtin --per-label 50 --out gaming-sample.jsonl
+python3 "$here/figures.py" gaming.db corpus --hand-out gaming-hand-sample.jsonl \
+  --sample gaming-sample.jsonl >/dev/null
+python3 "$here/figures.py" gaming.db corpus --hand-out gaming-hand-all.jsonl >/dev/null
+echo "-- stuffing, sampled"
+"$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-sample.jsonl
+echo "-- stuffing, all pairs"
+"$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-all.jsonl
 echo "report: $dir/report/report.md"
