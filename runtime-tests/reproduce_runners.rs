@@ -123,6 +123,8 @@ fn go_mocha_and_jest_instances_run_from_swebench_files_and_swebench_reads_the_ex
             db,
             "--k",
             "1",
+            "--jobs",
+            "2",
             "--json",
         ];
         args.extend(baseline.then_some("--baseline"));
@@ -226,6 +228,8 @@ fn harbor_task_directories_run_with_their_gold_patches() {
         "study.db",
         "--k",
         "1",
+        "--jobs",
+        "2",
         "--baseline",
         "--json",
     ]);
