@@ -147,7 +147,7 @@ fn task(dir: &Path) -> Result<Map<String, Value>, TasksError> {
 }
 
 /// The commands the evaluation script runs while it captures the test output, one a line:
-/// without the `set -x`/`set +x` tracing switches, comments and blank lines, and without a
+/// without its bookkeeping ([`is_bookkeeping`]), comments and blank lines, and without a
 /// trailing `|| true` (the script's way of carrying on to its own grading). `None` when no
 /// capture is marked or it holds no command.
 pub(crate) fn test_command(script: &str) -> Option<String> {
@@ -161,7 +161,7 @@ pub(crate) fn test_command(script: &str) -> Option<String> {
             if line.starts_with(end) {
                 break;
             }
-            if line.is_empty() || line.starts_with('#') || line == "set +x" || line == "set -x" {
+            if line.is_empty() || line.starts_with('#') || is_bookkeeping(line) {
                 continue;
             }
             let line = line.strip_suffix("|| true").map_or(line, str::trim_end);
@@ -172,6 +172,23 @@ pub(crate) fn test_command(script: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The script's own bookkeeping around the test command, not part of it: its shell options
+/// (`set -x`, `set +e`, as Harbor's SWE-bench Pro adapter switches them) and the keeping of
+/// the command's status (`TEST_EXIT_CODE=$?`), so the command's own status stands.
+fn is_bookkeeping(line: &str) -> bool {
+    let options = line.strip_prefix("set ").is_some_and(|rest| {
+        rest.split_whitespace().all(|w| {
+            w.len() > 1
+                && w.starts_with(['-', '+'])
+                && w[1..].chars().all(|c| c.is_ascii_alphabetic())
+        })
+    });
+    let status = line.strip_suffix("=$?").is_some_and(|name| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    options || status
 }
 
 /// `path` as text, refused beyond [`MAX_FILE`].

@@ -115,3 +115,18 @@ fn an_oversized_file_is_refused() {
     let e = read(dir.path()).unwrap_err().to_string();
     assert!(e.contains("config.json: over 16 MiB"), "{e}");
 }
+
+/// The capture of Harbor's SWE-bench Pro adapter: its shell options and the status it keeps
+/// are its own, not the test command's.
+#[test]
+fn the_scripts_bookkeeping_is_not_the_test_command() {
+    let script = "cd /app\nLOG_FILE=$(mktemp)\nexport LOG_FILE\nexec 3>&1 4>&2\nexec > >(tee \"$LOG_FILE\") 2>&1\n\nset +e\nnpx jest --verbose test/a.test.js || true\nTEST_EXIT_CODE=$?\nset -e\n\nexec 1>&3 2>&4\n";
+    assert_eq!(
+        test_command(script).as_deref(),
+        Some("npx jest --verbose test/a.test.js")
+    );
+    assert!(!is_bookkeeping("set -- a b"));
+    assert!(!is_bookkeeping("X=$? && make"));
+    assert!(!is_bookkeeping("set -uo pipefail"));
+    assert!(is_bookkeeping("set -ux"));
+}
