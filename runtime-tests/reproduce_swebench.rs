@@ -10,8 +10,25 @@ use std::process::Command;
 use crate::common::*;
 
 /// Where `.ci/setup` puts SWE-bench's package (a venv of its own, not the system Python).
-const SWEBENCH_PYTHON: &str = "/opt/swebench-4.1.0/bin/python";
+pub(crate) const SWEBENCH_PYTHON: &str = "/opt/swebench-4.1.0/bin/python";
 const ID: &str = "pytoolz__toolz-603";
+
+/// The run summary's fields SWE-bench's `make_run_report` and the export must agree on.
+pub(crate) const SUMMARY_KEYS: [&str; 13] = [
+    "resolved_ids",
+    "unresolved_ids",
+    "error_ids",
+    "empty_patch_ids",
+    "completed_ids",
+    "total_instances",
+    "submitted_instances",
+    "completed_instances",
+    "resolved_instances",
+    "unresolved_instances",
+    "error_instances",
+    "empty_patch_instances",
+    "schema_version",
+];
 const F2P: &str = "toolz/tests/test_itertoolz.py::test_partition_all";
 
 fn fixture(name: &str) -> String {
@@ -22,7 +39,7 @@ fn fixture(name: &str) -> String {
         .into_owned()
 }
 
-fn json_file(path: &Path) -> serde_json::Value {
+pub(crate) fn json_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
@@ -30,15 +47,34 @@ fn json_file(path: &Path) -> serde_json::Value {
 /// SWE-bench's reading of the export of `run_id` under `dir`: its grading of each
 /// test_output.txt and its run summary.
 fn swebench_reads(dir: &Path, run_id: &str) -> serde_json::Value {
+    swebench_read(
+        dir,
+        run_id,
+        [
+            fixture("instances.jsonl"),
+            fixture("predictions.jsonl"),
+            fixture("specs.json"),
+        ],
+        "{}",
+    )
+}
+
+/// SWE-bench's reading of an export, given the instances, predictions and specs files and
+/// which of its parsers grades each repository (`runtime-tests/probes/swebench_check.py`).
+pub(crate) fn swebench_read(
+    dir: &Path,
+    run_id: &str,
+    [instances, predictions, specs]: [String; 3],
+    parsers: &str,
+) -> serde_json::Value {
     let probe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime-tests/probes/swebench_check.py");
     let out = Command::new(SWEBENCH_PYTHON)
         .arg(&probe)
         .arg(dir)
         .arg(run_id)
-        .arg(fixture("instances.jsonl"))
-        .arg(fixture("predictions.jsonl"))
-        .arg(fixture("specs.json"))
+        .args([instances, predictions, specs])
+        .arg(parsers)
         .output()
         .unwrap();
     let text = expect_code(&out, 0);
@@ -187,21 +223,7 @@ fn a_real_instance_runs_from_swebench_files_and_swebench_reads_the_export() {
         let theirs = swebench_reads(dir, run);
         assert_eq!(theirs["graded"][ID], report[ID], "{theirs}");
         let ours = json_file(&dir.join(format!("gold.{run}.json")));
-        for key in [
-            "resolved_ids",
-            "unresolved_ids",
-            "error_ids",
-            "empty_patch_ids",
-            "completed_ids",
-            "total_instances",
-            "submitted_instances",
-            "completed_instances",
-            "resolved_instances",
-            "unresolved_instances",
-            "error_instances",
-            "empty_patch_instances",
-            "schema_version",
-        ] {
+        for key in SUMMARY_KEYS {
             assert_eq!(
                 theirs["summary"][key], ours[key],
                 "{key}: {theirs} vs {ours}"

@@ -94,12 +94,14 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// SWE-bench instances: a JSON array or JSON Lines.
-    #[arg(long, value_name = "FILE")]
+    /// SWE-bench instances: a JSON array or JSON Lines; or a directory of task directories
+    /// in Harbor's layout (TASK/tests/config.json, the test command of TASK/tests/test.sh).
+    #[arg(long, value_name = "FILE|DIR")]
     pub instances: PathBuf,
     /// Predictions, JSON Lines (instance_id, model_name_or_path, model_patch); those for
-    /// instances not in the study are skipped and counted in one line.
-    #[arg(long, value_name = "FILE")]
+    /// instances not in the study are skipped and counted in one line. `gold`: each
+    /// instance's own patch.
+    #[arg(long, value_name = "FILE|gold")]
     pub predictions: PathBuf,
     /// The study's SQLite database; created, or resumed when it exists. Logs go to
     /// FILE.logs/, scratch trees to FILE.work/.

@@ -13,6 +13,7 @@ use reprorun_pipeline::records::{string_field, Records, RecordsError};
 use thiserror::Error;
 
 pub(crate) mod specs;
+pub(crate) mod tasks;
 
 #[derive(Debug, Error)]
 pub enum InputError {
@@ -24,6 +25,8 @@ pub enum InputError {
     Instance { id: String, reason: String },
     #[error(transparent)]
     Specs(#[from] specs::SpecsError),
+    #[error(transparent)]
+    Tasks(#[from] tasks::TasksError),
     #[error("--instance-ids: {ids} not in the instances file")]
     UnknownIds { ids: String },
     #[error("{0}: no instance has a prediction; nothing to run")]
@@ -92,12 +95,21 @@ pub(crate) fn load(
     predictions: &Path,
     defaults: &Defaults,
 ) -> Result<Input, InputError> {
-    let base = instances
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let raw = read_records(instances, "instances")?;
-    let preds = read_records(predictions, "predictions")?;
+    let (base, raw) = if instances.is_dir() {
+        (instances.to_path_buf(), tasks::read(instances)?)
+    } else {
+        let base = instances
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        (base, read_records(instances, "instances")?)
+    };
+    let gold = is_gold(predictions);
+    let preds = if gold {
+        gold_predictions(&raw)
+    } else {
+        read_records(predictions, "predictions")?
+    };
     let recorded = match &defaults.recorded {
         Some(path) => Some(read_report(path)?),
         None => None,
@@ -164,7 +176,7 @@ pub(crate) fn load(
             model,
             &base,
             defaults,
-            (recorded.as_ref(), specs.as_ref()),
+            (recorded.as_ref(), specs.as_ref(), gold),
         )?);
     }
     Ok(Input {
@@ -204,7 +216,7 @@ fn instance(
     model_name: String,
     base: &Path,
     defaults: &Defaults,
-    (recorded, specs): (Option<&BTreeMap<String, bool>>, Option<&specs::Specs>),
+    (recorded, specs, gold): (Option<&BTreeMap<String, bool>>, Option<&specs::Specs>, bool),
 ) -> Result<Instance, InputError> {
     let bad = |reason: String| InputError::Instance {
         id: id.to_string(),
@@ -282,7 +294,7 @@ fn instance(
             )
         })?,
     };
-    let recorded_resolved = recorded_outcome(id, obj, recorded).map_err(&bad)?;
+    let recorded_resolved = recorded_outcome(id, obj, recorded, gold).map_err(&bad)?;
     let image = text("image")?;
     let rootfs = text("rootfs")?.map(path);
     if image.is_some() && rootfs.is_some() {
@@ -325,6 +337,48 @@ fn instance(
     })
 }
 
+/// `--predictions gold`, as SWE-bench's `--predictions_path gold`: each instance's own
+/// `patch` is its prediction.
+pub(crate) fn is_gold(predictions: &Path) -> bool {
+    predictions.as_os_str() == "gold"
+}
+
+/// The gold predictions of `raw`: `model_name_or_path` `gold`, `model_patch` its `patch`
+/// (empty when it has none).
+fn gold_predictions(raw: &Records) -> Records {
+    raw.iter()
+        .map(|(line, obj)| {
+            let mut p = serde_json::Map::new();
+            for (key, value) in [
+                ("instance_id", obj.get("instance_id")),
+                ("model_patch", obj.get("patch")),
+            ] {
+                p.insert(key.into(), value.cloned().unwrap_or(Value::Null));
+            }
+            p.insert("model_name_or_path".into(), Value::String("gold".into()));
+            (*line, p)
+        })
+        .collect()
+}
+
+/// What `load` reads from `path` (the instances file, a directory of tasks, or `gold`),
+/// digested: the cluster plan's record of its input.
+pub(crate) fn digest(path: &Path) -> Result<String, InputError> {
+    use reprorun_pipeline::store::sha256_hex;
+    if is_gold(path) {
+        return Ok(sha256_hex(b"gold"));
+    }
+    if path.is_dir() {
+        return Ok(tasks::digest(path)?);
+    }
+    let bytes = std::fs::read(path).map_err(|source| RecordsError::Read {
+        what: "input",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(sha256_hex(&bytes))
+}
+
 /// SWE-bench's `version`: a string, or a number as JSON writes it.
 fn version(obj: &serde_json::Map<String, Value>) -> Option<String> {
     match obj.get("version")? {
@@ -354,8 +408,11 @@ fn recorded_outcome(
     id: &str,
     obj: &serde_json::Map<String, Value>,
     recorded: Option<&BTreeMap<String, bool>>,
+    gold: bool,
 ) -> Result<bool, String> {
     match (recorded.and_then(|r| r.get(id)), obj.get("recorded_resolved"), obj.get("recorded")) {
+        // The benchmark's own validation: its lists are what the gold patch resolves.
+        (None, None, None) if gold => Ok(true),
         (Some(r), _, _) => Ok(*r),
         (None, Some(Value::Bool(b)), _) => Ok(*b),
         (None, None, Some(v)) => recorded_value(v)

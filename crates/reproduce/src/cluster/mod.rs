@@ -26,7 +26,7 @@ use reprorun_pipeline::store::sha256_hex;
 use reprorun_pipeline::tasks::{self, TasksError};
 use reprorun_runtime::plan::NetChoice;
 
-pub(crate) use reprorun_pipeline::cluster::{read_err, ChunkRef};
+pub(crate) use reprorun_pipeline::cluster::ChunkRef;
 
 /// `tasks/manifest.json`'s format.
 pub(crate) const MANIFEST_FORMAT: &str = "reprorun-tasks/1";

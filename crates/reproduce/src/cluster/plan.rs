@@ -12,7 +12,6 @@ use crate::store::Store;
 use crate::study::{self, Options};
 use crate::Arm;
 use reprorun_pipeline::driver::{write_plan, PlanFiles};
-use reprorun_pipeline::store::sha256_hex;
 
 /// `plan`'s options beyond `run`'s.
 #[derive(Debug, Clone)]
@@ -105,8 +104,8 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 fn digest_of(path: &Path) -> Result<String, ClusterError> {
-    let bytes = std::fs::read(path).map_err(super::read_err(path))?;
-    Ok(sha256_hex(&bytes))
+    // A directory of tasks or `--predictions gold` is digested as `reproduce run` reads it.
+    Ok(crate::input::digest(path)?)
 }
 
 /// Writes the plan and returns its manifest; `None` when the phase has no run to make (a

@@ -3,8 +3,11 @@
 //! "test_cmd": ..., "python": ..., "eval_commands": [...], "env_vars": {...}}}}`), turned
 //! into the test command of each instance that names its `repo` and `version` and carries
 //! no `test_cmd` of its own. The command is the one SWE-bench's evaluation script runs
-//! (`spec/reproduce.md`): the environment variables, `eval_commands`, `install`, then
-//! `test_cmd` followed by the test files the instance's test patch touches.
+//! (`spec/reproduce.md`): for a Python repository (its spec names a `python` version), the
+//! environment variables, `eval_commands`, `install`, then `test_cmd` followed by the test
+//! files the instance's test patch touches; for the others (Go, JavaScript, ...: a
+//! `docker_specs` and no `python`), as SWE-bench's common script, the `build` commands and
+//! `test_cmd` as it is (their `install` runs when SWE-bench builds the image).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,9 +36,13 @@ pub enum SpecsError {
 /// One repository version's commands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Spec {
-    /// `test_cmd`: a string, or a list (run in turn; the test files follow the last).
+    /// `test_cmd`: a string, or a list (run in turn; for Python, the test files follow the
+    /// last).
     pub test_cmd: Vec<String>,
-    pub install: Option<String>,
+    /// `install`: a string (Python's) or a list (the other languages').
+    pub install: Vec<String>,
+    /// `build`: the other languages' commands run before the tests.
+    pub build: Vec<String>,
     pub eval_commands: Vec<String>,
     pub env_vars: Vec<(String, String)>,
     /// `python`: the Python version SWE-bench's image has; recorded, not installed.
@@ -113,11 +120,6 @@ fn entry(v: &Value) -> Result<Spec, String> {
     if test_cmd.iter().all(|c| c.trim().is_empty()) {
         return Err("no \"test_cmd\"".into());
     }
-    let install = match obj.get("install") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("\"install\" is not a string".into()),
-    };
     let python = match obj.get("python") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -145,7 +147,8 @@ fn entry(v: &Value) -> Result<Spec, String> {
     }
     Ok(Spec {
         test_cmd,
-        install,
+        install: strings("install")?,
+        build: strings("build")?,
         eval_commands: strings("eval_commands")?,
         env_vars,
         python,
@@ -212,6 +215,12 @@ impl Specs {
         for (k, v) in &spec.env_vars {
             lines.push(format!("export {k}={}", quote(v)));
         }
+        if spec.python.is_none() {
+            // SWE-bench's script for the other languages: no test files appended.
+            lines.extend(spec.build.iter().cloned());
+            lines.extend(spec.test_cmd.iter().cloned());
+            return Ok(lines.join("\n"));
+        }
         lines.extend(spec.eval_commands.iter().cloned());
         lines.extend(spec.install.iter().cloned());
         let directives: Vec<String> = test_directives(repo, test_patch)
@@ -239,6 +248,8 @@ mod tests {
     const SPECS: &str = r#"{
  "marshmallow-code/marshmallow": {"3.0": {"python": "3.9", "install": "python -m pip install -e '.[dev]'", "test_cmd": "pytest -rA"}},
  "django/django": {"3.0": {"python": "3.6", "packages": "requirements.txt", "install": "python -m pip install -e .", "eval_commands": ["sed -i '/en_US.UTF-8/s/^# //g' /etc/locale.gen && locale-gen", "export LANG=en_US.UTF-8"], "test_cmd": "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"}},
+ "caddyserver/caddy": {"6411": {"docker_specs": {"go_version": "1.23.8"}, "install": ["go mod tidy"], "test_cmd": ["go test -v . -run \"TestReplacerNew*\""]}},
+ "redis/redis": {"13115": {"build": ["make distclean", "make"], "test_cmd": ["TERM=dumb ./runtest --durable --single unit/scripting"]}},
  "sympy/sympy": {"1.1": {"python": "3.9", "packages": "mpmath flake8", "pip_packages": ["mpmath==1.3.0", "flake8-comprehensions"], "install": "python -m pip install -e .", "test_cmd": "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose", "env_vars": {"PYTHONWARNINGS": "ignore::UserWarning"}}}
 }"#;
 
@@ -277,6 +288,24 @@ mod tests {
         assert!(
             django.starts_with("sed -i"),
             "eval_commands first: {django}"
+        );
+    }
+
+    /// SWE-bench's script for a repository that is not Python's: its `build` commands, then
+    /// `test_cmd` as written (no test files after it: `go test -v x_test.go` would build
+    /// that file alone), and not the `install` its image ran.
+    #[test]
+    fn other_languages_run_build_then_test_cmd_as_written() {
+        let s = parse(Path::new("s.json"), SPECS).unwrap();
+        let go_patch = TEST_PATCH.replace("tests/test_x.py", "replacer_test.go");
+        assert_eq!(
+            s.command("caddyserver/caddy", Some("6411"), &go_patch)
+                .unwrap(),
+            "go test -v . -run \"TestReplacerNew*\""
+        );
+        assert_eq!(
+            s.command("redis/redis", Some("13115"), TEST_PATCH).unwrap(),
+            "make distclean\nmake\nTERM=dumb ./runtest --durable --single unit/scripting"
         );
     }
 

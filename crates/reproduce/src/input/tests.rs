@@ -380,3 +380,48 @@ fn repos_finds_a_bundle() {
         f.dir.path().join("a__b.bundle")
     );
 }
+
+/// `--instances DIR` (Harbor's task directories) with `--predictions gold`: each task's
+/// record, its eval script's test command, its own patch as the prediction, and the
+/// benchmark's validation (the gold patch resolves) as the recorded outcome.
+#[test]
+fn task_directories_with_gold_predictions() {
+    let tasks = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../runtime-tests/fixtures/harbor-tasks"
+    ));
+    let f = Files::new();
+    for name in ["pytoolz__toolz", "hashicorp__go-version"] {
+        std::fs::create_dir(f.dir.path().join(name)).unwrap();
+    }
+    let d = Defaults {
+        repos: Some(f.dir.path().to_path_buf()),
+        ..Defaults::default()
+    };
+    let input = load(tasks, Path::new("gold"), &d).unwrap();
+    assert_eq!(input.unknown_predictions, 0);
+    let toolz = &input.instances[1];
+    assert_eq!(toolz.instance_id, "pytoolz__toolz-603");
+    assert_eq!(toolz.model_name, "gold");
+    assert!(toolz
+        .model_patch
+        .starts_with("diff --git a/toolz/itertoolz.py"));
+    assert!(toolz.recorded_resolved);
+    assert_eq!(
+        toolz.test_cmd,
+        "python3 -m pytest -p no:cacheprovider -rA toolz/tests/test_itertoolz.py"
+    );
+    assert_eq!(input.instances[0].fail_to_pass, ["TestVersionEqual_nil"]);
+    assert_eq!(toolz.repo_path, f.dir.path().join("pytoolz__toolz"));
+    // gold with a JSON file of instances: the `patch` field; --recorded still wins.
+    let inst = INST.replace("\"test_patch\"", "\"patch\": \"G\", \"test_patch\"");
+    let i = &f.load(&inst, "", &d).map(|_| ()).err();
+    assert!(i.is_some(), "an empty predictions file is no predictions");
+    let input = load(&f.write("i.jsonl", &inst), Path::new("gold"), &d).unwrap();
+    assert_eq!(input.instances[0].model_patch, "G");
+    assert!(digest(Path::new("gold")).is_ok());
+    assert_ne!(
+        digest(tasks).unwrap(),
+        digest(&tasks.join("pytoolz__toolz-603")).unwrap()
+    );
+}
