@@ -23,6 +23,7 @@ pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod runner;
 pub(crate) mod runners;
+pub(crate) mod select;
 pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;

@@ -41,6 +41,9 @@ pub(crate) struct Provenance {
     /// The SHA-256 of the `lock.json` of the mirror the run installed from (`None`: no
     /// mirror).
     pub mirror_lock_sha256: Option<String>,
+    /// A variation run's tests and command: run alone or the whole command (`select`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<super::select::Selection>,
 }
 
 /// The mirror `arm` installs from: the instance's for the shim, `no_shim_mirror`
@@ -90,6 +93,7 @@ pub(crate) fn of_run(
         mirror_lock_sha256: mirror_for(inst, arm, no_shim_mirror)
             .map(lock_digest)
             .transpose()?,
+        selection: None,
     })
 }
 
@@ -228,6 +232,7 @@ mod tests {
             model_patch_sha256: Some("p".into()),
             test_patch_sha256: "t".into(),
             mirror_lock_sha256: Some("m1".into()),
+            selection: None,
         };
         let b = Provenance {
             mirror_lock_sha256: Some("m2".into()),
