@@ -40,6 +40,7 @@ mod oci_sched;
 mod python_pkg;
 mod reproduce;
 mod reproduce_js;
+mod reproduce_ledger;
 mod reproduce_swebench;
 mod time;
 mod time_roots;

@@ -288,7 +288,14 @@ pub(crate) fn variation_selection(
 /// wins over the pinned one).
 fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
     match v {
-        Variation::Timezone => env.push(("TZ".into(), "GMT-14".into())),
+        Variation::Timezone => {
+            let root = match (&req.image, &req.rootfs) {
+                (Some(img), _) => img.rootfs.clone(),
+                (None, Some(r)) => r.clone(),
+                (None, None) => PathBuf::from("/"),
+            };
+            env.push(("TZ".into(), utc_plus_14(&root).into()));
+        }
         Variation::Locale => {
             for k in ["LANG", "LC_ALL"] {
                 env.push((k.into(), "fr_CH.UTF-8".into()));
@@ -307,6 +314,17 @@ fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
                 reprorun_runtime::determinism::env::FROZEN_PATH
             ),
         )),
+    }
+}
+
+/// UTC+14 as `TZ` for a root: the zone file's name where the root has it (Go reads only zone
+/// files: with a POSIX string it falls back to UTC and the variation changed nothing), the
+/// POSIX string otherwise (glibc and musl read it without any file).
+pub(crate) fn utc_plus_14(root: &Path) -> &'static str {
+    if root.join("usr/share/zoneinfo/Etc/GMT-14").is_file() {
+        "Etc/GMT-14"
+    } else {
+        "GMT-14"
     }
 }
 
@@ -688,6 +706,18 @@ mod tests {
         for k in ["TZ", "LANG", "LC_ALL", "PATH", "USER", "PYTHONPATH", "CI"] {
             assert!(host_like(k), "{k}");
         }
+    }
+
+    #[test]
+    fn the_time_zone_variation_is_a_zone_every_runtime_reads() {
+        let root = tempfile::tempdir().unwrap();
+        // Without the zone file: the POSIX string, which libc reads without one.
+        assert_eq!(utc_plus_14(root.path()), "GMT-14");
+        let dir = root.path().join("usr/share/zoneinfo/Etc");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("GMT-14"), b"TZif").unwrap();
+        // With it: its name, which Go reads too.
+        assert_eq!(utc_plus_14(root.path()), "Etc/GMT-14");
     }
 
     #[test]
