@@ -14,6 +14,7 @@ mod audit_run;
 mod audit_snapshot;
 mod bad_input;
 mod cluster;
+mod cluster_ledger;
 mod entrypoint;
 mod escape;
 mod escape_host;

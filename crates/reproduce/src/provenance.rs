@@ -97,6 +97,14 @@ pub(crate) fn of_run(
     })
 }
 
+/// The tests a recorded run ran alone (its record's `selection`); `None` for a run of the
+/// whole command or one recorded without a provenance.
+pub(crate) fn ran_alone(r: &RunRow) -> Option<Vec<String>> {
+    let env: Provenance = serde_json::from_str(r.env.as_deref()?).ok()?;
+    let s = env.selection?;
+    s.alone().then_some(s.tests)
+}
+
 /// Runs of one instance and arm made in different environments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Mixed {

@@ -264,9 +264,7 @@ type Graded<'a> = (&'a RunRow, Tests, Aliases, Option<BTreeSet<String>>);
 
 /// The tests a run ran alone, from its record.
 fn alone(r: &RunRow) -> Option<BTreeSet<String>> {
-    let env: crate::provenance::Provenance = serde_json::from_str(r.env.as_deref()?).ok()?;
-    let s = env.selection?;
-    s.alone().then(|| s.tests.into_iter().collect())
+    crate::provenance::ran_alone(r).map(|t| t.into_iter().collect())
 }
 
 /// One run as one test saw it.

@@ -114,3 +114,35 @@ fn test_ids_reach_the_runner_as_written_whatever_they_hold() {
     );
     assert!(!dir.path().join("pwned").exists());
 }
+
+#[test]
+fn harnesses_test_commands_as_benchmarks_write_them() {
+    // SWE-bench's TEST_PYTEST names no path: the node ids are added.
+    let (r, cmd) = narrowed(
+        &["sklearn/tests/test_base.py::test_clone"],
+        "pytest --no-header -rA --tb=no -p no:cacheprovider",
+    );
+    assert_eq!(r.as_deref(), Some("pytest"));
+    assert_eq!(
+        cmd,
+        "pytest --no-header -rA --tb=no -p no:cacheprovider 'sklearn/tests/test_base.py::test_clone'"
+    );
+    // Options with `=` values are kept as written, quotes and all.
+    let (_, cmd) = narrowed(
+        &["t.py::a"],
+        "pytest --no-header -rA --ignore=deprecated/ --override-ini=\"testpaths=.\" tests/",
+    );
+    assert_eq!(
+        cmd,
+        "pytest --no-header -rA --ignore=deprecated/ --override-ini=\"testpaths=.\" 't.py::a'"
+    );
+    // Django's and SymPy's own runners, and a runner whose status is swallowed: whole.
+    for cmd in [
+        "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
+        "bin/test -C --verbose",
+        "pytest --no-header -rA tests || true",
+    ] {
+        let (runner, out) = narrowed(&["t.py::a"], cmd);
+        assert_eq!((runner, out.as_str()), (None, cmd), "{cmd}");
+    }
+}
