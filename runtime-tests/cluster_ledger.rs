@@ -23,11 +23,15 @@ const STUDY: [&str; 11] = [
     "1",
 ];
 
-/// Plans into `out` (results into `results`) with `extra`; the line it prints.
-fn plan(f: &Fixture, out: &str, results: &str, extra: &[&str]) -> String {
+/// Plans into `out` (results into `results`, else the phase's default) with `extra`; the
+/// line it prints.
+fn plan(f: &Fixture, out: &str, results: Option<&str>, extra: &[&str]) -> String {
     let mut args = vec!["reproduce", "plan"];
     args.extend(STUDY);
-    args.extend(["--out", out, "--results", results]);
+    args.extend(["--out", out]);
+    if let Some(r) = results {
+        args.extend(["--results", r]);
+    }
     args.extend(["--sbatch-args", "--partition=debug"]);
     args.extend(extra);
     expect_code(&f.work.run(&args), 0)
@@ -70,10 +74,10 @@ fn a_one_node_slurm_runs_the_variation_and_sweep_phases_and_feeds_the_ledger() {
     // real clock fails it.
     f.add("dated", FIX, DATED_TEST, serde_json::json!({}));
     f.write();
-    plan(&f, "tasks", "results", &[]);
+    plan(&f, "tasks", Some("results"), &[]);
     submit(&f, &slurm, "tasks", "results");
 
-    let said = plan(&f, "tasks-pins", "results-pins", &["--phase", "pins"]);
+    let said = plan(&f, "tasks-pins", Some("results-pins"), &["--phase", "pins"]);
     assert!(!said.starts_with("0 runs"), "{said}");
     // The variation runs carry the test they run alone.
     let m = read_json(&f.path("tasks-pins/manifest.json"));
@@ -84,20 +88,18 @@ fn a_one_node_slurm_runs_the_variation_and_sweep_phases_and_feeds_the_ledger() {
     );
     submit(&f, &slurm, "tasks-pins", "results-pins");
 
-    // The sweep in rounds: its days, then the bisection, until nothing is left to plan.
+    // The sweep in rounds: its days, then the bisection, until nothing is left to plan;
+    // each round's results beside it, by its name.
     let sweep = ["--phase", "sweep", "--clock-sweep", "created_at,+1y"];
     let mut rounds = 0;
     loop {
-        let (out, results) = (
-            format!("tasks-sweep-{rounds}"),
-            format!("results-sweep-{rounds}"),
-        );
-        let said = plan(&f, &out, &results, &sweep);
+        let out = format!("tasks-sweep-{rounds}");
+        let said = plan(&f, &out, None, &sweep);
         if said.starts_with("0 runs") {
             assert!(said.contains("known to the day"), "{said}");
             break;
         }
-        submit(&f, &slurm, &out, &results);
+        submit(&f, &slurm, &out, &format!("results-{out}"));
         rounds += 1;
         assert!(rounds <= 12, "the sweep's rounds do not end: {said}");
     }

@@ -89,7 +89,8 @@ pub struct PlanArgs {
     /// and variation runs that the merged phase-1 runs in --db call for (needs every phase-1
     /// run merged; the results default to `results-pins` beside --out). `sweep`: one round
     /// of --clock-sweep LIST (its days not yet merged, then the bisection's next days;
-    /// results `results-sweep`): plan, work and merge again until it plans nothing.
+    /// results `results-NAME` beside an --out named NAME): plan, work and merge again, into a
+    /// new --out, until it plans nothing.
     #[arg(long, value_enum, default_value = "runs")]
     pub phase: cluster::plan::Phase,
 }
@@ -258,7 +259,11 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
         parent.join(match a.phase {
             cluster::plan::Phase::Runs => "results",
             cluster::plan::Phase::Pins => "results-pins",
-            cluster::plan::Phase::Sweep => "results-sweep",
+            // Each round of the sweep is a plan of its own: its results beside it, by name.
+            cluster::plan::Phase::Sweep => {
+                let name = a.plan.out.file_name().unwrap_or_default().to_string_lossy();
+                return parent.join(format!("results-{name}"));
+            }
         })
     });
     if !a.run.clock_sweep.is_empty() && a.phase != cluster::plan::Phase::Sweep {

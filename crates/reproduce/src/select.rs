@@ -5,7 +5,8 @@
 //! unit-tested; the run records what it ran ([`Selection`], in the run's `env`).
 //!
 //! Only the command's last simple command is read (after its last `&&`, `||`, `;` or
-//! newline): set-up steps before it (`npm install ... && node --test`) are kept as written.
+//! newline; the one before a final `|| true`): set-up steps before it (`npm install ... &&
+//! node --test`) are kept as written.
 //! A last command with a pipe, a redirection, a subshell, a command substitution, a
 //! background `&` or a comment is not narrowed. Test ids go into the command single-quoted,
 //! and into a runner's pattern with every regular-expression metacharacter escaped, so an
@@ -100,15 +101,18 @@ fn last_command(cmd: &str) -> Option<(Vec<Word>, usize)> {
     let mut cur: Option<Word> = None;
     // Set by what keeps the current simple command from being narrowed.
     let mut bad = false;
-    // A separator was seen: the next word or operator starts a new simple command (so a
-    // trailing newline or `;` keeps the last one).
-    let mut sep = false;
-    fn new_segment(sep: &mut bool, words: &mut Vec<Word>, bad: &mut bool) {
-        if std::mem::take(sep) {
-            words.clear();
-            *bad = false;
+    // A separator was seen (its byte: `|` for `||`, `&` for `&&`, `;`, newline): the next
+    // word or operator starts a new simple command (so a trailing newline or `;` keeps the
+    // last one). The command before the last one, and what joined them.
+    let mut sep: Option<u8> = None;
+    let mut prev: Option<(Vec<Word>, bool)> = None;
+    let mut joined: Option<u8> = None;
+    let mut new_segment = |sep: &mut Option<u8>, words: &mut Vec<Word>, bad: &mut bool| {
+        if let Some(s) = sep.take() {
+            prev = Some((std::mem::take(words), std::mem::take(bad)));
+            joined = Some(s);
         }
-    }
+    };
     let mut i = 0;
     fn flush(cur: &mut Option<Word>, words: &mut Vec<Word>, end: usize) {
         if let Some(mut w) = cur.take() {
@@ -122,11 +126,11 @@ fn last_command(cmd: &str) -> Option<(Vec<Word>, usize)> {
             b' ' | b'\t' => flush(&mut cur, &mut words, i),
             b'\n' | b';' => {
                 flush(&mut cur, &mut words, i);
-                sep = true;
+                sep = sep.or(Some(c));
             }
             b'&' | b'|' if b.get(i + 1) == Some(&c) => {
                 flush(&mut cur, &mut words, i);
-                sep = true;
+                sep = Some(c);
                 i += 1;
             }
             b'&' | b'|' | b'<' | b'>' | b'(' | b')' | b'`' | b'{' | b'}' => {
@@ -188,6 +192,13 @@ fn last_command(cmd: &str) -> Option<(Vec<Word>, usize)> {
         i += 1;
     }
     flush(&mut cur, &mut words, b.len());
+    // `RUNNER … || true`: the runner's status is swallowed, and the runner is the command.
+    let swallowed = matches!(&words[..], [w] if w.text == "true" || w.text == ":");
+    if swallowed && !bad && joined == Some(b'|') {
+        if let Some((w, was_bad)) = prev {
+            (words, bad) = (w, was_bad);
+        }
+    }
     if bad {
         return None;
     }

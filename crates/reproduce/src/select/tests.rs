@@ -136,11 +136,22 @@ fn harnesses_test_commands_as_benchmarks_write_them() {
         cmd,
         "pytest --no-header -rA --ignore=deprecated/ --override-ini=\"testpaths=.\" 't.py::a'"
     );
-    // Django's and SymPy's own runners, and a runner whose status is swallowed: whole.
+    // A runner whose status is swallowed (`|| true`) is still the command that runs them.
+    let (r, cmd) = narrowed(
+        &["t.py::a"],
+        "pip install -e . && pytest --no-header -rA --continue-on-collection-errors tests || true",
+    );
+    assert_eq!(r.as_deref(), Some("pytest"));
+    assert_eq!(
+        cmd,
+        "pip install -e . && pytest --no-header -rA --continue-on-collection-errors 't.py::a' || true"
+    );
+    // Django's and SymPy's own runners, and `true` after something else: whole.
     for cmd in [
         "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
         "bin/test -C --verbose",
-        "pytest --no-header -rA tests || true",
+        "pytest tests && true",
+        "pytest tests | tee log || true",
     ] {
         let (runner, out) = narrowed(&["t.py::a"], cmd);
         assert_eq!((runner, out.as_str()), (None, cmd), "{cmd}");
