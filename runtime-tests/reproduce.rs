@@ -1263,4 +1263,55 @@ fn a_variation_run_names_the_variation_that_flips_a_test() {
         !causes.contains(&"locale") && !causes.contains(&"umask"),
         "{causes:?}"
     );
+    // The variation runs ran the differing test alone (its node id), and say so.
+    for r in rows
+        .iter()
+        .filter(|r| r.arm.name().starts_with("shim_vary_"))
+    {
+        let env: serde_json::Value = serde_json::from_str(r.env.as_deref().unwrap()).unwrap();
+        let sel = &env["selection"];
+        assert_eq!(sel["runner"], "pytest", "{env}");
+        assert_eq!(
+            sel["tests"],
+            serde_json::json!(["tests/test_new.py::test_new"]),
+            "{env}"
+        );
+        assert!(
+            sel["command"]
+                .as_str()
+                .unwrap()
+                .ends_with("-q 'tests/test_new.py::test_new'"),
+            "{env}"
+        );
+    }
+    // The report prints what finding the cause cost; the instance whose tests agree paid
+    // nothing.
+    let out = f
+        .work
+        .run(&["reproduce", "report", "--db", "study.db", "--out", "rep"]);
+    expect_code(&out, 0);
+    let s = read_json(&f.path("rep/summary.json"));
+    let extra = |id: &str| {
+        s["ledger"]["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance_id"] == id)
+            .map(|i| i["extra_runs"].clone())
+            .unwrap_or_else(|| panic!("{id}: {s}"))
+    };
+    assert_eq!(
+        extra("clean"),
+        serde_json::json!({"leave_one_out": 0, "variation": 0, "clock": 0})
+    );
+    assert_eq!(extra("zoned")["variation"], 6, "{s}");
+    assert_eq!(s["ledger"]["extra_runs_stable"]["variation"], 0, "{s}");
+    let md = std::fs::read_to_string(f.path("rep/report.md")).unwrap();
+    assert!(md.contains("## Per-test ledger"), "{md}");
+    assert!(
+        md.contains("Instances whose tests are all stable got no leave-one-out or variation run."),
+        "{md}"
+    );
+    let line = md.lines().find(|l| l.starts_with("| zoned")).unwrap();
+    assert!(line.contains("timezone"), "{line}");
 }

@@ -58,7 +58,7 @@ pub enum ReproduceCommand {
     /// For a batch cluster (Slurm): write the study's runs as chunk files, a manifest and
     /// sbatch scripts (tasks/submit.sh) instead of running them.
     #[command(
-        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (the leave-one-out pin runs of --compare-shim --pin-runs N) is planned by a second plan with --phase pins once phase 1 is merged, into its own --out and results. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
+        after_help = "Takes run's inputs and options (--jobs and --json do nothing here). Writes DIR/manifest.json, DIR/chunks/NNNN.json, DIR/submit.sh, DIR/task.sh, DIR/merge.sh. Phase 2 (the leave-one-out pin runs of --compare-shim --pin-runs N) is planned by a second plan with --phase pins once phase 1 is merged, into its own --out and results; the clock sweep by rounds of --phase sweep --clock-sweep LIST (each merged before the next is planned) until one plans nothing. Exit status: 0, or 125 on bad input. Formats: spec/cluster.md."
     )]
     Plan(Box<PlanArgs>),
     /// Make one chunk's runs (an array task's part) and write each result to
@@ -86,8 +86,11 @@ pub struct PlanArgs {
     #[arg(long)]
     pub spread_hosts: bool,
     /// `runs`: phase 1, the k runs of each arm. `pins`: phase 2, the leave-one-out pin runs
-    /// that the merged phase-1 runs in --db call for (needs every phase-1 run merged; the
-    /// results default to `results-pins` beside --out).
+    /// and variation runs that the merged phase-1 runs in --db call for (needs every phase-1
+    /// run merged; the results default to `results-pins` beside --out). `sweep`: one round
+    /// of --clock-sweep LIST (its days not yet merged, then the bisection's next days;
+    /// results `results-NAME` beside an --out named NAME): plan, work and merge again, into a
+    /// new --out, until it plans nothing.
     #[arg(long, value_enum, default_value = "runs")]
     pub phase: cluster::plan::Phase,
 }
@@ -258,13 +261,19 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
         parent.join(match a.phase {
             cluster::plan::Phase::Runs => "results",
             cluster::plan::Phase::Pins => "results-pins",
+            // Each round of the sweep is a plan of its own: its results beside it, by name.
+            cluster::plan::Phase::Sweep => {
+                let name = a.plan.out.file_name().unwrap_or_default().to_string_lossy();
+                return parent.join(format!("results-{name}"));
+            }
         })
     });
-    if !a.run.clock_sweep.is_empty() {
+    if !a.run.clock_sweep.is_empty() && a.phase != cluster::plan::Phase::Sweep {
         return Err(ReproduceError::Usage(
-            "--clock-sweep is not planned for a cluster yet: merge the study, then run `reprorun reproduce run` with the same inputs, --db the merged database and --clock-sweep (only the sweep's runs are made)".into(),
+            "--clock-sweep is planned as its own phase: merge phase 1, then `reprorun reproduce plan --phase sweep --clock-sweep LIST` with the same inputs and --db, work and merge, and plan again until it plans nothing (each round bisects further)".into(),
         ));
     }
+    let phase = a.phase;
     let reprorun = std::env::current_exe().map_err(ReproduceError::Print)?;
     let p = cluster::plan::PlanOptions {
         study: study_options(a.run),
@@ -277,9 +286,11 @@ fn run_plan(a: PlanArgs) -> Result<(), ReproduceError> {
         phase: a.phase,
     };
     let Some(m) = cluster::plan::plan(&p)? else {
-        return write_out(
-            "0 runs: no patch reproduces with the shim and not without it; nothing to submit\n",
-        );
+        return write_out(if phase == cluster::plan::Phase::Sweep {
+            "0 runs: every day of the sweep is recorded and every time bomb's first failing day is known to the day; nothing to submit\n"
+        } else {
+            "0 runs: no patch reproduces with the shim and not without it; nothing to submit\n"
+        });
     };
     let units: u32 = m.chunks.iter().map(|c| c.units).sum();
     let text = format!(
@@ -331,13 +342,13 @@ fn run_merge(a: MergeArgs) -> Result<(), ReproduceError> {
 }
 
 /// The summary with each instance's distinct hosts, where the study was merged from a
-/// cluster.
+/// cluster, and its per-test part (the ledger).
 fn with_hosts(store: &Store, mut s: summary::Summary) -> Result<summary::Summary, ReproduceError> {
     let hosts = cluster::merge::distinct_hosts(store)?;
     for i in &mut s.instances {
         i.distinct_hosts = hosts.get(&i.instance_id).copied();
     }
-    Ok(s)
+    super::ledger::with_ledger(store, s)
 }
 
 fn write_out(text: &str) -> Result<(), ReproduceError> {

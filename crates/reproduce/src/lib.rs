@@ -23,6 +23,7 @@ pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod runner;
 pub(crate) mod runners;
+pub(crate) mod select;
 pub(crate) mod stats;
 pub mod store;
 pub(crate) mod study;
@@ -98,7 +99,8 @@ pub enum Arm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Variation {
-    /// `TZ=GMT-14` (UTC+14, reprotest's), instead of `UTC`.
+    /// UTC+14 (reprotest's `GMT-14`; `Etc/GMT-14` where the root has the zone file), instead
+    /// of `UTC`.
     Timezone,
     /// `LANG`/`LC_ALL` `fr_CH.UTF-8` (reprotest's), instead of `C.UTF-8`.
     Locale,

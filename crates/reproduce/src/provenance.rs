@@ -41,6 +41,9 @@ pub(crate) struct Provenance {
     /// The SHA-256 of the `lock.json` of the mirror the run installed from (`None`: no
     /// mirror).
     pub mirror_lock_sha256: Option<String>,
+    /// A variation run's tests and command: run alone or the whole command (`select`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<super::select::Selection>,
 }
 
 /// The mirror `arm` installs from: the instance's for the shim, `no_shim_mirror`
@@ -90,7 +93,16 @@ pub(crate) fn of_run(
         mirror_lock_sha256: mirror_for(inst, arm, no_shim_mirror)
             .map(lock_digest)
             .transpose()?,
+        selection: None,
     })
+}
+
+/// The tests a recorded run ran alone (its record's `selection`); `None` for a run of the
+/// whole command or one recorded without a provenance.
+pub(crate) fn ran_alone(r: &RunRow) -> Option<Vec<String>> {
+    let env: Provenance = serde_json::from_str(r.env.as_deref()?).ok()?;
+    let s = env.selection?;
+    s.alone().then_some(s.tests)
 }
 
 /// Runs of one instance and arm made in different environments.
@@ -228,6 +240,7 @@ mod tests {
             model_patch_sha256: Some("p".into()),
             test_patch_sha256: "t".into(),
             mirror_lock_sha256: Some("m1".into()),
+            selection: None,
         };
         let b = Provenance {
             mirror_lock_sha256: Some("m2".into()),

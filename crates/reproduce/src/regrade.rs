@@ -142,7 +142,16 @@ pub(crate) fn regrade(
                 })
             }
         };
-        let new = graded(&store, db, &row, recorded, listed)?;
+        // A variation run of some tests alone is graded on those (of the listed ones).
+        let alone: Option<Vec<String>> = crate::provenance::ran_alone(&row)
+            .map(|a| listed.iter().filter(|t| a.contains(t)).cloned().collect());
+        let new = graded(
+            &store,
+            db,
+            &row,
+            recorded,
+            alone.as_deref().unwrap_or(listed),
+        )?;
         out.errors += u64::from(new.infra == Some(super::Infra::NoTests));
         if new == row {
             continue;

@@ -59,6 +59,9 @@ pub(crate) struct Conditions {
     pub host_env: Vec<(String, String)>,
     /// `--store`: the image store for instances with an `image`.
     pub store: Option<PathBuf>,
+    /// The tests each instance's variation runs are about, run alone where the runner
+    /// allows (`select`); an instance without an entry runs its whole command.
+    pub select: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Variables of the caller that host-like runs do not take: reprorun's own, the shell's
@@ -141,6 +144,7 @@ impl Conditions {
             no_shim_mirror: None,
             no_shim_net: NetChoice::NONE,
             store: None,
+            select: Default::default(),
             host_env: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .filter(|(k, _)| host_like(k))
@@ -160,7 +164,11 @@ pub(crate) fn request(
     tree: &Path,
     out: &Path,
 ) -> Result<ExecRequest, SetupError> {
-    let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), inst.test_cmd.clone()]);
+    let cmd = match variation_selection(inst, arm, cond) {
+        Some(s) => s.command,
+        None => inst.test_cmd.clone(),
+    };
+    let mut req = ExecRequest::new(vec!["/bin/sh".into(), "-c".into(), cmd]);
     req.workdir = Some(tree.to_path_buf());
     req.workdir_mode = reprorun_runtime::plan::WorkdirMode::Overlay;
     req.isolation = Isolation::Full;
@@ -261,11 +269,33 @@ pub(crate) fn request(
     Ok(req)
 }
 
+/// What a variation run runs: its instance's differing tests alone where the runner allows,
+/// else the whole command (`select`); `None` for other arms.
+pub(crate) fn variation_selection(
+    inst: &Instance,
+    arm: Arm,
+    cond: &Conditions,
+) -> Option<super::select::Selection> {
+    let Arm::ShimVary(_) = arm else { return None };
+    let tests = cond
+        .select
+        .get(&inst.instance_id)
+        .map_or(&[][..], Vec::as_slice);
+    Some(super::select::select(tests, &inst.test_cmd))
+}
+
 /// What a reprotest variation changes in the shim's request (the user's word in `env`
 /// wins over the pinned one).
 fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
     match v {
-        Variation::Timezone => env.push(("TZ".into(), "GMT-14".into())),
+        Variation::Timezone => {
+            let root = match (&req.image, &req.rootfs) {
+                (Some(img), _) => img.rootfs.clone(),
+                (None, Some(r)) => r.clone(),
+                (None, None) => PathBuf::from("/"),
+            };
+            env.push(("TZ".into(), utc_plus_14(&root).into()));
+        }
         Variation::Locale => {
             for k in ["LANG", "LC_ALL"] {
                 env.push((k.into(), "fr_CH.UTF-8".into()));
@@ -284,6 +314,17 @@ fn vary(req: &mut ExecRequest, env: &mut Vec<(String, String)>, v: Variation) {
                 reprorun_runtime::determinism::env::FROZEN_PATH
             ),
         )),
+    }
+}
+
+/// UTC+14 as `TZ` for a root: the zone file's name where the root has it (Go reads only zone
+/// files: with a POSIX string it falls back to UTC and the variation changed nothing), the
+/// POSIX string otherwise (glibc and musl read it without any file).
+pub(crate) fn utc_plus_14(root: &Path) -> &'static str {
+    if root.join("usr/share/zoneinfo/Etc/GMT-14").is_file() {
+        "Etc/GMT-14"
+    } else {
+        "GMT-14"
     }
 }
 
@@ -399,7 +440,12 @@ pub(crate) fn run(
     } else {
         Variant::Patched
     };
-    let listed: Vec<&str> = inst.listed_tests().into_iter().collect();
+    let selection = variation_selection(inst, arm, cond);
+    // A run of some tests alone is graded on them.
+    let listed: Vec<&str> = match &selection {
+        Some(s) if s.alone() => s.tests.iter().map(String::as_str).collect(),
+        _ => inst.listed_tests().into_iter().collect(),
+    };
     let mut row = blank_row(inst, arm, idx, started_at);
     let infra = |row, kind, out: &[u8], err: String| infra_row(store, row, kind, out, err);
 
@@ -407,8 +453,9 @@ pub(crate) fn run(
     let tree = tree::ensure(&work.join("trees"), inst, variant).map_err(|e| setup(e.into()))?;
     row.apply = format!("model={} test={}", tree.applied.model, tree.applied.test);
     let no_shim_mirror = cond.no_shim_mirror.as_deref();
-    let env = provenance::of_run(inst, arm, no_shim_mirror, &tree.applied.commit)
+    let mut env = provenance::of_run(inst, arm, no_shim_mirror, &tree.applied.commit)
         .map_err(|e| setup(e.into()))?;
+    env.selection = selection.clone();
     row.env = serde_json::to_string(&env).ok();
     if !tree.applied.ok {
         let log = tree.applied.log.clone();
@@ -659,6 +706,18 @@ mod tests {
         for k in ["TZ", "LANG", "LC_ALL", "PATH", "USER", "PYTHONPATH", "CI"] {
             assert!(host_like(k), "{k}");
         }
+    }
+
+    #[test]
+    fn the_time_zone_variation_is_a_zone_every_runtime_reads() {
+        let root = tempfile::tempdir().unwrap();
+        // Without the zone file: the POSIX string, which libc reads without one.
+        assert_eq!(utc_plus_14(root.path()), "GMT-14");
+        let dir = root.path().join("usr/share/zoneinfo/Etc");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("GMT-14"), b"TZif").unwrap();
+        // With it: its name, which Go reads too.
+        assert_eq!(utc_plus_14(root.path()), "Etc/GMT-14");
     }
 
     #[test]

@@ -117,7 +117,9 @@ pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError
         done = execute(&insts, opts, phase2, start, &mut pool);
         if done.is_ok() {
             let rows = Store::open(&opts.db, false)?.rows()?;
-            done = execute(&insts, opts, vary_jobs(&insts, &rows), start, &mut pool);
+            let mut vary = opts.clone();
+            vary.conditions.select = super::select::selections(&insts, &rows);
+            done = execute(&insts, &vary, vary_jobs(&insts, &rows), start, &mut pool);
         }
     }
     if done.is_ok() && !opts.clock_sweep.is_empty() {
@@ -251,22 +253,7 @@ pub(crate) fn pin_runs(
 pub(crate) fn vary_jobs(insts: &[Instance], rows: &[super::store::RunRow]) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (i, inst) in insts.iter().enumerate() {
-        let verdicts = |arm: Arm, test: &str| -> std::collections::BTreeSet<bool> {
-            rows.iter()
-                .filter(|r| r.instance_id == inst.instance_id && r.arm == arm && r.infra.is_none())
-                .map(|r| {
-                    let tests: super::outcome::Tests =
-                        serde_json::from_str(&r.tests).unwrap_or_default();
-                    super::outcome::lookup(&tests, &super::runners::Aliases::new(&tests), test)
-                        .is_some_and(|s| s.passes())
-                })
-                .collect()
-        };
-        let differs = inst.fail_to_pass.iter().chain(&inst.pass_to_pass).any(|t| {
-            let (shim, no_shim) = (verdicts(Arm::Shim, t), verdicts(Arm::NoShim, t));
-            shim.len() == 1 && !no_shim.is_empty() && no_shim != shim
-        });
-        if differs {
+        if !super::select::differing(inst, rows).is_empty() {
             jobs.extend(Variation::ALL.iter().map(|v| Job {
                 inst: i,
                 arm: Arm::ShimVary(*v),

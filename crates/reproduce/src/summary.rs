@@ -110,6 +110,10 @@ pub(crate) struct Summary {
     /// One entry per instance, sorted by `instance_id` (byte order; equal ids keep their
     /// input order).
     pub instances: Vec<InstanceSummary>,
+    /// The per-test part: the ledger (`reproduce ledger`) with what finding the causes
+    /// cost (`spec/reproduce.md`, *Ledger*). Omitted for a study without stored test lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<crate::ledger::LedgerPart>,
 }
 
 /// One instance's results.
@@ -432,6 +436,7 @@ pub(crate) fn summarize(instances: &[InstanceRuns], k: u32) -> Summary {
         failure_modes,
         infra,
         instances: rows,
+        ledger: None,
     }
 }
 

@@ -148,6 +148,31 @@ pub(crate) fn next_days(rows: &[&RunRow], bench_date: i64, tests: &[String]) -> 
         .collect()
 }
 
+/// The sweep's runs still to make for one instance, as days: each day of `points` (planned
+/// at `now`) not yet recorded, and the bisection's next days ([`next_days`]) — what one
+/// round of `reproduce plan --phase sweep` plans. Empty: the sweep is done.
+pub(crate) fn days_to_run(
+    rows: &[&RunRow],
+    bench_date: i64,
+    tests: &[String],
+    points: &[Point],
+    now: i64,
+) -> BTreeSet<i64> {
+    let have: BTreeSet<i64> = rows
+        .iter()
+        .filter_map(|r| match r.arm {
+            Arm::ShimAt(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    points
+        .iter()
+        .map(|p| resolve(*p, bench_date, now))
+        .chain(next_days(rows, bench_date, tests))
+        .filter(|d| !have.contains(d))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +223,37 @@ mod tests {
         let refs: Vec<&RunRow> = rows.iter().collect();
         assert_eq!(fails_after(&refs, bench, "t"), Some((fails_from, true)));
         assert!(rounds <= 7, "log2(100) rounds, not {rounds}");
+        // The cluster's rounds: the sweep's days first, then each round's middle day,
+        // until nothing is left to plan.
+        let points = [Point::CreatedAt, Point::Days(100)];
+        let mut rows = vec![row(Arm::Shim, true)];
+        let mut planned_rounds = 0;
+        loop {
+            let refs: Vec<&RunRow> = rows.iter().collect();
+            let days = days_to_run(&refs, bench, &tests, &points, 0);
+            if days.is_empty() {
+                break;
+            }
+            if planned_rounds == 0 {
+                assert_eq!(days, BTreeSet::from([100, 200]), "the sweep's own days");
+            }
+            rows.extend(
+                days.into_iter()
+                    .map(|d| row(Arm::ShimAt(d), d < fails_from)),
+            );
+            planned_rounds += 1;
+            assert!(planned_rounds < 20, "the rounds do not end");
+        }
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        assert_eq!(fails_after(&refs, bench, "t"), Some((fails_from, true)));
+        // A stable instance: the sweep's days, then nothing more.
+        let stable = [
+            row(Arm::Shim, true),
+            row(Arm::ShimAt(100), true),
+            row(Arm::ShimAt(200), true),
+        ];
+        let refs: Vec<&RunRow> = stable.iter().collect();
+        assert!(days_to_run(&refs, bench, &tests, &points, 0).is_empty());
         // A test that does not pass at the benchmark's date is no time bomb.
         let broken = [row(Arm::Shim, false), row(Arm::ShimAt(200), false)];
         let refs: Vec<&RunRow> = broken.iter().collect();

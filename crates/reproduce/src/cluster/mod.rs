@@ -72,6 +72,9 @@ pub(crate) struct CondSpec {
     /// The submitting shell's environment that host-like runs take (already filtered by
     /// `runner::host_like`): every node runs them with the same.
     pub host_env: Vec<(String, String)>,
+    /// `Conditions::select`: the tests each instance's variation runs are about.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub select: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl CondSpec {
@@ -84,6 +87,7 @@ impl CondSpec {
             no_shim_net: c.no_shim_net.to_string(),
             store: c.store.clone(),
             host_env: c.host_env.clone(),
+            select: c.select.clone(),
         }
     }
 
@@ -96,6 +100,7 @@ impl CondSpec {
             no_shim_net: NetChoice::parse(&self.no_shim_net)?,
             host_env: self.host_env.clone(),
             store: self.store.clone(),
+            select: self.select.clone(),
         })
     }
 }

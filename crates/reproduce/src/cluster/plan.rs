@@ -32,19 +32,62 @@ pub(crate) struct PlanOptions {
 }
 
 /// `plan --phase`: the study's k runs per arm, or (after they are merged) the leave-one-out
-/// pin runs they call for.
+/// pin runs and variation runs they call for, or one round of the clock sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Runs,
     Pins,
+    Sweep,
+}
+
+/// One round of the clock sweep (`--phase sweep`): each day of `--clock-sweep` not yet in
+/// the merged database, and the bisection's next day of every time bomb whose first failing
+/// day is not known to the day. Planned again after each merge until it plans nothing.
+fn sweep_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterError> {
+    if o.clock_sweep.is_empty() {
+        return Err(ClusterError::Usage(
+            "--phase sweep needs --clock-sweep LIST".into(),
+        ));
+    }
+    if !o.db.exists() {
+        return Err(ClusterError::Usage(format!(
+            "--phase sweep: {} does not exist; plan, run and merge phase 1 first",
+            o.db.display()
+        )));
+    }
+    let store = Store::open(&o.db, false)?;
+    store.check_options(&o.conditions.fingerprint())?;
+    let rows = store.rows()?;
+    let now = reprorun_pipeline::unix_now_ms() / 1000;
+    let mut units = Vec::new();
+    for inst in instances {
+        let mine: Vec<&crate::store::RunRow> = rows
+            .iter()
+            .filter(|r| r.instance_id == inst.instance_id)
+            .collect();
+        if !mine.iter().any(|r| r.arm == Arm::Shim) {
+            return Err(ClusterError::Usage(format!(
+                "--phase sweep: instance {} has no shim run in {}; run and merge phase 1 first",
+                inst.instance_id,
+                o.db.display()
+            )));
+        }
+        let listed: Vec<String> = inst.listed_tests().into_iter().map(String::from).collect();
+        let days = crate::sweep::days_to_run(&mine, inst.bench_date, &listed, &o.clock_sweep, now);
+        units.extend(
+            days.into_iter()
+                .map(|d| Unit::new(&inst.instance_id, Arm::ShimAt(d), 0)),
+        );
+    }
+    Ok(units)
 }
 
 /// The phase-2 units: each patch that reproduces with the shim and not without it in the
 /// merged phase-1 runs, with one pin left out at a time, and the variation runs
-/// ([`study::vary_jobs`]). Refused while any phase-1 run is
-/// missing from the database (the decision needs all of them).
-fn pin_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterError> {
+/// ([`study::vary_jobs`]) with the tests they select (`Conditions::select`). Refused while
+/// any phase-1 run is missing from the database (the decision needs all of them).
+fn pin_units(o: &Options, instances: &[Instance]) -> Result<(Vec<Unit>, Selections), ClusterError> {
     if !o.compare_shim || o.pin_runs == 0 {
         return Err(ClusterError::Usage(
             "--phase pins needs --compare-shim and --pin-runs of at least 1".into(),
@@ -96,8 +139,11 @@ fn pin_units(o: &Options, instances: &[Instance]) -> Result<Vec<Unit>, ClusterEr
             .into_iter()
             .map(|j| Unit::new(&instances[j.inst].instance_id, j.arm, j.idx)),
     );
-    Ok(units)
+    Ok((units, crate::select::selections(instances, &rows)))
 }
+
+/// The tests each instance's variation runs select.
+type Selections = std::collections::BTreeMap<String, Vec<String>>;
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
@@ -121,6 +167,7 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
     }
     let input = input::load(&o.instances, &o.predictions, &o.defaults)?;
     let arms = study::arms(o);
+    let mut conditions = o.conditions.clone();
     let units = match p.phase {
         Phase::Runs => {
             let mut units = Vec::new();
@@ -133,7 +180,12 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
             }
             units
         }
-        Phase::Pins => pin_units(o, &input.instances)?,
+        Phase::Pins => {
+            let (units, select) = pin_units(o, &input.instances)?;
+            conditions.select = select;
+            units
+        }
+        Phase::Sweep => sweep_units(o, &input.instances)?,
     };
     if units.is_empty() {
         return Ok(None);
@@ -165,7 +217,7 @@ pub(crate) fn plan(p: &PlanOptions) -> Result<Option<Manifest>, ClusterError> {
         instances_sha256,
         predictions_sha256,
         options_fingerprint: o.conditions.fingerprint(),
-        conditions: CondSpec::of(&o.conditions),
+        conditions: CondSpec::of(&conditions),
         stagger_ms,
         spread_hosts: p.spread_hosts,
         phase: p.phase,

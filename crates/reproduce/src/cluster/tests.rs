@@ -236,6 +236,26 @@ fn chunk_and_result_formats_round_trip() {
 }
 
 #[test]
+fn the_tests_variation_runs_select_travel_with_the_conditions() {
+    let mut cond = Conditions::new(Duration::from_secs(1), 0);
+    let spec = CondSpec::of(&cond);
+    let text = serde_json::to_string(&spec).unwrap();
+    // None selected: the manifest is as before (no field), and such a manifest reads back.
+    assert!(!text.contains("select"), "{text}");
+    assert!(serde_json::from_str::<CondSpec>(&text)
+        .unwrap()
+        .conditions()
+        .unwrap()
+        .select
+        .is_empty());
+    cond.select
+        .insert("i".into(), vec!["t.py::a".into(), "t.py::b".into()]);
+    let text = serde_json::to_string(&CondSpec::of(&cond)).unwrap();
+    let back = serde_json::from_str::<CondSpec>(&text).unwrap();
+    assert_eq!(back.conditions().unwrap().select, cond.select);
+}
+
+#[test]
 fn a_changed_chunk_or_manifest_is_refused() {
     let s = Study::new();
     let file = s.tasks.dir.join(chunk_file(0));

@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{build, export, Ledger};
-use crate::store::Store;
+use crate::store::{RunRow, Store};
+use crate::summary::Summary;
 use crate::ReproduceError;
 
 /// `reproduce ledger` options.
@@ -27,12 +28,7 @@ pub struct LedgerArgs {
 /// Runs `reproduce ledger`.
 pub(crate) fn run(a: &LedgerArgs) -> Result<(), ReproduceError> {
     let store = Store::open(&a.db, false)?;
-    let ledger = build(
-        &store.rows()?,
-        &store.graded_lists()?,
-        &store.run_hosts()?,
-        &store.bench_dates()?,
-    );
+    let ledger = from_store(&store, &store.rows()?)?;
     if let Some(path) = &a.export {
         write_export(path, &ledger, &a.db)?;
     }
@@ -46,6 +42,23 @@ pub(crate) fn run(a: &LedgerArgs) -> Result<(), ReproduceError> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(ReproduceError::Print)
+}
+
+/// The ledger of the study in `store`, whose runs are `rows`.
+fn from_store(store: &Store, rows: &[RunRow]) -> Result<Ledger, ReproduceError> {
+    Ok(build(
+        rows,
+        &store.graded_lists()?,
+        &store.run_hosts()?,
+        &store.bench_dates()?,
+    ))
+}
+
+/// The summary with its per-test part (`summary.json`'s `ledger`).
+pub(crate) fn with_ledger(store: &Store, mut s: Summary) -> Result<Summary, ReproduceError> {
+    let rows = store.rows()?;
+    s.ledger = super::part(&from_store(store, &rows)?, &rows);
+    Ok(s)
 }
 
 fn write_export(path: &Path, ledger: &Ledger, db: &Path) -> Result<(), ReproduceError> {

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::outcome::{self, Status, Tests};
 use super::runners::Aliases;
@@ -28,7 +28,7 @@ use super::store::{GradedList, RunRow};
 use super::Arm;
 
 /// What one test did in one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Seen {
     Passed,
@@ -50,6 +50,16 @@ impl Seen {
         }
     }
 
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Seen::Passed => "passed",
+            Seen::Failed => "failed",
+            Seen::Error => "error",
+            Seen::Skipped => "skipped",
+            Seen::Missing => "missing",
+        }
+    }
+
     /// SWE-bench's view: a listed test passes or it does not.
     fn passes(self) -> bool {
         self == Seen::Passed
@@ -57,7 +67,7 @@ impl Seen {
 }
 
 /// How often a test was seen each way.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Counts {
     pub passed: u64,
     pub failed: u64,
@@ -97,7 +107,7 @@ impl Counts {
 }
 
 /// A test's class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Class {
     StablePass,
@@ -123,7 +133,7 @@ impl Class {
 }
 
 /// One run that shows a test's status: the minimal pair of a flaky or environment test.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Witness {
     pub arm: String,
     pub idx: u32,
@@ -133,7 +143,7 @@ pub(crate) struct Witness {
 }
 
 /// One listed test of one instance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TestEntry {
     pub id: String,
     pub class: Class,
@@ -148,10 +158,10 @@ pub(crate) struct TestEntry {
     /// Counts per arm, by arm name.
     pub arms: BTreeMap<String, Counts>,
     /// Counts per host of the patched arms (a study merged from a cluster), by hostname.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hosts: BTreeMap<String, Counts>,
     /// For a flaky or environment test: a run where it passed and one where it did not.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Witness>,
 }
 
@@ -169,7 +179,7 @@ pub(crate) struct Ledger {
 }
 
 /// The ledger's headline: how many tests of each class.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Headline {
     pub instances: u64,
     pub tests: u64,
@@ -209,20 +219,20 @@ pub(crate) fn build(
     hosts: &BTreeMap<(String, String, u32), String>,
     bench_dates: &BTreeMap<String, i64>,
 ) -> Ledger {
-    let mut by_instance: BTreeMap<&str, Vec<(&RunRow, Tests, Aliases)>> = BTreeMap::new();
+    let mut by_instance: BTreeMap<&str, Vec<Graded>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.infra.is_none()) {
         let tests: Tests = serde_json::from_str(&r.tests).unwrap_or_default();
         let aliases = Aliases::new(&tests);
         by_instance
             .entry(r.instance_id.as_str())
             .or_default()
-            .push((r, tests, aliases));
+            .push((r, tests, aliases, alone(r)));
     }
     let mut ledger = Ledger::default();
     for (id, (_, listed)) in lists {
         let Some(listed) = listed else { continue };
         let runs = by_instance.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        let all: Vec<&RunRow> = runs.iter().map(|(r, _, _)| *r).collect();
+        let all: Vec<&RunRow> = runs.iter().map(|(r, ..)| *r).collect();
         let tests = listed
             .iter()
             .map(|t| {
@@ -248,6 +258,15 @@ pub(crate) fn build(
     ledger
 }
 
+/// A run with its tests, their aliases, and the tests it ran alone (a variation run of
+/// some tests, `select`): `None` for a run of the whole command.
+type Graded<'a> = (&'a RunRow, Tests, Aliases, Option<BTreeSet<String>>);
+
+/// The tests a run ran alone, from its record.
+fn alone(r: &RunRow) -> Option<BTreeSet<String>> {
+    crate::provenance::ran_alone(r).map(|t| t.into_iter().collect())
+}
+
 /// One run as one test saw it.
 struct Run<'a> {
     row: &'a RunRow,
@@ -259,13 +278,17 @@ struct Run<'a> {
 fn entry(
     instance: &str,
     test: &str,
-    runs: &[(&RunRow, Tests, Aliases)],
+    runs: &[Graded],
     hosts: &BTreeMap<(String, String, u32), String>,
 ) -> TestEntry {
     let mut arms: BTreeMap<String, Counts> = BTreeMap::new();
     let mut by_host: BTreeMap<String, Counts> = BTreeMap::new();
     let mut seen: Vec<Run> = Vec::new();
-    for (r, tests, aliases) in runs {
+    for (r, tests, aliases, alone) in runs {
+        if alone.as_ref().is_some_and(|a| !a.contains(test)) {
+            // A run of other tests alone: it did not run this one.
+            continue;
+        }
         let s = Seen::of(tests, aliases, test);
         arms.entry(r.arm.name()).or_default().add(s);
         let host = hosts.get(&(instance.to_string(), r.arm.name(), r.idx));
@@ -474,8 +497,10 @@ pub(crate) fn read_exclusions(path: &std::path::Path) -> Result<Exclusions, Stri
 }
 
 mod command;
-pub(crate) use command::run;
+mod part;
 pub use command::LedgerArgs;
+pub(crate) use command::{run, with_ledger};
+pub(crate) use part::{part, ExtraRuns, LedgerPart};
 
 #[cfg(test)]
 mod tests;

@@ -236,3 +236,87 @@ fn the_export_lists_what_not_to_trust_in_a_documented_shape() {
     }
     assert_eq!(j["instances"][0]["instance_id"], "i");
 }
+
+/// A variation run that ran `alone` by itself (its record, `select`).
+fn alone_run(id: &str, arm: Arm, tests: &[(&str, &str)], alone: &[&str]) -> RunRow {
+    let mut r = run(id, arm, 0, tests, vec![]);
+    let env = crate::provenance::Provenance {
+        selection: Some(crate::select::Selection {
+            runner: Some("pytest".into()),
+            tests: alone.iter().map(|t| t.to_string()).collect(),
+            command: "pytest t.py::t".into(),
+        }),
+        ..Default::default()
+    };
+    r.env = Some(serde_json::to_string(&env).unwrap());
+    r
+}
+
+#[test]
+fn a_variation_run_of_one_test_alone_says_nothing_of_the_others() {
+    use crate::Variation;
+    fn both(t: &'static str, u: &'static str) -> [(&'static str, &'static str); 2] {
+        [("t", t), ("u", u)]
+    }
+    let rows = vec![
+        run("i", Arm::Shim, 0, &both("passed", "passed"), vec![]),
+        run("i", Arm::NoShim, 0, &both("failed", "passed"), vec![]),
+        // t alone under UTC+14: it fails, and u, not run (pytest leaves it out; node's
+        // runner reports it skipped), is not blamed on the time zone.
+        alone_run(
+            "i",
+            Arm::ShimVary(Variation::Timezone),
+            &[("t", "failed")],
+            &["t"],
+        ),
+        alone_run(
+            "i",
+            Arm::ShimVary(Variation::Locale),
+            &[("t", "passed"), ("u", "skipped")],
+            &["t"],
+        ),
+    ];
+    let l = build(
+        &rows,
+        &lists("i", &["t", "u"]),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    );
+    let t = test(&l, "t");
+    assert_eq!(t.class, Class::Environment);
+    assert_eq!(t.causes, ["environment", "timezone"]);
+    let u = test(&l, "u");
+    assert_eq!(u.class, Class::StablePass);
+    assert!(!u.arms.contains_key("shim_vary_timezone"), "{:?}", u.arms);
+    // The summary's part: what finding the cause cost, per instance; a stable instance
+    // with no extra run pays nothing.
+    let mut rows = rows;
+    rows.push(run("ok", Arm::Shim, 0, &[("v", "passed")], vec![]));
+    rows.push(run(
+        "i",
+        Arm::ShimWithout(Pin::Clock),
+        0,
+        &both("passed", "passed"),
+        vec![],
+    ));
+    let mut lists = lists("i", &["t", "u"]);
+    lists.insert("ok".into(), (true, Some(vec!["v".into()])));
+    let l = build(&rows, &lists, &BTreeMap::new(), &BTreeMap::new());
+    let p = part::part(&l, &rows).unwrap();
+    assert_eq!(
+        p.instances[0].extra_runs,
+        ExtraRuns {
+            leave_one_out: 1,
+            variation: 2,
+            clock: 0
+        }
+    );
+    assert_eq!(p.extra_runs_untrusted.total(), 3);
+    assert_eq!(p.extra_runs_stable, ExtraRuns::default());
+    assert_eq!(p.untrusted().count(), 1);
+    // It round-trips through summary.json.
+    let back: LedgerPart = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+    assert_eq!(back, p);
+    // A study without stored lists has no part: the summary keeps its old shape.
+    assert!(part::part(&Ledger::default(), &rows).is_none());
+}

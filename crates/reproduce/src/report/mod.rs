@@ -8,6 +8,7 @@
 //! goes into, by the document's renderers.
 
 mod charts;
+mod ledger;
 mod sections;
 
 use std::collections::BTreeMap;

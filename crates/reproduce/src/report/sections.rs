@@ -222,6 +222,8 @@ pub(super) fn document(s: &Summary, links: &super::Links) -> Doc {
     }));
     b.push(Block::Heading("Tests that did not pass".into()));
     b.push(failed_tests(s));
+    b.push(Block::Heading("Per-test ledger".into()));
+    b.extend(super::ledger::blocks(s));
     b.push(Block::Heading("Instances".into()));
     b.push(if s.instances.is_empty() {
         Block::Para("No instances.".into())

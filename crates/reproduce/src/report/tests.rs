@@ -298,3 +298,156 @@ fn number_formats() {
     assert_eq!(nice_step(90.0, 6.0), 20.0);
     assert_eq!(nice_step(0.0, 6.0), 1.0);
 }
+
+/// A graded run of instance `id` where each `(test, status)` was seen.
+fn row(id: &str, arm: Arm, idx: u32, tests: &[(&str, &str)]) -> crate::store::RunRow {
+    let map: std::collections::BTreeMap<&str, &str> = tests.iter().copied().collect();
+    crate::store::RunRow {
+        instance_id: id.into(),
+        arm,
+        idx,
+        resolved: false,
+        infra: None,
+        exit_code: 0,
+        wall_ms: 1,
+        started_at: 0,
+        signature: String::new(),
+        evidence: Vec::new(),
+        apply: String::new(),
+        tests: serde_json::to_string(&map).unwrap(),
+        stdout_sha256: String::new(),
+        stderr_sha256: String::new(),
+        junit_sha256: None,
+        error: None,
+        env: None,
+    }
+}
+
+/// `summary` with the ledger of `rows` over the listed `tests` of each instance.
+fn with_ledger(
+    mut s: Summary,
+    rows: &[crate::store::RunRow],
+    tests: &[(&str, &[&str])],
+) -> Summary {
+    let lists = tests
+        .iter()
+        .map(|(id, t)| {
+            (
+                id.to_string(),
+                (true, Some(t.iter().map(|x| x.to_string()).collect())),
+            )
+        })
+        .collect();
+    let bench = std::collections::BTreeMap::from([("bomb".to_string(), T0)]);
+    let l = crate::ledger::build(rows, &lists, &std::collections::BTreeMap::new(), &bench);
+    s.ledger = crate::ledger::part(&l, rows);
+    s
+}
+
+#[test]
+fn the_ledger_section_names_each_untrusted_test_and_what_finding_its_cause_cost() {
+    use crate::Variation;
+    let day = T0 / 86_400;
+    let bad = "<b>tests/t.py::test_tz</b>";
+    let rows = vec![
+        row("zoned", Arm::Shim, 0, &[(bad, "passed"), ("ok", "passed")]),
+        row(
+            "zoned",
+            Arm::NoShim,
+            0,
+            &[(bad, "failed"), ("ok", "passed")],
+        ),
+        row(
+            "zoned",
+            Arm::ShimWithout(Pin::Env),
+            0,
+            &[(bad, "failed"), ("ok", "passed")],
+        ),
+        row(
+            "zoned",
+            Arm::ShimVary(Variation::Timezone),
+            0,
+            &[(bad, "failed"), ("ok", "passed")],
+        ),
+        row(
+            "zoned",
+            Arm::ShimVary(Variation::Locale),
+            0,
+            &[(bad, "passed"), ("ok", "passed")],
+        ),
+        row("bomb", Arm::Shim, 0, &[("year", "passed")]),
+        row("bomb", Arm::ShimAt(day + 10), 0, &[("year", "failed")]),
+        row("bomb", Arm::ShimAt(day + 9), 0, &[("year", "passed")]),
+        row("calm", Arm::Shim, 0, &[("c", "passed")]),
+    ];
+    let s = with_ledger(
+        summarize(&[], 1),
+        &rows,
+        &[
+            ("zoned", &[bad, "ok"]),
+            ("bomb", &["year"]),
+            ("calm", &["c"]),
+        ],
+    );
+    let m = render_markdown(&s, &Links::new());
+    assert!(m.contains("## Per-test ledger"), "{m}");
+    assert!(
+        m.contains("4 tests in 3 instances: 3 stable pass, 0 stable fail, 0 flaky, 1 environment, 1 time bombs."),
+        "{m}"
+    );
+    assert!(
+        m.contains("Finding the causes took 5 extra runs beyond the k runs per arm for 2 untrusted test(s): 1 leave-one-out, 2 variation, 2 on other days (clock sweep and bisection). Instances whose tests are all stable got no leave-one-out or variation run."),
+        "{m}"
+    );
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("| zoned"))
+        .unwrap_or_else(|| panic!("{m}"));
+    for want in [
+        "| environment |",
+        "env, environment, timezone",
+        r"shim\#0 passed; no\_shim\#0 failed",
+        "3 (leave-one-out 1, variation 2, clock 0)",
+    ] {
+        assert!(line.contains(want), "{want}: {line}");
+    }
+    let fails_from = crate::sweep::day_name(day + 10);
+    let bomb = m.lines().find(|l| l.starts_with("| bomb")).unwrap();
+    assert!(bomb.contains(&format!("| {fails_from} |")), "{bomb}");
+    assert!(
+        bomb.contains("2 (leave-one-out 0, variation 0, clock 2)"),
+        "{bomb}"
+    );
+    assert!(!m.contains("| calm"), "a stable instance has no row: {m}");
+    let html = render_html(&s, &Links::new());
+    assert!(html.contains("&lt;b&gt;tests/t.py::test_tz&lt;/b&gt;"));
+    assert!(!html.contains(bad));
+    // summary.json gains the per-test part and keeps every field it had.
+    let j: serde_json::Value = serde_json::from_str(&render_json(&s).unwrap()).unwrap();
+    assert_eq!(j["ledger"]["headline"]["environment"], 1, "{j}");
+    assert_eq!(
+        j["ledger"]["instances"][0]["tests"][0]["fails_after"],
+        fails_from.as_str()
+    );
+    assert_eq!(j["ledger"]["extra_runs_stable"]["clock"], 0);
+    let old: serde_json::Value =
+        serde_json::from_str(&render_json(&summarize(&[], 1)).unwrap()).unwrap();
+    for k in old.as_object().unwrap().keys() {
+        assert!(j.get(k).is_some(), "{k}");
+    }
+    assert!(old.get("ledger").is_none(), "no lists, no part: {old}");
+}
+
+#[test]
+fn a_study_without_untrusted_tests_costs_nothing_more_and_says_so() {
+    let rows = vec![
+        row("calm", Arm::Shim, 0, &[("c", "passed")]),
+        row("calm", Arm::NoShim, 0, &[("c", "passed")]),
+    ];
+    let s = with_ledger(summarize(&[], 1), &rows, &[("calm", &["c"])]);
+    let m = render_markdown(&s, &Links::new());
+    assert!(m.contains("Finding the causes took 0 extra runs"), "{m}");
+    assert!(m.contains("Every listed test is stable"), "{m}");
+    let s = summarize(&[], 1);
+    assert!(render_markdown(&s, &Links::new()).contains("No per-test ledger"));
+}
