@@ -1,0 +1,248 @@
+//! `reproduce` instances whose `image` is a registry reference (SWE-bench's and Epoch AI's
+//! instance-image names, sent to a `docker-registry` on loopback by a registries.conf as
+//! podman users write it) or a `dockerfile` built by podman: pulled or built once, recorded
+//! by digest in every run's record, and found offline by the next study.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::*;
+use crate::image::busybox_layout;
+use crate::image_pull::{layout_manifest, Registry, NEEDS};
+use crate::reproduce::{instance, Fixture, FIX, PLAIN_TEST};
+
+const SWEBENCH: &str = "swebench/sweb.eval.x86_64.demo__calc-1:latest";
+const EPOCH: &str = "ghcr.io/epoch-research/swe-bench.eval.x86_64.demo__calc-2:latest";
+/// busybox has no python: the image's own grep and test prove where the run was.
+const ON_BUSYBOX: &str =
+    "grep -q 'a + b' calc.py && test -f tests/test_new.py && ! test -e /usr/bin/python3";
+
+/// Docker Hub mirrored by the loopback registry, Epoch AI's namespace on ghcr.io moved to it.
+fn registries_conf(dir: &Path, reg: &Registry) -> PathBuf {
+    let conf = dir.join("registries.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "unqualified-search-registries = [\"docker.io\"]\n\n\
+             [[registry]]\nprefix = \"docker.io\"\nlocation = \"docker.io\"\n\n\
+             [[registry.mirror]]\nlocation = \"{h}\"\ninsecure = true\n\n\
+             [[registry]]\nprefix = \"ghcr.io/epoch-research\"\nlocation = \"{h}/epoch-research\"\ninsecure = true\n",
+            h = reg.host()
+        ),
+    )
+    .unwrap();
+    conf
+}
+
+fn on_image(f: &mut Fixture, id: &str, fields: serde_json::Value) {
+    let mut extra =
+        serde_json::json!({"FAIL_TO_PASS": [], "PASS_TO_PASS": [], "test_cmd": ON_BUSYBOX});
+    for (k, v) in fields.as_object().unwrap() {
+        extra[k] = v.clone();
+    }
+    f.add(id, FIX, PLAIN_TEST, extra);
+}
+
+/// Removes the study's database and files, so the next study starts anew.
+fn forget_study(f: &Fixture) {
+    for e in std::fs::read_dir(f.work.path()).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("study.db") {
+            let p = e.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).unwrap();
+            } else {
+                std::fs::remove_file(&p).unwrap();
+            }
+        }
+    }
+}
+
+/// Every run's recorded image digest.
+fn recorded_digests(f: &Fixture) -> Vec<String> {
+    f.rows()
+        .iter()
+        .map(|r| {
+            let env: serde_json::Value = serde_json::from_str(r.env.as_deref().unwrap()).unwrap();
+            env["image_digest"].as_str().unwrap_or("none").to_string()
+        })
+        .collect()
+}
+
+fn summary(out: &Output) -> serde_json::Value {
+    let text = expect_code(out, 0);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn registry_images_are_pulled_once_per_study_recorded_by_digest_then_used_offline() {
+    require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3]);
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
+    reg.push(&src, "swebench/sweb.eval.x86_64.demo__calc-1:latest", &[]);
+    reg.push(
+        &src,
+        "epoch-research/swe-bench.eval.x86_64.demo__calc-2:latest",
+        &[],
+    );
+    let (digest, _) = layout_manifest(busybox_layout());
+    let mut f = Fixture::new();
+    let store = f.path("store").display().to_string();
+    let conf = registries_conf(f.work.path(), &reg).display().to_string();
+    on_image(&mut f, "a", serde_json::json!({"image": SWEBENCH}));
+    on_image(&mut f, "b", serde_json::json!({"image": SWEBENCH}));
+    on_image(&mut f, "c", serde_json::json!({"image": EPOCH}));
+    let args = ["--json", "--k", "1", "--store", &store];
+    let mut with_conf = args.to_vec();
+    with_conf.extend(["--registries-conf", &conf]);
+    let out = f.cmd(&with_conf).output().unwrap();
+    let s = summary(&out);
+    let err = stderr(&out);
+    // Each image once, however many instances name it, before the runs.
+    assert_eq!(err.matches("reprorun: pulling ").count(), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "reprorun: pulling {SWEBENCH} (and 1 more instance(s))"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("reprorun: pulled {EPOCH}: {digest}")),
+        "{err}"
+    );
+    for id in ["a", "b", "c"] {
+        assert_eq!(instance(&s, id)["class_shim"], "reproducible", "{s}");
+    }
+    assert_eq!(recorded_digests(&f), vec![digest.clone(); 3]);
+
+    // The registry is gone: the next study runs from the store, pulling nothing.
+    let host = reg.host();
+    drop(reg);
+    forget_study(&f);
+    let out = f.cmd(&with_conf).output().unwrap();
+    let s = summary(&out);
+    assert!(!stderr(&out).contains("pulling"), "{}", stderr(&out));
+    assert_eq!(instance(&s, "c")["class_shim"], "reproducible", "{s}");
+    assert_eq!(recorded_digests(&f), vec![digest; 3]);
+
+    // An image the store lacks: with --pull never, and when the pull fails, one line and
+    // no study.
+    forget_study(&f);
+    on_image(
+        &mut f,
+        "d",
+        serde_json::json!({"image": "swebench/sweb.eval.x86_64.demo__calc-9:latest"}),
+    );
+    let mut never = with_conf.clone();
+    never.extend(["--pull", "never"]);
+    let out = f.cmd(&never).output().unwrap();
+    expect_error(
+        &out,
+        "instance d: image \"swebench/sweb.eval.x86_64.demo__calc-9:latest\": image swebench/sweb.eval.x86_64.demo__calc-9:latest: not in the store",
+    );
+    f.instances[3]["image"] = serde_json::json!(format!("{host}/gone:1"));
+    let out = f.cmd(&with_conf).output().unwrap();
+    expect_error(
+        &out,
+        &format!("instance d: image \"{host}/gone:1\": not in the store {store}, and the pull failed: pull https://{host}/v2/gone/manifests/1"),
+    );
+    assert!(!f.path("study.db").exists());
+}
+
+/// podman with a private storage and the test's registries.conf (docker.io mirrored on
+/// loopback, where the base image is), so nothing reaches the network or the host's store.
+fn podman_env(dir: &Path, conf: &Path) -> Vec<(String, PathBuf)> {
+    std::fs::create_dir_all(dir).unwrap();
+    let storage = dir.join("storage.conf");
+    std::fs::write(
+        &storage,
+        format!(
+            "[storage]\ndriver = \"vfs\"\ngraphroot = \"{d}/root\"\nrunroot = \"{d}/run\"\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let containers = dir.join("containers.conf");
+    std::fs::write(
+        &containers,
+        "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
+    )
+    .unwrap();
+    vec![
+        ("CONTAINERS_STORAGE_CONF".into(), storage),
+        ("CONTAINERS_CONF".into(), containers),
+        ("CONTAINERS_REGISTRIES_CONF".into(), conf.to_path_buf()),
+    ]
+}
+
+#[test]
+fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
+    require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
+    reg.push(&src, "library/busybox:1.36", &[]);
+    let mut f = Fixture::new();
+    let store = f.path("store").display().to_string();
+    let conf = registries_conf(f.work.path(), &reg);
+    let engine = f.path("engine");
+    let env = podman_env(&engine, &conf);
+    let ctx = f.path("env");
+    std::fs::create_dir_all(&ctx).unwrap();
+    // A RUN step (run by the build's runtime) and an ENV the runs must see.
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        "FROM busybox:1.36\nRUN mkdir -p /opt/env && echo built > /opt/env/marker\nENV CALC_ENV=made-by-dockerfile\n",
+    )
+    .unwrap();
+    on_image(
+        &mut f,
+        "built",
+        serde_json::json!({
+            "dockerfile": "env/Dockerfile",
+            "test_cmd": format!("test \"$(cat /opt/env/marker)\" = built && test \"$CALC_ENV\" = made-by-dockerfile && {ON_BUSYBOX}"),
+        }),
+    );
+    let study = |f: &Fixture| {
+        let mut c = f.cmd(&["--json", "--k", "1", "--store", &store]);
+        for (k, v) in &env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let s = summary(&out);
+        assert_eq!(instance(&s, "built")["class_shim"], "reproducible", "{s}");
+        let digests = recorded_digests(f);
+        forget_study(f);
+        (stderr(&out), digests)
+    };
+    let (err, first) = study(&f);
+    assert!(
+        err.contains(&format!(
+            "reprorun: building {} with podman",
+            ctx.join("Dockerfile").display()
+        )),
+        "{err}"
+    );
+    assert!(first[0].starts_with("sha256:"), "{first:?}");
+    // The same Dockerfile and context: nothing is built again.
+    let (err, again) = study(&f);
+    assert!(!err.contains("building"), "{err}");
+    assert_eq!(again, first);
+    // Another context is another image.
+    std::fs::write(
+        ctx.join("notes.txt"),
+        "a file the Dockerfile does not copy\n",
+    )
+    .unwrap();
+    let (err, other) = study(&f);
+    assert!(err.contains("reprorun: building"), "{err}");
+    assert_ne!(other, first);
+    // Offline, and without the engine's own store: the image is reprorun's.
+    drop(reg);
+    std::fs::remove_dir_all(engine.join("root")).ok();
+    let (err, offline) = study(&f);
+    assert!(!err.contains("building"), "{err}");
+    assert_eq!(offline, other);
+}
