@@ -1010,10 +1010,10 @@ fn instances_run_on_an_image() {
     for e in std::fs::read_dir(&trees).unwrap().flatten() {
         assert!(!e.path().join("written").exists(), "{}", e.path().display());
     }
-    // A missing image is refused before anything is written.
+    // A missing image is refused before anything is written (offline: not pulled).
     f.instances[0]["image"] = serde_json::json!("nonesuch");
     let out = f
-        .cmd(&["--k", "1", "--store"])
+        .cmd(&["--k", "1", "--pull", "never", "--store"])
         .arg(&store)
         .output()
         .unwrap();

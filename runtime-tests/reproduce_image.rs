@@ -143,9 +143,14 @@ fn registry_images_are_pulled_once_per_study_recorded_by_digest_then_used_offlin
     );
     f.instances[3]["image"] = serde_json::json!(format!("{host}/gone:1"));
     let out = f.cmd(&with_conf).output().unwrap();
-    expect_error(
-        &out,
-        &format!("instance d: image \"{host}/gone:1\": not in the store {store}, and the pull failed: pull https://{host}/v2/gone/manifests/1"),
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "the progress line, then one line: {err}");
+    assert_eq!(lines[0], format!("reprorun: pulling {host}/gone:1"));
+    assert!(
+        lines[1].starts_with(&format!("reprorun: reproduce: instance d: image \"{host}/gone:1\": not in the store {store}, and the pull failed: pull https://{host}/v2/gone/manifests/1")),
+        "{err}"
     );
     assert!(!f.path("study.db").exists());
 }
@@ -191,10 +196,17 @@ fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
     let env = podman_env(&engine, &conf);
     let ctx = f.path("env");
     std::fs::create_dir_all(&ctx).unwrap();
-    // A RUN step (run by the build's runtime) and an ENV the runs must see.
+    // A RUN step and an ENV the runs must see. reprorun runs the RUN step (podman's
+    // --runtime): its OCI containers' pinned clock says 2024, the host's would not.
     std::fs::write(
         ctx.join("Dockerfile"),
-        "FROM busybox:1.36\nRUN mkdir -p /opt/env && echo built > /opt/env/marker\nENV CALC_ENV=made-by-dockerfile\n",
+        "FROM busybox:1.36\nCOPY setup.sh /opt/setup.sh\nRUN sh /opt/setup.sh && date +%Y > /opt/env/year\nENV CALC_ENV=made-by-dockerfile\n",
+    )
+    .unwrap();
+    // As SWE-bench's Dockerfiles copy their setup_repo.sh.
+    std::fs::write(
+        ctx.join("setup.sh"),
+        "mkdir -p /opt/env && echo built > /opt/env/marker\n",
     )
     .unwrap();
     on_image(
@@ -202,7 +214,7 @@ fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
         "built",
         serde_json::json!({
             "dockerfile": "env/Dockerfile",
-            "test_cmd": format!("test \"$(cat /opt/env/marker)\" = built && test \"$CALC_ENV\" = made-by-dockerfile && {ON_BUSYBOX}"),
+            "test_cmd": format!("test \"$(cat /opt/env/marker)\" = built && test \"$(cat /opt/env/year)\" = 2024 && test \"$CALC_ENV\" = made-by-dockerfile && {ON_BUSYBOX}"),
         }),
     );
     let study = |f: &Fixture| {
@@ -232,8 +244,8 @@ fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
     assert_eq!(again, first);
     // Another context is another image.
     std::fs::write(
-        ctx.join("notes.txt"),
-        "a file the Dockerfile does not copy\n",
+        ctx.join("setup.sh"),
+        "mkdir -p /opt/env && echo built > /opt/env/marker && echo 2 > /opt/env/version\n",
     )
     .unwrap();
     let (err, other) = study(&f);
@@ -245,4 +257,70 @@ fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
     let (err, offline) = study(&f);
     assert!(!err.contains("building"), "{err}");
     assert_eq!(offline, other);
+}
+
+/// `image pull --registries-conf`: a registries.conf whose mirror is down passes the pull on
+/// to the location; Docker's daemon.json mirrors Docker Hub; a blocked prefix is refused.
+#[test]
+fn image_pull_follows_registries_conf_and_daemon_json() {
+    require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3]);
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
+    reg.push(&src, "library/busybox:1.36", &[]);
+    let (digest, _) = layout_manifest(busybox_layout());
+    let work = Work::new();
+    let dead = format!("127.0.0.1:{}", {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    });
+    let files = [
+        (
+            "registries.conf",
+            format!(
+                "[[registry]]\nprefix = \"docker.io\"\nlocation = \"{h}\"\ninsecure = true\n\n[[registry.mirror]]\nlocation = \"{dead}\"\ninsecure = true\n",
+                h = reg.host()
+            ),
+        ),
+        (
+            "daemon.json",
+            format!("{{\"registry-mirrors\": [\"http://{}\"]}}", reg.host()),
+        ),
+        (
+            "blocked.conf",
+            "[[registry]]\nprefix = \"docker.io/library\"\nblocked = true\n".to_string(),
+        ),
+    ];
+    for (name, text) in &files {
+        std::fs::write(work.path().join(name), text).unwrap();
+    }
+    let pull = |conf: &str, store: &str| {
+        work.cmd(&["image", "pull", "busybox:1.36", "--registries-conf", conf])
+            .env("REPRORUN_STORE", work.path().join(store))
+            .env("HOME", work.path())
+            .env_remove("DOCKER_CONFIG")
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env_remove("XDG_RUNTIME_DIR")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = pull("registries.conf", "s1");
+    assert_eq!(expect_code(&out, 0), format!("{digest} busybox:1.36\n"));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "reprorun: warning: mirror {dead}/library/busybox: "
+        )),
+        "{err}"
+    );
+    let out = pull("daemon.json", "s2");
+    assert_eq!(expect_code(&out, 0), format!("{digest} busybox:1.36\n"));
+    assert_eq!(stderr(&out), "");
+    let out = pull("blocked.conf", "s3");
+    expect_error(
+        &out,
+        "pull docker.io/library/busybox: the registry docker.io/library is blocked by",
+    );
 }

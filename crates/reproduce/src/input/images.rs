@@ -71,9 +71,11 @@ impl Source {
                 if !context.is_dir() {
                     return Err(format!("context {} is not a directory", context.display()));
                 }
+                // Absolute: the engine runs them, and messages name them.
+                let abs = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
                 Ok(Some(Source::Dockerfile {
-                    dockerfile: d,
-                    context,
+                    dockerfile: abs(d),
+                    context: abs(context),
                 }))
             }
             (None, None, None) => Ok(None),

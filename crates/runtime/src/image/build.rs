@@ -234,7 +234,8 @@ pub fn build(
     key: &Digest,
     log: &Path,
 ) -> Result<Digest, ImageError> {
-    let tmp = store.tmp();
+    // Not STORE/tmp, which the import clears.
+    let tmp = store.root.join("builds");
     std::fs::create_dir_all(&tmp).map_err(|e| ImageError::store(&tmp, e))?;
     let scratch = tempfile::Builder::new()
         .prefix("build-")
