@@ -324,3 +324,62 @@ fn image_pull_follows_registries_conf_and_daemon_json() {
         "pull docker.io/library/busybox: the registry docker.io/library is blocked by",
     );
 }
+
+/// `--build-engine docker`: Docker's (legacy) builder runs the RUN step with the daemon's
+/// default runtime, here reprorun (`spec/oci.md`); its pinned clock says 2024. The base
+/// image is loaded into the test's own daemon (no registry).
+#[test]
+fn dockerfile_instances_are_built_by_docker_through_its_default_runtime() {
+    require!(
+        Need::Root,
+        Need::Tool("dockerd"),
+        Need::Tool("docker"),
+        Need::Tool("unshare"),
+        Need::Tool("ip")
+    );
+    let Some(d) = crate::oci_engines::Dockerd::start("build", &[]) else {
+        return;
+    };
+    let archive = crate::oci_engines::busybox_archive(d.dir.path());
+    let o = d.docker(&["load", "-i", &archive.display().to_string()]);
+    expect_code(&o, 0);
+    let mut f = Fixture::new();
+    let ctx = f.path("env");
+    std::fs::create_dir_all(&ctx).unwrap();
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        format!(
+            "FROM {}\nRUN date +%Y > /year\nENV CALC_ENV=docker\n",
+            crate::oci_engines::IMAGE
+        ),
+    )
+    .unwrap();
+    on_image(
+        &mut f,
+        "built",
+        serde_json::json!({
+            "dockerfile": "env/Dockerfile",
+            "test_cmd": "test \"$(cat /year)\" = 2024 && test \"$CALC_ENV\" = docker && test -f calc.py",
+        }),
+    );
+    let store = f.path("store").display().to_string();
+    let out = f
+        .cmd(&[
+            "--json",
+            "--k",
+            "1",
+            "--store",
+            &store,
+            "--build-engine",
+            "docker",
+        ])
+        .env("DOCKER_HOST", d.socket())
+        // Debian's docker.io has no buildx: the classic builder, which runs RUN steps
+        // with the daemon's default runtime.
+        .env("DOCKER_BUILDKIT", "0")
+        .output()
+        .unwrap();
+    let s = summary(&out);
+    assert!(stderr(&out).contains("with docker"), "{}", stderr(&out));
+    assert_eq!(instance(&s, "built")["class_shim"], "reproducible", "{s}");
+}
