@@ -383,3 +383,49 @@ fn dockerfile_instances_are_built_by_docker_through_its_default_runtime() {
     assert!(stderr(&out).contains("with docker"), "{}", stderr(&out));
     assert_eq!(instance(&s, "built")["class_shim"], "reproducible", "{s}");
 }
+
+/// A Python instance's environment as SWE-bench makes one: a Dockerfile over a Python base
+/// image (the images/python recipe, pushed as Docker Hub's `python:3.11` to the loopback
+/// mirror) that makes a virtual environment in a RUN step (run by reprorun), and a test
+/// command run by that environment's interpreter.
+#[test]
+fn a_python_instance_runs_in_the_venv_its_dockerfile_made() {
+    require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!(
+        "oci:{}:python:3.11",
+        crate::image::python_layout().display()
+    );
+    reg.push(&src, "library/python:3.11", &[]);
+    let mut f = Fixture::new();
+    let store = f.path("store").display().to_string();
+    let conf = registries_conf(f.work.path(), &reg);
+    let env = podman_env(&f.path("engine"), &conf);
+    let ctx = f.path("env");
+    std::fs::create_dir_all(&ctx).unwrap();
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        "FROM python:3.11\nRUN python3 -m venv /opt/venv && /opt/venv/bin/python -m pip --version > /opt/venv/pip-version\nENV PATH=/opt/venv/bin:/usr/bin:/bin\n",
+    )
+    .unwrap();
+    f.add(
+        "py-venv",
+        FIX,
+        PLAIN_TEST,
+        serde_json::json!({
+            "dockerfile": "env/Dockerfile",
+            "FAIL_TO_PASS": [],
+            "PASS_TO_PASS": [],
+            "test_cmd": "grep -q '^pip ' /opt/venv/pip-version && python -c \"import sys, calc; assert sys.prefix == '/opt/venv', sys.prefix; assert calc.add(2, 3) == 5\"",
+        }),
+    );
+    let mut c = f.cmd(&["--json", "--k", "1", "--store", &store]);
+    for (k, v) in &env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let s = summary(&out);
+    assert_eq!(instance(&s, "py-venv")["class_shim"], "reproducible", "{s}");
+}
