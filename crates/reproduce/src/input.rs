@@ -47,6 +47,8 @@ pub struct Instance {
     pub pass_to_pass: Vec<String>,
     /// Run by `/bin/sh -c` in the checkout.
     pub test_cmd: String,
+    /// The image to run on, pinned to its digest (`NAME@sha256:…`) once pulled or built
+    /// (`images::prepare`).
     pub image: Option<String>,
     pub rootfs: Option<PathBuf>,
     /// The frozen mirror the shim arm installs from.
