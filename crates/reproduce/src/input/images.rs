@@ -187,7 +187,7 @@ fn reference(
     };
     let rec = pull::pull(store, &req).map_err(|e| {
         format!(
-            "not in the store {}, and the pull failed: {e}",
+            "not in the store {}, and the pull failed: {e} (a private or plain-HTTP registry, or a mirror: --registries-conf; offline: `reprorun image import` it first)",
             store.root.display()
         )
     })?;
