@@ -37,7 +37,7 @@ pub(crate) fn busybox_layout() -> &'static Path {
 }
 
 /// The Python recipe's OCI layout (`images/python/build.sh`), built once per test run.
-fn python_layout() -> &'static Path {
+pub(crate) fn python_layout() -> &'static Path {
     static LAYOUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &LAYOUT
         .get_or_init(|| {

@@ -14,7 +14,7 @@ use crate::common::*;
 use crate::image::busybox_layout;
 
 /// A `docker-registry` on 127.0.0.1, killed on drop.
-struct Registry {
+pub(crate) struct Registry {
     dir: tempfile::TempDir,
     port: u16,
     child: Child,
@@ -31,7 +31,7 @@ fn free_port() -> u16 {
 impl Registry {
     /// Starts a registry; `tls`: a test CA and a server certificate (`certs/ca.crt` is
     /// what a client's --cert-dir needs); `user`: htpasswd basic auth for that user.
-    fn start(tls: bool, user: Option<(&str, &str)>) -> Option<Registry> {
+    pub(crate) fn start(tls: bool, user: Option<(&str, &str)>) -> Option<Registry> {
         Registry::start_with(tls, user, "")
     }
 
@@ -86,7 +86,7 @@ impl Registry {
         up.then_some(reg)
     }
 
-    fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -99,7 +99,7 @@ impl Registry {
     }
 
     /// `skopeo copy SRC docker://HOST/DEST`, keeping digests (and so the compression).
-    fn push(&self, src: &str, dest: &str, extra: &[&str]) {
+    pub(crate) fn push(&self, src: &str, dest: &str, extra: &[&str]) {
         let mut cmd = Command::new("skopeo");
         cmd.args(["copy", "--quiet", "--preserve-digests"])
             .args(extra);
@@ -260,7 +260,7 @@ impl Puller {
     }
 }
 
-const NEEDS: [Need<'static>; 4] = [
+pub(crate) const NEEDS: [Need<'static>; 4] = [
     Need::Root,
     Need::Tool("docker-registry"),
     Need::Tool("skopeo"),
@@ -297,7 +297,7 @@ fn zstd_layout(scratch: &Path) -> PathBuf {
 }
 
 /// The one manifest of a single-image layout: (digest, its JSON).
-fn layout_manifest(layout: &Path) -> (String, serde_json::Value) {
+pub(crate) fn layout_manifest(layout: &Path) -> (String, serde_json::Value) {
     let index = read_json(&layout.join("index.json"));
     let digest = index["manifests"][0]["digest"]
         .as_str()

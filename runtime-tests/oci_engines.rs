@@ -97,10 +97,10 @@ fn docker_cli() -> &'static str {
 }
 
 /// A `dockerd` of the test's own, in a network namespace of its own, stopped on drop.
-struct Dockerd {
+pub(crate) struct Dockerd {
     child: Child,
     /// Data root, socket, log and the volumes' sources.
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     exec_root: PathBuf,
 }
 
@@ -109,7 +109,7 @@ impl Dockerd {
     /// is deep enough that the runtime's state directory (EXEC_ROOT/runtime-reprorun/moby/ID)
     /// puts `exec.sock` past the 107 bytes a unix socket's path may have.
     /// `tag` tells this test's daemon from another's; `extra`: more daemon options.
-    fn start(tag: &str, extra: &[&str]) -> Option<Dockerd> {
+    pub(crate) fn start(tag: &str, extra: &[&str]) -> Option<Dockerd> {
         let dir = tempfile::tempdir().unwrap();
         let exec_root = PathBuf::from(format!(
             "/run/reprorun-test-dockerd-exec-root-{tag}-{}",
@@ -150,12 +150,12 @@ impl Dockerd {
         Some(d)
     }
 
-    fn socket(&self) -> String {
+    pub(crate) fn socket(&self) -> String {
         format!("unix://{}", self.dir.path().join("d.sock").display())
     }
 
     /// `docker ARGS` against this daemon, bounded by `timeout`.
-    fn docker(&self, args: &[&str]) -> Output {
+    pub(crate) fn docker(&self, args: &[&str]) -> Output {
         let mut c = Command::new("timeout");
         c.args(["120", docker_cli(), "-H", &self.socket()])
             .args(args);
@@ -184,7 +184,7 @@ impl Drop for Dockerd {
 }
 
 /// A docker-archive (`docker load`'s format) of busybox-static as `reprorun-test/busybox`.
-fn busybox_archive(dir: &Path) -> PathBuf {
+pub(crate) fn busybox_archive(dir: &Path) -> PathBuf {
     let append = |t: &mut tar::Builder<Vec<u8>>, path: &str, data: &[u8], mode: u32| {
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
@@ -231,7 +231,7 @@ fn busybox_archive(dir: &Path) -> PathBuf {
     path
 }
 
-const IMAGE: &str = "reprorun-test/busybox:latest";
+pub(crate) const IMAGE: &str = "reprorun-test/busybox:latest";
 
 /// Docker with reprorun added as a runtime and as the daemon's default: `docker run` (the
 /// bridge network, `-p`, `--user`, a volume, pins from `-e`), `docker exec`, `stop`, `logs`,

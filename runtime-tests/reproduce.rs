@@ -13,7 +13,7 @@ use reprorun_reproduce::{Arm, Infra};
 pub(crate) struct Fixture {
     pub(crate) work: Work,
     pub(crate) base: String,
-    instances: Vec<serde_json::Value>,
+    pub(crate) instances: Vec<serde_json::Value>,
     predictions: Vec<serde_json::Value>,
 }
 
@@ -161,7 +161,7 @@ impl Fixture {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
 
-    fn rows(&self) -> Vec<RunRow> {
+    pub(crate) fn rows(&self) -> Vec<RunRow> {
         Store::open(&self.path("study.db"), false)
             .unwrap()
             .rows()
@@ -169,7 +169,7 @@ impl Fixture {
     }
 }
 
-fn instance<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn instance<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     summary["instances"]
         .as_array()
         .unwrap()
@@ -1010,10 +1010,10 @@ fn instances_run_on_an_image() {
     for e in std::fs::read_dir(&trees).unwrap().flatten() {
         assert!(!e.path().join("written").exists(), "{}", e.path().display());
     }
-    // A missing image is refused before anything is written.
+    // A missing image is refused before anything is written (offline: not pulled).
     f.instances[0]["image"] = serde_json::json!("nonesuch");
     let out = f
-        .cmd(&["--k", "1", "--store"])
+        .cmd(&["--k", "1", "--pull", "never", "--store"])
         .arg(&store)
         .output()
         .unwrap();

@@ -151,6 +151,23 @@ pub struct RunArgs {
     /// `reprorun image`).
     #[arg(long, value_name = "DIR", env = "REPRORUN_STORE")]
     pub store: Option<PathBuf>,
+    /// When an instance's `image` the store lacks is pulled from its registry (once per
+    /// study, before the runs): `missing`, `never` (offline: an error), `always`.
+    #[arg(long, value_enum, default_value = "missing", value_name = "POLICY")]
+    pub pull: crate::input::images::PullPolicy,
+    /// Mirrors and registry locations for pulls: a containers-registries.conf(5) file or
+    /// Docker's daemon.json (default: podman's files, then /etc/docker/daemon.json; as
+    /// `image pull`).
+    #[arg(long, value_name = "FILE")]
+    pub registries_conf: Option<PathBuf>,
+    /// The engine that builds instances' `dockerfile`: podman or docker (default: podman
+    /// when on PATH, else docker).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub build_engine: Option<reprorun_runtime::image::build::Engine>,
+    /// What runs a Dockerfile's RUN steps: `reprorun` (podman's --runtime; Docker uses its
+    /// daemon's runtime) or `engine` (the engine's default runtime).
+    #[arg(long, value_enum, default_value = "reprorun", value_name = "RUNTIME")]
+    pub build_runtime: crate::input::images::BuildRuntime,
     /// The frozen mirror for instances without a mirror field (shim arm).
     #[arg(long, value_name = "DIR")]
     pub mirror: Option<PathBuf>,
@@ -383,6 +400,10 @@ fn study_options(a: RunArgs) -> study::Options {
             store: a.store,
             specs: a.specs,
             instance_ids: a.instance_ids,
+            pull: a.pull,
+            registries_conf: a.registries_conf,
+            build_engine: a.build_engine,
+            build_runtime: a.build_runtime,
         },
         conditions,
         progress: ProgressMode::for_stderr(),

@@ -12,6 +12,7 @@ use serde_json::Value;
 use reprorun_pipeline::records::{string_field, Records, RecordsError};
 use thiserror::Error;
 
+pub(crate) mod images;
 pub(crate) mod specs;
 pub(crate) mod tasks;
 
@@ -49,6 +50,8 @@ pub struct Instance {
     pub pass_to_pass: Vec<String>,
     /// Run by `/bin/sh -c` in the checkout.
     pub test_cmd: String,
+    /// The image to run on, pinned to its digest (`NAME@sha256:…`) once pulled or built
+    /// (`images::prepare`).
     pub image: Option<String>,
     pub rootfs: Option<PathBuf>,
     /// The frozen mirror the shim arm installs from.
@@ -77,6 +80,14 @@ pub(crate) struct Defaults {
     pub specs: Option<PathBuf>,
     /// `--instance-ids`: only these instances (empty: all).
     pub instance_ids: Vec<String>,
+    /// `--pull`: when a missing `image` is pulled.
+    pub pull: images::PullPolicy,
+    /// `--registries-conf FILE`: mirrors and registry locations for pulls.
+    pub registries_conf: Option<PathBuf>,
+    /// `--build-engine`: podman or docker for `dockerfile` (default: podman, else docker).
+    pub build_engine: Option<reprorun_runtime::image::build::Engine>,
+    /// `--build-runtime`: what runs a Dockerfile's `RUN` steps.
+    pub build_runtime: images::BuildRuntime,
 }
 
 /// The instances that have a prediction, in instance-id order, and the ids skipped for
@@ -164,12 +175,13 @@ pub(crate) fn load(
 
     let mut out = Vec::new();
     let mut without = Vec::new();
+    let mut sources = Vec::new();
     for (id, (_, obj)) in &by_id {
         let Some((patch, model)) = patches.remove(id) else {
             without.push(id.clone());
             continue;
         };
-        out.push(instance(
+        let (inst, source) = instance(
             id,
             obj,
             patch,
@@ -177,8 +189,14 @@ pub(crate) fn load(
             &base,
             defaults,
             (recorded.as_ref(), specs.as_ref(), gold),
-        )?);
+        )?;
+        if let Some(s) = source {
+            sources.push((out.len(), s));
+        }
+        out.push(inst);
     }
+    // Everything else checked: now the images are pulled or built, each once.
+    images::prepare(&mut out, sources, defaults)?;
     Ok(Input {
         instances: out,
         without_prediction: without,
@@ -217,7 +235,7 @@ fn instance(
     base: &Path,
     defaults: &Defaults,
     (recorded, specs, gold): (Option<&BTreeMap<String, bool>>, Option<&specs::Specs>, bool),
-) -> Result<Instance, InputError> {
+) -> Result<(Instance, Option<images::Source>), InputError> {
     let bad = |reason: String| InputError::Instance {
         id: id.to_string(),
         reason,
@@ -295,14 +313,17 @@ fn instance(
         })?,
     };
     let recorded_resolved = recorded_outcome(id, obj, recorded, gold).map_err(&bad)?;
-    let image = text("image")?;
+    let source = images::Source::of(
+        text("image")?,
+        text("dockerfile")?.map(path),
+        text("context")?.map(path),
+    )
+    .map_err(&bad)?;
     let rootfs = text("rootfs")?.map(path);
-    if image.is_some() && rootfs.is_some() {
-        return Err(bad("\"image\" and \"rootfs\" cannot both be set".into()));
-    }
-    if let Some(reference) = &image {
-        reprorun_runtime::image::lookup(defaults.store.clone(), reference)
-            .map_err(|e| bad(format!("image {reference:?}: {e}")))?;
+    if source.is_some() && rootfs.is_some() {
+        return Err(bad(
+            "\"image\" (or \"dockerfile\") and \"rootfs\" cannot both be set".into(),
+        ));
     }
     if let Some(r) = &rootfs {
         if !r.is_dir() {
@@ -318,7 +339,7 @@ fn instance(
             m.display()
         )));
     }
-    Ok(Instance {
+    let inst = Instance {
         instance_id: id.to_string(),
         repo,
         repo_path,
@@ -329,12 +350,14 @@ fn instance(
         fail_to_pass: test_list(obj, "FAIL_TO_PASS").map_err(&bad)?,
         pass_to_pass: test_list(obj, "PASS_TO_PASS").map_err(&bad)?,
         test_cmd,
-        image,
+        // Set, pinned to its digest, once the image is ready (`images::prepare`).
+        image: None,
         rootfs,
         mirror,
         bench_date,
         recorded_resolved,
-    })
+    };
+    Ok((inst, source))
 }
 
 /// `--predictions gold`, as SWE-bench's `--predictions_path gold`: each instance's own

@@ -44,6 +44,9 @@ pub(crate) struct Provenance {
     /// A variation run's tests and command: run alone or the whole command (`select`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<super::select::Selection>,
+    /// The digest of the image the run's root was (`sha256:…`; `None`: not an image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
 }
 
 /// The mirror `arm` installs from: the instance's for the shim, `no_shim_mirror`
@@ -94,6 +97,11 @@ pub(crate) fn of_run(
             .map(lock_digest)
             .transpose()?,
         selection: None,
+        image_digest: inst
+            .image
+            .as_deref()
+            .and_then(|i| i.rsplit_once('@'))
+            .map(|(_, d)| d.to_string()),
     })
 }
 
@@ -144,6 +152,7 @@ pub(crate) fn mixed(rows: &[RunRow]) -> Vec<Mixed> {
                 ("model_patch", |e| e.model_patch_sha256.as_deref()),
                 ("test_patch", |e| Some(e.test_patch_sha256.as_str())),
                 ("mirror lock.json", |e| e.mirror_lock_sha256.as_deref()),
+                ("image", |e| e.image_digest.as_deref()),
             ] {
                 if differs(f) {
                     what.push(name);
@@ -198,6 +207,11 @@ mod tests {
         assert_eq!(p.model_patch_sha256, Some(sha256_hex(b"P")));
         assert_eq!(p.test_patch_sha256, sha256_hex(b"T"));
         assert_eq!(p.mirror_lock_sha256, Some(sha256_hex(b"{\"a\": 1}")));
+        assert_eq!(p.image_digest, None);
+        let mut on_image = inst(None);
+        on_image.image = Some("busybox:latest@sha256:0123".into());
+        let p = of_run(&on_image, Arm::Shim, None, "c").unwrap();
+        assert_eq!(p.image_digest.as_deref(), Some("sha256:0123"));
         let p = of_run(&i, Arm::BaselineNoShim, c, "c0ffee").unwrap();
         assert_eq!(
             p.model_patch_sha256, None,
@@ -241,6 +255,7 @@ mod tests {
             test_patch_sha256: "t".into(),
             mirror_lock_sha256: Some("m1".into()),
             selection: None,
+            image_digest: None,
         };
         let b = Provenance {
             mirror_lock_sha256: Some("m2".into()),
@@ -270,5 +285,12 @@ mod tests {
                 environments: 2,
             }]
         );
+        // An image pulled again under the same name, at another digest.
+        let c = Provenance {
+            image_digest: Some("sha256:1".into()),
+            ..a.clone()
+        };
+        let rows = [row(Arm::Shim, 0, Some(&a)), row(Arm::Shim, 1, Some(&c))];
+        assert_eq!(mixed(&rows)[0].what, vec!["image"]);
     }
 }

@@ -262,8 +262,13 @@ fn other_bad_fields() {
         ),
     ] {
         assert!(INST.contains(from), "{from}");
+        // Offline: an image the store lacks is not pulled.
+        let offline = Defaults {
+            pull: images::PullPolicy::Never,
+            ..Defaults::default()
+        };
         let e = f
-            .load(&INST.replace(from, to), PRED, &Defaults::default())
+            .load(&INST.replace(from, to), PRED, &offline)
             .unwrap_err()
             .to_string();
         assert!(e.contains(want), "{to}: {e}");

@@ -64,6 +64,14 @@ pub enum ImageCommand {
         /// certificate (default /etc/containers/certs.d/HOST, /etc/docker/certs.d/HOST).
         #[arg(long, value_name = "DIR")]
         cert_dir: Option<PathBuf>,
+        /// Mirrors and registry locations: a containers-registries.conf(5) file
+        /// (`[[registry]]` prefix/location/insecure/blocked, `[[registry.mirror]]`) or Docker's
+        /// daemon.json (`registry-mirrors`, `insecure-registries`). Default: podman's files
+        /// ($CONTAINERS_REGISTRIES_CONF, ~/.config/containers/registries.conf or
+        /// /etc/containers/registries.conf, and their registries.conf.d), then
+        /// /etc/docker/daemon.json.
+        #[arg(long, value_name = "FILE")]
+        registries_conf: Option<PathBuf>,
     },
     /// List the images in the store.
     Ls {
@@ -131,6 +139,7 @@ pub fn run(args: ImageArgs) -> Result<(), ImageError> {
             platform,
             tls_verify,
             cert_dir,
+            registries_conf,
         } => {
             let req = super::pull::PullRequest {
                 reference,
@@ -140,6 +149,10 @@ pub fn run(args: ImageArgs) -> Result<(), ImageError> {
                     cert_dir,
                 },
                 auth_files: super::pull::auth::files(|k| std::env::var(k).ok()),
+                registries: super::pull::registries::Registries::for_flag(
+                    registries_conf.as_deref(),
+                )
+                .map_err(super::pull::PullError::from)?,
             };
             let rec = super::pull::pull(&store, &req)?;
             let mut line = rec.digest.to_string();

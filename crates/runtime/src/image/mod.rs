@@ -8,6 +8,7 @@
 //! Everything happens in a private directory inside the store, renamed into place only when
 //! all of it verified: a failed import leaves the store as it was.
 
+pub mod build;
 pub mod cli;
 pub mod digest;
 pub mod extract;
@@ -72,6 +73,8 @@ pub enum ImageError {
     },
     #[error(transparent)]
     Pull(#[from] pull::PullError),
+    #[error(transparent)]
+    Build(#[from] build::BuildError),
     #[error("import {path}: no image for linux/{arch} in the index; nothing was imported")]
     NoPlatform { path: PathBuf, arch: &'static str },
     #[error("--name {name}: the input holds {count} images; import it without --name (each keeps its own name)")]

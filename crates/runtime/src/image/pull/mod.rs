@@ -14,6 +14,7 @@ pub mod auth;
 mod blobs;
 pub mod http;
 pub mod reference;
+pub mod registries;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ use super::store::{ImageRecord, Store};
 use super::{parse_json, read_small, ImageError, ImportRequest, MAX_JSON};
 use http::{Client, Tls};
 use reference::Reference;
+use registries::{Endpoint, Registries};
 
 /// Blobs downloaded at once.
 pub const JOBS: usize = 4;
@@ -93,6 +95,8 @@ pub enum PullError {
     },
     #[error("pull: store {path}: {detail}")]
     Store { path: PathBuf, detail: String },
+    #[error(transparent)]
+    Registries(#[from] registries::RegistriesError),
 }
 
 impl PullError {
@@ -113,6 +117,9 @@ pub struct PullRequest {
     pub tls: Tls,
     /// Where credentials are looked for, in order ([`auth::files`]).
     pub auth_files: Vec<PathBuf>,
+    /// Mirrors and locations ([`registries`]); the default sends every reference to the
+    /// registry it names.
+    pub registries: Registries,
 }
 
 /// The platform a pull selects.
@@ -169,13 +176,50 @@ impl std::fmt::Display for Platform {
     }
 }
 
-/// Pulls one image into the store; returns its record.
+/// Pulls one image into the store; returns its record. The places the registry
+/// configuration names for it are tried in order (mirrors first); a mirror that fails passes
+/// the pull on to the next, and the last place's failure is the pull's.
 pub fn pull(store: &Store, req: &PullRequest) -> Result<ImageRecord, ImageError> {
     let reference = Reference::parse(&req.reference).map_err(|why| PullError::Reference {
         reference: req.reference.clone(),
         why,
     })?;
     let platform = Platform::parse(req.platform.as_deref())?;
+    let endpoints = req
+        .registries
+        .endpoints(&reference)
+        .map_err(PullError::from)?;
+    let mut last = None;
+    for ep in &endpoints {
+        match pull_from(store, req, &reference, ep, &platform) {
+            Ok(rec) => return Ok(rec),
+            Err(e) if ep.mirror => {
+                eprintln!(
+                    "reprorun: warning: mirror {}/{}: {e}; trying the next place",
+                    ep.registry, ep.repository
+                );
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        PullError::Reference {
+            reference: req.reference.clone(),
+            why: "no registry to pull from".into(),
+        }
+        .into()
+    }))
+}
+
+/// One attempt: `reference` from the registry and repository of `ep`.
+fn pull_from(
+    store: &Store,
+    req: &PullRequest,
+    reference: &Reference,
+    ep: &Endpoint,
+    platform: &Platform,
+) -> Result<ImageRecord, ImageError> {
     let pulls = store.root.join("pulls");
     let cache = pulls.join("blobs/sha256");
     std::fs::create_dir_all(&cache).map_err(|e| PullError::store(&cache, e))?;
@@ -183,16 +227,14 @@ pub fn pull(store: &Store, req: &PullRequest) -> Result<ImageRecord, ImageError>
         .prefix("pull-")
         .tempdir_in(&pulls)
         .map_err(|e| PullError::store(&pulls, e))?;
-    let creds = auth::find(&reference.registry, &req.auth_files)?;
-    let client = Client::new(
-        reference.api_host(),
-        &reference.repository,
-        req.tls.clone(),
-        creds,
-        scratch.path(),
-    )?;
+    let creds = auth::find(&ep.registry, &req.auth_files)?;
+    let tls = Tls {
+        verify: req.tls.verify && !ep.insecure,
+        cert_dir: req.tls.cert_dir.clone(),
+    };
+    let client = Client::new(ep.api_host(), &ep.repository, tls, creds, scratch.path())?;
     let (manifest_bytes, digest, media_type) =
-        resolve_manifest(&client, &reference, &platform, scratch.path())?;
+        resolve_manifest(&client, reference, platform, scratch.path())?;
     let manifest: Manifest = parse_json(&manifest_bytes, &format!("manifest {digest}"))?;
     if manifest.layers.len() > super::MAX_LAYERS {
         return Err(PullError::Format {

@@ -1,0 +1,137 @@
+use super::*;
+
+fn context() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("Dockerfile"),
+        "FROM busybox\nCOPY app /app\nRUN true\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("app/sub")).unwrap();
+    std::fs::write(d.join("app/run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::write(d.join("app/sub/data"), "1").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", d.join("app/link")).unwrap();
+    dir
+}
+
+#[test]
+fn the_key_follows_the_dockerfile_and_every_byte_of_the_context() {
+    let dir = context();
+    let d = dir.path();
+    let df = d.join("Dockerfile");
+    let k0 = key(&df, d).unwrap();
+    assert_eq!(key(&df, d).unwrap(), k0, "the key is stable");
+    let changes: [(&str, &dyn Fn()); 5] = [
+        ("a file's bytes", &|| {
+            std::fs::write(d.join("app/sub/data"), "2").unwrap()
+        }),
+        ("the executable bit", &|| {
+            use std::os::unix::fs::PermissionsExt;
+            let p = d.join("app/run.sh");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }),
+        ("a link's target (never followed)", &|| {
+            std::fs::remove_file(d.join("app/link")).unwrap();
+            std::os::unix::fs::symlink("/etc/group", d.join("app/link")).unwrap();
+        }),
+        ("a new empty directory", &|| {
+            std::fs::create_dir(d.join("app/empty")).unwrap()
+        }),
+        ("the Dockerfile", &|| {
+            std::fs::write(d.join("Dockerfile"), "FROM busybox\nRUN false\n").unwrap()
+        }),
+    ];
+    let mut seen = vec![k0];
+    for (what, change) in changes {
+        change();
+        let k = key(&df, d).unwrap();
+        assert!(!seen.contains(&k), "{what} did not change the key");
+        seen.push(k);
+    }
+    // A file moved between directories is another context.
+    std::fs::rename(d.join("app/sub/data"), d.join("app/data")).unwrap();
+    assert!(!seen.contains(&key(&df, d).unwrap()));
+}
+
+#[test]
+fn the_plan_names_the_engine_commands_and_the_store_name() {
+    let dir = context();
+    let d = dir.path();
+    let req = BuildRequest {
+        dockerfile: d.join("Dockerfile"),
+        context: d.to_path_buf(),
+        engine: Engine::Podman,
+        runtime: Some("/usr/local/bin/reprorun".into()),
+    };
+    let k = key(&req.dockerfile, &req.context).unwrap();
+    let p = plan(&req, &k, Path::new("/scratch"));
+    assert_eq!(p.key, k);
+    assert_eq!(p.name, format!("localhost/reprorun-build:{}", p.key.hex()));
+    assert!(super::super::name::ImageName::parse(&p.name).is_ok());
+    let tag = format!("localhost/reprorun-build:{}", &p.key.hex()[..16]);
+    let df = d.join("Dockerfile").display().to_string();
+    let ctx = d.display().to_string();
+    assert_eq!(
+        p.commands,
+        vec![
+            vec![
+                "podman".to_string(),
+                "build".into(),
+                "--runtime=/usr/local/bin/reprorun".into(),
+                "--tag".into(),
+                tag.clone(),
+                "--file".into(),
+                df.clone(),
+                ctx.clone()
+            ],
+            vec![
+                "podman".to_string(),
+                "save".into(),
+                "--format".into(),
+                "oci-archive".into(),
+                "--output".into(),
+                "/scratch/image.tar".into(),
+                tag.clone()
+            ]
+        ]
+    );
+    let req = BuildRequest {
+        engine: Engine::Docker,
+        ..req
+    };
+    let p = plan(&req, &k, Path::new("/scratch"));
+    assert_eq!(p.commands[0][..3], ["docker", "build", "--tag"]);
+    assert_eq!(p.commands[1][..3], ["docker", "save", "--output"]);
+}
+
+#[test]
+fn bad_contexts_are_one_line() {
+    let dir = context();
+    let d = dir.path();
+    let e = key(&d.join("nope"), d).unwrap_err().to_string();
+    assert!(e.contains("nope") && !e.contains('\n'), "{e}");
+    let e = key(&d.join("Dockerfile"), &d.join("Dockerfile"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a directory"), "{e}");
+    let e = key(&d.join("Dockerfile"), &d.join("missing"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing"), "{e}");
+}
+
+#[test]
+fn podman_is_preferred_then_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let path = std::env::join_paths([&a, &b]).unwrap();
+    assert_eq!(Engine::detect(Some(&path)), None);
+    std::fs::write(b.join("docker"), "").unwrap();
+    assert_eq!(Engine::detect(Some(&path)), Some(Engine::Docker));
+    std::fs::write(a.join("podman"), "").unwrap();
+    assert_eq!(Engine::detect(Some(&path)), Some(Engine::Podman));
+    assert_eq!(Engine::detect(None), None);
+}
