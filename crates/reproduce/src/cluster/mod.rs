@@ -72,6 +72,13 @@ pub(crate) struct CondSpec {
     /// The submitting shell's environment that host-like runs take (already filtered by
     /// `runner::host_like`): every node runs them with the same.
     pub host_env: Vec<(String, String)>,
+    /// The Go build cache (`--no-go-cache`: false); on in manifests that do not say.
+    #[serde(default = "go_cache_default")]
+    pub go_cache: bool,
+}
+
+fn go_cache_default() -> bool {
+    true
 }
 
 impl CondSpec {
@@ -84,6 +91,7 @@ impl CondSpec {
             no_shim_net: c.no_shim_net.to_string(),
             store: c.store.clone(),
             host_env: c.host_env.clone(),
+            go_cache: c.go_cache,
         }
     }
 
@@ -96,6 +104,7 @@ impl CondSpec {
             no_shim_net: NetChoice::parse(&self.no_shim_net)?,
             host_env: self.host_env.clone(),
             store: self.store.clone(),
+            go_cache: self.go_cache,
         })
     }
 }
