@@ -22,7 +22,7 @@ const SIGNATURES: &[(&str, Need)] = &[
     // Go (cmd/go).
     ("module lookup disabled by GOPROXY=off", Need::Module),
     ("go: downloading ", Need::Module),
-    ("missing go.sum entry for module", Need::Module),
+    ("missing go.sum entry", Need::Module),
     ("cannot find module providing package", Need::Module),
     ("go: module lookup disabled", Need::Module),
     // pip and uv.
@@ -96,6 +96,8 @@ mod tests {
         assert_eq!(need("go-proxy-off.txt"), Some(Need::Module));
         assert_eq!(need("go-proxy-off-gosum.txt"), Some(Need::Module));
         assert_eq!(need("go-proxy-unreachable.txt"), Some(Need::Module));
+        // A go.mod saying `go 1.16` words it so (reprorun exec, Debian's Go 1.19).
+        assert_eq!(need("go-gosum-go116.txt"), Some(Need::Module));
         assert_eq!(need("pip-offline.txt"), Some(Need::Download));
         assert_eq!(need("pip-offline-verbose.txt"), Some(Need::Download));
         assert_eq!(need("npm-offline.txt"), Some(Need::Download));
