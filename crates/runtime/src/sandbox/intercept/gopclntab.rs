@@ -274,6 +274,21 @@ mod tests {
         assert_eq!(lookup(&many, b"runtime.cputicks"), None);
     }
 
+    /// Any one byte of the table changed (to 0xff: huge offsets and counts): no panic and no
+    /// overflow; a size found is a difference of two 32-bit entry offsets.
+    #[test]
+    fn a_crafted_table_finds_nothing_it_does_not_hold() {
+        let funcs: &[(&[u8], u32)] = &[(b"runtime.a", 0x10), (b"runtime.cputicks", 0x40)];
+        let t = table(funcs, 0x100, 0xffff_fff0);
+        for at in 0..t.len() {
+            let mut bad = t.clone();
+            bad[at] = 0xff;
+            if let Some((pc, size)) = lookup(&bad, b"runtime.cputicks") {
+                assert!(pc >= 0x40_1000 && size < 1 << 32, "{at}: {pc:#x} {size}");
+            }
+        }
+    }
+
     #[test]
     fn the_function_table_is_read_once_within_the_budget() {
         let funcs: Vec<(Vec<u8>, u32)> = (0..20_000u32)
