@@ -287,10 +287,66 @@ fn offline_runs_make_clients_fail_fast_and_say_the_network_is_off() {
         "{err}"
     );
     assert!(err.contains("reprorun mirror pull"), "{err}");
+    assert!(
+        err.contains("(the output says: \"ERROR: "),
+        "the hint quotes its evidence: {err}"
+    );
     // A failed run of no client gets no such hint.
     let o = w.run(&["exec", "--", "sh", "-c", "exit 3"]);
     expect_code(&o, 3);
     assert!(!stderr(&o).contains("network is off"), "{}", stderr(&o));
+}
+
+/// Issue 45: the offline hint needs evidence in the output. A `go test` of a module without
+/// dependencies whose test fails, and a `pip` that is not installed, needed no network.
+#[test]
+fn offline_hint_is_not_given_when_nothing_needed_the_network() {
+    let w = Work::new();
+    std::fs::write(
+        w.path().join("go.mod"),
+        "module example.com/nodeps\n\ngo 1.16\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("a_test.go"),
+        "package nodeps\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"no\") }\n",
+    )
+    .unwrap();
+    let o = w.run(&["exec", "--", "sh", "-c", "go test ./..."]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("--- FAIL: TestFails"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("network is off"), "{}", stderr(&o));
+    // pip absent from the sandbox's PATH: the shell's "not found", no hint.
+    let o = w.run(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "PATH=/nonexistent; pip install requests",
+    ]);
+    expect_code(&o, 127);
+    let err = stderr(&o);
+    assert!(err.contains("pip: not found"), "{err}");
+    assert!(!err.contains("network is off"), "{err}");
+    // The same module needing a dependency: go's own words are the evidence.
+    std::fs::write(
+        w.path().join("go.mod"),
+        "module example.com/nodeps\n\ngo 1.16\n\nrequire github.com/google/btree v1.1.2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("a_test.go"),
+        "package nodeps\n\nimport (\n\t\"testing\"\n\n\t\"github.com/google/btree\"\n)\n\n\
+         func TestUses(t *testing.T) { _ = btree.New(2) }\n",
+    )
+    .unwrap();
+    let o = w.run(&["exec", "--", "sh", "-c", "go test ./..."]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains("so `go` can download nothing (the output says: "),
+        "{err}"
+    );
 }
 
 /// An unpacked tarball: a tree that belongs to uid 1001, mode 0755, in a directory every

@@ -40,6 +40,7 @@ mod oci_idmap;
 mod oci_sched;
 mod python_pkg;
 mod reproduce;
+mod reproduce_go;
 mod reproduce_image;
 mod reproduce_js;
 mod reproduce_ledger;

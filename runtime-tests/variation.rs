@@ -28,6 +28,10 @@ fn kit() -> &'static Kit {
         for f in ["run-all.sh", "probe.sh", "probe.py", "probe.pl"] {
             std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
         }
+        std::fs::create_dir(dir.path().join("gotest")).unwrap();
+        for f in ["gotest/go.mod", "gotest/probe_test.go"] {
+            std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+        }
         let scratch = tempfile::tempdir().unwrap();
         let out = |name: &str| dir.path().join(name);
         build_probe(
@@ -37,9 +41,11 @@ fn kit() -> &'static Kit {
             scratch.path(),
         );
         build_probe(&src.join("probe.go"), &out("probe-go"), &[], scratch.path());
-        for entry in std::fs::read_dir(dir.path()).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for dir in [dir.path().to_path_buf(), dir.path().join("gotest")] {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
         }
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let (_bin_dir, bin) = world_readable_binary();
@@ -270,6 +276,46 @@ fn variations(other_path: &Path, shuffled: &Path) -> Vec<Variation> {
 
 /// Runs the probe set once, under reprorun (`sandboxed`) or directly, as `s` says.
 fn launch(s: &Side, sandboxed: bool, build: &Path, user: Option<(u32, u32)>) -> Output {
+    launch_probe(Probe::All, s, sandboxed, build, user)
+}
+
+/// Which probes a run runs.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// `run-all.sh`: every probe program.
+    All,
+    /// `go test` of the module in `gotest/` (from a cold build cache of its own), printing
+    /// only the probe's lines.
+    GoTest,
+}
+
+impl Probe {
+    /// The command, with the kit at `probes`.
+    fn argv(self, probes: &str) -> Vec<String> {
+        match self {
+            Probe::All => words(&["sh", &format!("{probes}/run-all.sh"), probes]),
+            Probe::GoTest => words(&[
+                "sh",
+                "-c",
+                &format!(
+                    "export GOCACHE=$(mktemp -d) && trap 'rm -rf \"$GOCACHE\"' EXIT && \
+                     cd {probes}/gotest && go test -count=1 -v . > \"$GOCACHE.out\" 2>&1; \
+                     s=$?; grep '^gotest\\.' \"$GOCACHE.out\" || cat \"$GOCACHE.out\" >&2; \
+                     rm -f \"$GOCACHE.out\"; exit $s"
+                ),
+            ]),
+        }
+    }
+}
+
+/// Runs `probe` once, under reprorun (`sandboxed`) or directly, as `s` says.
+fn launch_probe(
+    probe: Probe,
+    s: &Side,
+    sandboxed: bool,
+    build: &Path,
+    user: Option<(u32, u32)>,
+) -> Output {
     let k = kit();
     let probes = k.dir.path().display().to_string();
     let mut argv: Vec<String> = Vec::new();
@@ -295,12 +341,10 @@ fn launch(s: &Side, sandboxed: bool, build: &Path, user: Option<(u32, u32)>) -> 
             "--bind",
             &format!("{probes}:/probes:ro"),
             "--",
-            "sh",
-            "/probes/run-all.sh",
-            "/probes",
         ]));
+        argv.extend(probe.argv("/probes"));
     } else {
-        argv.extend(words(&["sh", &format!("{probes}/run-all.sh"), &probes]));
+        argv.extend(probe.argv(&probes));
     }
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -466,6 +510,90 @@ fn without_reprorun_each_variation_changes_the_output() {
         unchanged.is_empty(),
         "variations that did not change the output without reprorun: {unchanged:?}"
     );
+}
+
+/// Issue 45: `go test` links the test binary it runs without a symbol table, where the Go
+/// runtime's `cputicks` was looked for, so its map order followed the CPU's timestamp counter.
+/// Now it repeats: over plain runs and over the host-like variations (the user's is left out:
+/// the kit's build cache is root's).
+#[test]
+fn go_test_map_order_repeats_across_runs_and_variations() {
+    let root = tempfile::tempdir().unwrap();
+    let build = input_dir(root.path());
+    let other = copy_build(&build, root.path());
+    let shuffled = Disorder::mount(&build);
+    let chosen = [
+        "environment",
+        "build_path",
+        "aslr",
+        "num_cpus",
+        "time",
+        "home",
+        "timezone",
+    ];
+    let first = stdout(&expect_ok(launch_probe(
+        Probe::GoTest,
+        &side(),
+        true,
+        &build,
+        None,
+    )));
+    assert!(line(&first, "gotest.map").is_some(), "{first}");
+    assert!(line(&first, "gotest.subtests").is_some(), "{first}");
+    let mut differ = Vec::new();
+    let mut sides = vec![("plain".to_string(), side()), ("plain".to_string(), side())];
+    for v in variations(&other, shuffled.mnt.path()) {
+        if chosen.contains(&v.name) {
+            sides.push((format!("{} (a)", v.name), v.a));
+            sides.push((format!("{} (b)", v.name), v.b));
+        }
+    }
+    for (name, s) in &sides {
+        let out = stdout(&expect_ok(launch_probe(
+            Probe::GoTest,
+            s,
+            true,
+            &build,
+            None,
+        )));
+        if out != first {
+            differ.push(format!("{name}:\n{out}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "first run:\n{first}\ndiffering runs:\n{}",
+        differ.join("\n")
+    );
+    // The probe can tell: without reprorun, three runs do not all print one order.
+    let direct: Vec<String> = (0..3)
+        .map(|_| {
+            stdout(&expect_ok(launch_probe(
+                Probe::GoTest,
+                &side(),
+                false,
+                &build,
+                None,
+            )))
+        })
+        .collect();
+    assert!(
+        direct
+            .iter()
+            .any(|o| line(o, "gotest.map") != line(&direct[0], "gotest.map")),
+        "go test's map order repeated without reprorun: {direct:?}"
+    );
+}
+
+/// `o` when its status is 0 (else the test fails, showing its stderr).
+fn expect_ok(o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "status {:?}: {}",
+        o.status.code(),
+        stderr(&o)
+    );
+    o
 }
 
 #[test]

@@ -401,16 +401,34 @@ fn exec(args: ExecArgs, mounts: Vec<ExtraMount>) -> Status {
         None if args.rootfs.is_none() => RootfsId::Host(Described::of(&plan.rootfs)),
         None => RootfsId::Dir(Described::of(&plan.rootfs)),
     });
+    // Where the offline hint could follow, the command's stderr is read on its way for the
+    // evidence the hint needs (not at a terminal: see `hint::StderrTap`).
+    let tap = match hint::offline_hint_possible(&plan) {
+        true => hint::StderrTap::start().ok().flatten(),
+        false => None,
+    };
     let started = SystemTime::now();
     let clock = Instant::now();
-    let result = sandbox::run(&plan, &mut |line| {
-        eprintln!("reprorun: {}", util::printable(line))
-    });
+    let mut warn = |line: &str| eprintln!("reprorun: {}", util::printable(line));
+    let result = match &tap {
+        Some(t) => {
+            use std::os::fd::AsFd;
+            let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+            let stdio = sandbox::Stdio {
+                stdin: stdin.as_fd(),
+                stdout: stdout.as_fd(),
+                stderr: t.stderr(),
+            };
+            sandbox::run_with(&plan, Some(stdio), &mut warn)
+        }
+        None => sandbox::run(&plan, &mut warn),
+    };
     let ended = SystemTime::now();
     trace::step("supervisor", "run returned");
+    let stderr_tail = tap.map(hint::StderrTap::finish);
     let (code, error, outcome) = match result {
         Ok(o) => {
-            for h in hint::after_failed_run(&plan, &o) {
+            for h in hint::after_failed_run(&plan, &o, stderr_tail.as_deref()) {
                 eprintln!("reprorun: {}", util::printable(&h));
             }
             (Status::Exited(o.exit_code), None, Some(o))

@@ -183,6 +183,11 @@ pub struct RunArgs {
     /// Limit for each test command.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = reprorun_runtime::parse::duration)]
     pub timeout: Duration,
+    /// Build every Go run from a cold cache: no build cache warmed once per instance and
+    /// tree and shared read-only by its runs (a cache can hide a build that does not
+    /// reproduce: spec/reproduce.md).
+    #[arg(long)]
+    pub no_go_cache: bool,
     /// Memory limit (cgroup) for each run; an OOM kill is an infrastructure failure.
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| reprorun_runtime::security::size("--memory", v))]
     pub memory: Option<u64>,
@@ -381,6 +386,7 @@ fn study_options(a: RunArgs) -> study::Options {
     conditions.no_shim_mirror = a.no_shim_mirror.clone();
     conditions.no_shim_net = a.no_shim_net;
     conditions.store = a.store.clone();
+    conditions.go_cache = !a.no_go_cache;
     study::Options {
         instances: a.instances,
         predictions: a.predictions,

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod cluster;
 pub(crate) mod evidence;
 pub(crate) mod export;
+pub(crate) mod gocache;
 pub(crate) mod input;
 pub(crate) mod ledger;
 pub(crate) mod outcome;

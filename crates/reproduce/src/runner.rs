@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::gocache;
 use super::input::Instance;
 use super::outcome;
 use super::provenance;
@@ -39,6 +40,8 @@ pub enum SetupError {
     Sandbox(#[source] reprorun_pipeline::unit::HostFailure),
     #[error(transparent)]
     Provenance(#[from] super::provenance::ProvenanceError),
+    #[error(transparent)]
+    GoCache(#[from] super::gocache::GoCacheError),
 }
 
 /// How runs are made (the study's options that shape a sandbox).
@@ -62,6 +65,8 @@ pub(crate) struct Conditions {
     /// The tests each instance's variation runs are about, run alone where the runner
     /// allows (`select`); an instance without an entry runs its whole command.
     pub select: std::collections::BTreeMap<String, Vec<String>>,
+    /// A Go build cache per tree, warmed once, read-only in the runs (off: `--no-go-cache`).
+    pub go_cache: bool,
 }
 
 /// Variables of the caller that host-like runs do not take: reprorun's own, the shell's
@@ -126,14 +131,18 @@ impl Conditions {
     /// What of these conditions a study's runs depend on, as text: a resumed study must
     /// be made under the same (`Store::check_options`).
     pub(crate) fn fingerprint(&self) -> String {
-        serde_json::json!({
+        let mut f = serde_json::json!({
             "timeout_ms": self.timeout.as_millis() as u64,
             "memory": self.memory,
             "seed": self.seed,
             "no_shim_mirror": self.no_shim_mirror,
             "no_shim_net": self.no_shim_net.to_string(),
-        })
-        .to_string()
+        });
+        // Named only when off, so studies made before the cache resume as they were.
+        if !self.go_cache {
+            f["go_cache"] = false.into();
+        }
+        f.to_string()
     }
 
     pub(crate) fn new(timeout: Duration, seed: u64) -> Self {
@@ -145,6 +154,7 @@ impl Conditions {
             no_shim_net: NetChoice::NONE,
             store: None,
             select: Default::default(),
+            go_cache: true,
             host_env: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .filter(|(k, _)| host_like(k))
@@ -474,7 +484,12 @@ pub(crate) fn run(
     let out = scratch.out_dir();
 
     let host = HostFacts::current().map_err(|e| setup(e.into()))?;
-    let req = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
+    let mut req = request(inst, arm, cond, &host, &tree.dir, &out).map_err(&setup)?;
+    if cond.go_cache && gocache::runs_go(&inst.test_cmd) {
+        let key = tree::key(inst, variant);
+        let cache = warm_go_cache(inst, cond, &host, &tree.dir, &work, &key).map_err(&setup)?;
+        gocache::attach(&mut req, &cache, false);
+    }
     let clock = Instant::now();
     let result = scratch.run(&req, &host).map_err(|e| setup(e.into()))?;
     let took = clock.elapsed();
@@ -538,6 +553,32 @@ pub(crate) fn run(
     row.stderr_sha256 = store.put_log(&err_bytes)?;
     row.junit_sha256 = junit.map(|x| store.put_log(&x)).transpose()?;
     Ok(row)
+}
+
+/// The warmed Go build cache of tree `key` (`gocache`): the first time, the test command
+/// run once as the shim arm runs it, writing the cache; its outcome is no run's.
+fn warm_go_cache(
+    inst: &Instance,
+    cond: &Conditions,
+    host: &HostFacts,
+    tree: &Path,
+    work: &Path,
+    key: &str,
+) -> Result<PathBuf, SetupError> {
+    let warmed = gocache::ensure(&work.join("go-cache"), key, |cache| {
+        let dir = work
+            .join("runs")
+            .join(format!("{key}-go-warm-{}", std::process::id()));
+        let mut scratch = Scratch::create(dir)?;
+        let mut req = request(inst, Arm::Shim, cond, host, tree, &scratch.out_dir())?;
+        gocache::attach(&mut req, cache, true);
+        match scratch.run(&req, host)? {
+            UnitOutcome::HostFailure(e) => Err(SetupError::Sandbox(e)),
+            // Whatever the tests did, the cache holds what the build made.
+            UnitOutcome::Ran(_) | UnitOutcome::CommandMissing(_) => Ok(()),
+        }
+    })?;
+    warmed
 }
 
 /// Checks that the study's scratch directory can hold overlay lower directories (the

@@ -4,6 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+mod evidence;
+mod tap;
+
+pub use tap::StderrTap;
+
 /// clap's whole message (what is wrong, the valid values or the missing arguments, the usage
 /// line), as `reprorun: ...`, with a hint naming `command`'s own `--help` (`reprorun mirror
 /// pull`: the subcommand the arguments named).
@@ -88,21 +93,32 @@ pub(crate) fn not_found(program: &str, found: &Path) -> String {
     )
 }
 
-/// The hints for a run that ended with a failure (`outcome.exit_code` not 0): it tried to
-/// reach the network with the network off; it ran on a work tree it could not write.
+/// Whether a failed run of `plan` could get the offline hint: the network off, no mirror,
+/// and a package client on the command line. Only then is its standard error read
+/// ([`StderrTap`]) for the evidence the hint needs.
+pub fn offline_hint_possible(plan: &crate::plan::Plan) -> bool {
+    let offline = plan.egress.is_none()
+        && plan.has(crate::plan::Namespace::Net)
+        && !plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
+    offline && package_client(&plan.argv).is_some()
+}
+
+/// The hints for a run that ended with a failure (`outcome.exit_code` not 0): a package
+/// client needed the network with the network off, as its output (`stderr`, the end of the
+/// run's standard error where it was read) shows; it ran on a work tree it could not write.
 pub fn after_failed_run(
     plan: &crate::plan::Plan,
     outcome: &crate::sandbox::Outcome,
+    stderr: Option<&[u8]>,
 ) -> Vec<String> {
     if outcome.exit_code == 0 {
         return Vec::new();
     }
     let mut hints = Vec::new();
-    let offline = plan.egress.is_none()
-        && plan.has(crate::plan::Namespace::Net)
-        && !plan.env.iter().any(|e| e.starts_with("REPRORUN_MIRROR="));
-    if let Some(client) = package_client(&plan.argv).filter(|_| offline) {
-        hints.push(offline_client(client));
+    let client = package_client(&plan.argv).filter(|_| offline_hint_possible(plan));
+    let evidence = stderr.and_then(|e| evidence::needed_network(&String::from_utf8_lossy(e)));
+    if let (Some(client), Some((_, line))) = (client, evidence) {
+        hints.push(offline_client(client, &line));
     }
     hints.extend(unwritable_workdir(plan));
     hints
@@ -167,12 +183,13 @@ pub(crate) fn package_client(argv: &[String]) -> Option<&'static str> {
     })
 }
 
-/// The hint for a failed `--net none` run without a mirror whose command runs `client`.
-pub(crate) fn offline_client(client: &str) -> String {
+/// The hint for a failed `--net none` run without a mirror whose command runs `client` and
+/// whose output shows it needed the network (`line`, quoted).
+pub(crate) fn offline_client(client: &str, line: &str) -> String {
     format!(
         "hint: the network is off (--net none) and no --mirror is given, so `{client}` can \
-         download nothing; give it a dependency mirror (`reprorun mirror pull`, then `--mirror \
-         DIR`), or let it out with `--allow-host NAME`"
+         download nothing (the output says: {line:?}); give it a dependency mirror (`reprorun \
+         mirror pull`, then `--mirror DIR`), or let it out with `--allow-host NAME`"
     )
 }
 

@@ -75,6 +75,13 @@ pub(crate) struct CondSpec {
     /// `Conditions::select`: the tests each instance's variation runs are about.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub select: std::collections::BTreeMap<String, Vec<String>>,
+    /// The Go build cache (`--no-go-cache`: false); on in manifests that do not say.
+    #[serde(default = "go_cache_default")]
+    pub go_cache: bool,
+}
+
+fn go_cache_default() -> bool {
+    true
 }
 
 impl CondSpec {
@@ -88,6 +95,7 @@ impl CondSpec {
             store: c.store.clone(),
             host_env: c.host_env.clone(),
             select: c.select.clone(),
+            go_cache: c.go_cache,
         }
     }
 
@@ -101,6 +109,7 @@ impl CondSpec {
             host_env: self.host_env.clone(),
             store: self.store.clone(),
             select: self.select.clone(),
+            go_cache: self.go_cache,
         })
     }
 }

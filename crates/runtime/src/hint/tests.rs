@@ -56,7 +56,12 @@ fn package_clients_are_found_in_the_command_line() {
     assert_eq!(find(&["sh", "-c", "go build ./... && ./app"]), Some("go"));
     assert_eq!(find(&["python3", "-c", "print(1)"]), None);
     assert_eq!(find(&["pytest", "-q"]), None);
-    assert!(offline_client("uv").contains("so `uv` can download nothing"));
+    let hint = offline_client("uv", "error: Failed to fetch");
+    assert!(hint.contains("so `uv` can download nothing"), "{hint}");
+    assert!(
+        hint.contains("(the output says: \"error: Failed to fetch\")"),
+        "{hint}"
+    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ impl Budget {
     }
 
     /// Reads `len` bytes at `at`, if the file holds them and the budget allows.
-    fn read(&mut self, exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
+    pub(super) fn read(&mut self, exe: &std::fs::File, at: usize, len: usize) -> Option<Vec<u8>> {
         if len > self.left {
             return None;
         }
@@ -197,8 +197,9 @@ pub(in crate::sandbox) struct GoTicks {
 /// The symbol whose body is replaced, and the smallest body the replacement fits in.
 const CPUTICKS: &[u8] = b"runtime.cputicks.abi0";
 
-/// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds),
-/// if its body holds at least `min_size` bytes. Linear: the places where the name starts in
+/// Finds `runtime.cputicks.abi0` in the program's symbol table (absent in stripped builds:
+/// then `gopclntab` looks in Go's function table), if its body holds at least `min_size`
+/// bytes. Linear: the places where the name starts in
 /// the string table are found first (one pass), then the symbol naming one of them (another).
 pub(in crate::sandbox) fn go_cputicks(
     exe: &std::fs::File,
@@ -268,7 +269,7 @@ pub fn facts(bytes: &[u8], min_size: usize, budget: usize) -> std::io::Result<Fa
 
 /// The offsets in the string table `(at, len)` where the name `wanted` starts (followed by
 /// its NUL, or by the table's end), at most [`MAX_HITS`]; streamed in chunks, one pass.
-fn find_name(
+pub(super) fn find_name(
     exe: &std::fs::File,
     (at, len): (usize, usize),
     wanted: &[u8],

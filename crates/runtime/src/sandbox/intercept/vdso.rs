@@ -521,7 +521,9 @@ pub(in crate::sandbox) fn on_exec(
         None
     };
     let go_ticks = if static_go {
+        // Stripped (as `go test` links the test binaries it runs): Go's function table.
         elf::go_cputicks(&program, TICKS_CODE.len(), &mut budget)
+            .or_else(|| super::gopclntab::go_cputicks(&program, TICKS_CODE.len(), &mut budget))
     } else {
         None
     };

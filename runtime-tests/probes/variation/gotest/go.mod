@@ -1,0 +1,3 @@
+module reprorun.test/gotestprobe
+
+go 1.16
