@@ -363,8 +363,10 @@ fn timeouts_and_exit_status_harnesses() {
     let s = f.study(&[
         "--k",
         "2",
+        // Long enough for the hog to reach its memory limit on a loaded machine (at 2 s it
+        // timed out first under load 15); `slow` sleeps 30 s.
         "--timeout",
-        "2s",
+        "8s",
         "--memory",
         "256M",
         "--stagger",
