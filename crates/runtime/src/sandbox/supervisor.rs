@@ -109,6 +109,8 @@ pub(super) struct Egress {
     log: Option<std::path::PathBuf>,
     /// The proxy's helper process (`net::proxy::privsep`), forked when the run starts.
     helper: Option<crate::net::proxy::privsep::Helper>,
+    /// `--net-record`, `--net-replay`: the run's cassette.
+    cassette: Option<crate::net::cassette::Mode>,
 }
 
 impl Egress {
@@ -118,6 +120,7 @@ impl Egress {
         plan: &Plan,
         cgroup: Option<&crate::sandbox::isolation::cgroup::Cgroup>,
         intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
+        cassette: Option<crate::net::cassette::Mode>,
     ) -> Option<Egress> {
         let egress = plan.egress.clone()?;
         let join = || cgroup.map_or(true, |cg| cg.add(nix::unistd::Pid::from_raw(0)).is_ok());
@@ -125,12 +128,13 @@ impl Egress {
             &join,
             plan.uid_map.outside,
             plan.gid_map.outside,
-            crate::net::proxy::Config::with_intercept(intercept),
+            crate::net::proxy::Config::with_intercept(intercept).with_cassette(cassette.clone()),
         );
         Some(Egress {
             egress,
             log: plan.net_log.clone(),
             helper: helper.ok(),
+            cassette,
         })
     }
 
@@ -141,7 +145,7 @@ impl Egress {
             Some(path) => Some(open_append(path)?),
             None => None,
         };
-        let config = crate::net::proxy::Config::default();
+        let config = crate::net::proxy::Config::default().with_cassette(self.cassette.clone());
         match &mut self.helper {
             Some(h) => h.serve(listener, self.egress.clone(), config, log),
             None => Err(std::io::Error::other(
@@ -152,7 +156,14 @@ impl Egress {
 
     /// Stops the proxy (every live connection ends) and returns its records.
     pub(super) fn stop(self) -> crate::net::log::Network {
-        self.helper.map(|h| h.stop()).unwrap_or_default()
+        let network = self.helper.map(|h| h.stop()).unwrap_or_default();
+        if let Some(crate::net::cassette::Mode::Record(w)) = &self.cassette {
+            // The run's outcome stands; a cassette that could not be written is said.
+            if let Err(e) = w.finish() {
+                eprintln!("reprorun: {e}");
+            }
+        }
+        network
     }
 }
 
@@ -507,7 +518,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .as_ref()
         .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
     // The proxy's helper, forked while this process is single-threaded.
-    let mut egress = Egress::of(plan, res.cgroup, res.intercept.clone());
+    let mut egress = Egress::of(plan, res.cgroup, res.intercept.clone(), res.cassette.clone());
     let server = if vdso::SUPPORTED && plan.intercept {
         let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();
