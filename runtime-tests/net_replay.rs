@@ -187,7 +187,9 @@ print("requests", r.status_code, r.text.strip())
 /// The script the sandbox runs, against the two ports.
 fn script(tls: u16, plain: u16) -> String {
     [
-        format!("curl -sS https://api.test:{tls}/count https://api.test:{tls}/count; echo \" rc=$?\"; "),
+        format!(
+            "curl -sS https://api.test:{tls}/count https://api.test:{tls}/count; echo \" rc=$?\"; "
+        ),
         format!("curl -sS -d 'q=1' https://api.test:{tls}/echo; echo \" rc=$?\"; "),
         format!("curl -sS -N https://api.test:{tls}/stream; echo \" rc=$?\"; "),
         format!("curl -sS http://plain.test:{plain}/plain?x=1; echo \" rc=$?\"; "),
@@ -206,8 +208,14 @@ fn run(work: &Work, up: &Upstreams, extra: &[&str], script: &str) -> std::proces
         format!("plain.test:{p}"),
         format!("127.0.0.1:{p}"),
     ];
-    let mut args = vec!["exec", "--date", "1999-06-01", "--upstream-ca", "test-ca.pem"];
-    if extra.iter().any(|a| *a == "--net-replay") {
+    let mut args = vec![
+        "exec",
+        "--date",
+        "1999-06-01",
+        "--upstream-ca",
+        "test-ca.pem",
+    ];
+    if extra.contains(&"--net-replay") {
         args.truncate(3);
     }
     for r in &rules {
@@ -235,7 +243,12 @@ fn a_recorded_run_replays_offline_byte_for_byte() {
     std::fs::write(work.path().join("test-ca.pem"), &up.ca_pem).unwrap();
     std::fs::write(work.path().join("clients.py"), CLIENTS).unwrap();
     let script = script(up.tls, up.plain);
-    let o = run(&work, &up, &["--net-record", "tape", "--record", "rec1.json"], &script);
+    let o = run(
+        &work,
+        &up,
+        &["--net-record", "tape", "--record", "rec1.json"],
+        &script,
+    );
     let recorded = expect_code(&o, 0);
     for want in [
         "count 1\ncount 2\n rc=0",
@@ -265,11 +278,20 @@ fn a_recorded_run_replays_offline_byte_for_byte() {
     assert_eq!(plain["target"], "/plain?x=1", "{plain:#}");
     assert_eq!(plain["host"], "plain.test");
     let echo = entries.iter().find(|e| e["target"] == "/echo").unwrap();
-    assert_eq!(echo["request_body"]["sha256"], sha256_hex(b"q=1"), "{echo:#}");
+    assert_eq!(
+        echo["request_body"]["sha256"],
+        sha256_hex(b"q=1"),
+        "{echo:#}"
+    );
 
     // Offline: the upstreams are gone, and nothing reaches them.
     up.stop();
-    let o = run(&work, &up, &["--net-replay", "tape", "--record", "rec2.json"], &script);
+    let o = run(
+        &work,
+        &up,
+        &["--net-replay", "tape", "--record", "rec2.json"],
+        &script,
+    );
     let replayed = expect_code(&o, 0);
     assert_eq!(replayed, recorded, "replay differs from the recording");
     assert_eq!(up.served.load(Ordering::SeqCst), served);
@@ -281,7 +303,10 @@ fn a_recorded_run_replays_offline_byte_for_byte() {
     for r in &net {
         assert_eq!(r["decision"], "allowed", "{r:#}");
         assert!(r["address"].is_null(), "nothing was resolved: {r:#}");
-        assert!(r["rule"].as_str().unwrap().starts_with("--net-replay "), "{r:#}");
+        assert!(
+            r["rule"].as_str().unwrap().starts_with("--net-replay "),
+            "{r:#}"
+        );
     }
 }
 
@@ -300,22 +325,37 @@ fn a_request_the_cassette_lacks_is_refused_and_named() {
         "curl -sS https://api.test:{t}/known; curl -sS -i https://api.test:{t}/missing?q=1; echo \" rc=$?\"; \
          curl -sS https://elsewhere.test/; echo \" rc=$?\""
     );
-    let o = run(&work, &up, &["--net-replay", "tape", "--record", "rec.json"], &twice);
+    let o = run(
+        &work,
+        &up,
+        &["--net-replay", "tape", "--record", "rec.json"],
+        &twice,
+    );
     let out = expect_code(&o, 0);
     assert!(out.contains("hello /known\n"), "{out}");
     let line = format!("GET https://api.test:{t}/missing?q=1 is not in the cassette");
     assert!(out.contains("HTTP/1.1 403 Forbidden"), "{out}");
     assert!(out.contains(&line), "{out}");
-    assert!(out.contains("X-Reprorun-Refusal: reprorun: --net-replay: GET"), "{out}");
+    assert!(
+        out.contains("X-Reprorun-Refusal: reprorun: --net-replay: GET"),
+        "{out}"
+    );
     let net = read_json(&work.path().join("rec.json"))["network"]
         .as_array()
         .cloned()
         .unwrap();
-    let refused: Vec<&serde_json::Value> = net.iter().filter(|r| r["decision"] == "refused").collect();
+    let refused: Vec<&serde_json::Value> =
+        net.iter().filter(|r| r["decision"] == "refused").collect();
     assert_eq!(refused.len(), 2, "{net:#?}");
-    assert!(refused[0]["rule"].as_str().unwrap().contains(&line), "{net:#?}");
     assert!(
-        refused[1]["rule"].as_str().unwrap().contains("no recorded exchange with elsewhere.test:443"),
+        refused[0]["rule"].as_str().unwrap().contains(&line),
+        "{net:#?}"
+    );
+    assert!(
+        refused[1]["rule"]
+            .as_str()
+            .unwrap()
+            .contains("no recorded exchange with elsewhere.test:443"),
         "{net:#?}"
     );
 }
@@ -360,7 +400,11 @@ fn a_planted_link_or_a_corrupted_cassette_is_refused_with_one_line() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("its SHA-256 is not its name"), "{err}");
-    std::fs::write(tape.join("index.json"), "{\"format\": \"reprorun-cassette/1\"").unwrap();
+    std::fs::write(
+        tape.join("index.json"),
+        "{\"format\": \"reprorun-cassette/1\"",
+    )
+    .unwrap();
     let o = work.run(&["exec", "--net-replay", "real", "--", "true"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(125), "{err}");

@@ -255,8 +255,7 @@ fn egress(args: &ExecArgs) -> Result<net::Egress, Error> {
     }
     if args.upstream_ca.is_some() && inject.is_empty() && args.net_record.is_none() {
         return Err(Error::Usage(
-            "--upstream-ca verifies the upstreams of --inject-env or --net-record: name one"
-                .into(),
+            "--upstream-ca verifies the upstreams of --inject-env or --net-record: name one".into(),
         ));
     }
     let (record, replay) = cassette_dirs(args)?;

@@ -318,9 +318,9 @@ fn instance(
     let cassette = match text("cassette")?.map(path) {
         Some(c) if !c.join(CASSETTE_INDEX).is_file() => {
             return Err(bad(format!(
-                "cassette {} has no {CASSETTE_INDEX}: record one with `reprorun exec --net-record DIR`",
-                c.display()
-            )))
+            "cassette {} has no {CASSETTE_INDEX}: record one with `reprorun exec --net-record DIR`",
+            c.display()
+        )))
         }
         Some(c) => Some(c),
         None => defaults

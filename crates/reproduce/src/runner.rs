@@ -529,6 +529,7 @@ mod tests {
             image: None,
             rootfs: None,
             mirror: None,
+            cassette: None,
             bench_date: 1_683_720_000,
             recorded_resolved: true,
         }

@@ -207,7 +207,10 @@ impl Key {
 
     /// One line naming the request (for a replay miss).
     pub fn describe(&self) -> String {
-        let default = matches!((self.scheme.as_str(), self.port), ("https", 443) | ("http", 80));
+        let default = matches!(
+            (self.scheme.as_str(), self.port),
+            ("https", 443) | ("http", 80)
+        );
         let port = if default {
             String::new()
         } else {
@@ -221,7 +224,10 @@ impl Key {
             s.push_str(&format!(" [{n}: {v}]"));
         }
         if self.body != sha256_hex(b"") {
-            s.push_str(&format!(" [body sha256 {}]", &self.body[..12.min(self.body.len())]));
+            s.push_str(&format!(
+                " [body sha256 {}]",
+                &self.body[..12.min(self.body.len())]
+            ));
         }
         s
     }
@@ -276,6 +282,16 @@ pub enum Mode {
     Record(std::sync::Arc<Writer>),
     /// `--net-replay`: requests are answered from the cassette.
     Replay(std::sync::Arc<Cassette>),
+}
+
+impl Mode {
+    /// Writes a recorded cassette's index (a replay has nothing to write).
+    pub fn finish(&self) -> Result<(), CassetteError> {
+        match self {
+            Mode::Record(w) => w.finish().map(drop),
+            Mode::Replay(_) => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Mode {

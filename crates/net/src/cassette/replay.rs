@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use reprorun_base::sys::hostpath;
 
 use super::{
-    is_digest, sha256_hex, CassetteError, Entry, Index, Key, BODIES, BODY_MAX, ENTRIES_MAX,
-    FORMAT, INDEX, INDEX_MAX, TOTAL_MAX,
+    is_digest, sha256_hex, CassetteError, Entry, Index, Key, BODIES, BODY_MAX, ENTRIES_MAX, FORMAT,
+    INDEX, INDEX_MAX, TOTAL_MAX,
 };
 
 /// A loaded cassette.
@@ -125,7 +125,8 @@ impl Cassette {
 
 /// The index, checked: its format, its bounds, the digests' form, orders unique.
 pub(crate) fn parse_index(text: &str) -> Result<Index, String> {
-    let index: Index = serde_json::from_str(text).map_err(|e| format!("not a cassette index ({e})"))?;
+    let index: Index =
+        serde_json::from_str(text).map_err(|e| format!("not a cassette index ({e})"))?;
     if index.format != FORMAT {
         return Err(format!(
             "format {:?}, this reprorun reads {FORMAT:?}",
@@ -139,7 +140,10 @@ pub(crate) fn parse_index(text: &str) -> Result<Index, String> {
     for e in &index.entries {
         for b in [&e.request_body, &e.response_body] {
             if !is_digest(&b.sha256) {
-                return Err(format!("entry {}: {:?} is not a SHA-256", e.order, b.sha256));
+                return Err(format!(
+                    "entry {}: {:?} is not a SHA-256",
+                    e.order, b.sha256
+                ));
             }
             if b.size > BODY_MAX {
                 return Err(format!("entry {}: a body over {BODY_MAX} bytes", e.order));
@@ -152,10 +156,9 @@ pub(crate) fn parse_index(text: &str) -> Result<Index, String> {
             return Err(format!("entry {}: scheme {:?}", e.order, e.scheme));
         }
         let clean = |s: &str| !s.bytes().any(|b| b.is_ascii_control());
-        let fields_clean = e
-            .response_headers
-            .iter()
-            .all(|(n, v)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic() && b != b':') && clean(v));
+        let fields_clean = e.response_headers.iter().all(|(n, v)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic() && b != b':') && clean(v)
+        });
         if !(100..=999).contains(&e.status) || !clean(&e.reason) || !fields_clean {
             return Err(format!("entry {}: a malformed response head", e.order));
         }

@@ -64,7 +64,10 @@ impl Writer {
     /// Writes the bodies of `ex` and keeps its entry (or says why it was not recorded).
     pub fn add(&self, ex: Exchange, not_recorded: Option<String>) {
         let mut st = crate::proxy::lock(&self.state);
-        let name = format!("{} {}://{}:{}{}", ex.method, ex.scheme, ex.host, ex.port, ex.target);
+        let name = format!(
+            "{} {}://{}:{}{}",
+            ex.method, ex.scheme, ex.host, ex.port, ex.target
+        );
         let size = (ex.request_body.len() + ex.response_body.len()) as u64;
         let why = match not_recorded {
             Some(why) => Some(why),
@@ -76,9 +79,9 @@ impl Writer {
             {
                 Some(format!("a body over {BODY_MAX} bytes"))
             }
-            None if st.total + size > TOTAL_MAX => {
-                Some(format!("the cassette's bodies would pass {TOTAL_MAX} bytes"))
-            }
+            None if st.total + size > TOTAL_MAX => Some(format!(
+                "the cassette's bodies would pass {TOTAL_MAX} bytes"
+            )),
             None => None,
         };
         if let Some(why) = why {
@@ -118,7 +121,8 @@ impl Writer {
 
     fn write_body(&self, digest: &str, bytes: &[u8]) -> Result<(), String> {
         let path = self.dir.join(BODIES).join(digest);
-        let mut f = hostpath::open_write(&path, false, Write::Truncate).map_err(|e| e.to_string())?;
+        let mut f =
+            hostpath::open_write(&path, false, Write::Truncate).map_err(|e| e.to_string())?;
         f.write_all(bytes).map_err(|e| e.to_string())
     }
 
@@ -182,10 +186,13 @@ pub(crate) fn read_wire(fd: OwnedFd, lens: [u64; 3]) -> Option<(Exchange, Option
     let mut ex = w.ex;
     ex.request_body = part(meta, req)?;
     ex.response_body = part(meta + req, resp)?;
-    sane(&ex).then_some((ex, w.not_recorded.map(|mut s| {
-        s.truncate(s.floor_char_boundary_compat(512));
-        s
-    })))
+    sane(&ex).then_some((
+        ex,
+        w.not_recorded.map(|mut s| {
+            s.truncate(s.floor_char_boundary_compat(512));
+            s
+        }),
+    ))
 }
 
 /// The fields of an exchange the helper sent are within the index's bounds.

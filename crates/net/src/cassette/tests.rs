@@ -35,8 +35,16 @@ fn key(target: &str, headers: &[(&str, &str)], body: &str) -> Key {
 
 #[test]
 fn keys_match_on_method_url_chosen_headers_and_body_only() {
-    let a = key("/x?q=1", &[("Accept-Encoding", "identity"), ("User-Agent", "a")], "");
-    let b = key("/x?q=1", &[("accept-encoding", "identity"), ("User-Agent", "b")], "");
+    let a = key(
+        "/x?q=1",
+        &[("Accept-Encoding", "identity"), ("User-Agent", "a")],
+        "",
+    );
+    let b = key(
+        "/x?q=1",
+        &[("accept-encoding", "identity"), ("User-Agent", "b")],
+        "",
+    );
     assert_eq!(a, b, "the host's case and unchosen headers do not matter");
     assert_ne!(a, key("/x?q=2", &[("accept-encoding", "identity")], ""));
     assert_ne!(a, key("/x?q=1", &[("accept-encoding", "gzip")], ""));
@@ -64,7 +72,10 @@ fn credentials_and_hop_by_hop_fields_are_not_written() {
     assert_eq!(
         kept,
         [
-            ("authorization".to_string(), "(redacted by reprorun)".to_string()),
+            (
+                "authorization".to_string(),
+                "(redacted by reprorun)".to_string()
+            ),
             ("cookie".to_string(), "(redacted by reprorun)".to_string()),
             ("accept".to_string(), "*/*".to_string()),
         ]
@@ -79,14 +90,20 @@ fn a_written_cassette_loads_and_answers_repeats_in_recorded_order() {
     w.add(exchange("/n", "", "first"), None);
     w.add(exchange("/n", "", "second"), None);
     w.add(exchange("/other", "", "first"), None);
-    w.add(exchange("/big", "", "x"), Some("a body over 16777216 bytes".into()));
+    w.add(
+        exchange("/big", "", "x"),
+        Some("a body over 16777216 bytes".into()),
+    );
     assert_eq!(w.finish().unwrap(), 3);
     // "first" is written once.
     assert_eq!(std::fs::read_dir(dir.join(BODIES)).unwrap().count(), 3);
     let index: Index =
         serde_json::from_str(&std::fs::read_to_string(dir.join(INDEX)).unwrap()).unwrap();
     assert_eq!(index.format, FORMAT);
-    assert_eq!(index.not_recorded, ["GET https://api.test:443/big: a body over 16777216 bytes"]);
+    assert_eq!(
+        index.not_recorded,
+        ["GET https://api.test:443/big: a body over 16777216 bytes"]
+    );
     assert_eq!(index.entries[1].order, 1);
     assert_eq!(index.entries[1].response_body, Body::of(b"second"));
 
@@ -94,10 +111,21 @@ fn a_written_cassette_loads_and_answers_repeats_in_recorded_order() {
     assert_eq!(c.len(), 3);
     assert!(c.serves("API.TEST", 443) && !c.serves("api.test", 80));
     let k = key("/n", &[("accept-encoding", "identity")], "");
-    let bodies: Vec<Vec<u8>> = (0..3).map(|_| c.answer(&k).unwrap().body.to_vec()).collect();
-    assert_eq!(bodies, [b"first".to_vec(), b"second".to_vec(), b"second".to_vec()]);
-    assert!(c.answer(&key("/n", &[], "")).is_none(), "accept-encoding differs");
-    assert!(Writer::create(&dir).is_err(), "a cassette is not written over");
+    let bodies: Vec<Vec<u8>> = (0..3)
+        .map(|_| c.answer(&k).unwrap().body.to_vec())
+        .collect();
+    assert_eq!(
+        bodies,
+        [b"first".to_vec(), b"second".to_vec(), b"second".to_vec()]
+    );
+    assert!(
+        c.answer(&key("/n", &[], "")).is_none(),
+        "accept-encoding differs"
+    );
+    assert!(
+        Writer::create(&dir).is_err(),
+        "a cassette is not written over"
+    );
 }
 
 #[test]
@@ -114,12 +142,23 @@ fn a_corrupted_cassette_is_refused_with_one_line() {
     assert!(!e.contains('\n'));
     std::fs::remove_file(&body).unwrap();
     let e = Cassette::load(&dir).err().unwrap().to_string();
-    assert!(e.starts_with(&format!("--net-replay {}: bodies/", dir.display())), "{e}");
-    std::fs::write(dir.join(INDEX), "{\"format\": \"reprorun-cassette/1\", \"entries\": [").unwrap();
+    assert!(
+        e.starts_with(&format!("--net-replay {}: bodies/", dir.display())),
+        "{e}"
+    );
+    std::fs::write(
+        dir.join(INDEX),
+        "{\"format\": \"reprorun-cassette/1\", \"entries\": [",
+    )
+    .unwrap();
     let e = Cassette::load(&dir).err().unwrap().to_string();
     assert!(e.contains("index.json: not a cassette index"), "{e}");
     assert!(!e.contains('\n'));
-    std::fs::write(dir.join(INDEX), "{\"format\": \"other/2\", \"entries\": []}").unwrap();
+    std::fs::write(
+        dir.join(INDEX),
+        "{\"format\": \"other/2\", \"entries\": []}",
+    )
+    .unwrap();
     let e = Cassette::load(&dir).err().unwrap().to_string();
     assert!(e.contains("format \"other/2\""), "{e}");
 }
@@ -137,7 +176,10 @@ fn index_entries_are_checked() {
     let bad = [
         (entry("../../etc/passwd", 200, "x-a"), "is not a SHA-256"),
         (entry(&empty, 42, "x-a"), "malformed response head"),
-        (entry(&empty, 200, "x-a\\r\\nx-b"), "malformed response head"),
+        (
+            entry(&empty, 200, "x-a\\r\\nx-b"),
+            "malformed response head",
+        ),
     ];
     for (text, why) in bad {
         let e = replay::parse_index(&text).unwrap_err();

@@ -385,7 +385,8 @@ fn broker(
                 }
             }
             (Some(b'C'), Some(fd)) if bytes.len() == 25 => {
-                let len = |i: usize| u64::from_be_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+                let len =
+                    |i: usize| u64::from_be_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
                 let writer = match &config.cassette {
                     Some(crate::cassette::Mode::Record(w)) => w,
                     _ => continue,

@@ -33,6 +33,18 @@ struct Pending {
     too_large: bool,
 }
 
+/// A response being read.
+struct Answer {
+    status: u16,
+    reason: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    too_large: bool,
+}
+
+/// A head's first line and its header fields.
+pub(crate) type Head<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+
 /// The tap of one connection; every finished exchange goes to `sink`.
 pub(crate) struct Tap<'a> {
     scheme: &'static str,
@@ -41,8 +53,8 @@ pub(crate) struct Tap<'a> {
     req: Side,
     resp: Side,
     pending: VecDeque<Pending>,
-    /// The response being read: status, reason, header fields, body.
-    answer: Option<(u16, String, Vec<(String, String)>, Vec<u8>, bool)>,
+    /// The response being read.
+    answer: Option<Answer>,
     /// Why the tap stopped, once it did.
     pub(crate) stopped: Option<String>,
     sink: &'a dyn Fn(Exchange, Option<String>),
@@ -129,7 +141,9 @@ impl<'a> Tap<'a> {
             return Err(format!("not HTTP/1.x ({version})"));
         }
         if self.pending.len() >= PENDING_MAX {
-            return Err(format!("more than {PENDING_MAX} requests ahead of their answers"));
+            return Err(format!(
+                "more than {PENDING_MAX} requests ahead of their answers"
+            ));
         }
         let values = |name: &str| -> Vec<&str> {
             fields
@@ -180,12 +194,11 @@ impl<'a> Tap<'a> {
                     }
                 }
                 Side::Body(framer) => {
-                    let Some(a) = self.answer.as_mut() else { return };
-                    let n = decode(framer, input, &mut a.3);
-                    if a.3.len() as u64 > BODY_MAX {
-                        a.4 = true;
-                        a.3.clear();
-                    }
+                    let Some(a) = self.answer.as_mut() else {
+                        return;
+                    };
+                    let n = decode(framer, input, &mut a.body);
+                    a.cap();
                     input = &input[n..];
                     match framer {
                         Framer::Done => self.answered(),
@@ -198,11 +211,8 @@ impl<'a> Tap<'a> {
                 }
                 Side::UntilClose => {
                     if let Some(a) = self.answer.as_mut() {
-                        a.3.extend_from_slice(input);
-                        if a.3.len() as u64 > BODY_MAX {
-                            a.4 = true;
-                            a.3.clear();
-                        }
+                        a.body.extend_from_slice(input);
+                        a.cap();
                     }
                     return;
                 }
@@ -252,7 +262,13 @@ impl<'a> Tap<'a> {
                 .collect()
         };
         let headers = kept_headers(fields.iter().copied(), false);
-        self.answer = Some((status, reason, headers, Vec::new(), false));
+        self.answer = Some(Answer {
+            status,
+            reason,
+            headers,
+            body: Vec::new(),
+            too_large: false,
+        });
         let te = values("transfer-encoding");
         let cl = values("content-length");
         if head_req || status == 204 || status == 304 {
@@ -271,7 +287,14 @@ impl<'a> Tap<'a> {
     /// The response in `answer` is complete: the exchange goes to the sink.
     fn answered(&mut self) {
         self.resp = Side::Head(Vec::new());
-        let Some((status, reason, headers, body, too_large)) = self.answer.take() else {
+        let Some(Answer {
+            status,
+            reason,
+            headers,
+            body,
+            too_large,
+        }) = self.answer.take()
+        else {
             return;
         };
         let Some(p) = self.pending.pop_front() else {
@@ -292,6 +315,16 @@ impl<'a> Tap<'a> {
             None
         };
         (self.sink)(ex, why);
+    }
+}
+
+impl Answer {
+    /// A body over `BODY_MAX` is counted, not kept.
+    fn cap(&mut self) {
+        if self.body.len() as u64 > BODY_MAX {
+            self.too_large = true;
+            self.body.clear();
+        }
     }
 }
 
@@ -320,7 +353,7 @@ pub(super) fn decode(framer: &mut Framer, input: &[u8], out: &mut Vec<u8>) -> us
 }
 
 /// The first line and the header fields of a head.
-pub(crate) fn parse_head(head: &[u8]) -> Result<(&str, Vec<(&str, &str)>), String> {
+pub(crate) fn parse_head(head: &[u8]) -> Result<Head<'_>, String> {
     let text = std::str::from_utf8(head).map_err(|_| "a head that is not text".to_string())?;
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
     let first = lines.next().unwrap_or_default();

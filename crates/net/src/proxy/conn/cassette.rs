@@ -132,7 +132,9 @@ impl Conn<'_> {
                     return;
                 };
                 match (first.first(), &self.shared.config.intercept) {
-                    (Some(0x16), Some(icpt)) => self.replay_tls(icpt, cassette, (&host, port), &first),
+                    (Some(0x16), Some(icpt)) => {
+                        self.replay_tls(icpt, cassette, (&host, port), &first)
+                    }
                     _ => {
                         let mut client = self.client;
                         serve(cassette, &mut client, ("http", &host, port), first, true)
@@ -167,14 +169,22 @@ impl Conn<'_> {
         hello: &[u8],
     ) -> Served {
         let mut served = Served::default();
-        let mut server = match handshake(icpt, host, self.client, hello, self.shared.config.head_timeout) {
+        let mut server = match handshake(
+            icpt,
+            host,
+            self.client,
+            hello,
+            self.shared.config.head_timeout,
+        ) {
             Ok(s) => s,
             Err(why) => {
                 served.failed = Some(why);
                 return served;
             }
         };
-        let _ = self.client.set_read_timeout(Some(self.shared.config.idle_timeout));
+        let _ = self
+            .client
+            .set_read_timeout(Some(self.shared.config.idle_timeout));
         let mut sock = self.client;
         let mut tls = rustls::Stream::new(&mut server, &mut sock);
         let s = serve(cassette, &mut tls, ("https", host, port), Vec::new(), true);
@@ -197,7 +207,9 @@ fn handshake(
         .map_err(|e| format!("no certificate for {name}: {e}"))?;
     let mut server = ServerConnection::new(config).map_err(|e| format!("TLS: {e}"))?;
     while !hello.is_empty() {
-        server.read_tls(&mut hello).map_err(|e| format!("TLS: {e}"))?;
+        server
+            .read_tls(&mut hello)
+            .map_err(|e| format!("TLS: {e}"))?;
         server
             .process_new_packets()
             .map_err(|e| format!("TLS with the client: {e}"))?;
@@ -251,7 +263,10 @@ fn serve(
         let request = match parse_request(&buf) {
             Ok(r) => r,
             Err(why) => {
-                let _ = stream.write_all(&http::response("400 Bad Request", &format!("reprorun: {why}")));
+                let _ = stream.write_all(&http::response(
+                    "400 Bad Request",
+                    &format!("reprorun: {why}"),
+                ));
                 served.failed = Some(why);
                 return served;
             }
@@ -281,7 +296,13 @@ fn serve(
             }
         }
         buf = pending;
-        let key = Key::new(&method, (scheme, host, port), &target, &fields, &sha256_hex(&body));
+        let key = Key::new(
+            &method,
+            (scheme, host, port),
+            &target,
+            &fields,
+            &sha256_hex(&body),
+        );
         let Some(answer) = cassette.answer(&key) else {
             let line = format!(
                 "reprorun: --net-replay: {} is not in the cassette {}",
@@ -292,11 +313,18 @@ fn serve(
             served.down += bytes.len() as u64;
             let _ = stream.write_all(&bytes);
             let _ = stream.flush();
-            served.misses.push(line.trim_start_matches("reprorun: ").to_string());
+            served
+                .misses
+                .push(line.trim_start_matches("reprorun: ").to_string());
             return served;
         };
         let close = close || !keep_alive;
-        let bytes = replayed(answer.entry, &answer.body, method.eq_ignore_ascii_case("HEAD"), close);
+        let bytes = replayed(
+            answer.entry,
+            &answer.body,
+            method.eq_ignore_ascii_case("HEAD"),
+            close,
+        );
         served.down += bytes.len() as u64;
         served.hits += 1;
         if stream.write_all(&bytes).is_err() || stream.flush().is_err() || close {
@@ -320,7 +348,9 @@ fn parse_request(head: &[u8]) -> Result<Request, String> {
         return Err("malformed request line".into());
     };
     if version != "HTTP/1.1" && version != "HTTP/1.0" {
-        return Err(format!("unsupported protocol version {version:?} (HTTP/1.1 only)"));
+        return Err(format!(
+            "unsupported protocol version {version:?} (HTTP/1.1 only)"
+        ));
     }
     let values = |name: &str| -> Vec<&str> {
         fields
@@ -345,7 +375,12 @@ fn parse_request(head: &[u8]) -> Result<Request, String> {
 /// The recorded response, framed again: `Content-Length` for its body (none for HEAD, 1xx,
 /// 204 and 304, where the recorded one is kept), no transfer coding.
 pub(super) fn replayed(entry: &Entry, body: &[u8], head_req: bool, close: bool) -> Vec<u8> {
-    const DROPPED: [&str; 4] = ["transfer-encoding", "content-length", "connection", "keep-alive"];
+    const DROPPED: [&str; 4] = [
+        "transfer-encoding",
+        "content-length",
+        "connection",
+        "keep-alive",
+    ];
     let no_body = head_req || entry.status < 200 || entry.status == 204 || entry.status == 304;
     let mut out = format!("HTTP/1.1 {} {}\r\n", entry.status, entry.reason);
     for (n, v) in &entry.response_headers {

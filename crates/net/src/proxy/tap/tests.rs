@@ -3,7 +3,11 @@ use std::cell::RefCell;
 use super::*;
 
 /// Feeds the client's and the upstream's bytes in pieces of `step`; the exchanges seen.
-fn tap(client: &str, upstream: &str, step: usize) -> (Vec<(Exchange, Option<String>)>, Option<String>) {
+fn tap(
+    client: &str,
+    upstream: &str,
+    step: usize,
+) -> (Vec<(Exchange, Option<String>)>, Option<String>) {
     let seen = RefCell::new(Vec::new());
     let sink = |ex, why| seen.borrow_mut().push((ex, why));
     let mut t = Tap::new("https", ("API.test", 443), &sink);
@@ -19,6 +23,9 @@ fn tap(client: &str, upstream: &str, step: usize) -> (Vec<(Exchange, Option<Stri
     (seen.into_inner(), stopped)
 }
 
+/// Method, target, request body, status, response body.
+type Row<'a> = (&'a str, &'a str, &'a [u8], u16, &'a [u8]);
+
 #[test]
 fn keep_alive_exchanges_are_cut_with_their_codings_taken_off() {
     let client = "POST /v1?a=1 HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer ph\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n\
@@ -30,7 +37,7 @@ fn keep_alive_exchanges_are_cut_with_their_codings_taken_off() {
     for step in [1, 3, 4096] {
         let (seen, stopped) = tap(client, upstream, step);
         assert_eq!(stopped, None);
-        let got: Vec<(&str, &str, &[u8], u16, &[u8])> = seen
+        let got: Vec<Row<'_>> = seen
             .iter()
             .map(|(e, _)| {
                 (
@@ -56,14 +63,21 @@ fn keep_alive_exchanges_are_cut_with_their_codings_taken_off() {
         assert!(first
             .request_headers
             .contains(&("authorization".into(), "(redacted by reprorun)".into())));
-        assert!(!first.request_headers.iter().any(|(n, _)| n == "transfer-encoding"));
+        assert!(!first
+            .request_headers
+            .iter()
+            .any(|(n, _)| n == "transfer-encoding"));
         assert!(seen.iter().all(|(_, why)| why.is_none()));
     }
 }
 
 #[test]
 fn a_response_without_length_ends_with_the_connection() {
-    let (seen, _) = tap("GET / HTTP/1.1\r\n\r\n", "HTTP/1.0 200 OK\r\n\r\nall of it", 2);
+    let (seen, _) = tap(
+        "GET / HTTP/1.1\r\n\r\n",
+        "HTTP/1.0 200 OK\r\n\r\nall of it",
+        2,
+    );
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0.response_body, b"all of it");
 }
