@@ -411,3 +411,40 @@ fn a_planted_link_or_a_corrupted_cassette_is_refused_with_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("index.json: not a cassette index"), "{err}");
 }
+
+#[test]
+fn reproduce_answers_an_instances_network_from_its_cassette_offline() {
+    require!(Need::Root, Need::Tool("curl"));
+    use crate::reproduce::{Fixture, FIX, PLAIN_TEST};
+    let up = Upstreams::start();
+    let mut f = Fixture::new();
+    let dir = f.work.path().to_path_buf();
+    std::fs::write(dir.join("test-ca.pem"), &up.ca_pem).unwrap();
+    let t = up.tls;
+    // The instance's tests need an answer from api.test over https.
+    let test_cmd = format!("curl -sSf https://api.test:{t}/data");
+    let o = run(&f.work, &up, &["--net-record", "cassettes/net1"], &test_cmd);
+    assert!(expect_code(&o, 0).contains("hello /data"));
+    up.stop();
+    for id in ["net1", "net2"] {
+        f.add(
+            id,
+            FIX,
+            PLAIN_TEST,
+            serde_json::json!({"FAIL_TO_PASS": [], "PASS_TO_PASS": [], "test_cmd": test_cmd}),
+        );
+    }
+    // net1 has a cassette (cassettes/net1), net2 none: its shim runs stay offline.
+    let s = f.study(&["--k", "1", "--net-cassettes", "cassettes"]);
+    let class = |id: &str| {
+        s["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance_id"] == id)
+            .unwrap_or_else(|| panic!("{id} not in {s}"))["class_shim"]
+            .clone()
+    };
+    assert_eq!(class("net1"), "reproducible", "{s}");
+    assert_ne!(class("net2"), "reproducible", "{s}");
+}

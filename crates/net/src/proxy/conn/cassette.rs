@@ -272,6 +272,14 @@ fn serve(
             }
         };
         let (method, target, fields, mut framer, close) = request;
+        let expects = fields
+            .iter()
+            .any(|(n, v)| n == "expect" && v.eq_ignore_ascii_case("100-continue"));
+        if expects && framer != Framer::Done && rest.is_empty() {
+            // The client waits for this before sending its body.
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            let _ = stream.flush();
+        }
         let mut body = Vec::new();
         let mut pending = rest;
         loop {
