@@ -14,13 +14,13 @@ use reprorun_base::sys::hostpath::{self, Write};
 
 use super::{
     Body, CassetteError, Entry, Exchange, Index, BODIES, BODY_MAX, ENTRIES_MAX, FORMAT, INDEX,
-    TOTAL_MAX,
+    INDEX_MAX, TOTAL_MAX,
 };
 
 /// Reasons kept in the index's `not_recorded`.
 const REASONS_MAX: usize = 100;
 /// The largest description of an exchange the helper sends (JSON, bodies apart).
-pub(crate) const META_MAX: u64 = 1 << 20;
+pub(crate) const META_MAX: u64 = 4 << 20;
 
 /// The cassette being written.
 pub struct Writer {
@@ -32,6 +32,8 @@ pub struct Writer {
 struct State {
     entries: Vec<Entry>,
     total: u64,
+    /// About how long the index's entries are (their strings).
+    index: u64,
     written: HashSet<String>,
     not_recorded: Vec<String>,
     dropped: u64,
@@ -102,6 +104,7 @@ impl Writer {
             st.total += body.size;
             st.written.insert(body.sha256.clone());
         }
+        st.index += text_len(&ex);
         let order = st.entries.len() as u64;
         st.entries.push(Entry {
             order,
@@ -150,6 +153,13 @@ impl Writer {
             .map_err(|e| err(format!("{INDEX}: {e}")))?;
         Ok(index.entries.len())
     }
+}
+
+/// The length of an exchange's strings (what its entry adds to the index, about).
+fn text_len(ex: &Exchange) -> u64 {
+    let fields = ex.request_headers.iter().chain(&ex.response_headers);
+    let headers: usize = fields.map(|(n, v)| n.len() + v.len() + 8).sum();
+    (headers + ex.method.len() + ex.host.len() + ex.target.len() + ex.reason.len() + 512) as u64
 }
 
 impl State {

@@ -289,7 +289,10 @@ impl Conn<'_> {
                     Some(first) => first,
                     None => return,
                 };
-                if let Some(icpt) = self.terminating(target, port) {
+                // `--net-record` terminates every name's tunnel, when it carries TLS.
+                let tls = first.first() == Some(&0x16);
+                let icpt = self.terminating(target, port);
+                if let Some(icpt) = icpt.filter(|_| tls || !self.recording()) {
                     return self.terminate(&icpt, target, port, upstream, &first);
                 }
                 first

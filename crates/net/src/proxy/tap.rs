@@ -13,7 +13,7 @@ use super::http;
 use crate::cassette::{kept_headers, Exchange, BODY_MAX};
 
 /// Requests waiting for their answer (pipelining) before the tap gives up.
-const PENDING_MAX: usize = 16;
+const PENDING_MAX: usize = 4;
 /// The longest head kept (the proxy's own cap for requests).
 const HEAD_MAX: usize = 64 * 1024;
 
@@ -218,6 +218,11 @@ impl<'a> Tap<'a> {
                 }
             }
         }
+    }
+
+    /// Every request seen was answered, and no response is under way.
+    pub(crate) fn idle(&self) -> bool {
+        self.pending.is_empty() && matches!(&self.resp, Side::Head(b) if b.is_empty())
     }
 
     /// The upstream's stream ended: a response read to the connection's end is complete.

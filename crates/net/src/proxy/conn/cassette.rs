@@ -76,6 +76,10 @@ impl Conn<'_> {
                 break;
             }
             self.record.bytes_down += n as u64;
+            // The answer is whole: an upstream that keeps the connection open is not waited on.
+            if tap.stopped.is_none() && tap.idle() {
+                break;
+            }
         }
         tap.upstream_ended();
         let _ = self.client.shutdown(Shutdown::Write);
@@ -410,4 +414,69 @@ pub(super) fn replayed(entry: &Entry, body: &[u8], head_req: bool, close: bool) 
         out.extend_from_slice(body);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cassette::Body;
+
+    fn entry(status: u16, headers: &[(&str, &str)]) -> Entry {
+        Entry {
+            order: 0,
+            method: "GET".into(),
+            scheme: "https".into(),
+            host: "h".into(),
+            port: 443,
+            target: "/".into(),
+            request_headers: Vec::new(),
+            request_body: Body::of(b""),
+            status,
+            reason: "OK".into(),
+            response_headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+                .collect(),
+            response_body: Body::of(b"hello"),
+        }
+    }
+
+    #[test]
+    fn answers_are_framed_again_by_length() {
+        let e = entry(
+            200,
+            &[
+                ("transfer-encoding", "chunked"),
+                ("x-a", "1"),
+                ("connection", "keep-alive"),
+            ],
+        );
+        let got = String::from_utf8(replayed(&e, b"hello", false, false)).unwrap();
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 5\r\n\r\nhello"
+        );
+        let e = entry(200, &[("content-length", "99")]);
+        let got = String::from_utf8(replayed(&e, b"", true, true)).unwrap();
+        assert_eq!(
+            got, "HTTP/1.1 200 OK\r\ncontent-length: 99\r\nconnection: close\r\n\r\n",
+            "HEAD: the recorded length, no body"
+        );
+        let got = String::from_utf8(replayed(&entry(304, &[]), b"", false, false)).unwrap();
+        assert_eq!(got, "HTTP/1.1 304 OK\r\n\r\n");
+    }
+
+    #[test]
+    fn requests_are_parsed_for_matching() {
+        let (method, target, fields, framer, close) = parse_request(
+            b"POST /a?b=1 HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((method.as_str(), target.as_str()), ("POST", "/a?b=1"));
+        assert!(fields.contains(&("content-type".into(), "text/plain".into())));
+        assert_eq!(framer, Framer::Length(3));
+        assert!(close);
+        assert!(parse_request(b"PRI * HTTP/2.0\r\n\r\n").is_err());
+        assert!(parse_request(b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n").is_err());
+    }
 }
