@@ -84,6 +84,9 @@ impl Writer {
             None if st.total + size > TOTAL_MAX => Some(format!(
                 "the cassette's bodies would pass {TOTAL_MAX} bytes"
             )),
+            None if st.index + text_len(&ex) > INDEX_MAX / 2 => {
+                Some(format!("the index would pass {} bytes", INDEX_MAX / 2))
+            }
             None => None,
         };
         if let Some(why) = why {
