@@ -199,3 +199,27 @@ fn links_are_not_followed_at_the_cassette() {
     assert!(!real.join("sub").exists());
     assert!(Cassette::load(&link).is_err());
 }
+
+#[test]
+fn what_the_helper_sends_is_read_within_bounds() {
+    use std::io::Write;
+    let ex = exchange("/w", "req", "resp");
+    let meta = serde_json::to_vec(&ex).unwrap();
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(&meta).unwrap();
+    f.write_all(b"reqresp").unwrap();
+    let fd = |f: &std::fs::File| std::os::fd::OwnedFd::from(f.try_clone().unwrap());
+    let (got, why) = store::read_wire(fd(&f), [meta.len() as u64, 3, 4]).unwrap();
+    assert_eq!((got, why), (ex.clone(), None));
+    // Lengths past the bounds are refused before anything is read; short files too.
+    assert!(store::read_wire(fd(&f), [meta.len() as u64, BODY_MAX + 1, 0]).is_none());
+    assert!(store::read_wire(fd(&f), [store::META_MAX + 1, 0, 0]).is_none());
+    assert!(store::read_wire(fd(&f), [meta.len() as u64, 3, 40]).is_none());
+    // A description out of the index's bounds is refused.
+    let mut bad = ex;
+    bad.scheme = "gopher".into();
+    let meta = serde_json::to_vec(&bad).unwrap();
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(&meta).unwrap();
+    assert!(store::read_wire(fd(&f), [meta.len() as u64, 0, 0]).is_none());
+}
