@@ -32,6 +32,7 @@ mod mirror;
 mod mirror_npm;
 mod net;
 mod net_inject;
+mod net_replay;
 mod oci;
 mod oci_conformance;
 mod oci_containerd;

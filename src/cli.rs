@@ -224,6 +224,8 @@ fn wants_egress(args: &ExecArgs) -> bool {
         || !args.add_host.is_empty()
         || !args.inject_env.is_empty()
         || args.net_log.is_some()
+        || args.net_record.is_some()
+        || args.net_replay.is_some()
 }
 
 /// The allowlist (`--allow-host`, then each `--allow-file`) and `--add-host` overrides.
@@ -251,12 +253,15 @@ fn egress(args: &ExecArgs) -> Result<net::Egress, Error> {
     if let Some(ca) = &args.upstream_ca {
         reprorun_runtime::plan::refuse_link(ca, args.follow_symlinks, "--upstream-ca")?;
     }
-    if args.upstream_ca.is_some() && inject.is_empty() {
+    if args.upstream_ca.is_some() && inject.is_empty() && args.net_record.is_none() {
         return Err(Error::Usage(
-            "--upstream-ca verifies the upstreams of --inject-env: name one".into(),
+            "--upstream-ca verifies the upstreams of --inject-env or --net-record: name one".into(),
         ));
     }
+    let (record, replay) = cassette_dirs(args)?;
     Ok(net::Egress {
+        record,
+        replay,
         rules,
         hosts: args.add_host.clone(),
         inject,
@@ -265,6 +270,32 @@ fn egress(args: &ExecArgs) -> Result<net::Egress, Error> {
             .as_ref()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
     })
+}
+
+/// `--net-record DIR`, `--net-replay DIR`: one at most, absolute, no link crossed (unless
+/// `--follow-symlinks`).
+fn cassette_dirs(args: &ExecArgs) -> Result<(Option<PathBuf>, Option<PathBuf>), Error> {
+    if args.net_record.is_some() && args.net_replay.is_some() {
+        return Err(Error::Usage(
+            "--net-record and --net-replay: a run records a cassette or replays one; pass one"
+                .into(),
+        ));
+    }
+    let check = |dir: &Option<PathBuf>, flag: &'static str| -> Result<Option<PathBuf>, Error> {
+        let Some(dir) = dir else { return Ok(None) };
+        reprorun_runtime::plan::refuse_link(dir, args.follow_symlinks, flag)?;
+        let resolved = match args.follow_symlinks {
+            true => std::fs::canonicalize(dir).ok(),
+            false => None,
+        };
+        Ok(Some(resolved.unwrap_or_else(|| {
+            std::path::absolute(dir).unwrap_or_else(|_| dir.clone())
+        })))
+    };
+    Ok((
+        check(&args.net_record, "--net-record")?,
+        check(&args.net_replay, "--net-replay")?,
+    ))
 }
 
 /// The largest `--env-file` read.

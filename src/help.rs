@@ -43,7 +43,15 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     (
         "Network",
-        &["net", "allow_host", "allow_file", "add_host", "net_log"],
+        &[
+            "net",
+            "allow_host",
+            "allow_file",
+            "add_host",
+            "net_log",
+            "net_record",
+            "net_replay",
+        ],
     ),
     ("Output", &["record", "dry_run"]),
 ];

@@ -205,6 +205,19 @@ pub(crate) struct ExecArgs {
     /// ends (the run record's `network` list holds the same); implies --net allow.
     #[arg(long, value_name = "FILE")]
     net_log: Option<PathBuf> => opt(path);
+    /// Record the HTTP/1.1 exchanges of the run through the egress proxy into DIR, a
+    /// content-addressed cassette (DIR/index.json, DIR/bodies/SHA256): plain HTTP, and
+    /// inside TLS for every allowlisted name (the proxy terminates all of them with the
+    /// run's CA, as for --inject-env). DIR is made (no link followed) and must not hold a
+    /// cassette; implies --net allow (`spec/network.md`).
+    #[arg(long, value_name = "DIR")]
+    net_record: Option<PathBuf> => opt(path);
+    /// Answer the run's requests from the cassette in DIR (made by --net-record): no
+    /// connection leaves the machine, https works with the run's CA, and a request the
+    /// cassette lacks gets 403 naming it (and is recorded). Matched on method, URL, body
+    /// and a few header fields; implies --net allow (`spec/network.md`).
+    #[arg(long, value_name = "DIR")]
+    net_replay: Option<PathBuf> => opt(path);
     /// Set an environment variable (after the pins and --env-file); repeatable.
     #[arg(long, value_name = "KEY=VALUE")]
     env: Vec<(String, String)> => many, value_parser parse::env_entry;

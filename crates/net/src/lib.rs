@@ -11,6 +11,7 @@
 
 pub(crate) mod addr;
 pub mod allow;
+pub mod cassette;
 pub mod intercept;
 pub(crate) mod local;
 pub mod log;
@@ -38,4 +39,18 @@ pub struct Egress {
     /// system bundle without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_ca: Option<std::path::PathBuf>,
+    /// `--net-record DIR`: the cassette the run's exchanges are written to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<std::path::PathBuf>,
+    /// `--net-replay DIR`: the cassette the run's requests are answered from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<std::path::PathBuf>,
+}
+
+impl Egress {
+    /// Whether the proxy terminates TLS (`--inject-env`, `--net-record`, `--net-replay`): the
+    /// sandbox then trusts the run's CA.
+    pub fn terminates_tls(&self) -> bool {
+        !self.inject.is_empty() || self.record.is_some() || self.replay.is_some()
+    }
 }

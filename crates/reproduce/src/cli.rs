@@ -171,6 +171,10 @@ pub struct RunArgs {
     /// The frozen mirror for instances without a mirror field (shim arm).
     #[arg(long, value_name = "DIR")]
     pub mirror: Option<PathBuf>,
+    /// Cassettes by instance: the shim arm of an instance without a `cassette` field is
+    /// answered from DIR/<instance_id> when it holds one (`exec --net-replay`: offline).
+    #[arg(long, value_name = "DIR")]
+    pub net_cassettes: Option<PathBuf>,
     /// The index the no-shim arm installs from, as a mirror directory (the "live" index);
     /// without it, host-like runs use the host's own pip/uv configuration.
     #[arg(long, value_name = "DIR")]
@@ -403,6 +407,7 @@ fn study_options(a: RunArgs) -> study::Options {
             test_cmd: a.test_cmd,
             recorded: a.recorded,
             mirror: a.mirror,
+            net_cassettes: a.net_cassettes,
             store: a.store,
             specs: a.specs,
             instance_ids: a.instance_ids,

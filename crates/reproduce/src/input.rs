@@ -56,10 +56,16 @@ pub struct Instance {
     pub rootfs: Option<PathBuf>,
     /// The frozen mirror the shim arm installs from.
     pub mirror: Option<PathBuf>,
+    /// The cassette the shim arm's network is answered from (`exec --net-replay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cassette: Option<PathBuf>,
     /// Unix seconds: `bench_date`, else `created_at`.
     pub bench_date: i64,
     pub recorded_resolved: bool,
 }
+
+/// The index file that makes a directory a cassette.
+const CASSETTE_INDEX: &str = reprorun_runtime::net::cassette::INDEX;
 
 /// What the caller adds to the files.
 #[derive(Debug, Clone, Default)]
@@ -73,6 +79,9 @@ pub(crate) struct Defaults {
     pub recorded: Option<PathBuf>,
     /// `--mirror DIR`: for instances without `mirror`.
     pub mirror: Option<PathBuf>,
+    /// `--net-cassettes DIR`: `DIR/<instance_id>` for instances without `cassette`, when it
+    /// holds a cassette.
+    pub net_cassettes: Option<PathBuf>,
     /// `--store DIR`: the image store `image` is looked up in.
     pub store: Option<PathBuf>,
     /// `--specs FILE`: test commands per repo and version, for instances without
@@ -339,6 +348,20 @@ fn instance(
             m.display()
         )));
     }
+    let cassette = match text("cassette")?.map(path) {
+        Some(c) if !c.join(CASSETTE_INDEX).is_file() => {
+            return Err(bad(format!(
+            "cassette {} has no {CASSETTE_INDEX}: record one with `reprorun exec --net-record DIR`",
+            c.display()
+        )))
+        }
+        Some(c) => Some(c),
+        None => defaults
+            .net_cassettes
+            .as_ref()
+            .map(|d| d.join(id))
+            .filter(|c| c.join(CASSETTE_INDEX).is_file()),
+    };
     let inst = Instance {
         instance_id: id.to_string(),
         repo,
@@ -354,6 +377,7 @@ fn instance(
         image: None,
         rootfs,
         mirror,
+        cassette,
         bench_date,
         recorded_resolved,
     };

@@ -187,6 +187,7 @@ mod tests {
             image: None,
             rootfs: None,
             mirror,
+            cassette: None,
             bench_date: 0,
             recorded_resolved: true,
         }

@@ -257,6 +257,10 @@ pub(crate) fn request(
         if without == Some(Pin::Network) {
             req.net = cond.no_shim_net.mode;
             req.egress = cond.no_shim_net.egress.clone();
+        } else if let Some(dir) = &inst.cassette {
+            // The instance's network, answered from its cassette: nothing leaves the machine.
+            req.net = reprorun_runtime::plan::NetMode::Allow;
+            req.egress.replay = Some(dir.clone());
         }
         if let Arm::ShimVary(v) = arm {
             vary(&mut req, &mut env, v);
@@ -613,6 +617,7 @@ mod tests {
             image: None,
             rootfs: None,
             mirror: None,
+            cassette: None,
             bench_date: 1_683_720_000,
             recorded_resolved: true,
         }

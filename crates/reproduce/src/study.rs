@@ -377,6 +377,7 @@ mod tests {
             image: None,
             rootfs: None,
             mirror: None,
+            cassette: None,
             bench_date: 0,
             recorded_resolved: true,
         }

@@ -169,6 +169,8 @@ pub struct Intercept {
     authority: ca::Authority,
     leaves: Mutex<HashMap<String, Arc<ServerConfig>>>,
     pub(crate) upstream: Arc<ClientConfig>,
+    /// `--net-record`, `--net-replay`: every tunnel to a name is terminated.
+    all: bool,
 }
 
 impl std::fmt::Debug for Intercept {
@@ -232,7 +234,13 @@ impl Intercept {
             authority: ca::Authority::new()?,
             leaves: Mutex::new(HashMap::new()),
             upstream: Arc::new(client),
+            all: false,
         })
+    }
+
+    /// The same, terminating every tunnel to a name (`--net-record`, `--net-replay`).
+    pub fn terminating_all(self, all: bool) -> Intercept {
+        Intercept { all, ..self }
     }
 
     /// The run's CA certificate (PEM): public, bound into the sandbox.
@@ -253,6 +261,9 @@ impl Intercept {
 
     /// The secrets bound to `target:port` (a name), if any: the proxy terminates it.
     pub(crate) fn terminates(&self, target: &Target, port: u16) -> bool {
+        if self.all && matches!(target, Target::Name(_)) {
+            return true;
+        }
         self.secrets
             .iter()
             .any(|s| s.host.port == port && s.host.host_matches(target))

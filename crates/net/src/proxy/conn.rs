@@ -19,6 +19,8 @@ use crate::allow::{normalize_name, Target};
 use crate::intercept::Intercept;
 use crate::log::{ConnRecord, Decision};
 
+mod cassette;
+
 /// How long an error answer waits for the client to finish sending before closing (so the
 /// close does not reset the connection under the answer).
 const LINGER: Duration = Duration::from_millis(500);
@@ -231,6 +233,10 @@ impl Conn<'_> {
                 line,
             );
         }
+        if let Some(crate::cassette::Mode::Replay(c)) = &self.shared.config.cassette {
+            let c = Arc::clone(c);
+            return self.replay(&c, kind, (target, port), rest);
+        }
         match self.shared.open(self.id, target, port) {
             Ok(opened) => {
                 self.record.address = opened.address;
@@ -283,12 +289,18 @@ impl Conn<'_> {
                     Some(first) => first,
                     None => return,
                 };
-                if let Some(icpt) = self.terminating(target, port) {
+                // `--net-record` terminates every name's tunnel, when it carries TLS.
+                let tls = first.first() == Some(&0x16);
+                let icpt = self.terminating(target, port);
+                if let Some(icpt) = icpt.filter(|_| tls || !self.recording()) {
                     return self.terminate(&icpt, target, port, upstream, &first);
                 }
                 first
             }
         };
+        if let (true, Some(f)) = (self.recording(), framer.take()) {
+            return self.record_http((upstream, port), &first, f);
+        }
         let _ = upstream.set_write_timeout(Some(self.shared.config.head_timeout));
         if (&*upstream).write_all(&first).is_err() {
             return;
@@ -306,6 +318,14 @@ impl Conn<'_> {
                 self.record.rule = format!("relay failed: {e}");
             }
         }
+    }
+
+    /// Whether the run records a cassette (`--net-record`).
+    fn recording(&self) -> bool {
+        matches!(
+            self.shared.config.cassette,
+            Some(crate::cassette::Mode::Record(_))
+        )
     }
 
     /// The run's intercept when it terminates TLS for `target:port`.
@@ -330,7 +350,24 @@ impl Conn<'_> {
             idle: cfg.idle_timeout,
             head_cap: cfg.head_cap,
         };
-        let done = mitm::serve(icpt, self.client, upstream, (target, port), hello, &limits);
+        let shared = self.shared;
+        let sink = move |ex, why| shared.cassette_add(ex, why);
+        let host = self.record.host.clone();
+        let mut tap = self
+            .recording()
+            .then(|| super::tap::Tap::new("https", (&host, port), &sink));
+        let done = mitm::serve(
+            icpt,
+            (self.client, upstream),
+            (target, port),
+            hello,
+            &limits,
+            tap.as_mut(),
+        );
+        if let Some(mut tap) = tap {
+            tap.upstream_ended();
+            self.note_tap(tap.stopped.take());
+        }
         self.record.protocol = "connect";
         self.record.bytes_up += done.up;
         self.record.bytes_down += done.down;

@@ -16,6 +16,7 @@ use rustls::{ClientConnection, Connection, ServerConnection};
 use rustls_pki_types::ServerName;
 
 use super::inject::Rewriter;
+use super::tap::Tap;
 use crate::allow::Target;
 use crate::intercept::Intercept;
 
@@ -43,11 +44,11 @@ pub(super) struct Limits {
 /// Serves `client` (whose first bytes, the ClientHello, are `hello`) as `name:port`.
 pub(super) fn serve(
     intercept: &Intercept,
-    client: &TcpStream,
-    upstream: &TcpStream,
+    (client, upstream): (&TcpStream, &TcpStream),
     (target, port): (&Target, u16),
     hello: &[u8],
     limits: &Limits,
+    tap: Option<&mut Tap<'_>>,
 ) -> Terminated {
     let mut done = Terminated::default();
     let Target::Name(name) = target else {
@@ -103,7 +104,7 @@ pub(super) fn serve(
     let ended = pump(
         (client, &mut server),
         (upstream, &mut up),
-        &mut rewriter,
+        (&mut rewriter, tap),
         limits.idle,
         &mut done,
     );
@@ -187,7 +188,7 @@ struct Flow {
 fn pump(
     (client, server): (&TcpStream, &mut Connection),
     (upstream, up): (&TcpStream, &mut Connection),
-    rewriter: &mut Rewriter<'_>,
+    (rewriter, mut tap): (&mut Rewriter<'_>, Option<&mut Tap<'_>>),
     idle: Duration,
     done: &mut Terminated,
 ) -> Result<(), String> {
@@ -199,12 +200,19 @@ fn pump(
     loop {
         let mut moved = false;
         // Client → upstream, rewritten.
+        // The tap (`--net-record`) sees what the client sent, before any value is put back.
         moved |= step(client, server, &mut to_up, &mut buf, &mut |bytes, out| {
+            if let Some(t) = tap.as_deref_mut() {
+                t.client(bytes);
+            }
             rewriter.feed(bytes, out)
         })?;
         moved |= deliver(upstream, up, &mut to_up, &mut done.up)?;
         // Upstream → client, as it is.
         moved |= step(upstream, up, &mut to_down, &mut buf, &mut |bytes, out| {
+            if let Some(t) = tap.as_deref_mut() {
+                t.upstream(bytes);
+            }
             out.extend_from_slice(bytes);
             Ok(())
         })?;

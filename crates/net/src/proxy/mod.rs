@@ -18,6 +18,7 @@ mod privsep_child;
 mod relay;
 mod sni;
 mod socks;
+mod tap;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -62,6 +63,8 @@ pub struct Config {
     pub(crate) head_cap: usize,
     /// `--inject-env`: the hosts the proxy terminates TLS for, and what it puts back.
     pub(crate) intercept: Option<Arc<crate::intercept::Intercept>>,
+    /// `--net-record`, `--net-replay`: the run's cassette.
+    pub(crate) cassette: Option<crate::cassette::Mode>,
 }
 
 impl Config {
@@ -71,6 +74,11 @@ impl Config {
             intercept,
             ..Config::default()
         }
+    }
+
+    /// The same, recording or replaying as `cassette` says.
+    pub fn with_cassette(self, cassette: Option<crate::cassette::Mode>) -> Config {
+        Config { cassette, ..self }
     }
 }
 
@@ -83,6 +91,7 @@ impl Default for Config {
             max_conns: MAX_CONNS,
             head_cap: 64 * 1024,
             intercept: None,
+            cassette: None,
         }
     }
 }
@@ -173,6 +182,15 @@ impl Shared {
                 }
                 Ok(opened)
             }
+        }
+    }
+
+    /// Hands a recorded exchange to the cassette's writer (here, or in the supervisor).
+    fn cassette_add(&self, ex: crate::cassette::Exchange, why: Option<String>) {
+        match (&self.broker, &self.config.cassette) {
+            (Broker::Remote(asker), _) => asker.exchange(&ex, why.as_deref()),
+            (Broker::Local { .. }, Some(crate::cassette::Mode::Record(w))) => w.add(ex, why),
+            _ => {}
         }
     }
 

@@ -10,7 +10,9 @@
 //! - supervisor → helper: `L` with the listener's descriptor; `S`: stop.
 //! - helper → supervisor: `A` port (2 bytes, big-endian) host (1–255 bytes), with the
 //!   descriptor of a fresh socket for the answer; `R` id (8 bytes) record (JSON, at most
-//!   [`RECORD_MAX`]); `D`: every connection ended.
+//!   [`RECORD_MAX`]); `C` three lengths (8 bytes each) with a memfd: an exchange recorded
+//!   for `--net-record` (its description and bodies, read bounded); `D`: every connection
+//!   ended.
 //! - answer: `Y` address NUL rule, with the upstream's descriptor; `N` decision code
 //!   address NUL reason.
 
@@ -161,6 +163,41 @@ impl Asker {
         if serde_json::to_writer(&mut msg, &r).is_ok() && msg.len() <= RECORD_MAX {
             let _ = send(&self.control, &msg, None);
         }
+    }
+}
+
+impl Asker {
+    /// Sends a recorded exchange (`--net-record`): `C` and the lengths of its description
+    /// and bodies (3 × 8 bytes, big-endian), with a memfd holding the three.
+    pub(super) fn exchange(&self, ex: &crate::cassette::Exchange, why: Option<&str>) {
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            #[serde(flatten)]
+            ex: &'a crate::cassette::Exchange,
+            not_recorded: Option<&'a str>,
+        }
+        let Ok(meta) = serde_json::to_vec(&Wire {
+            ex,
+            not_recorded: why,
+        }) else {
+            return;
+        };
+        let parts = [&meta[..], &ex.request_body, &ex.response_body];
+        let Ok(fd) = nix::sys::memfd::memfd_create(
+            c"rrnet-exchange",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        ) else {
+            return;
+        };
+        let mut file = std::fs::File::from(fd);
+        let mut msg = vec![b'C'];
+        for p in parts {
+            if io::Write::write_all(&mut file, p).is_err() {
+                return;
+            }
+            msg.extend((p.len() as u64).to_be_bytes());
+        }
+        let _ = send(&self.control, &msg, Some(&OwnedFd::from(file)));
     }
 }
 
@@ -345,6 +382,19 @@ fn broker(
                         log.write(&record);
                     }
                     kept.push((id, record));
+                }
+            }
+            (Some(b'C'), Some(fd)) if bytes.len() == 25 => {
+                let len =
+                    |i: usize| u64::from_be_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+                let writer = match &config.cassette {
+                    Some(crate::cassette::Mode::Record(w)) => w,
+                    _ => continue,
+                };
+                if let Some((ex, why)) =
+                    crate::cassette::store::read_wire(fd, [len(1), len(9), len(17)])
+                {
+                    writer.add(ex, why);
                 }
             }
             (Some(b'A'), Some(answer)) => {

@@ -23,6 +23,7 @@ fn inst(id: &str) -> Instance {
         image: None,
         rootfs: None,
         mirror: None,
+        cassette: None,
         bench_date: 1_683_720_000,
         recorded_resolved: true,
     }

@@ -15,6 +15,7 @@ fn inst(id: &str, patch: &str) -> Instance {
         image: None,
         rootfs: None,
         mirror: None,
+        cassette: None,
         bench_date: 0,
         recorded_resolved: true,
     }

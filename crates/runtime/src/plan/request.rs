@@ -47,6 +47,8 @@ impl NetChoice {
             hosts: Vec::new(),
             inject: Vec::new(),
             upstream_ca: None,
+            record: None,
+            replay: None,
         },
     };
 

@@ -57,8 +57,8 @@ pub fn resolve(req: &ExecRequest, host: &HostFacts) -> Result<Plan, PlanError> {
         system.extend(runtime_mounts(clock, seeded.then_some(req.seed)));
     }
     mounts.extend(sysfs_last(system));
-    if req.net == NetMode::Allow && !req.egress.inject.is_empty() {
-        // `--inject-env`: the bundle of the host's CAs and the run's, in the sandbox's /run
+    if req.net == NetMode::Allow && req.egress.terminates_tls() {
+        // `--inject-env`, `--net-record`, `--net-replay`: the bundle of the host's CAs and the run's, in the sandbox's /run
         // tmpfs. Its text is the executor's to write (the run's CA is made as the run starts:
         // `sandbox::run_with`); the plan shows it empty.
         mounts.push(MountOp::File {
@@ -404,7 +404,7 @@ fn environment(
     for (k, v) in &req.env {
         env.set(k, v)?;
     }
-    if req.net == NetMode::Allow && !req.egress.inject.is_empty() {
+    if req.net == NetMode::Allow && req.egress.terminates_tls() {
         // Last: no --env or --env-file brings the real value back in.
         for i in &req.egress.inject {
             env.set(&i.name, &i.placeholder)?;

@@ -46,6 +46,8 @@ pub enum SandboxError {
     #[error(transparent)]
     Inject(#[from] crate::net::intercept::InjectError),
     #[error(transparent)]
+    Cassette(#[from] crate::net::cassette::CassetteError),
+    #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
     #[error(transparent)]
     Devices(#[from] devices::DevicesError),
@@ -181,6 +183,7 @@ pub fn run_with(
     crate::trace::init();
     raise_nofile();
     let (intercept, with_bundle) = intercept(plan)?;
+    let cassette = cassette(plan)?;
     let plan = with_bundle.as_ref().unwrap_or(plan);
     let mut seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
     if plan.security.refuse_setid {
@@ -229,6 +232,7 @@ pub fn run_with(
         devices: shared.as_ref(),
         stdio,
         intercept,
+        cassette,
     };
     let outcome = match plan.isolation {
         Isolation::None => pins_only::run(plan, &res, warn),
@@ -261,12 +265,13 @@ fn intercept(
     SandboxError,
 > {
     use crate::net::intercept::{Intercept, CA_BUNDLE};
-    let Some(egress) = plan.egress.as_ref().filter(|e| !e.inject.is_empty()) else {
+    let Some(egress) = plan.egress.as_ref().filter(|e| e.terminates_tls()) else {
         return Ok((None, None));
     };
     let icpt = Intercept::new(&egress.inject, egress.upstream_ca.as_deref(), &|name| {
         std::env::var(name).ok()
-    })?;
+    })?
+    .terminating_all(egress.record.is_some() || egress.replay.is_some());
     let mut plan = plan.clone();
     let bundle = icpt.bundle();
     for m in &mut plan.mounts {
@@ -278,6 +283,21 @@ fn intercept(
     }
     crate::trace::step("supervisor", "make the run's CA (--inject-env)");
     Ok((Some(std::sync::Arc::new(icpt)), Some(plan)))
+}
+
+/// `--net-record`: the cassette's directory made (no link followed); `--net-replay`: the
+/// cassette loaded and checked whole, before anything starts.
+fn cassette(plan: &Plan) -> Result<Option<crate::net::cassette::Mode>, SandboxError> {
+    use crate::net::cassette::{Cassette, Mode, Writer};
+    use std::sync::Arc;
+    let Some(egress) = plan.egress.as_ref() else {
+        return Ok(None);
+    };
+    Ok(match (&egress.record, &egress.replay) {
+        (Some(dir), _) => Some(Mode::Record(Arc::new(Writer::create(dir)?))),
+        (None, Some(dir)) => Some(Mode::Replay(Arc::new(Cassette::load(dir)?))),
+        (None, None) => None,
+    })
 }
 
 /// The descriptors the workload gets: its standard ones (the caller's, or `stdio`) and the
@@ -323,4 +343,6 @@ pub(crate) struct Resources<'a> {
     pub(crate) stdio: Option<Stdio<'a>>,
     /// `--inject-env`: what the egress proxy terminates TLS with (the secrets, the run's CA).
     pub(crate) intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
+    /// `--net-record`, `--net-replay`: the run's cassette.
+    pub(crate) cassette: Option<crate::net::cassette::Mode>,
 }

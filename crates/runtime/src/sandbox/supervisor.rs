@@ -109,28 +109,30 @@ pub(super) struct Egress {
     log: Option<std::path::PathBuf>,
     /// The proxy's helper process (`net::proxy::privsep`), forked when the run starts.
     helper: Option<crate::net::proxy::privsep::Helper>,
+    /// `--net-record`, `--net-replay`: the run's cassette.
+    cassette: Option<crate::net::cassette::Mode>,
 }
 
 impl Egress {
-    /// Forks the proxy's helper into `cgroup` with the sandbox's host ids; the caller is
-    /// single-threaded (before the notification thread starts).
-    pub(super) fn of(
-        plan: &Plan,
-        cgroup: Option<&crate::sandbox::isolation::cgroup::Cgroup>,
-        intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
-    ) -> Option<Egress> {
+    /// Forks the proxy's helper into the run's cgroup with the sandbox's host ids, with the
+    /// run's intercept and cassette; the caller is single-threaded (before the notification
+    /// thread starts).
+    pub(super) fn of(plan: &Plan, res: &super::Resources) -> Option<Egress> {
         let egress = plan.egress.clone()?;
+        let (cgroup, cassette) = (res.cgroup, res.cassette.clone());
         let join = || cgroup.map_or(true, |cg| cg.add(nix::unistd::Pid::from_raw(0)).is_ok());
+        let config = crate::net::proxy::Config::with_intercept(res.intercept.clone());
         let helper = crate::net::proxy::privsep::Helper::fork(
             &join,
             plan.uid_map.outside,
             plan.gid_map.outside,
-            crate::net::proxy::Config::with_intercept(intercept),
+            config.with_cassette(cassette.clone()),
         );
         Some(Egress {
             egress,
             log: plan.net_log.clone(),
             helper: helper.ok(),
+            cassette,
         })
     }
 
@@ -141,7 +143,7 @@ impl Egress {
             Some(path) => Some(open_append(path)?),
             None => None,
         };
-        let config = crate::net::proxy::Config::default();
+        let config = crate::net::proxy::Config::default().with_cassette(self.cassette.clone());
         match &mut self.helper {
             Some(h) => h.serve(listener, self.egress.clone(), config, log),
             None => Err(std::io::Error::other(
@@ -152,7 +154,12 @@ impl Egress {
 
     /// Stops the proxy (every live connection ends) and returns its records.
     pub(super) fn stop(self) -> crate::net::log::Network {
-        self.helper.map(|h| h.stop()).unwrap_or_default()
+        let network = self.helper.map(|h| h.stop()).unwrap_or_default();
+        // The run's outcome stands; a cassette that could not be written is said.
+        if let Some(Err(e)) = self.cassette.as_ref().map(|c| c.finish()) {
+            eprintln!("reprorun: {e}");
+        }
+        network
     }
 }
 
@@ -507,7 +514,7 @@ pub(crate) fn run(plan: &Plan, res: &super::Resources) -> Result<Outcome, Sandbo
         .as_ref()
         .map(|_| std::sync::Arc::new(crate::net::log::Journal::new(open_net_log(plan))));
     // The proxy's helper, forked while this process is single-threaded.
-    let mut egress = Egress::of(plan, res.cgroup, res.intercept.clone());
+    let mut egress = Egress::of(plan, res);
     let server = if vdso::SUPPORTED && plan.intercept {
         let mut config = notify::Config::from_plan(plan);
         config.journal = journal.clone();

@@ -121,6 +121,7 @@ fn config() -> Config {
         max_conns: 64,
         head_cap: 64 * 1024,
         intercept: None,
+        cassette: None,
     }
 }
 
