@@ -20,7 +20,7 @@ fn printing_root(work: &Path, name: &str, var: &str) -> PathBuf {
     let root = work.join("agent");
     std::fs::create_dir_all(root.join("bin")).unwrap();
     let script = format!(
-        "#!/bin/sh\ntr '\\0' '\\n' < /proc/self/environ | grep -E '^({var}|SSL_CERT_FILE|NODE_EXTRA_CA_CERTS)=' >&2\nexec /usr/bin/{name} \"$@\"\n"
+        "#!/bin/sh\nenv | grep -E '^({var}|SSL_CERT_FILE|NODE_EXTRA_CA_CERTS)=' >&2\nexec /usr/bin/{name} \"$@\"\n"
     );
     let bin = root.join("bin").join(name);
     std::fs::write(&bin, script).unwrap();
@@ -52,7 +52,7 @@ fn keyed_study(c: &Corpus, agent: &str, model: &str, url: &str, port: u16, ca: &
     ]);
     cmd.env(var, real).stdin(Stdio::null());
     let o = cmd.output().unwrap();
-    let s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
+    let mut s: serde_json::Value = serde_json::from_str(&expect_code(&o, 0)).unwrap();
     assert_eq!(s["by_status"]["ok"], 2, "{s}");
     assert_eq!(s["findings"], 2, "{s}");
     let mut placeholders = Vec::new();
