@@ -30,25 +30,55 @@ fn printing_root(work: &Path, name: &str, var: &str) -> PathBuf {
 
 /// A log of the study (`audit.db.logs/DIGEST`).
 fn log(c: &Corpus, digest: &serde_json::Value) -> String {
-    let digest = digest.as_str().unwrap_or_else(|| panic!("no digest: {digest}"));
+    let digest = digest
+        .as_str()
+        .unwrap_or_else(|| panic!("no digest: {digest}"));
     std::fs::read_to_string(c.work.path().join("audit.db.logs").join(digest)).unwrap()
 }
 
 /// Runs `agent` over the two-group corpus with the key `var`=`real` kept out of the
 /// sandbox, the model at `https://api.test:PORT{path}` under `ca`; checks what every agent
 /// CLI must show and returns the study's summary.
-fn keyed_study(c: &Corpus, agent: &str, model: &str, url: &str, port: u16, ca: &TestCa, (var, real): (&str, &str)) -> serde_json::Value {
+fn keyed_study(
+    c: &Corpus,
+    agent: &str,
+    model: &str,
+    url: &str,
+    port: u16,
+    ca: &TestCa,
+    (var, real): (&str, &str),
+) -> serde_json::Value {
     std::fs::write(c.work.path().join("test-ca.pem"), &ca.pem).unwrap();
-    let root = printing_root(c.work.path(), if agent == "codex" { "codex" } else { "claude" }, var);
+    let root = printing_root(
+        c.work.path(),
+        if agent == "codex" { "codex" } else { "claude" },
+        var,
+    );
     let mut cmd = c.work.cmd(&[
-        "audit", "run", "--corpus", "corpus", "--db", "audit.db", "--json",
-        "--agent", agent, "--model", model, "--timeout", "120s",
-        "--model-base-url", url,
-        "--upstream-ca", "test-ca.pem",
+        "audit",
+        "run",
+        "--corpus",
+        "corpus",
+        "--db",
+        "audit.db",
+        "--json",
+        "--agent",
+        agent,
+        "--model",
+        model,
+        "--timeout",
+        "120s",
+        "--model-base-url",
+        url,
+        "--upstream-ca",
+        "test-ca.pem",
         // The upstream is on the host's loopback: that address is allowed by itself.
-        "--allow-host", &format!("127.0.0.1:{port}"),
-        "--add-host", "api.test:127.0.0.1",
-        "--agent-root", root.to_str().unwrap(),
+        "--allow-host",
+        &format!("127.0.0.1:{port}"),
+        "--add-host",
+        "api.test:127.0.0.1",
+        "--agent-root",
+        root.to_str().unwrap(),
     ]);
     cmd.env(var, real).stdin(Stdio::null());
     let o = cmd.output().unwrap();
@@ -66,7 +96,10 @@ fn keyed_study(c: &Corpus, agent: &str, model: &str, url: &str, port: u16, ca: &
         assert_ne!(seen, real);
         assert_eq!(seen.len(), real.len(), "{seen}");
         assert!(err.contains("SSL_CERT_FILE=/run/reprorun-ca.pem"), "{err}");
-        assert!(err.contains("NODE_EXTRA_CA_CERTS=/run/reprorun-ca.pem"), "{err}");
+        assert!(
+            err.contains("NODE_EXTRA_CA_CERTS=/run/reprorun-ca.pem"),
+            "{err}"
+        );
         placeholders.push(seen.to_string());
         // The run's network record: the secret's name and host, never the value.
         let net: serde_json::Value = serde_json::from_str(&log(c, &row["network_sha256"])).unwrap();
@@ -120,19 +153,33 @@ fn codex_gets_a_placeholder_and_the_model_api_the_key_over_tls() {
     let (port, seen) = scripted_model(ONE_FINDING_LINE, Some(ca.config.clone()));
     let c = Corpus::two_groups();
     let url = format!("https://api.test:{port}/v1");
-    let s = keyed_study(&c, "codex", "gpt-test", &url, port, &ca, ("OPENAI_API_KEY", REAL));
+    let s = keyed_study(
+        &c,
+        "codex",
+        "gpt-test",
+        &url,
+        port,
+        &ca,
+        ("OPENAI_API_KEY", REAL),
+    );
     assert_eq!(s["output_tokens"], 2 * 50, "{s}");
     let seen = seen.lock().unwrap().clone();
     let requests: Vec<&String> = seen.iter().filter(|r| r.contains("/responses")).collect();
     assert!(!requests.is_empty(), "no Responses request: {seen:?}");
     for r in &requests {
         assert!(
-            r.to_ascii_lowercase().contains(&format!("authorization: bearer {}", REAL.to_ascii_lowercase())),
+            r.to_ascii_lowercase().contains(&format!(
+                "authorization: bearer {}",
+                REAL.to_ascii_lowercase()
+            )),
             "the key reached the model: {r}"
         );
     }
     for p in s["placeholders"].as_array().unwrap() {
-        assert!(!seen.iter().any(|r| r.contains(p.as_str().unwrap())), "a placeholder reached the model");
+        assert!(
+            !seen.iter().any(|r| r.contains(p.as_str().unwrap())),
+            "a placeholder reached the model"
+        );
     }
 }
 
@@ -145,19 +192,31 @@ fn claude_code_gets_a_placeholder_and_the_model_api_the_key_over_tls() {
     let (port, seen) = scripted_claude(ONE_FINDING_LINE, Some(ca.config.clone()));
     let c = Corpus::two_groups();
     let url = format!("https://api.test:{port}");
-    let s = keyed_study(&c, "claude-code", "claude-test", &url, port, &ca, ("ANTHROPIC_API_KEY", REAL));
+    let s = keyed_study(
+        &c,
+        "claude-code",
+        "claude-test",
+        &url,
+        port,
+        &ca,
+        ("ANTHROPIC_API_KEY", REAL),
+    );
     assert_eq!(s["output_tokens"], 2 * 40, "{s}");
     let seen = seen.lock().unwrap().clone();
     let requests: Vec<&String> = seen.iter().filter(|r| r.contains("/v1/messages")).collect();
     assert!(!requests.is_empty(), "no Messages request: {seen:?}");
     for r in &requests {
         assert!(
-            r.to_ascii_lowercase().contains(&format!("x-api-key: {}", REAL.to_ascii_lowercase())),
+            r.to_ascii_lowercase()
+                .contains(&format!("x-api-key: {}", REAL.to_ascii_lowercase())),
             "the key reached the model: {r}"
         );
     }
     for p in s["placeholders"].as_array().unwrap() {
-        assert!(!seen.iter().any(|r| r.contains(p.as_str().unwrap())), "a placeholder reached the model");
+        assert!(
+            !seen.iter().any(|r| r.contains(p.as_str().unwrap())),
+            "a placeholder reached the model"
+        );
     }
 }
 
@@ -179,7 +238,15 @@ fn a_key_the_proxy_cannot_carry_is_one_line_before_anything_runs() {
     let o = run(&["--agent", "codex"], None);
     expect_error(&o, "OPENAI_API_KEY is not set");
     assert!(stderr(&o).contains("--key-in-sandbox"), "{}", stderr(&o));
-    let o = run(&["--agent", "codex", "--model-base-url", "http://api.test:8080/v1"], key);
+    let o = run(
+        &[
+            "--agent",
+            "codex",
+            "--model-base-url",
+            "http://api.test:8080/v1",
+        ],
+        key,
+    );
     expect_error(&o, "--model-base-url http://api.test:8080/v1");
     assert!(stderr(&o).contains("--key-in-sandbox"), "{}", stderr(&o));
     let o = run(&["--agent", "codex", "--pass-env", "OPENAI_API_KEY"], key);
@@ -195,10 +262,21 @@ fn a_key_the_proxy_cannot_carry_is_one_line_before_anything_runs() {
     let judge = |args: &[&str], key: &str| {
         let mut all = vec!["audit", "judge", "--db", "audit.db"];
         all.extend_from_slice(args);
-        c.work.cmd(&all).env("OPENAI_API_KEY", key).stdin(Stdio::null()).output().unwrap()
+        c.work
+            .cmd(&all)
+            .env("OPENAI_API_KEY", key)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
     };
-    let o = judge(&["--judge", "codex", "--model-base-url", "http://api.test:1"], key.unwrap());
+    let o = judge(
+        &["--judge", "codex", "--model-base-url", "http://api.test:1"],
+        key.unwrap(),
+    );
     expect_error(&o, "--key-in-sandbox");
-    let o = judge(&["--judge", "codex", "--pass-env", "OPENAI_API_KEY"], key.unwrap());
+    let o = judge(
+        &["--judge", "codex", "--pass-env", "OPENAI_API_KEY"],
+        key.unwrap(),
+    );
     expect_error(&o, "--pass-env OPENAI_API_KEY");
 }

@@ -449,14 +449,23 @@ pub(crate) fn scripted_model(
             format!("event: {t}\ndata: {d}\n\n")
         };
         let body = [
-            event("response.created", serde_json::json!({"response": {"id": "resp_1"}})),
-            event("response.output_item.done", serde_json::json!({"output_index": 0,
+            event(
+                "response.created",
+                serde_json::json!({"response": {"id": "resp_1"}}),
+            ),
+            event(
+                "response.output_item.done",
+                serde_json::json!({"output_index": 0,
                 "item": {"type": "message", "role": "assistant", "id": "msg_1",
-                         "content": [{"type": "output_text", "text": text, "annotations": []}]}})),
-            event("response.completed", serde_json::json!({"response": {"id": "resp_1",
+                         "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+            ),
+            event(
+                "response.completed",
+                serde_json::json!({"response": {"id": "resp_1",
                 "usage": {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 200},
                           "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 0},
-                          "total_tokens": 1050}}})),
+                          "total_tokens": 1050}}}),
+            ),
         ]
         .concat();
         let _ = write!(

@@ -132,16 +132,15 @@ pub(crate) fn model_key(provider: Provider, base_url: Option<&str>) -> Result<Mo
             why,
         })?,
     };
-    let (_, host) = intercept::parse_spec(&format!("{name}:{authority}")).map_err(|e| {
-        KeyError::BaseUrl {
+    let (_, host) =
+        intercept::parse_spec(&format!("{name}:{authority}")).map_err(|e| KeyError::BaseUrl {
             url: base_url.unwrap_or_default().to_string(),
             name,
             why: match e {
                 InjectError::Spec { why, .. } => why,
                 other => other.to_string(),
             },
-        }
-    })?;
+        })?;
     Ok(ModelKey {
         name,
         host,

@@ -7,10 +7,16 @@ fn rule(text: &str) -> Rule {
 #[test]
 fn each_agent_sends_its_key_to_its_api_or_the_base_urls_host() {
     let k = model_key(Provider::OpenAi, None).unwrap();
-    assert_eq!((k.name, k.host.clone()), ("OPENAI_API_KEY", rule("api.openai.com:443")));
+    assert_eq!(
+        (k.name, k.host.clone()),
+        ("OPENAI_API_KEY", rule("api.openai.com:443"))
+    );
     assert_eq!(k.spec(), "OPENAI_API_KEY:api.openai.com:443");
     let k = model_key(Provider::Anthropic, None).unwrap();
-    assert_eq!((k.name, k.host), ("ANTHROPIC_API_KEY", rule("api.anthropic.com:443")));
+    assert_eq!(
+        (k.name, k.host),
+        ("ANTHROPIC_API_KEY", rule("api.anthropic.com:443"))
+    );
     let k = model_key(Provider::OpenAi, Some("https://Models.Example:8443/v1?x=1")).unwrap();
     assert_eq!(k.host, rule("models.example:8443"));
     let k = model_key(Provider::Anthropic, Some("HTTPS://gw.example")).unwrap();
@@ -27,7 +33,9 @@ fn a_base_url_the_proxy_cannot_put_the_key_into_is_refused_with_the_way_out() {
         ("api.test/v1", "not a URL"),
         ("https://*.test/v1", "a pattern is not a host"),
     ] {
-        let e = model_key(Provider::OpenAi, Some(url)).unwrap_err().to_string();
+        let e = model_key(Provider::OpenAi, Some(url))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(why), "{url}: {e}");
         assert!(e.contains("--key-in-sandbox"), "{url}: {e}");
         assert!(e.starts_with(&format!("--model-base-url {url}: ")), "{e}");
@@ -87,5 +95,8 @@ fn without_a_key_nothing_changes_and_upstream_ca_is_refused() {
         resolve(None, &args, &[], &mut net),
         Err(KeyError::UselessCa)
     ));
-    assert_eq!(args.argv(), ["--key-in-sandbox", "--upstream-ca", "/ca.pem"]);
+    assert_eq!(
+        args.argv(),
+        ["--key-in-sandbox", "--upstream-ca", "/ca.pem"]
+    );
 }

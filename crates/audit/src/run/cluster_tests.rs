@@ -46,7 +46,10 @@ fn the_run_options_survive_the_manifest() {
     assert_eq!(b.allow_host.len(), 1);
     assert!(b.no_paper && !b.no_order_instruction);
     assert!(b.keys.key_in_sandbox);
-    assert_eq!(b.keys.upstream_ca.as_deref(), Some(std::path::Path::new("/ca.pem")));
+    assert_eq!(
+        b.keys.upstream_ca.as_deref(),
+        Some(std::path::Path::new("/ca.pem"))
+    );
     // --jobs does not shape a run: not carried.
     assert_eq!(b.jobs, 1);
 }

@@ -318,10 +318,8 @@ fn broker(
     log: Option<&LogFile>,
 ) -> Network {
     let host_addrs = Arc::new(crate::local::HostAddrs::read());
-    // Shared by every decision (it was copied for each).
-    let egress = Arc::new(egress.clone());
     let mut kept: Kept<(u64, ConnRecord)> = Kept::default();
-    let workers = super::workers::Workers::new("rrnet-decide", 256 * 1024);
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
     loop {
         if lock(&state.stop_by).is_some_and(|t| Instant::now() >= t) {
             break;
@@ -350,18 +348,25 @@ fn broker(
                 }
             }
             (Some(b'A'), Some(answer)) => {
+                let (finished, running) = threads.into_iter().partition(JoinHandle::is_finished);
+                threads = running;
+                finished.into_iter().for_each(|t| drop(t.join()));
                 let job = Job {
                     state: Arc::clone(state),
-                    egress: Arc::clone(&egress),
+                    egress: egress.clone(),
                     host_addrs: Arc::clone(&host_addrs),
                     connect_timeout: config.connect_timeout,
                 };
-                job.start(bytes, answer, &workers);
+                if let Some(t) = job.start(bytes, answer) {
+                    threads.push(t);
+                }
             }
             _ => {}
         }
     }
-    workers.join();
+    for t in threads {
+        let _ = t.join();
+    }
     let (mut records, dropped) = kept.into_parts();
     records.sort_by_key(|(id, _)| *id);
     Network {
@@ -412,16 +417,16 @@ fn parse_record(json: &[u8]) -> Option<ConnRecord> {
     })
 }
 
-/// One request of the helper's, decided on a thread of its own (a kept one, `workers`).
+/// One request of the helper's, decided in a thread of its own.
 struct Job {
     state: Arc<State>,
-    egress: Arc<Egress>,
+    egress: Egress,
     host_addrs: Arc<crate::local::HostAddrs>,
     connect_timeout: Duration,
 }
 
 impl Job {
-    fn start(self, ask: Vec<u8>, answer: OwnedFd, workers: &super::workers::Workers) {
+    fn start(self, ask: Vec<u8>, answer: OwnedFd) -> Option<JoinHandle<()>> {
         let Some((target, port)) = parse_ask(&ask) else {
             refuse(
                 &answer,
@@ -430,7 +435,7 @@ impl Job {
                 None,
                 "bad request",
             );
-            return;
+            return None;
         };
         if self.state.deciding.fetch_add(1, Ordering::SeqCst) >= DECIDING_MAX {
             self.state.deciding.fetch_sub(1, Ordering::SeqCst);
@@ -441,17 +446,16 @@ impl Job {
                 None,
                 "proxy busy",
             );
-            return;
+            return None;
         }
-        let state = Arc::clone(&self.state);
-        let ran = workers.run(move || {
-            self.decide(&target, port, &answer);
-            self.state.deciding.fetch_sub(1, Ordering::SeqCst);
-        });
-        if ran.is_err() {
-            // No thread: the answer socket is closed unanswered, which the helper reports.
-            state.deciding.fetch_sub(1, Ordering::SeqCst);
-        }
+        let spawned = std::thread::Builder::new()
+            .name("rrnet-decide".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                self.decide(&target, port, &answer);
+                self.state.deciding.fetch_sub(1, Ordering::SeqCst);
+            });
+        spawned.ok()
     }
 
     fn decide(&self, target: &Target, port: u16, answer: &OwnedFd) {
