@@ -234,7 +234,8 @@ fn a_key_the_proxy_cannot_carry_is_one_line_before_anything_runs() {
         };
         cmd.stdin(Stdio::null()).output().unwrap()
     };
-    let key = Some("sk-proj-reprorun0123456789");
+    const KEY: &str = "sk-proj-reprorun0123456789";
+    let key = Some(KEY);
     let o = run(&["--agent", "codex"], None);
     expect_error(&o, "OPENAI_API_KEY is not set");
     assert!(stderr(&o).contains("--key-in-sandbox"), "{}", stderr(&o));
@@ -271,12 +272,9 @@ fn a_key_the_proxy_cannot_carry_is_one_line_before_anything_runs() {
     };
     let o = judge(
         &["--judge", "codex", "--model-base-url", "http://api.test:1"],
-        key.unwrap(),
+        KEY,
     );
     expect_error(&o, "--key-in-sandbox");
-    let o = judge(
-        &["--judge", "codex", "--pass-env", "OPENAI_API_KEY"],
-        key.unwrap(),
-    );
+    let o = judge(&["--judge", "codex", "--pass-env", "OPENAI_API_KEY"], KEY);
     expect_error(&o, "--pass-env OPENAI_API_KEY");
 }
