@@ -1,7 +1,8 @@
 //! The proxy: HTTP CONNECT, absolute-form HTTP and SOCKS5 on one listening socket.
 //!
-//! One accept thread polls the listener and a wake-up pipe; every accepted connection gets
-//! a thread (`conn`) that reads the request (`http`, `socks`), decides by name, resolves,
+//! One accept thread polls the listener and a wake-up pipe; every accepted connection runs
+//! on a thread (one kept from an earlier connection when one waits: `workers`) that
+//! (`conn`) reads the request (`http`, `socks`), decides by name, resolves,
 //! connects, checks the TLS SNI of tunnels (`sni`) and relays with `splice(2)` (`relay`).
 //! Every socket a connection opens is registered in [`Shared::live`], so that `stop` can
 //! shut them all down and join every thread.
