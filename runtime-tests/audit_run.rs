@@ -21,12 +21,12 @@ const ONE_FINDING: &str = r#"{"reproducibility_assessment": {"overall": "partial
  "missing_or_ambiguous_artifacts": []}"#;
 
 /// The same document on one line (a model's final message).
-const ONE_FINDING_LINE: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}], "missing_or_ambiguous_artifacts": []}"#;
+pub(crate) const ONE_FINDING_LINE: &str = r#"{"reproducibility_assessment": {"overall": "partially_reproducible", "summary": "one blocker"}, "findings": [{"finding_id": "F1", "rank_reason": "first thing a user hits", "severity": "high", "stage": "environment_setup", "category": "missing_dependency", "issue_title": "No module named cv2", "user_symptom": "ModuleNotFoundError: No module named 'cv2'", "trigger_context": "python main.py", "root_cause": "opencv-python is not in any requirements file", "evidence": [{"path": "main.py", "line_refs": [1], "evidence_type": "code", "summary": "import cv2"}], "impact": "nothing runs", "affected_claims_or_metrics": [], "reproducibility_blocker": true, "confidence": "high"}], "missing_or_ambiguous_artifacts": []}"#;
 
 impl Corpus {
     /// A corpus of one pair and two snapshot groups, each with its issue; the manifest lists
     /// only the first group's issue, by title alone.
-    fn two_groups() -> Corpus {
+    pub(crate) fn two_groups() -> Corpus {
         let trees: [Tree; 2] = [
             &[
                 ("main.py", "import cv2\nprint(cv2.__version__)\n", 0o644),
@@ -62,7 +62,7 @@ impl Corpus {
         })
     }
 
-    fn run(&self, extra: &[&str]) -> std::process::Output {
+    pub(crate) fn run(&self, extra: &[&str]) -> std::process::Output {
         let mut args = vec!["audit", "run", "--corpus", "corpus", "--db", "audit.db"];
         args.extend_from_slice(extra);
         self.work.run(&args)
@@ -427,51 +427,63 @@ fn bad_input_is_one_line_before_anything_runs() {
     assert!(!Path::new("/usr/local/audit.db").exists());
 }
 
-/// A scripted Responses-API server on loopback: every `POST .../responses` is answered with
-/// one assistant message holding `text`, and a usage of 1000 input tokens (200 cached) and
-/// 50 output tokens. Returns the port and the request heads and bodies it saw.
-fn scripted_model(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// A scripted Responses-API server on loopback (inside TLS under `tls` when given): every
+/// `POST .../responses` is answered with one assistant message holding `text`, and a usage
+/// of 1000 input tokens (200 cached) and 50 output tokens. Returns the port and the request
+/// heads and bodies it saw.
+pub(crate) fn scripted_model(
+    text: &'static str,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = seen.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let Some(req) = read_request(&mut stream) else {
-                continue;
-            };
-            s.lock().unwrap().push(req);
-            let event = |t: &str, mut d: serde_json::Value| {
-                d["type"] = t.into();
-                format!("event: {t}\ndata: {d}\n\n")
-            };
-            let body = [
-                event("response.created", serde_json::json!({"response": {"id": "resp_1"}})),
-                event("response.output_item.done", serde_json::json!({"output_index": 0,
-                    "item": {"type": "message", "role": "assistant", "id": "msg_1",
-                             "content": [{"type": "output_text", "text": text, "annotations": []}]}})),
-                event("response.completed", serde_json::json!({"response": {"id": "resp_1",
-                    "usage": {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 200},
-                              "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 0},
-                              "total_tokens": 1050}}})),
-            ]
-            .concat();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
-            );
-        }
+    crate::common::tls::serve_each(listener, tls, move |stream| {
+        let Some(req) = read_request(stream) else {
+            return;
+        };
+        s.lock().unwrap().push(req);
+        let event = |t: &str, mut d: serde_json::Value| {
+            d["type"] = t.into();
+            format!("event: {t}\ndata: {d}\n\n")
+        };
+        let body = [
+            event(
+                "response.created",
+                serde_json::json!({"response": {"id": "resp_1"}}),
+            ),
+            event(
+                "response.output_item.done",
+                serde_json::json!({"output_index": 0,
+                "item": {"type": "message", "role": "assistant", "id": "msg_1",
+                         "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+            ),
+            event(
+                "response.completed",
+                serde_json::json!({"response": {"id": "resp_1",
+                "usage": {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 200},
+                          "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": 1050}}}),
+            ),
+        ]
+        .concat();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+        );
     });
     (port, seen)
 }
 
-/// The real Codex CLI, pointed at a scripted model through the allowlist: its final message
-/// becomes the run's findings, its token counts the run's; the key passed by name reaches
-/// the model and nothing of it is stored.
+/// The real Codex CLI, pointed at a scripted model through the allowlist over plain HTTP:
+/// its final message becomes the run's findings, its token counts the run's; with
+/// `--key-in-sandbox` the key passed by name reaches the model and nothing of it is stored.
+/// (Over TLS with the key kept out, the default: `audit_keys.rs`.)
 #[test]
 fn codex_audits_through_the_allowlist_with_a_scripted_model() {
     require!(Need::Root, Need::Tool("codex"));
-    let (port, seen) = scripted_model(ONE_FINDING_LINE);
+    let (port, seen) = scripted_model(ONE_FINDING_LINE, None);
     let c = Corpus::two_groups();
     let mut cmd = c.work.cmd(&[
         "audit",
@@ -495,6 +507,7 @@ fn codex_audits_through_the_allowlist_with_a_scripted_model() {
         &format!("127.0.0.1:{port}"),
         "--add-host",
         "api.test:127.0.0.1",
+        "--key-in-sandbox",
         "--pass-env",
         "OPENAI_API_KEY",
     ]);
@@ -545,48 +558,48 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A scripted Anthropic Messages API on loopback: every streamed `POST /v1/messages` is
-/// answered with one text block holding `text` and a usage of 900 input tokens, 100 read from
-/// the cache, 40 output tokens.
-fn scripted_claude(text: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// A scripted Anthropic Messages API on loopback (inside TLS under `tls` when given): every
+/// streamed `POST /v1/messages` is answered with one text block holding `text` and a usage
+/// of 900 input tokens, 100 read from the cache, 40 output tokens.
+pub(crate) fn scripted_claude(
+    text: &'static str,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = seen.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let Some(req) = read_request(&mut stream) else {
-                continue;
-            };
-            s.lock().unwrap().push(req.clone());
-            let event = |t: &str, mut d: serde_json::Value| {
-                d["type"] = t.into();
-                format!("event: {t}\ndata: {d}\n\n")
-            };
-            let body = [
-                event("message_start", serde_json::json!({"message": {"id": "msg_1", "type": "message",
-                    "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
-                    "stop_sequence": null, "usage": {"input_tokens": 900, "cache_read_input_tokens": 100,
-                    "cache_creation_input_tokens": 0, "output_tokens": 1}}})),
-                event("content_block_start", serde_json::json!({"index": 0, "content_block": {"type": "text", "text": ""}})),
-                event("content_block_delta", serde_json::json!({"index": 0, "delta": {"type": "text_delta", "text": text}})),
-                event("content_block_stop", serde_json::json!({"index": 0})),
-                event("message_delta", serde_json::json!({"delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 40}})),
-                event("message_stop", serde_json::json!({})),
-            ]
-            .concat();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
-            );
-        }
+    crate::common::tls::serve_each(listener, tls, move |stream| {
+        let Some(req) = read_request(stream) else {
+            return;
+        };
+        s.lock().unwrap().push(req.clone());
+        let event = |t: &str, mut d: serde_json::Value| {
+            d["type"] = t.into();
+            format!("event: {t}\ndata: {d}\n\n")
+        };
+        let body = [
+            event("message_start", serde_json::json!({"message": {"id": "msg_1", "type": "message",
+                "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+                "stop_sequence": null, "usage": {"input_tokens": 900, "cache_read_input_tokens": 100,
+                "cache_creation_input_tokens": 0, "output_tokens": 1}}})),
+            event("content_block_start", serde_json::json!({"index": 0, "content_block": {"type": "text", "text": ""}})),
+            event("content_block_delta", serde_json::json!({"index": 0, "delta": {"type": "text_delta", "text": text}})),
+            event("content_block_stop", serde_json::json!({"index": 0})),
+            event("message_delta", serde_json::json!({"delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 40}})),
+            event("message_stop", serde_json::json!({})),
+        ]
+        .concat();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+        );
     });
     (port, seen)
 }
 
 /// One HTTP request (head and Content-Length body) as text.
-fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+fn read_request(stream: &mut dyn crate::common::tls::Stream) -> Option<String> {
     let mut req = Vec::new();
     let mut buf = [0u8; 65536];
     loop {
@@ -608,12 +621,13 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
     }
 }
 
-/// The real Claude Code CLI against a scripted Messages API through the allowlist: read-only
-/// tools, its result text becomes the findings, its usage and cost the run's.
+/// The real Claude Code CLI against a scripted Messages API through the allowlist over plain
+/// HTTP, the key in the sandbox (`--key-in-sandbox`): read-only tools, its result text
+/// becomes the findings, its usage and cost the run's.
 #[test]
 fn claude_code_audits_through_the_allowlist_with_a_scripted_model() {
     require!(Need::Root, Need::Tool("claude"));
-    let (port, seen) = scripted_claude(ONE_FINDING_LINE);
+    let (port, seen) = scripted_claude(ONE_FINDING_LINE, None);
     let c = Corpus::two_groups();
     let mut cmd = c.work.cmd(&[
         "audit",
@@ -637,6 +651,7 @@ fn claude_code_audits_through_the_allowlist_with_a_scripted_model() {
         &format!("127.0.0.1:{port}"),
         "--add-host",
         "api.test:127.0.0.1",
+        "--key-in-sandbox",
         "--pass-env",
         "ANTHROPIC_API_KEY",
     ]);

@@ -8,6 +8,7 @@ mod audit_cluster;
 mod audit_collect;
 mod audit_demo;
 mod audit_judge;
+mod audit_keys;
 mod audit_real;
 mod audit_report;
 mod audit_run;

@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
-use rustls_pki_types::PrivateKeyDer;
 
+use crate::common::tls::TestCa;
 use crate::common::*;
 
 /// The real value: never in the sandbox.
@@ -25,31 +24,10 @@ struct TlsUpstream {
     seen: Arc<Mutex<Vec<String>>>,
 }
 
-#[allow(deprecated)]
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 impl TlsUpstream {
     fn start() -> TlsUpstream {
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["api.test".into(), "other.test".into()])
-            .unwrap()
-            .signed_by(&leaf_key, &ca)
-            .unwrap();
-        let config = ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone(), ca.der().clone()],
-                PrivateKeyDer::from(leaf_key),
-            )
-            .unwrap();
-        let config = Arc::new(config);
+        let ca = TestCa::new(&["api.test", "other.test"]);
+        let config = ca.config.clone();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -62,7 +40,7 @@ impl TlsUpstream {
         });
         TlsUpstream {
             port,
-            ca_pem: ca.pem(),
+            ca_pem: ca.pem,
             seen,
         }
     }

@@ -21,6 +21,7 @@ pub(crate) mod findings;
 pub mod input;
 pub mod judge;
 pub(crate) mod judgment;
+pub mod keys;
 pub mod metrics;
 pub(crate) mod pdf;
 pub(crate) mod prompt;

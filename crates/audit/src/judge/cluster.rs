@@ -114,6 +114,7 @@ fn to_argv(a: &JudgeArgs) -> Vec<String> {
     for name in &a.pass_env {
         v.extend(["--pass-env".into(), name.clone()]);
     }
+    v.extend(a.keys.argv());
     v
 }
 

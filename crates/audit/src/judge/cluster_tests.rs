@@ -20,6 +20,7 @@ fn row(group: &str, repeat: u32) -> RunRow {
         output_tokens: 0,
         cost_usd: None,
         cost_source: String::new(),
+        network_sha256: None,
     }
 }
 

@@ -64,6 +64,8 @@ pub enum JudgeError {
     #[error("{path}: {reason}")]
     Format { path: PathBuf, reason: String },
     #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
+    #[error(transparent)]
     Merge(#[from] reprorun_pipeline::driver::MergeError),
     #[error(
         "run {group} #{repeat}: {step}: {cause}; fix it and run the same command again to resume"
@@ -110,10 +112,13 @@ pub struct JudgeArgs {
     /// The egress proxy resolves NAME to ADDRESS. Repeatable.
     #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| reprorun_runtime::net::allow::parse_add_host(v))]
     pub add_host: Vec<(String, std::net::IpAddr)>,
-    /// Pass the caller's variable NAME to the judge (by name only, never recorded).
+    /// Pass the caller's variable NAME to the judge (by name only, never recorded; the
+    /// model key of codex and claude-code is not passed but injected: --key-in-sandbox).
     /// Repeatable.
     #[arg(long, value_name = "NAME")]
     pub pass_env: Vec<String>,
+    #[command(flatten)]
+    pub keys: crate::keys::KeyArgs,
     /// The model the judge uses (Codex `-m`, Claude Code `--model`).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -277,7 +282,7 @@ fn resolve_in(
     let sandbox = if kind == JudgeKind::Builtin {
         None
     } else {
-        let net = if args.allow_host.is_empty() && args.add_host.is_empty() {
+        let mut net = if args.allow_host.is_empty() && args.add_host.is_empty() {
             NetChoice::NONE
         } else {
             NetChoice {
@@ -289,6 +294,16 @@ fn resolve_in(
                 },
             }
         };
+        let provider = match kind {
+            JudgeKind::Codex => Some(crate::keys::Provider::OpenAi),
+            JudgeKind::ClaudeCode => Some(crate::keys::Provider::Anthropic),
+            JudgeKind::Builtin | JudgeKind::Cmd => None,
+        };
+        let key = provider
+            .filter(|_| !args.keys.key_in_sandbox)
+            .map(|p| crate::keys::model_key(p, args.model_base_url.as_deref()))
+            .transpose()?;
+        crate::keys::resolve(key.as_ref(), &args.keys, &pass_env, &mut net)?;
         let self_bin = std::env::current_exe()
             .map_err(|e| usage(format!("find reprorun's own binary: {e}")))?;
         Some(Sandbox {
@@ -298,6 +313,7 @@ fn resolve_in(
             self_bin,
             net,
             pass_env,
+            key,
             timeout: args.timeout,
             memory: None,
             pids: None,

@@ -55,7 +55,7 @@ pub(super) fn sandboxed<L: LogSink>(
         }
         None => None,
     };
-    let req = request::request(sb, &inv, &work, &scratch.out_dir(), codex_home.as_deref());
+    let req = request::request(sb, &inv, &work, &scratch.out_dir(), codex_home.as_deref())?;
     let host = HostFacts::current().map_err(|e| setup("host facts")(e.to_string()))?;
     let result = scratch
         .run(&req, &host)

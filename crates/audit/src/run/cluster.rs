@@ -145,6 +145,7 @@ pub(crate) fn to_argv(a: &RunArgs) -> Vec<String> {
     for name in &a.pass_env {
         v.extend(["--pass-env".into(), name.clone()]);
     }
+    v.extend(a.keys.argv());
     if a.no_paper {
         v.push("--no-paper".into());
     }

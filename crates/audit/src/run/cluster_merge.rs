@@ -87,6 +87,7 @@ impl Pipeline for Tasks {
         let mut v = vec![r.stdout_sha256.as_str(), r.stderr_sha256.as_str()];
         v.extend(r.findings_sha256.as_deref());
         v.extend(r.raw_sha256.as_deref());
+        v.extend(r.network_sha256.as_deref());
         v
     }
     fn started_at(b: &Body) -> i64 {

@@ -28,6 +28,9 @@ fn the_run_options_survive_the_manifest() {
         "api.example.com:127.0.0.1",
         "--pass-env",
         "KEY",
+        "--key-in-sandbox",
+        "--upstream-ca",
+        "/ca.pem",
         "--model",
         "m",
         "--no-paper",
@@ -42,6 +45,11 @@ fn the_run_options_survive_the_manifest() {
     assert_eq!(b.add_host, a.add_host);
     assert_eq!(b.allow_host.len(), 1);
     assert!(b.no_paper && !b.no_order_instruction);
+    assert!(b.keys.key_in_sandbox);
+    assert_eq!(
+        b.keys.upstream_ca.as_deref(),
+        Some(std::path::Path::new("/ca.pem"))
+    );
     // --jobs does not shape a run: not carried.
     assert_eq!(b.jobs, 1);
 }
@@ -126,6 +134,7 @@ fn row(group: &str, repeat: u32, logs: &LogDir) -> RunRow {
         output_tokens: 2,
         cost_usd: None,
         cost_source: "none".into(),
+        network_sha256: None,
     }
 }
 

@@ -53,6 +53,8 @@ pub enum RunError {
     Tasks(#[from] reprorun_pipeline::tasks::TasksError),
     #[error(transparent)]
     Merge(#[from] reprorun_pipeline::driver::MergeError),
+    #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
     #[error("--image: {0}")]
     Image(#[from] reprorun_runtime::image::ImageError),
     #[error("group {group}: {step}: {cause}; fix it and run the same command again to resume")]
@@ -121,10 +123,13 @@ pub struct RunArgs {
     /// The egress proxy resolves NAME to ADDRESS. Repeatable.
     #[arg(long, value_name = "NAME:ADDRESS", value_parser = |v: &str| reprorun_runtime::net::allow::parse_add_host(v))]
     pub add_host: Vec<(String, std::net::IpAddr)>,
-    /// Pass the caller's variable NAME to the agent (credentials: by name only, never
-    /// recorded). Repeatable.
+    /// Pass the caller's variable NAME to the agent (by name only, never recorded; the
+    /// model key of codex and claude-code is not passed but injected: --key-in-sandbox).
+    /// Repeatable.
     #[arg(long, value_name = "NAME")]
     pub pass_env: Vec<String>,
+    #[command(flatten)]
+    pub keys: crate::keys::KeyArgs,
     /// The agent's installation, bound read-only at /opt/agent with /opt/agent/bin first on
     /// PATH (default: what the host's /usr holds).
     #[arg(long, value_name = "DIR", conflicts_with = "image")]
@@ -282,7 +287,7 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
             }
         }
     }
-    let net = if args.allow_host.is_empty() && args.add_host.is_empty() {
+    let mut net = if args.allow_host.is_empty() && args.add_host.is_empty() {
         NetChoice::NONE
     } else {
         NetChoice {
@@ -294,6 +299,16 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
             },
         }
     };
+    let provider = match kind {
+        AgentKind::Codex => Some(crate::keys::Provider::OpenAi),
+        AgentKind::ClaudeCode => Some(crate::keys::Provider::Anthropic),
+        AgentKind::Builtin | AgentKind::Cmd => None,
+    };
+    let key = provider
+        .filter(|_| !args.keys.key_in_sandbox)
+        .map(|p| crate::keys::model_key(p, args.model_base_url.as_deref()))
+        .transpose()?;
+    crate::keys::resolve(key.as_ref(), &args.keys, &pass_env, &mut net)?;
     let image = match &args.image {
         Some(r) => Some(reprorun_runtime::image::lookup(args.store.clone(), r)?),
         None => None,
@@ -328,6 +343,7 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
             self_bin,
             net,
             pass_env,
+            key,
             timeout: args.timeout,
             memory: args.memory,
             pids: args.pids,
@@ -339,7 +355,7 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
 /// What the runs of a study depend on: the corpus and the agent's configuration (never the
 /// values of --pass-env).
 fn fingerprint(study: &Study, args: &RunArgs) -> String {
-    serde_json::json!({
+    let mut f = serde_json::json!({
         "corpus": study.corpus.fingerprint(),
         "agent": study.agent,
         "net": study.sandbox.net.to_string(),
@@ -348,8 +364,12 @@ fn fingerprint(study: &Study, args: &RunArgs) -> String {
         "image": study.sandbox.image.as_ref().map(|i| i.digest.clone()),
         "timeout_ms": args.timeout.as_millis() as u64,
         "memory": args.memory,
-    })
-    .to_string()
+    });
+    if let Some(k) = &study.sandbox.key {
+        // Where the key goes (never its value); absent as before without one.
+        f["key"] = k.spec().into();
+    }
+    f.to_string()
 }
 
 /// One run, recorded.
@@ -450,7 +470,7 @@ fn run_one(
         &work,
         &scratch.out_dir(),
         codex_home.as_deref(),
-    );
+    )?;
     let host = HostFacts::current().map_err(|e| setup("host facts")(e.into()))?;
     let clock = Instant::now();
     let result = scratch
@@ -476,6 +496,7 @@ fn run_one(
         output_tokens: 0,
         cost_usd: None,
         cost_source: "none".into(),
+        network_sha256: None,
     };
     let outcome = match result {
         UnitOutcome::Ran(o) => o,
@@ -488,6 +509,13 @@ fn run_one(
         UnitOutcome::HostFailure(e) => return Err(setup("sandbox")(e.into())),
     };
     row.exit_code = outcome.exit_code;
+    if study.sandbox.net.mode == NetMode::Allow {
+        let record = serde_json::json!({
+            "network": outcome.network.records,
+            "network_dropped": outcome.network.dropped,
+        });
+        row.network_sha256 = Some(logs.put_log(record.to_string().as_bytes())?);
+    }
     let answer = agent::answer(study.agent.kind, &scratch.out_dir(), &out);
     let (cost, source) = study
         .prices

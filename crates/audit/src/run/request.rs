@@ -51,6 +51,9 @@ pub(crate) struct Sandbox {
     pub(crate) net: reprorun_runtime::plan::NetChoice,
     /// `--pass-env`: names and values (never recorded anywhere).
     pub(crate) pass_env: Vec<(String, String)>,
+    /// The model key the proxy puts into requests to the model API (`crate::keys`); `None`
+    /// with `--key-in-sandbox` or an agent without one.
+    pub(crate) key: Option<crate::keys::ModelKey>,
     pub(crate) timeout: Duration,
     pub(crate) memory: Option<u64>,
     pub(crate) pids: Option<u64>,
@@ -117,14 +120,15 @@ fn bind(src: impl Into<PathBuf>, dest: &str, readonly: bool) -> ExtraMount {
 }
 
 /// The request of one run: `work` is the run's `/work` (repo, paper, prompt already in
-/// place), `out` its output directory, `codex_home` its Codex home.
+/// place), `out` its output directory, `codex_home` its Codex home. The model key, if any,
+/// gets a placeholder of this run's own.
 pub(crate) fn request(
     sb: &Sandbox,
     inv: &Invocation,
     work: &Path,
     out: &Path,
     codex_home: Option<&Path>,
-) -> ExecRequest {
+) -> Result<ExecRequest, crate::keys::KeyError> {
     let mut req = ExecRequest::new(inv.argv.clone());
     req.isolation = Isolation::Full;
     req.workdir = Some(work.to_path_buf());
@@ -177,7 +181,10 @@ pub(crate) fn request(
     env.extend(inv.env.iter().cloned());
     env.extend(sb.pass_env.iter().cloned());
     req.env = env;
-    req
+    if let Some(key) = &sb.key {
+        crate::keys::inject(&mut req, key)?;
+    }
+    Ok(req)
 }
 
 #[cfg(test)]

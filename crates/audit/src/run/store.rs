@@ -115,7 +115,22 @@ pub(crate) struct RunRow {
     pub(crate) output_tokens: u64,
     pub(crate) cost_usd: Option<f64>,
     pub(crate) cost_source: String,
+    /// With a network: the proxy's record of the run's connections (`{"network": [...],
+    /// "network_dropped": N}`, as `exec --record` writes them; which secret went to which
+    /// host, never a value), kept in table `run_network`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) network_sha256: Option<String>,
 }
+
+/// The network record of each run, beside `runs` (made on open, so a study begun by an
+/// earlier reprorun gains it without a new schema).
+const NETWORK_SQL: &str = "
+CREATE TABLE IF NOT EXISTS run_network (
+    group_id TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    network_sha256 TEXT NOT NULL,
+    PRIMARY KEY (group_id, repeat)
+);";
 
 /// The audit study's database.
 pub(crate) struct Store {
@@ -124,9 +139,9 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn open(path: &Path, create: bool) -> Result<Store, StoreError> {
-        Ok(Store {
-            db: Db::open(path, create, &SCHEMA)?,
-        })
+        let db = Db::open(path, create, &SCHEMA)?;
+        db.conn().execute_batch(NETWORK_SQL).map_err(db.err())?;
+        Ok(Store { db })
     }
 
     pub(crate) fn has_run(&self, group: &str, repeat: u32) -> Result<bool, StoreError> {
@@ -138,8 +153,31 @@ impl Store {
             .map_err(self.db.err())
     }
 
-    /// Inserts `row` unless that run is recorded already (a resumed worker's duplicate).
+    /// Inserts `row` unless that run is recorded already (a resumed worker's duplicate),
+    /// with its network record, both or neither (a savepoint: the merge inserts inside a
+    /// transaction of its own).
     pub(crate) fn insert(&self, r: &RunRow) -> Result<bool, StoreError> {
+        let conn = self.db.conn();
+        conn.execute_batch("SAVEPOINT run_insert")
+            .map_err(self.db.err())?;
+        let both = self.insert_row(r).and_then(|inserted| {
+            if let (true, Some(net)) = (inserted, &r.network_sha256) {
+                self.db.insert_once(
+                    "INSERT OR IGNORE INTO run_network VALUES (?1, ?2, ?3)",
+                    params![r.group_id, r.repeat, net],
+                )?;
+            }
+            Ok(inserted)
+        });
+        let end = match both {
+            Ok(_) => "RELEASE run_insert",
+            Err(_) => "ROLLBACK TO run_insert; RELEASE run_insert",
+        };
+        conn.execute_batch(end).map_err(self.db.err())?;
+        both
+    }
+
+    fn insert_row(&self, r: &RunRow) -> Result<bool, StoreError> {
         self.db.insert_once(
             "INSERT OR IGNORE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
@@ -168,7 +206,10 @@ impl Store {
     pub(crate) fn rows(&self) -> Result<Vec<RunRow>, StoreError> {
         let conn = self.db.conn();
         let mut stmt = conn
-            .prepare("SELECT * FROM runs ORDER BY group_id, repeat")
+            .prepare(
+                "SELECT runs.*, n.network_sha256 FROM runs LEFT JOIN run_network n \
+                 USING (group_id, repeat) ORDER BY group_id, repeat",
+            )
             .map_err(self.db.err())?;
         let rows = stmt
             .query_map([], |r| {
@@ -190,6 +231,7 @@ impl Store {
                     output_tokens: r.get::<_, i64>(14)? as u64,
                     cost_usd: r.get(15)?,
                     cost_source: r.get(16)?,
+                    network_sha256: r.get(17)?,
                 })
             })
             .map_err(self.db.err())?;

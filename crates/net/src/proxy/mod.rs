@@ -1,7 +1,8 @@
 //! The proxy: HTTP CONNECT, absolute-form HTTP and SOCKS5 on one listening socket.
 //!
-//! One accept thread polls the listener and a wake-up pipe; every accepted connection gets
-//! a thread (`conn`) that reads the request (`http`, `socks`), decides by name, resolves,
+//! One accept thread polls the listener and a wake-up pipe; every accepted connection runs
+//! on a thread (one kept from an earlier connection when one waits: `workers`) that
+//! (`conn`) reads the request (`http`, `socks`), decides by name, resolves,
 //! connects, checks the TLS SNI of tunnels (`sni`) and relays with `splice(2)` (`relay`).
 //! Every socket a connection opens is registered in [`Shared::live`], so that `stop` can
 //! shut them all down and join every thread.
@@ -22,6 +23,7 @@ mod tap;
 #[cfg(test)]
 mod tests;
 mod upstream;
+mod workers;
 
 use std::collections::HashMap;
 use std::net::TcpStream;
@@ -342,7 +344,7 @@ impl Drop for Proxy {
 /// Accepts until woken, then joins every connection thread (the listener and the wake-up
 /// pipe are closed when the caller's thread returns).
 fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let workers = workers::Workers::new("rrnet-conn", CONN_STACK);
     let mut next_id = 0u64;
     loop {
         let mut fds = [
@@ -362,9 +364,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
                 Ok(fd) => {
                     // SAFETY: accept4 just returned this descriptor; nothing else owns it.
                     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-                    if let Some(t) = admit(shared, next_id, TcpStream::from(owned)) {
-                        threads.push(t);
-                    }
+                    admit(shared, &workers, next_id, TcpStream::from(owned));
                     next_id += 1;
                 }
                 Err(Errno::EINTR | Errno::ECONNABORTED | Errno::EPROTO) => {}
@@ -382,15 +382,8 @@ fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
                 }
             }
         }
-        let (done, running) = threads.into_iter().partition(JoinHandle::is_finished);
-        threads = running;
-        for t in done {
-            let _ = t.join();
-        }
     }
-    for t in threads {
-        let _ = t.join();
-    }
+    workers.join();
 }
 
 /// Which budget a connection is served from.
@@ -402,8 +395,8 @@ enum Tier {
     Busy,
 }
 
-/// Starts serving a freshly accepted connection; returns its thread.
-fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<()>> {
+/// Starts serving a freshly accepted connection on one of `workers`.
+fn admit(shared: &Arc<Shared>, workers: &workers::Workers, id: u64, client: TcpStream) {
     let started = SystemTime::now();
     let since = Instant::now();
     let _ = client.set_nodelay(true);
@@ -413,7 +406,7 @@ fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<
         let mut record = blank_record(started);
         record.rule = "proxy stopping".into();
         shared.finish(id, record);
-        return None;
+        return;
     }
     let max = shared.config.max_conns;
     let tier = if shared.active.fetch_add(1, Ordering::SeqCst) < max {
@@ -426,24 +419,21 @@ fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<
             shared.overflow.fetch_sub(1, Ordering::SeqCst);
             conn::refuse_busy_now(shared, id, &client, started, since);
             shared.unregister(id);
-            return None;
+            return;
         }
     };
     let for_thread = Arc::clone(shared);
     let thread_client = Arc::clone(&client);
-    let spawned = std::thread::Builder::new()
-        .name("rrnet-conn".into())
-        .stack_size(CONN_STACK)
-        .spawn(move || {
-            conn::serve(&for_thread, id, thread_client, tier, started, since);
-            let counter = match tier {
-                Tier::Normal => &for_thread.active,
-                Tier::Busy => &for_thread.overflow,
-            };
-            counter.fetch_sub(1, Ordering::SeqCst);
-        });
+    let spawned = workers.run(move || {
+        conn::serve(&for_thread, id, thread_client, tier, started, since);
+        let counter = match tier {
+            Tier::Normal => &for_thread.active,
+            Tier::Busy => &for_thread.overflow,
+        };
+        counter.fetch_sub(1, Ordering::SeqCst);
+    });
     match spawned {
-        Ok(t) => Some(t),
+        Ok(()) => {}
         Err(e) => {
             let counter = match tier {
                 Tier::Normal => &shared.active,
@@ -455,7 +445,6 @@ fn admit(shared: &Arc<Shared>, id: u64, client: TcpStream) -> Option<JoinHandle<
             record.duration_ms = millis(since);
             shared.unregister(id);
             shared.finish(id, record);
-            None
         }
     }
 }

@@ -355,8 +355,10 @@ fn broker(
     log: Option<&LogFile>,
 ) -> Network {
     let host_addrs = Arc::new(crate::local::HostAddrs::read());
+    // Shared by every decision (it was copied for each).
+    let egress = Arc::new(egress.clone());
     let mut kept: Kept<(u64, ConnRecord)> = Kept::default();
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let workers = super::workers::Workers::new("rrnet-decide", 256 * 1024);
     loop {
         if lock(&state.stop_by).is_some_and(|t| Instant::now() >= t) {
             break;
@@ -398,25 +400,18 @@ fn broker(
                 }
             }
             (Some(b'A'), Some(answer)) => {
-                let (finished, running) = threads.into_iter().partition(JoinHandle::is_finished);
-                threads = running;
-                finished.into_iter().for_each(|t| drop(t.join()));
                 let job = Job {
                     state: Arc::clone(state),
-                    egress: egress.clone(),
+                    egress: Arc::clone(&egress),
                     host_addrs: Arc::clone(&host_addrs),
                     connect_timeout: config.connect_timeout,
                 };
-                if let Some(t) = job.start(bytes, answer) {
-                    threads.push(t);
-                }
+                job.start(bytes, answer, &workers);
             }
             _ => {}
         }
     }
-    for t in threads {
-        let _ = t.join();
-    }
+    workers.join();
     let (mut records, dropped) = kept.into_parts();
     records.sort_by_key(|(id, _)| *id);
     Network {
@@ -467,16 +462,16 @@ fn parse_record(json: &[u8]) -> Option<ConnRecord> {
     })
 }
 
-/// One request of the helper's, decided in a thread of its own.
+/// One request of the helper's, decided on a thread of its own (a kept one, `workers`).
 struct Job {
     state: Arc<State>,
-    egress: Egress,
+    egress: Arc<Egress>,
     host_addrs: Arc<crate::local::HostAddrs>,
     connect_timeout: Duration,
 }
 
 impl Job {
-    fn start(self, ask: Vec<u8>, answer: OwnedFd) -> Option<JoinHandle<()>> {
+    fn start(self, ask: Vec<u8>, answer: OwnedFd, workers: &super::workers::Workers) {
         let Some((target, port)) = parse_ask(&ask) else {
             refuse(
                 &answer,
@@ -485,7 +480,7 @@ impl Job {
                 None,
                 "bad request",
             );
-            return None;
+            return;
         };
         if self.state.deciding.fetch_add(1, Ordering::SeqCst) >= DECIDING_MAX {
             self.state.deciding.fetch_sub(1, Ordering::SeqCst);
@@ -496,16 +491,17 @@ impl Job {
                 None,
                 "proxy busy",
             );
-            return None;
+            return;
         }
-        let spawned = std::thread::Builder::new()
-            .name("rrnet-decide".into())
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                self.decide(&target, port, &answer);
-                self.state.deciding.fetch_sub(1, Ordering::SeqCst);
-            });
-        spawned.ok()
+        let state = Arc::clone(&self.state);
+        let ran = workers.run(move || {
+            self.decide(&target, port, &answer);
+            self.state.deciding.fetch_sub(1, Ordering::SeqCst);
+        });
+        if ran.is_err() {
+            // No thread: the answer socket is closed unanswered, which the helper reports.
+            state.deciding.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     fn decide(&self, target: &Target, port: u16, answer: &OwnedFd) {
