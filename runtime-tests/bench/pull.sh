@@ -8,11 +8,13 @@
 # (unpacked, ready for `exec --image`); skopeo's side copies the blobs into a fresh OCI layout
 # (downloaded and verified, not unpacked: less work); the third line is the same work as
 # reprorun's, done the way it was before `image pull` (skopeo copy, then image import). Every
-# run starts from nothing.
-# Needs root, docker-registry, skopeo, hyperfine, python3, curl.
+# run starts from nothing. The fourth line is podman pull into a private store of its own
+# (download, verify and unpack into overlay layers: the same work as reprorun's, by the
+# engine users have).
+# Needs root, docker-registry, skopeo, podman, hyperfine, python3, curl.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-need docker-registry skopeo hyperfine python3 curl
+need docker-registry skopeo podman hyperfine python3 curl
 build_reprorun
 make_work
 runs=${1:-5}
@@ -87,7 +89,10 @@ hyperfine --warmup 1 --runs "$runs" --export-json "$work/result.json" \
   "skopeo copy --quiet --src-tls-verify=false docker://$ref oci:$work/skopeo:latest" \
   -n "skopeo copy, then reprorun image import (the way before image pull)" \
   --prepare "rm -rf $work/skopeo2 $work/store2" \
-  "skopeo copy --quiet --src-tls-verify=false docker://$ref oci:$work/skopeo2:latest && $bin image import --store $work/store2 $work/skopeo2 >/dev/null" >&2
+  "skopeo copy --quiet --src-tls-verify=false docker://$ref oci:$work/skopeo2:latest && $bin image import --store $work/store2 $work/skopeo2 >/dev/null" \
+  -n "podman pull (download, verify, unpack into its store)" \
+  --prepare "rm -rf $work/podroot $work/podrun" \
+  "podman --root $work/podroot --runroot $work/podrun --events-backend file --cgroup-manager cgroupfs pull --quiet --tls-verify=false $ref >/dev/null" >&2
 python3 - "$work/result.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
@@ -95,4 +100,5 @@ for x in r:
     print(f"{x['command']:<52} {x['mean']:.3f} s ± {x['stddev']:.3f}")
 print(f"ratio skopeo copy / reprorun pull (above 1: reprorun is faster; skopeo does not unpack): {r[1]['mean'] / r[0]['mean']:.2f}x")
 print(f"ratio skopeo copy + image import / reprorun pull (the same work): {r[2]['mean'] / r[0]['mean']:.2f}x")
+print(f"ratio podman pull / reprorun pull (the same work, by the engine): {r[3]['mean'] / r[0]['mean']:.2f}x")
 PY

@@ -146,6 +146,7 @@ pub fn mount_setattr(path: &Path, recursive: bool, set: u64, clear: u64) -> Resu
 /// `RESOLVE_*` bits of `openat2(2)`.
 pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_BENEATH: u64 = 0x08;
 pub const RESOLVE_IN_ROOT: u64 = 0x10;
 
 /// Opens `path` (absolute or relative) as seen from the directory `root` taken as the root:

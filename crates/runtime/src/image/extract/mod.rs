@@ -5,12 +5,14 @@
 //! link, and `..` is refused outright: a layer cannot touch anything outside the root.
 //! Whiteouts (`.wh.NAME`) and opaque markers (`.wh..wh..opq`) remove what lower layers made.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::{CString, OsStr};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
@@ -96,7 +98,11 @@ pub enum ExtractError {
 
 /// Unpacks layers, in order, into one root directory.
 pub struct Extractor {
-    root: OwnedFd,
+    root: std::fs::File,
+    /// The directory last resolved, kept open: a layer's entries come directory by
+    /// directory, so most lookups are the one before. Forgotten whenever anything is
+    /// removed (a removal is the only way a directory we hold can leave the tree).
+    last_dir: RefCell<Option<(PathBuf, Rc<OwnedFd>)>>,
     opts: Options,
     limits: Limits,
     entries: u64,
@@ -117,7 +123,8 @@ impl Extractor {
         )
         .map_err(|errno| fs_err("open", root, errno))?;
         Ok(Extractor {
-            root: own(fd),
+            root: std::fs::File::from(own(fd)),
+            last_dir: RefCell::new(None),
             opts,
             limits,
             entries: 0,
@@ -204,6 +211,7 @@ impl Extractor {
                         if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
                             == SFlag::S_IFDIR => {}
                     Ok(_) => {
+                        self.forget_dirs();
                         remove_all(p, name).map_err(|e| fs_err("replace", shown, e))?;
                         mkdir(p, name).map_err(|e| fs_err("create directory", shown, e))?;
                     }
@@ -222,9 +230,15 @@ impl Extractor {
                 if target.is_empty() {
                     return Err(fs_err("symlink", shown, Errno::EINVAL));
                 }
-                self.replace(p, name, shown)?;
-                nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(p), name)
-                    .map_err(|e| fs_err("symlink", shown, e))?;
+                let make = || nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(p), name);
+                match make() {
+                    Err(Errno::EEXIST) => {
+                        self.replace(p, name, shown)?;
+                        make()
+                    }
+                    other => other,
+                }
+                .map_err(|e| fs_err("symlink", shown, e))?;
                 let t = timespec(mtime);
                 let _ = nix::sys::stat::utimensat(
                     Some(p),
@@ -271,13 +285,27 @@ impl Extractor {
         shown: &str,
         (mode, mtime): (u32, u64),
     ) -> Result<(), ExtractError> {
-        self.replace(p, name, shown)?;
-        let fd = openat(
-            Some(p),
-            name,
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(0o600),
-        )
+        let create = || {
+            openat(
+                Some(p),
+                name,
+                OFlag::O_WRONLY
+                    | OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o600),
+            )
+        };
+        // Created exclusively; only what is in the way is removed first (one system call
+        // per new file instead of a look, then the create).
+        let fd = match create() {
+            Err(Errno::EEXIST) => {
+                self.replace(p, name, shown)?;
+                create()
+            }
+            other => other,
+        }
         .map_err(|e| fs_err("create", shown, e))?;
         let mut file = std::fs::File::from(own(fd));
         std::io::copy(entry, &mut file).map_err(|e| match e.raw_os_error() {
@@ -404,6 +432,7 @@ impl Extractor {
     /// Removes whatever is at `name` (a directory with its contents) so a new entry can take
     /// its place; the removal never follows a link.
     fn replace(&self, parent: RawFd, name: &OsStr, shown: &str) -> Result<(), ExtractError> {
+        self.forget_dirs();
         match remove_all(parent, name) {
             Ok(()) | Err(Errno::ENOENT) => Ok(()),
             Err(e) => Err(fs_err("replace", shown, e)),
@@ -416,6 +445,7 @@ impl Extractor {
         shown: &str,
         written: &HashSet<PathBuf>,
     ) -> Result<(), ExtractError> {
+        self.forget_dirs();
         let name = rel.file_name().unwrap_or_default().as_bytes();
         let dir = rel.parent().unwrap_or(Path::new(""));
         let bad = |reason: &str| ExtractError::Whiteout {
@@ -480,7 +510,7 @@ impl Extractor {
         rel: &'a Path,
         shown: &str,
         create: bool,
-    ) -> Result<(OwnedFd, &'a OsStr), ExtractError> {
+    ) -> Result<(Rc<OwnedFd>, &'a OsStr), ExtractError> {
         let name = rel.file_name().unwrap_or_default();
         let dir = rel.parent().unwrap_or(Path::new(""));
         match self.resolve_dir(dir, shown, create)? {
@@ -493,9 +523,62 @@ impl Extractor {
         }
     }
 
+    /// Forgets the directory kept open by [`Self::resolve_dir`].
+    fn forget_dirs(&self) {
+        self.last_dir.borrow_mut().take();
+    }
+
     /// Opens `dir` (relative to the root) without following any link. `None` when a
     /// component is missing and `create` is false.
+    ///
+    /// The directory last opened is reused; otherwise one `openat2` beneath the root with
+    /// no symbolic link allowed anywhere; where that fails (a component missing or not a
+    /// directory, a link on the way, an older kernel), the walk one component at a time,
+    /// which creates what is missing and says which component was in the way.
     fn resolve_dir(
+        &self,
+        dir: &Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<Option<Rc<OwnedFd>>, ExtractError> {
+        if let Some((path, fd)) = self.last_dir.borrow().as_ref() {
+            if path == dir {
+                return Ok(Some(Rc::clone(fd)));
+            }
+        }
+        let fd = match self.open_beneath(dir) {
+            Some(fd) => fd,
+            None => match self.walk_dir(dir, shown, create)? {
+                Some(fd) => fd,
+                None => return Ok(None),
+            },
+        };
+        let fd = Rc::new(fd);
+        *self.last_dir.borrow_mut() = Some((dir.to_path_buf(), Rc::clone(&fd)));
+        Ok(Some(fd))
+    }
+
+    /// One `openat2` of `dir` beneath the root, refusing every symbolic link; `None` if it
+    /// fails for any reason (the walk then decides).
+    fn open_beneath(&self, dir: &Path) -> Option<OwnedFd> {
+        if dir.as_os_str().is_empty() {
+            return dup(self.root.as_raw_fd()).ok();
+        }
+        let resolve = crate::sys::RESOLVE_BENEATH
+            | crate::sys::RESOLVE_NO_SYMLINKS
+            | crate::sys::RESOLVE_NO_MAGICLINKS;
+        crate::sys::openat2(
+            &self.root,
+            dir,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            resolve,
+        )
+        .ok()
+        .map(OwnedFd::from)
+    }
+
+    /// The walk of [`Self::resolve_dir`], one component at a time with `O_NOFOLLOW`.
+    fn walk_dir(
         &self,
         dir: &Path,
         shown: &str,

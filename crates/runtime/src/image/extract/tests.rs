@@ -669,3 +669,66 @@ fn remove_tree_does_not_follow_links_and_handles_read_only_dirs() {
     assert!(!root.exists());
     assert!(f.outside().join("keep").exists());
 }
+
+// The extractor keeps the directory it resolved last open: a directory replaced by a link,
+// a file or a whiteout between two entries must not be written into through that descriptor.
+
+#[test]
+fn a_directory_replaced_by_a_link_is_not_written_through_its_kept_descriptor() {
+    let f = Fixture::new();
+    std::fs::create_dir(f.outside()).unwrap();
+    let layer = Layer::new()
+        .dir("a")
+        .file("a/one", "1")
+        .symlink("a", &f.outside().display().to_string())
+        .file("a/two", "2")
+        .bytes();
+    refused(f.unpack(vec![layer]), "a is a symbolic link");
+    assert!(!f.outside().join("two").exists());
+    assert!(std::fs::symlink_metadata(f.root().join("a"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_directory_replaced_by_a_file_refuses_entries_below_it() {
+    let f = Fixture::new();
+    let layer = Layer::new()
+        .file("a/one", "1")
+        .file("a", "now a file")
+        .file("a/two", "2")
+        .bytes();
+    refused(f.unpack(vec![layer]), "a is not a directory");
+    assert_eq!(std::fs::read_to_string(f.root().join("a")).unwrap(), "now a file");
+}
+
+#[test]
+fn a_directory_whited_out_and_made_again_holds_only_the_new_entries() {
+    let f = Fixture::new();
+    let lower = Layer::new().file("a/b/old", "old").bytes();
+    let upper = Layer::new()
+        .file("a/.wh.b", "")
+        .file("a/b/new", "new")
+        .bytes();
+    f.unpack(vec![lower, upper]).unwrap();
+    assert!(!f.root().join("a/b/old").exists());
+    assert_eq!(std::fs::read_to_string(f.root().join("a/b/new")).unwrap(), "new");
+}
+
+#[test]
+fn files_in_many_directories_unpack_whatever_the_order() {
+    let f = Fixture::new();
+    let mut layer = Layer::new();
+    for i in 0..40 {
+        // Back and forth between directories, deep and shallow, created on the way.
+        layer = layer
+            .file(&format!("d{}/x/y/f{i}", i % 3), "x")
+            .file(&format!("top{i}"), "t");
+    }
+    f.unpack(vec![layer.bytes()]).unwrap();
+    for i in 0..40 {
+        assert!(f.root().join(format!("d{}/x/y/f{i}", i % 3)).is_file());
+        assert!(f.root().join(format!("top{i}")).is_file());
+    }
+}
