@@ -107,7 +107,7 @@ fn go_runs_share_a_read_only_build_cache_warmed_once() {
     require!(Need::Root, Need::Tool("go"), Need::Tool("git"));
     let w = Work::new();
     write_study(w.path());
-    let s = study(&w, "cached.db", &[]);
+    let s = study(&w, "cached.db", &["--go-cache"]);
     let i = &s["instances"][0];
     assert_eq!(i["class_shim"], "reproducible", "{s}");
     assert_eq!(
@@ -130,8 +130,8 @@ fn go_runs_share_a_read_only_build_cache_warmed_once() {
         stdout(&entries).lines().count() > 10,
         "the warm-up filled the cache"
     );
-    // --no-go-cache: every run from a cold cache of its own; the instance's check fails.
-    let s = study(&w, "cold.db", &["--no-go-cache"]);
+    // Without --go-cache: every run from a cold cache of its own; the instance's check fails.
+    let s = study(&w, "cold.db", &[]);
     let i = &s["instances"][0];
     assert_eq!(i["resolved_runs"]["shim"].as_u64().unwrap_or(0), 0, "{i}");
     assert!(!w.path().join("cold.db.work/go-cache").exists());

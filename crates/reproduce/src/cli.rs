@@ -187,11 +187,11 @@ pub struct RunArgs {
     /// Limit for each test command.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = reprorun_runtime::parse::duration)]
     pub timeout: Duration,
-    /// Build every Go run from a cold cache: no build cache warmed once per instance and
-    /// tree and shared read-only by its runs (a cache can hide a build that does not
-    /// reproduce: spec/reproduce.md).
+    /// Share a Go build cache, warmed once per instance and tree, read-only among the shim
+    /// arm's runs (faster; other arms build cold; a cache can hide a build that does not
+    /// reproduce and changes the go tool's work: spec/reproduce.md).
     #[arg(long)]
-    pub no_go_cache: bool,
+    pub go_cache: bool,
     /// Memory limit (cgroup) for each run; an OOM kill is an infrastructure failure.
     #[arg(long, value_name = "BYTES", value_parser = |v: &str| reprorun_runtime::security::size("--memory", v))]
     pub memory: Option<u64>,
@@ -390,7 +390,7 @@ fn study_options(a: RunArgs) -> study::Options {
     conditions.no_shim_mirror = a.no_shim_mirror.clone();
     conditions.no_shim_net = a.no_shim_net;
     conditions.store = a.store.clone();
-    conditions.go_cache = !a.no_go_cache;
+    conditions.go_cache = a.go_cache;
     study::Options {
         instances: a.instances,
         predictions: a.predictions,

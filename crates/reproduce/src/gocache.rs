@@ -7,7 +7,8 @@
 //! [`MOUNT`]; its outcome is not a run and is not recorded. Every run of that tree then gets
 //! the same cache bound read-only (Go leaves a cache it cannot write as it is and builds
 //! what it lacks), `GOCACHE` naming it, and `-count=1` in `GOFLAGS`, so no test result is
-//! replayed from the cache: the tests always run. `--no-go-cache` turns it off
+//! replayed from the cache: the tests always run. `--go-cache` turns it on, for the shim arm
+//! only
 //! (`spec/reproduce.md` says what a cache can hide).
 //!
 //! The cache is written by a sandbox: the host only creates its directory, takes a lock

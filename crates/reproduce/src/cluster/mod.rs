@@ -75,13 +75,9 @@ pub(crate) struct CondSpec {
     /// `Conditions::select`: the tests each instance's variation runs are about.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub select: std::collections::BTreeMap<String, Vec<String>>,
-    /// The Go build cache (`--no-go-cache`: false); on in manifests that do not say.
-    #[serde(default = "go_cache_default")]
+    /// The Go build cache (`--go-cache`); off in manifests that do not say.
+    #[serde(default)]
     pub go_cache: bool,
-}
-
-fn go_cache_default() -> bool {
-    true
 }
 
 impl CondSpec {

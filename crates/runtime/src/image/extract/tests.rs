@@ -700,7 +700,10 @@ fn a_directory_replaced_by_a_file_refuses_entries_below_it() {
         .file("a/two", "2")
         .bytes();
     refused(f.unpack(vec![layer]), "a is not a directory");
-    assert_eq!(std::fs::read_to_string(f.root().join("a")).unwrap(), "now a file");
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("a")).unwrap(),
+        "now a file"
+    );
 }
 
 #[test]
@@ -713,7 +716,10 @@ fn a_directory_whited_out_and_made_again_holds_only_the_new_entries() {
         .bytes();
     f.unpack(vec![lower, upper]).unwrap();
     assert!(!f.root().join("a/b/old").exists());
-    assert_eq!(std::fs::read_to_string(f.root().join("a/b/new")).unwrap(), "new");
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("a/b/new")).unwrap(),
+        "new"
+    );
 }
 
 #[test]
