@@ -592,19 +592,6 @@ fn warm_go_cache(
     warmed
 }
 
-/// Checks that the study's scratch directory can hold overlay lower directories (the
-/// overlay options string cannot name a path with ',', ':' or '\\').
-pub(crate) fn check_work_dir(dir: &Path) -> Result<(), ReproduceError> {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if abs.to_string_lossy().contains([',', ':', '\\']) {
-        return Err(ReproduceError::Usage(format!(
-            "--db: the study's scratch directory {} holds ',', ':' or '\\', which overlayfs cannot name; put the database elsewhere",
-            abs.display()
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -771,12 +758,5 @@ mod tests {
         std::fs::write(dir.join("GMT-14"), b"TZif").unwrap();
         // With it: its name, which Go reads too.
         assert_eq!(utc_plus_14(root.path()), "Etc/GMT-14");
-    }
-
-    #[test]
-    fn the_scratch_path_must_suit_overlayfs() {
-        assert!(check_work_dir(Path::new("/tmp/study.db.work")).is_ok());
-        let e = check_work_dir(Path::new("/tmp/2024-05-10T12:00/study.db.work")).unwrap_err();
-        assert!(e.to_string().contains("overlayfs cannot name"), "{e}");
     }
 }

@@ -77,7 +77,7 @@ pub(crate) fn run(opts: &Options) -> Result<(Vec<String>, usize), ReproduceError
     let lock_fd = lock.as_raw_fd();
     let start = {
         let store = Store::open(&opts.db, true)?;
-        runner::check_work_dir(&store.work_dir())?;
+        crate::tree::check_work_dir(&store.work_dir())?;
         store.register(&insts)?;
         crate::export::swebench::record_inputs(&store, &insts)?;
         store.check_options(&opts.conditions.fingerprint())?;

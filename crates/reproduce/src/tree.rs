@@ -355,3 +355,28 @@ fn apply(dir: &Path, tree: &Path, inst: &Instance, variant: Variant) -> Result<A
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(applied)
 }
+
+/// Checks that the study's scratch directory can hold overlay lower directories (the
+/// overlay options string cannot name a path with ',', ':' or '\\').
+pub(crate) fn check_work_dir(dir: &Path) -> Result<(), crate::ReproduceError> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if abs.to_string_lossy().contains([',', ':', '\\']) {
+        return Err(crate::ReproduceError::Usage(format!(
+            "--db: the study's scratch directory {} holds ',', ':' or '\\', which overlayfs cannot name; put the database elsewhere",
+            abs.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scratch_path_must_suit_overlayfs() {
+        assert!(check_work_dir(Path::new("/tmp/study.db.work")).is_ok());
+        let e = check_work_dir(Path::new("/tmp/2024-05-10T12:00/study.db.work")).unwrap_err();
+        assert!(e.to_string().contains("overlayfs cannot name"), "{e}");
+    }
+}

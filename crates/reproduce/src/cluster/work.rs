@@ -62,7 +62,7 @@ pub(crate) fn work(o: &WorkOptions) -> Result<Done, ClusterError> {
         logs: &worker.logs,
         work: worker.scratch.clone(),
     };
-    runner::check_work_dir(&sink.work).map_err(|e| ClusterError::Run(Box::new(e)))?;
+    crate::tree::check_work_dir(&sink.work).map_err(|e| ClusterError::Run(Box::new(e)))?;
     let mut progress = Progress::new(ProgressMode::for_stderr(), "runs");
     let (done, result) = worker.run_jobs(
         &chunk.units,
