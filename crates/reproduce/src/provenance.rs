@@ -16,18 +16,20 @@ use super::store::RunRow;
 use super::{Arm, Pin};
 use reprorun_pipeline::store::sha256_hex;
 
-/// A mirror's lock file is the user's own, but read with a bound all the same.
+/// A mirror's lock file and a cassette's index are the user's own, but read with a bound
+/// all the same.
 const LOCK_MAX: u64 = 64 << 20;
 
 #[derive(Debug, Error)]
 pub enum ProvenanceError {
-    #[error("mirror {path}: read lock.json for the run's record: {source}")]
+    #[error("{path}: read {name} for the run's record: {source}")]
     Lock {
         path: PathBuf,
+        name: &'static str,
         source: std::io::Error,
     },
-    #[error("mirror {path}: lock.json is larger than {LOCK_MAX} bytes")]
-    TooLarge { path: PathBuf },
+    #[error("{path}: {name} is larger than {LOCK_MAX} bytes")]
+    TooLarge { path: PathBuf, name: &'static str },
 }
 
 /// What a run was made from.
@@ -47,6 +49,20 @@ pub(crate) struct Provenance {
     /// The digest of the image the run's root was (`sha256:…`; `None`: not an image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_digest: Option<String>,
+    /// The SHA-256 of the `index.json` of the cassette the run's network was answered from
+    /// (`None`: no cassette). The index names every body by its SHA-256, so it digests the
+    /// whole cassette.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cassette_sha256: Option<String>,
+}
+
+/// The cassette `arm` replays: the instance's, in every arm that keeps the shim's network
+/// (not the host-like arms, not the shim without its network pin).
+pub(crate) fn cassette_for(inst: &Instance, arm: Arm) -> Option<&Path> {
+    match arm {
+        Arm::NoShim | Arm::BaselineNoShim | Arm::ShimWithout(Pin::Network) => None,
+        _ => inst.cassette.as_deref(),
+    }
 }
 
 /// The mirror `arm` installs from: the instance's for the shim, `no_shim_mirror`
@@ -64,9 +80,15 @@ pub(crate) fn mirror_for<'a>(
 
 /// The SHA-256 of `mirror/lock.json`.
 pub(crate) fn lock_digest(mirror: &Path) -> Result<String, ProvenanceError> {
-    let path = mirror.join("lock.json");
+    digest_of(mirror, "lock.json")
+}
+
+/// The SHA-256 of `dir/name`, read up to [`LOCK_MAX`] bytes.
+fn digest_of(mirror: &Path, name: &'static str) -> Result<String, ProvenanceError> {
+    let path = mirror.join(name);
     let err = |source| ProvenanceError::Lock {
         path: mirror.to_path_buf(),
+        name,
         source,
     };
     let file = std::fs::File::open(&path).map_err(err)?;
@@ -77,6 +99,7 @@ pub(crate) fn lock_digest(mirror: &Path) -> Result<String, ProvenanceError> {
     if bytes.len() as u64 > LOCK_MAX {
         return Err(ProvenanceError::TooLarge {
             path: mirror.to_path_buf(),
+            name,
         });
     }
     Ok(sha256_hex(&bytes))
@@ -102,6 +125,9 @@ pub(crate) fn of_run(
             .as_deref()
             .and_then(|i| i.rsplit_once('@'))
             .map(|(_, d)| d.to_string()),
+        cassette_sha256: cassette_for(inst, arm)
+            .map(|c| digest_of(c, "index.json"))
+            .transpose()?,
     })
 }
 
@@ -153,6 +179,7 @@ pub(crate) fn mixed(rows: &[RunRow]) -> Vec<Mixed> {
                 ("test_patch", |e| Some(e.test_patch_sha256.as_str())),
                 ("mirror lock.json", |e| e.mirror_lock_sha256.as_deref()),
                 ("image", |e| e.image_digest.as_deref()),
+                ("cassette", |e| e.cassette_sha256.as_deref()),
             ] {
                 if differs(f) {
                     what.push(name);
@@ -213,6 +240,26 @@ mod tests {
         on_image.image = Some("busybox:latest@sha256:0123".into());
         let p = of_run(&on_image, Arm::Shim, None, "c").unwrap();
         assert_eq!(p.image_digest.as_deref(), Some("sha256:0123"));
+        assert_eq!(p.cassette_sha256, None);
+        // A cassette: its index's digest, in the arms that replay it only.
+        let cas = dir.path().join("cas");
+        std::fs::create_dir(&cas).unwrap();
+        std::fs::write(cas.join("index.json"), "{\"entries\": []}").unwrap();
+        let mut replayed = inst(None);
+        replayed.cassette = Some(cas);
+        let want = Some(sha256_hex(b"{\"entries\": []}"));
+        for arm in [Arm::Shim, Arm::BaselineShim, Arm::ShimWithout(Pin::Clock)] {
+            assert_eq!(
+                of_run(&replayed, arm, None, "c").unwrap().cassette_sha256,
+                want
+            );
+        }
+        for arm in [Arm::NoShim, Arm::ShimWithout(Pin::Network)] {
+            assert_eq!(
+                of_run(&replayed, arm, None, "c").unwrap().cassette_sha256,
+                None
+            );
+        }
         let p = of_run(&i, Arm::BaselineNoShim, c, "c0ffee").unwrap();
         assert_eq!(
             p.model_patch_sha256, None,
@@ -257,6 +304,7 @@ mod tests {
             mirror_lock_sha256: Some("m1".into()),
             selection: None,
             image_digest: None,
+            cassette_sha256: None,
         };
         let b = Provenance {
             mirror_lock_sha256: Some("m2".into()),
