@@ -19,10 +19,15 @@ use super::extract::{Limits, Options};
 use super::store::Store;
 use super::{ImageError, ImportRequest};
 
+mod ignore;
+pub use ignore::IgnoreError;
+
 /// Entries of a build context hashed at most.
 const MAX_CONTEXT_ENTRIES: u64 = 1_000_000;
 /// Bytes of a build context hashed at most.
 const MAX_CONTEXT_BYTES: u64 = 16 << 30;
+/// The largest `.dockerignore` read.
+const MAX_IGNORE_BYTES: u64 = 1 << 20;
 /// Lines of the engine's output a failure quotes.
 const TAIL_BYTES: usize = 600;
 /// The store's names for built images.
@@ -34,6 +39,11 @@ pub enum BuildError {
     NoEngine { dockerfile: PathBuf },
     #[error("build {path}: {detail}")]
     Context { path: PathBuf, detail: String },
+    #[error("build {path}: {source}")]
+    Ignore {
+        path: PathBuf,
+        source: ignore::IgnoreError,
+    },
     #[error("build {path}: the context holds more than {what}; give a smaller context directory")]
     TooLarge { path: PathBuf, what: String },
     #[error("build {dockerfile}: `{command}` failed ({status}): {tail}")]
@@ -103,8 +113,9 @@ pub struct BuildPlan {
     pub archive: PathBuf,
 }
 
-/// The digest of a build: the Dockerfile's bytes, then every entry of the context in name
-/// order (its relative path, type, executable bit, and a file's bytes or a link's target).
+/// The digest of a build: the Dockerfile's bytes, the context's `.dockerignore`, then every
+/// entry of the context it does not exclude, in name order (its relative path, type,
+/// executable bit, and a file's bytes or a link's target): what the engine is sent.
 /// Bounded by [`MAX_CONTEXT_ENTRIES`] and [`MAX_CONTEXT_BYTES`]; links are never followed.
 pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
     let bad = |path: &Path, e: std::io::Error| BuildError::Context {
@@ -123,6 +134,7 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
             detail: "the context is not a directory".into(),
         });
     }
+    let ignore = read_ignore(context, &mut h)?;
     let (mut entries, mut total) = (0u64, 0u64);
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -146,6 +158,13 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
             let r = rel.join(&name);
             let p = context.join(&r);
             let m = std::fs::symlink_metadata(&p).map_err(|e| bad(&p, e))?;
+            if ignore.excludes(&r.to_string_lossy()) {
+                // Walked only when an exception may take back something it holds.
+                if m.file_type().is_dir() && ignore.has_exceptions() {
+                    subdirs.push(r);
+                }
+                continue;
+            }
             let path_bytes = r.as_os_str().as_encoded_bytes();
             h.update((path_bytes.len() as u64).to_le_bytes());
             h.update(path_bytes);
@@ -173,7 +192,7 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
                     b"f"
                 });
                 h.update(m.len().to_le_bytes());
-                let f = std::fs::File::open(&p).map_err(|e| bad(&p, e))?;
+                let f = open_regular(&p).map_err(|e| bad(&p, e))?;
                 let mut f = f.take(m.len());
                 std::io::copy(&mut f, &mut h).map_err(|e| bad(&p, e))?;
             } else {
@@ -184,6 +203,54 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
         stack.extend(subdirs.into_iter().rev());
     }
     Ok(Digest::from_hex(&super::digest::hex(&h.finalize())).expect("sha256 is 64 hex digits"))
+}
+
+/// The context's `.dockerignore` (none: nothing is excluded), its bytes hashed into `h`.
+fn read_ignore(context: &Path, h: &mut Sha256) -> Result<ignore::Ignore, BuildError> {
+    let path = context.join(ignore::FILE);
+    let bad = |detail: String| BuildError::Context {
+        path: path.clone(),
+        detail,
+    };
+    let f = match open_regular(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            h.update(b"no-ignore\0");
+            return Ok(ignore::Ignore::default());
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let mut bytes = Vec::new();
+    f.take(MAX_IGNORE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_IGNORE_BYTES {
+        return Err(bad(format!("longer than {MAX_IGNORE_BYTES} bytes")));
+    }
+    h.update(b"ignore\0");
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(&bytes);
+    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
+    ignore::Ignore::parse(&text).map_err(|source| BuildError::Ignore { path, source })
+}
+
+/// Opens `path` for reading only if it is a regular file: never following a final link
+/// (`O_NOFOLLOW`), never blocking on a FIFO swapped in after the lstat (`O_NONBLOCK`), and
+/// checked on the fd itself (fstat), so a file replaced between the lstat and the open is
+/// refused rather than read.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if !f.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (it changed while the context was read)",
+        ));
+    }
+    Ok(f)
 }
 
 /// The store's name for the image of the build keyed `key`.
@@ -205,6 +272,12 @@ pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path) -> BuildPlan {
     let mut build = vec![req.engine.program().to_string(), "build".into()];
     if let (Engine::Podman, Some(rt)) = (req.engine, &req.runtime) {
         build.push(format!("--runtime={}", rt.display()));
+    }
+    // podman would prefer a `.containerignore`: it is told to read the file the key hashed.
+    // Docker reads the context's `.dockerignore` itself.
+    let ignorefile = req.context.join(ignore::FILE);
+    if req.engine == Engine::Podman && ignorefile.is_file() {
+        build.push(format!("--ignorefile={}", ignorefile.display()));
     }
     build.extend([
         "--tag".into(),

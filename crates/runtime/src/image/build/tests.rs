@@ -135,3 +135,88 @@ fn podman_is_preferred_then_docker() {
     assert_eq!(Engine::detect(Some(&path)), Some(Engine::Podman));
     assert_eq!(Engine::detect(None), None);
 }
+
+#[test]
+fn a_context_file_is_read_only_when_the_fd_is_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("f"), "x").unwrap();
+    std::os::unix::fs::symlink(d.join("f"), d.join("link")).unwrap();
+    let fifo = std::ffi::CString::new(d.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    assert!(open_regular(&d.join("f")).is_ok());
+    // A link swapped in for a file after the lstat is not followed.
+    let err = open_regular(&d.join("link")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{err}");
+    // A FIFO swapped in neither blocks the open (no writer) nor is read.
+    let err = open_regular(&d.join("fifo")).unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    std::fs::create_dir(d.join("dir")).unwrap();
+    assert!(open_regular(&d.join("dir")).is_err());
+}
+
+#[test]
+fn what_dockerignore_excludes_is_not_in_the_key_and_podman_reads_that_file() {
+    let dir = context();
+    let d = dir.path();
+    let df = d.join("Dockerfile");
+    let k0 = key(&df, d).unwrap();
+    std::fs::write(
+        d.join(".dockerignore"),
+        "app/sub\n**/*.log\n!app/sub/keep\n",
+    )
+    .unwrap();
+    let k1 = key(&df, d).unwrap();
+    assert_ne!(k1, k0, "the .dockerignore is part of the context");
+    // Files it excludes, at any depth for `**`, change nothing.
+    std::fs::write(d.join("app/sub/data"), "changed").unwrap();
+    std::fs::write(d.join("build.log"), "x").unwrap();
+    std::fs::create_dir_all(d.join("app/sub/deep")).unwrap();
+    std::fs::write(d.join("app/sub/deep/x.log"), "x").unwrap();
+    assert_eq!(key(&df, d).unwrap(), k1);
+    // A file an exception takes back, inside an excluded directory, is in it.
+    std::fs::write(d.join("app/sub/keep"), "1").unwrap();
+    let k2 = key(&df, d).unwrap();
+    assert_ne!(k2, k1);
+    std::fs::write(d.join("app/sub/keep"), "2").unwrap();
+    assert_ne!(key(&df, d).unwrap(), k2);
+    // What is not excluded still counts.
+    let k3 = key(&df, d).unwrap();
+    std::fs::write(d.join("app/run.sh"), "changed").unwrap();
+    assert_ne!(key(&df, d).unwrap(), k3);
+
+    let req = BuildRequest {
+        dockerfile: df.clone(),
+        context: d.to_path_buf(),
+        engine: Engine::Podman,
+        runtime: None,
+    };
+    let p = plan(&req, &k3, Path::new("/scratch"));
+    let flag = format!("--ignorefile={}", d.join(".dockerignore").display());
+    assert_eq!(p.commands[0][2], flag, "{:?}", p.commands[0]);
+    let docker = plan(
+        &BuildRequest {
+            engine: Engine::Docker,
+            ..req
+        },
+        &k3,
+        Path::new("/scratch"),
+    );
+    assert!(
+        !docker.commands[0].contains(&flag),
+        "Docker reads it itself"
+    );
+
+    // A bad pattern is one line naming the file and the line.
+    std::fs::write(d.join(".dockerignore"), "ok\n!\n").unwrap();
+    let e = key(&df, d).unwrap_err().to_string();
+    assert!(
+        e.contains(".dockerignore line 2") && !e.contains('\n'),
+        "{e}"
+    );
+    // A .dockerignore that is a link is refused, not followed.
+    std::fs::remove_file(d.join(".dockerignore")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", d.join(".dockerignore")).unwrap();
+    assert!(key(&df, d).is_err());
+}
