@@ -168,6 +168,11 @@ pub struct RunArgs {
     /// daemon's runtime) or `engine` (the engine's default runtime).
     #[arg(long, value_enum, default_value = "reprorun", value_name = "RUNTIME")]
     pub build_runtime: crate::input::images::BuildRuntime,
+    /// With `--instances DIR` of Harbor tasks: `dockerfile` runs each task in the image its
+    /// `environment/Dockerfile` builds (context `environment/`) unless its record names an
+    /// image, dockerfile or rootfs; `host` runs it on the host's root.
+    #[arg(long, value_enum, default_value = "dockerfile", value_name = "WHERE")]
+    pub task_environment: crate::input::tasks::TaskEnvironment,
     /// The frozen mirror for instances without a mirror field (shim arm).
     #[arg(long, value_name = "DIR")]
     pub mirror: Option<PathBuf>,
@@ -415,6 +420,7 @@ fn study_options(a: RunArgs) -> study::Options {
             registries_conf: a.registries_conf,
             build_engine: a.build_engine,
             build_runtime: a.build_runtime,
+            task_environment: a.task_environment,
         },
         conditions,
         progress: ProgressMode::for_stderr(),

@@ -97,6 +97,8 @@ pub(crate) struct Defaults {
     pub build_engine: Option<reprorun_runtime::image::build::Engine>,
     /// `--build-runtime`: what runs a Dockerfile's `RUN` steps.
     pub build_runtime: images::BuildRuntime,
+    /// `--task-environment`: a Harbor task's `environment/Dockerfile`, or the host's root.
+    pub task_environment: tasks::TaskEnvironment,
 }
 
 /// The instances that have a prediction, in instance-id order, and the ids skipped for
@@ -116,7 +118,10 @@ pub(crate) fn load(
     defaults: &Defaults,
 ) -> Result<Input, InputError> {
     let (base, raw) = if instances.is_dir() {
-        (instances.to_path_buf(), tasks::read(instances)?)
+        (
+            instances.to_path_buf(),
+            tasks::read(instances, defaults.task_environment)?,
+        )
     } else {
         let base = instances
             .parent()

@@ -5,8 +5,9 @@
 //! ```text
 //! TASK/task.toml              Harbor's settings (timeouts, resources): not read
 //! TASK/instruction.md         the problem statement: not read
-//! TASK/environment/Dockerfile the image the task runs on: not read (instance images are
-//!                             built from it by the image work, not here)
+//! TASK/environment/Dockerfile the image the task runs on: the instance's `dockerfile`
+//!                             (context `environment/`) unless the record names an
+//!                             `image`, `dockerfile` or `rootfs`, or `--task-environment host`
 //! TASK/tests/config.json      the SWE-bench instance record (instance_id, repo, base_commit,
 //!                             patch, test_patch, FAIL_TO_PASS, PASS_TO_PASS, version, ...)
 //! TASK/tests/test.sh          the evaluation script: its test command is read
@@ -49,13 +50,24 @@ const CAPTURES: [(&str, &str); 2] = [
     ("exec > >(tee \"$LOG_FILE\") 2>&1", "exec 1>&3 2>&4"),
 ];
 
+/// `--task-environment`: where a task's runs run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskEnvironment {
+    /// In the image its `environment/Dockerfile` builds (context `environment/`).
+    #[default]
+    Dockerfile,
+    /// On the host's root (or `--rootfs`), its Dockerfile unread.
+    Host,
+}
+
 /// Whether `dir` is one task.
 fn is_task(dir: &Path) -> bool {
     dir.join("tests/config.json").is_file()
 }
 
-/// The records of the task or tasks in `dir`, in directory-name order.
-pub(crate) fn read(dir: &Path) -> Result<Records, TasksError> {
+/// The records of the task or tasks in `dir`, in directory-name order. A record's
+/// `dockerfile` and `context` are relative to `dir` (as `load` reads them).
+pub(crate) fn read(dir: &Path, env: TaskEnvironment) -> Result<Records, TasksError> {
     let mut tasks = Vec::new();
     if is_task(dir) {
         tasks.push(dir.to_path_buf());
@@ -99,7 +111,14 @@ pub(crate) fn read(dir: &Path) -> Result<Records, TasksError> {
     tasks
         .iter()
         .enumerate()
-        .map(|(i, t)| Ok((i + 1, task(t)?)))
+        .map(|(i, t)| {
+            let mut record = task(t)?;
+            if env == TaskEnvironment::Dockerfile {
+                let rel = t.strip_prefix(dir).unwrap_or(Path::new(""));
+                environment(t, rel, &mut record);
+            }
+            Ok((i + 1, record))
+        })
         .collect()
 }
 
@@ -144,6 +163,27 @@ fn task(dir: &Path) -> Result<Map<String, Value>, TasksError> {
         record.insert("test_cmd".into(), Value::String(cmd));
     }
     Ok(record)
+}
+
+/// Names the task's `environment/Dockerfile` (`rel` is the task's path under the directory
+/// read) as the record's `dockerfile`, its directory as the `context`, when the task has one
+/// and the record names no root of its own.
+fn environment(dir: &Path, rel: &Path, record: &mut Map<String, Value>) {
+    if ["image", "dockerfile", "rootfs"]
+        .iter()
+        .any(|k| record.contains_key(*k))
+    {
+        return;
+    }
+    // A link is not followed: a task's Dockerfile is a file of the task.
+    let is_file = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    if !is_file(&dir.join("environment/Dockerfile")) {
+        return;
+    }
+    let env = rel.join("environment");
+    let text = |p: &Path| Value::String(p.to_string_lossy().into_owned());
+    record.insert("dockerfile".into(), text(&env.join("Dockerfile")));
+    record.insert("context".into(), text(&env));
 }
 
 /// The commands the evaluation script runs while it captures the test output, one a line:
@@ -215,7 +255,7 @@ fn read_bounded(path: &Path) -> Result<String, TasksError> {
 /// A digest of what `read` reads from `dir` (the cluster plan's record of its input).
 pub(crate) fn digest(dir: &Path) -> Result<String, TasksError> {
     let mut all = Vec::new();
-    for (_, record) in read(dir)? {
+    for (_, record) in read(dir, TaskEnvironment::default())? {
         all.extend(serde_json::to_vec(&record).unwrap_or_default());
         all.push(b'\n');
     }

@@ -9,7 +9,7 @@ const FIXTURES: &str = concat!(
 
 #[test]
 fn harbor_tasks_become_swe_bench_records_with_their_test_command() {
-    let records = read(Path::new(FIXTURES)).unwrap();
+    let records = read(Path::new(FIXTURES), TaskEnvironment::Host).unwrap();
     let ids: Vec<&str> = records
         .iter()
         .map(|(_, r)| r["instance_id"].as_str().unwrap())
@@ -30,7 +30,11 @@ fn harbor_tasks_become_swe_bench_records_with_their_test_command() {
     );
     assert_eq!(toolz["version"], "1.0");
     // One task directory is read as such.
-    let one = read(&Path::new(FIXTURES).join("pytoolz__toolz-603")).unwrap();
+    let one = read(
+        &Path::new(FIXTURES).join("pytoolz__toolz-603"),
+        TaskEnvironment::Host,
+    )
+    .unwrap();
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].1, *toolz);
 }
@@ -45,7 +49,7 @@ fn a_record_with_its_own_test_cmd_or_lower_case_lists_is_kept() {
         r#"{"instance_id": "x-1", "test_cmd": "make check", "fail_to_pass": ["a"], "pass_to_pass": "[\"b\"]"}"#,
     )
     .unwrap();
-    let r = &read(dir.path()).unwrap()[0].1;
+    let r = &read(dir.path(), TaskEnvironment::Host).unwrap()[0].1;
     assert_eq!(r["test_cmd"], "make check", "no test.sh needed");
     assert_eq!(r["FAIL_TO_PASS"], serde_json::json!(["a"]));
     assert_eq!(r["PASS_TO_PASS"], "[\"b\"]");
@@ -55,7 +59,7 @@ fn a_record_with_its_own_test_cmd_or_lower_case_lists_is_kept() {
 fn bad_tasks_are_refused_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let e = read(root).unwrap_err().to_string();
+    let e = read(root, TaskEnvironment::Host).unwrap_err().to_string();
     assert!(e.contains("no task directories"), "{e}");
     let t = root.join("t1/tests");
     std::fs::create_dir_all(&t).unwrap();
@@ -85,7 +89,7 @@ fn bad_tasks_are_refused_with_one_line() {
         if let Some(s) = script {
             std::fs::write(t.join("test.sh"), s).unwrap();
         }
-        let e = read(root).unwrap_err().to_string();
+        let e = read(root, TaskEnvironment::Host).unwrap_err().to_string();
         assert!(e.contains(want), "{config}: {e}");
         assert!(e.starts_with("--instances "), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
@@ -96,9 +100,9 @@ fn bad_tasks_are_refused_with_one_line() {
         ": '>>>>> Start Test Output'\ngo test -v .\n: '>>>>> End Test Output'\n",
     )
     .unwrap();
-    assert_eq!(read(root).unwrap().len(), 1);
+    assert_eq!(read(root, TaskEnvironment::Host).unwrap().len(), 1);
     std::fs::create_dir_all(root.join("notes")).unwrap();
-    let e = read(root).unwrap_err().to_string();
+    let e = read(root, TaskEnvironment::Host).unwrap_err().to_string();
     assert!(
         e.ends_with("notes: not a task directory (no tests/config.json)"),
         "{e}"
@@ -112,7 +116,9 @@ fn an_oversized_file_is_refused() {
     std::fs::create_dir_all(&t).unwrap();
     let f = std::fs::File::create(t.join("config.json")).unwrap();
     f.set_len(MAX_FILE + 1).unwrap();
-    let e = read(dir.path()).unwrap_err().to_string();
+    let e = read(dir.path(), TaskEnvironment::Host)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("config.json: over 16 MiB"), "{e}");
 }
 
@@ -129,4 +135,56 @@ fn the_scripts_bookkeeping_is_not_the_test_command() {
     assert!(!is_bookkeeping("X=$? && make"));
     assert!(!is_bookkeeping("set -uo pipefail"));
     assert!(is_bookkeeping("set -ux"));
+}
+
+/// By default a task runs in the image its `environment/Dockerfile` builds: the record names
+/// it (relative to the directory read, as `load` resolves paths) with `environment/` as the
+/// context, unless the record names a root of its own or the Dockerfile is not a file.
+#[test]
+fn a_tasks_environment_dockerfile_becomes_its_dockerfile() {
+    let records = read(Path::new(FIXTURES), TaskEnvironment::Dockerfile).unwrap();
+    let toolz = &records[1].1;
+    assert_eq!(
+        toolz["dockerfile"],
+        "pytoolz__toolz-603/environment/Dockerfile"
+    );
+    assert_eq!(toolz["context"], "pytoolz__toolz-603/environment");
+    let go = &records[0].1;
+    assert_eq!(go["context"], "hashicorp__go-version-73/environment");
+    // One task read as such: relative to the task.
+    let one = read(
+        &Path::new(FIXTURES).join("pytoolz__toolz-603"),
+        TaskEnvironment::Dockerfile,
+    )
+    .unwrap();
+    assert_eq!(one[0].1["dockerfile"], "environment/Dockerfile");
+    assert_eq!(one[0].1["context"], "environment");
+    // --task-environment host: neither.
+    let host = read(Path::new(FIXTURES), TaskEnvironment::Host).unwrap();
+    assert!(host[1].1.get("dockerfile").is_none() && host[1].1.get("context").is_none());
+
+    let dir = tempfile::tempdir().unwrap();
+    let task = |name: &str, record: &str| {
+        let t = dir.path().join(name);
+        std::fs::create_dir_all(t.join("tests")).unwrap();
+        std::fs::create_dir_all(t.join("environment")).unwrap();
+        std::fs::write(t.join("tests/config.json"), record).unwrap();
+        t
+    };
+    // A record with its own image keeps it.
+    let a = task(
+        "a",
+        r#"{"instance_id": "a-1", "test_cmd": "true", "image": "busybox"}"#,
+    );
+    std::fs::write(a.join("environment/Dockerfile"), "FROM busybox\n").unwrap();
+    // A Dockerfile that is a link is not followed: the task runs where the record says.
+    let b = task("b", r#"{"instance_id": "b-1", "test_cmd": "true"}"#);
+    std::os::unix::fs::symlink("/etc/passwd", b.join("environment/Dockerfile")).unwrap();
+    // No environment/Dockerfile at all.
+    task("c", r#"{"instance_id": "c-1", "test_cmd": "true"}"#);
+    let r = read(dir.path(), TaskEnvironment::Dockerfile).unwrap();
+    assert_eq!(r[0].1["image"], "busybox");
+    assert!(r[0].1.get("dockerfile").is_none());
+    assert!(r[1].1.get("dockerfile").is_none());
+    assert!(r[2].1.get("dockerfile").is_none());
 }
