@@ -232,6 +232,9 @@ fn harbor_task_directories_run_with_their_gold_patches() {
         "2",
         "--baseline",
         "--json",
+        // On the host's root: the tasks' Dockerfiles name SWE-bench's images (Docker Hub).
+        "--task-environment",
+        "host",
     ]);
     let s: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
     assert_eq!(s["shim"]["reproducible"], 2, "{s}");
