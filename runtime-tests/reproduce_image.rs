@@ -307,7 +307,11 @@ fn image_pull_follows_registries_conf_and_daemon_json() {
             .unwrap()
     };
     let out = pull("registries.conf", "s1");
-    assert_eq!(expect_code(&out, 0), format!("{digest} busybox:1.36\n"));
+    // A short name: named in the store by the full reference it was pulled as, too.
+    assert_eq!(
+        expect_code(&out, 0),
+        format!("{digest} busybox:1.36 docker.io/library/busybox:1.36\n")
+    );
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
@@ -316,7 +320,11 @@ fn image_pull_follows_registries_conf_and_daemon_json() {
         "{err}"
     );
     let out = pull("daemon.json", "s2");
-    assert_eq!(expect_code(&out, 0), format!("{digest} busybox:1.36\n"));
+    // A short name: named in the store by the full reference it was pulled as, too.
+    assert_eq!(
+        expect_code(&out, 0),
+        format!("{digest} busybox:1.36 docker.io/library/busybox:1.36\n")
+    );
     assert_eq!(stderr(&out), "");
     let out = pull("blocked.conf", "s3");
     expect_error(
@@ -428,4 +436,84 @@ fn a_python_instance_runs_in_the_venv_its_dockerfile_made() {
     let out = c.output().unwrap();
     let s = summary(&out);
     assert_eq!(instance(&s, "py-venv")["class_shim"], "reproducible", "{s}");
+}
+
+/// A task in Harbor's layout runs in the image its `environment/Dockerfile` builds (context
+/// `environment/`, as Harbor builds it), and on the host's root with `--task-environment
+/// host`, where the Dockerfile's file is not.
+#[test]
+fn a_harbor_task_runs_in_the_image_of_its_environment_dockerfile() {
+    require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
+    reg.push(&src, "library/busybox:1.36", &[]);
+    let mut f = Fixture::new();
+    let store = f.path("store").display().to_string();
+    let conf = registries_conf(f.work.path(), &reg);
+    let env = podman_env(&f.path("engine"), &conf);
+    let in_env = "test \"$(cat /opt/harbor)\" = from-environment && test -d /logs";
+    on_image(
+        &mut f,
+        "calc-1",
+        serde_json::json!({
+            "repo_path": f.path("repo").display().to_string(),
+            "test_cmd": format!("if test -e /opt/harbor; then {in_env} && {ON_BUSYBOX}; else test -f calc.py; fi"),
+        }),
+    );
+    f.write();
+    let task = f.path("tasks/calc-1");
+    std::fs::create_dir_all(task.join("tests")).unwrap();
+    std::fs::create_dir_all(task.join("environment")).unwrap();
+    std::fs::write(task.join("tests/config.json"), f.instances[0].to_string()).unwrap();
+    // Harbor's adapters' shape: FROM the instance image, a WORKDIR, /logs; a file of the
+    // context copied in.
+    std::fs::write(
+        task.join("environment/Dockerfile"),
+        "FROM busybox:1.36\nWORKDIR /testbed\nCOPY marker /opt/harbor\nRUN mkdir -p /logs\n",
+    )
+    .unwrap();
+    std::fs::write(task.join("environment/marker"), "from-environment\n").unwrap();
+    let study = |extra: &[&str]| {
+        let mut args = vec![
+            "reproduce",
+            "run",
+            "--instances",
+            "tasks",
+            "--predictions",
+            "predictions.jsonl",
+            "--db",
+            "study.db",
+            "--json",
+            "--k",
+            "1",
+            "--store",
+            &store,
+        ];
+        args.extend(extra);
+        let mut c = f.work.cmd(&args);
+        c.stdin(std::process::Stdio::null());
+        for (k, v) in &env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let s = summary(&out);
+        assert_eq!(instance(&s, "calc-1")["class_shim"], "reproducible", "{s}");
+        let digests = recorded_digests(&f);
+        forget_study(&f);
+        (stderr(&out), digests)
+    };
+    let (err, built) = study(&[]);
+    assert!(
+        err.contains(&format!(
+            "reprorun: building {} with podman",
+            task.join("environment/Dockerfile").display()
+        )),
+        "{err}"
+    );
+    assert!(built[0].starts_with("sha256:"), "{built:?}");
+    let (err, host) = study(&["--task-environment", "host"]);
+    assert!(!err.contains("building"), "{err}");
+    assert_eq!(host, vec!["none".to_string()]);
 }

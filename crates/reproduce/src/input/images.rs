@@ -125,9 +125,8 @@ pub(crate) fn prepare(
         let (name, digest) = match source {
             Source::Reference(r) => {
                 let what = format!("image {r:?}");
-                let d = reference(&store, r, defaults, &mut registries, &others)
-                    .map_err(|e| fail(users, what, e))?;
-                (r.clone(), d)
+                reference(&store, r, defaults, &mut registries, &others)
+                    .map_err(|e| fail(users, what, e))?
             }
             Source::Dockerfile {
                 dockerfile,
@@ -154,26 +153,41 @@ pub(crate) fn prepare(
     Ok(())
 }
 
-/// The digest of `r`: the store's, else pulled (per `--pull`).
+/// The full name of `r` and its digest: the store's, else pulled (per `--pull`). A short
+/// name is recorded as the fully qualified reference it was pulled as
+/// (`docker.io/library/python:3.11`), when the store names the image so.
 fn reference(
     store: &Store,
     r: &str,
     defaults: &Defaults,
     registries: &mut Option<Registries>,
     others: &str,
-) -> Result<Digest, String> {
+) -> Result<(String, Digest), String> {
+    let mut load = |registries: &mut Option<Registries>| -> Result<Registries, String> {
+        if registries.is_none() {
+            *registries = Some(
+                Registries::for_flag(defaults.registries_conf.as_deref())
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(registries.clone().unwrap_or_default())
+    };
+    // The first qualified form the store names `digest` by, else `r`.
+    let full = |regs: &Registries, digest: &Digest| {
+        regs.qualify(r)
+            .into_iter()
+            .find(|c| store.resolve(c).is_ok_and(|d| &d == digest))
+            .unwrap_or_else(|| r.to_string())
+    };
     if defaults.pull != PullPolicy::Always {
         match store.resolve(r) {
-            Ok(d) => return Ok(d),
+            // Offline with a configuration that cannot be read: the name as given.
+            Ok(d) => return Ok((load(registries).map_or(r.to_string(), |g| full(&g, &d)), d)),
             Err(ImageError::NotFound { .. }) if defaults.pull == PullPolicy::Missing => {}
             Err(e) => return Err(e.to_string()),
         }
     }
-    if registries.is_none() {
-        *registries = Some(
-            Registries::for_flag(defaults.registries_conf.as_deref()).map_err(|e| e.to_string())?,
-        );
-    }
+    let regs = load(registries)?;
     eprintln!("reprorun: pulling {r}{others}");
     let req = PullRequest {
         reference: r.to_string(),
@@ -183,7 +197,7 @@ fn reference(
             cert_dir: None,
         },
         auth_files: pull::auth::files(|k| std::env::var(k).ok()),
-        registries: registries.clone().unwrap_or_default(),
+        registries: regs.clone(),
     };
     let rec = pull::pull(store, &req).map_err(|e| {
         format!(
@@ -191,8 +205,12 @@ fn reference(
             store.root.display()
         )
     })?;
-    eprintln!("reprorun: pulled {r}: {}", rec.digest);
-    Ok(rec.digest)
+    let name = full(&regs, &rec.digest);
+    match name == r {
+        true => eprintln!("reprorun: pulled {r}: {}", rec.digest),
+        false => eprintln!("reprorun: pulled {r} as {name}: {}", rec.digest),
+    }
+    Ok((name, rec.digest))
 }
 
 /// The image built from `dockerfile` (and its digest key), built now unless the store has it.

@@ -176,12 +176,60 @@ impl std::fmt::Display for Platform {
     }
 }
 
-/// Pulls one image into the store; returns its record. The places the registry
-/// configuration names for it are tried in order (mirrors first); a mirror that fails passes
-/// the pull on to the next, and the last place's failure is the pull's.
+/// Pulls one image into the store; returns its record. A short name (`python:3.11`) is
+/// tried as each fully qualified reference the registry configuration makes of it
+/// ([`Registries::qualify`]), in order, until one is pulled; the store names the image by
+/// that full reference (`docker.io/library/python:3.11`) and by the short name as given.
 pub fn pull(store: &Store, req: &PullRequest) -> Result<ImageRecord, ImageError> {
-    let reference = Reference::parse(&req.reference).map_err(|why| PullError::Reference {
+    let given = Reference::parse(&req.reference).map_err(|why| PullError::Reference {
         reference: req.reference.clone(),
+        why,
+    })?;
+    let candidates = req.registries.qualify(&req.reference);
+    let mut last = None;
+    for (i, full) in candidates.iter().enumerate() {
+        match pull_qualified(store, req, full) {
+            Ok(mut rec) => {
+                if let (Some(short), true) = (&given.name, full != &req.reference) {
+                    add_name(store, &mut rec, short)?;
+                }
+                return Ok(rec);
+            }
+            Err(e) if i + 1 < candidates.len() => {
+                eprintln!("reprorun: warning: {full}: {e}; trying the next search registry");
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        PullError::Reference {
+            reference: req.reference.clone(),
+            why: "no search registry to qualify it with".into(),
+        }
+        .into()
+    }))
+}
+
+/// Names the pulled image `name` too (refs.json, then its record).
+fn add_name(store: &Store, rec: &mut ImageRecord, name: &str) -> Result<(), ImageError> {
+    let _lock = store.lock()?;
+    let mut refs = store.refs()?;
+    refs.insert(name.to_string(), rec.digest.clone());
+    store.write_refs(&refs)?;
+    if !rec.names.iter().any(|n| n == name) {
+        rec.names.push(name.to_string());
+        rec.names.sort();
+    }
+    store.write_record(rec)
+}
+
+/// [`pull`] of one fully qualified reference: the places the registry configuration names
+/// for it are tried in order (mirrors first); a mirror that fails passes the pull on to the
+/// next, and the last place's failure is the pull's.
+fn pull_qualified(store: &Store, req: &PullRequest, full: &str) -> Result<ImageRecord, ImageError> {
+    let reference = Reference::parse(full).map_err(|why| PullError::Reference {
+        reference: full.to_string(),
         why,
     })?;
     let platform = Platform::parse(req.platform.as_deref())?;

@@ -4,8 +4,10 @@
 //! `insecure-registries`), read as data: [`Registries::endpoints`] turns a reference into the
 //! places to try, mirrors first, which the pull then tries in order.
 //!
-//! Short names keep Docker's meaning (`python:3.11` is Docker Hub's): podman's
-//! `unqualified-search-registries` and short-name aliases are not read.
+//! Short names (`python:3.11`, no registry host) are qualified as podman qualifies them:
+//! each of `unqualified-search-registries` in order ([`Registries::qualify`]), and Docker's
+//! `docker.io` (`docker.io/library/python:3.11`) when no file names any. Short-name aliases
+//! are not read.
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +78,8 @@ struct RegistryConf {
 struct ConfFile {
     #[serde(default)]
     registry: Vec<RegistryConf>,
+    #[serde(default, rename = "unqualified-search-registries")]
+    unqualified_search_registries: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -102,6 +106,8 @@ pub struct Registries {
     hub_mirrors: Vec<(String, bool)>,
     /// `insecure-registries` (hosts).
     insecure: Vec<String>,
+    /// `unqualified-search-registries`, as the last file that sets it says.
+    search: Vec<String>,
 }
 
 /// A place to pull a reference from.
@@ -218,6 +224,9 @@ impl Registries {
                 let why: Vec<&str> = e.message().split_whitespace().collect();
                 bad(format!("line {line}: {}", why.join(" ")))
             })?;
+            if let Some(search) = conf.unqualified_search_registries {
+                r.search = search;
+            }
             for mut reg in conf.registry {
                 if reg.prefix.is_empty() {
                     reg.prefix = reg.location.clone();
@@ -236,6 +245,40 @@ impl Registries {
             }
         }
         Ok(r)
+    }
+
+    /// The fully qualified references a `reference` may mean, in the order they are tried:
+    /// itself when it names a registry host (a first component with `.` or `:`, or
+    /// `localhost`); else each `unqualified-search-registries` entry before it, or
+    /// `docker.io` when none is configured. On `docker.io` a one-component name is in
+    /// `library/` (`python:3.11` → `docker.io/library/python:3.11`). The text is not checked
+    /// here: [`Reference::parse`] checks each one.
+    pub fn qualify(&self, reference: &str) -> Vec<String> {
+        let name = reference.split('@').next().unwrap_or(reference);
+        let qualified = name.split_once('/').is_some_and(|(first, _)| {
+            first.contains('.') || first.contains(':') || first == "localhost"
+        });
+        if qualified {
+            return vec![reference.to_string()];
+        }
+        let hub = ["docker.io".to_string()];
+        let search = if self.search.is_empty() {
+            &hub[..]
+        } else {
+            &self.search[..]
+        };
+        search
+            .iter()
+            .map(|reg| {
+                let reg = reg.trim_end_matches('/');
+                match reg {
+                    "docker.io" | "index.docker.io" if !name.contains('/') => {
+                        format!("docker.io/library/{reference}")
+                    }
+                    _ => format!("{reg}/{reference}"),
+                }
+            })
+            .collect()
     }
 
     /// `--registries-conf FILE` when given (that file alone), else [`default_files`].

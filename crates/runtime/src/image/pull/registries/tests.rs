@@ -1,7 +1,7 @@
 use super::*;
 
 /// A mirror setup as podman users write it (containers-registries.conf(5), version 2), with
-/// the keys reprorun does not use (search registries, short-name mode, aliases) beside.
+/// its search registries and the keys reprorun does not use (short-name mode, aliases).
 const CONF: &str = r#"
 unqualified-search-registries = ["registry.fedoraproject.org", "docker.io"]
 short-name-mode = "enforcing"
@@ -275,4 +275,60 @@ fn default_files_follow_podman_then_docker() {
     assert_eq!(files.first(), Some(&user.join("registries.conf")));
     assert!(files.contains(&user.join("registries.conf.d/10-a.conf")));
     assert!(!files.iter().any(|f| f.ends_with("notes.txt")));
+}
+
+/// A short name is tried on each search registry in order, a one-component name on Docker
+/// Hub in `library/`; a qualified one is itself; with no search list, Docker's rule.
+#[test]
+fn short_names_are_qualified_through_the_search_registries() {
+    let (_d, r) = load(&[("registries.conf", CONF)]);
+    let r = r.unwrap();
+    assert_eq!(
+        r.qualify("python:3.11"),
+        [
+            "registry.fedoraproject.org/python:3.11",
+            "docker.io/library/python:3.11"
+        ]
+    );
+    assert_eq!(
+        r.qualify("swebench/sweb.eval.x86_64.a:latest"),
+        [
+            "registry.fedoraproject.org/swebench/sweb.eval.x86_64.a:latest",
+            "docker.io/swebench/sweb.eval.x86_64.a:latest"
+        ]
+    );
+    for q in [
+        "ghcr.io/epoch-research/x:1",
+        "localhost/app",
+        "127.0.0.1:5000/app@sha256:00",
+    ] {
+        assert_eq!(r.qualify(q), [q], "{q}");
+    }
+    // Each candidate is a reference the pull can parse.
+    for c in r.qualify("busybox") {
+        assert!(Reference::parse(&c).is_ok(), "{c}");
+    }
+    // No search list: Docker Hub, as Docker has it.
+    let none = Registries::default();
+    assert_eq!(
+        none.qualify("python:3.11"),
+        ["docker.io/library/python:3.11"]
+    );
+    assert_eq!(
+        none.qualify("busybox@sha256:ab"),
+        ["docker.io/library/busybox@sha256:ab"]
+    );
+    assert_eq!(none.qualify("team/app"), ["docker.io/team/app"]);
+    // A drop-in that sets the list replaces it; one that does not keeps it.
+    let (_d, r) = load(&[
+        ("registries.conf", CONF),
+        ("10-keep.conf", "[[registry]]\nprefix = \"x.io\"\n"),
+        (
+            "20-set.conf",
+            "unqualified-search-registries = [\"quay.io/\"]\n",
+        ),
+    ]);
+    assert_eq!(r.unwrap().qualify("app:1"), ["quay.io/app:1"]);
+    let (_d, r) = load(&[("registries.conf", CONF), ("10-keep.conf", "")]);
+    assert_eq!(r.unwrap().qualify("app").len(), 2);
 }
