@@ -163,7 +163,7 @@ fn reference(
     registries: &mut Option<Registries>,
     others: &str,
 ) -> Result<(String, Digest), String> {
-    let mut load = |registries: &mut Option<Registries>| -> Result<Registries, String> {
+    let load = |registries: &mut Option<Registries>| -> Result<Registries, String> {
         if registries.is_none() {
             *registries = Some(
                 Registries::for_flag(defaults.registries_conf.as_deref())
