@@ -454,11 +454,12 @@ fn a_harbor_task_runs_in_the_image_of_its_environment_dockerfile() {
     let conf = registries_conf(f.work.path(), &reg);
     let env = podman_env(&f.path("engine"), &conf);
     let in_env = "test \"$(cat /opt/harbor)\" = from-environment && test -d /logs";
+    let repo = f.path("repo").display().to_string();
     on_image(
         &mut f,
         "calc-1",
         serde_json::json!({
-            "repo_path": f.path("repo").display().to_string(),
+            "repo_path": repo,
             "test_cmd": format!("if test -e /opt/harbor; then {in_env} && {ON_BUSYBOX}; else test -f calc.py; fi"),
         }),
     );

@@ -153,15 +153,22 @@ impl Store {
 
     /// `runs.env` (a run's provenance), added without a schema bump: a study made before
     /// it gets the column, empty for its old runs.
+    /// Every connection opening the study does this (the coordinator, its workers, a reader
+    /// such as `report`): when two find the column missing at once, the second `ALTER` fails
+    /// ("duplicate column name"), which is success if the column is there now.
     fn add_env_column(&self) -> Result<(), StoreError> {
         let conn = self.db.conn();
-        let has = conn
-            .prepare("SELECT 1 FROM pragma_table_info('runs') WHERE name = 'env'")
-            .and_then(|mut st| st.exists([]))
-            .map_err(self.err())?;
-        if !has {
-            conn.execute_batch("ALTER TABLE runs ADD COLUMN env TEXT")
-                .map_err(self.err())?;
+        let has = || {
+            conn.prepare("SELECT 1 FROM pragma_table_info('runs') WHERE name = 'env'")
+                .and_then(|mut st| st.exists([]))
+                .map_err(self.err())
+        };
+        if !has()? {
+            if let Err(e) = conn.execute_batch("ALTER TABLE runs ADD COLUMN env TEXT") {
+                if !has()? {
+                    return Err(self.err()(e));
+                }
+            }
         }
         Ok(())
     }
@@ -566,6 +573,38 @@ impl Store {
 mod tests {
     use super::*;
     use rusqlite::Connection;
+
+    /// A study made before `runs.env`, opened by several connections at once (a study's
+    /// coordinator and workers, and a reader polling it): each adds the column if it finds
+    /// it missing, and none fails because another added it first. (A reader polling a new
+    /// study's database made the study fail so, rarely: `sigterm_stops_a_study_…`.)
+    #[test]
+    fn connections_adding_the_env_column_at_once_all_open_the_study() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..20 {
+            let db = dir.path().join(format!("s{round}.db"));
+            Store::open(&db, true).unwrap();
+            Connection::open(&db)
+                .unwrap()
+                .execute_batch("ALTER TABLE runs DROP COLUMN env")
+                .unwrap();
+            let gate = std::sync::Barrier::new(6);
+            std::thread::scope(|s| {
+                let opens: Vec<_> = (0..6)
+                    .map(|_| {
+                        s.spawn(|| {
+                            gate.wait();
+                            Store::open(&db, false).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for o in opens {
+                    let r = o.join().unwrap();
+                    assert!(r.is_ok(), "round {round}: {}", r.unwrap_err());
+                }
+            });
+        }
+    }
 
     fn inst(id: &str, patch: &str) -> Instance {
         Instance {
