@@ -100,7 +100,8 @@ fn registry_images_are_pulled_once_per_study_recorded_by_digest_then_used_offlin
     let s = summary(&out);
     let err = stderr(&out);
     // Each image once, however many instances name it, before the runs.
-    assert_eq!(err.matches("reprorun: pulling ").count(), 2, "{err}");
+    // The full name first (name order), then the short one is found in the store by it.
+    assert_eq!(err.matches("reprorun: pulling ").count(), 1, "{err}");
     assert!(
         err.contains(&format!(
             "reprorun: pulling {SWEBENCH} (and 1 more instance(s))"
@@ -517,4 +518,74 @@ fn a_harbor_task_runs_in_the_image_of_its_environment_dockerfile() {
     let (err, host) = study(&["--task-environment", "host"]);
     assert!(!err.contains("building"), "{err}");
     assert_eq!(host, vec!["none".to_string()]);
+}
+
+/// A Python instance on a pulled image named by a short name (`python:3.11`, the
+/// images/python recipe pushed as Docker Hub's to the loopback mirror): qualified through
+/// the registries.conf's `unqualified-search-registries`, pulled as
+/// `docker.io/library/python:3.11`, and run again with the registry stopped and `--pull
+/// never` (nothing reaches a registry), by either name.
+#[test]
+fn a_python_instance_runs_on_a_short_name_image_offline_after_the_pull() {
+    require!(
+        NEEDS[0],
+        NEEDS[1],
+        NEEDS[2],
+        NEEDS[3],
+        Need::Path("/usr/bin/python3.11", "Debian's python3.11")
+    );
+    let Some(reg) = Registry::start(false, None) else {
+        skip!("docker-registry did not start on loopback");
+    };
+    let src = format!(
+        "oci:{}:python:3.11",
+        crate::image::python_layout().display()
+    );
+    reg.push(&src, "library/python:3.11", &[]);
+    let mut f = Fixture::new();
+    let store = f.path("store").display().to_string();
+    let conf = registries_conf(f.work.path(), &reg).display().to_string();
+    let test_cmd = "python3 -c \"import sys, calc; assert sys.version_info[:2] == (3, 11); assert calc.add(2, 3) == 5\" && ! test -e /usr/bin/go";
+    let add = |f: &mut Fixture, id: &str, image: &str| {
+        f.add(
+            id,
+            FIX,
+            PLAIN_TEST,
+            serde_json::json!({"image": image, "FAIL_TO_PASS": [], "PASS_TO_PASS": [], "test_cmd": test_cmd}),
+        );
+    };
+    let study = |f: &Fixture, extra: &[&str]| {
+        let mut args = vec![
+            "--json",
+            "--k",
+            "1",
+            "--store",
+            &store,
+            "--registries-conf",
+            &conf,
+        ];
+        args.extend(extra);
+        let out = f.cmd(&args).output().unwrap();
+        let s = summary(&out);
+        for inst in &f.instances {
+            let id = inst["instance_id"].as_str().unwrap();
+            assert_eq!(instance(&s, id)["class_shim"], "reproducible", "{s}");
+        }
+        let digests = recorded_digests(f);
+        forget_study(f);
+        (stderr(&out), digests)
+    };
+    add(&mut f, "short", "python:3.11");
+    let (err, pulled) = study(&f, &[]);
+    assert!(
+        err.contains("reprorun: pulled python:3.11 as docker.io/library/python:3.11: sha256:"),
+        "{err}"
+    );
+    // The registry is stopped before the runs: nothing is pulled, and the image is found
+    // by its short name and by its full reference.
+    drop(reg);
+    add(&mut f, "full", "docker.io/library/python:3.11");
+    let (err, offline) = study(&f, &["--pull", "never"]);
+    assert!(!err.contains("pulling"), "{err}");
+    assert_eq!(offline, vec![pulled[0].clone(); 2]);
 }

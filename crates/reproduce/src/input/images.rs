@@ -183,7 +183,21 @@ fn reference(
         match store.resolve(r) {
             // Offline with a configuration that cannot be read: the name as given.
             Ok(d) => return Ok((load(registries).map_or(r.to_string(), |g| full(&g, &d)), d)),
-            Err(ImageError::NotFound { .. }) if defaults.pull == PullPolicy::Missing => {}
+            Err(e @ ImageError::NotFound { .. }) => {
+                // A short name the store has by a qualified form of it (podman's local
+                // short-name lookup).
+                let known = load(registries).ok().and_then(|g| {
+                    g.qualify(r)
+                        .into_iter()
+                        .find_map(|c| store.resolve(&c).ok().map(|d| (c, d)))
+                });
+                if let Some(found) = known {
+                    return Ok(found);
+                }
+                if defaults.pull == PullPolicy::Never {
+                    return Err(e.to_string());
+                }
+            }
             Err(e) => return Err(e.to_string()),
         }
     }
