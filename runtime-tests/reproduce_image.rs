@@ -100,11 +100,17 @@ fn registry_images_are_pulled_once_per_study_recorded_by_digest_then_used_offlin
     let s = summary(&out);
     let err = stderr(&out);
     // Each image once, however many instances name it, before the runs.
-    // The full name first (name order), then the short one is found in the store by it.
-    assert_eq!(err.matches("reprorun: pulling ").count(), 1, "{err}");
+    assert_eq!(err.matches("reprorun: pulling ").count(), 2, "{err}");
     assert!(
         err.contains(&format!(
             "reprorun: pulling {SWEBENCH} (and 1 more instance(s))"
+        )),
+        "{err}"
+    );
+    // A short name, qualified by the search registry the registries.conf names.
+    assert!(
+        err.contains(&format!(
+            "reprorun: pulled {SWEBENCH} as docker.io/{SWEBENCH}: {digest}"
         )),
         "{err}"
     );
