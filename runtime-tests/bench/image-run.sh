@@ -5,8 +5,8 @@
 # `reproduce` run on an instance's image that the image adds (the sandbox over the image's
 # root); a podman run is what an organiser runs per instance without reprorun.
 #   runtime-tests/bench/image-run.sh [RUNS]
-# podman runs with a private store (vfs), `--network none`, the cgroupfs manager and a file
-# events log, so it touches neither the host's store nor systemd.
+# podman runs with its default runtime, a private store (vfs), `--network none`, the cgroupfs
+# manager and a file events log, so it touches neither the host's store nor systemd.
 # Needs root, podman, hyperfine, python3.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -19,17 +19,21 @@ runs=${1:-20}
 "$bin" image import --store "$work/store" --name bench/busybox:1 "$work/bb" >/dev/null
 pod=(podman --root "$work/podroot" --runroot "$work/podrun" --storage-driver vfs
   --events-backend file --cgroup-manager cgroupfs)
-"${pod[@]}" pull --quiet "oci:$work/bb:busybox:latest" >/dev/null
+# podman's default rlimits exceed this VM's hard limits (runc: "error setting rlimit type 7").
+lim=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+# The layout as an oci-archive (podman names an `oci:` directory after its path).
+tar -C "$work/bb" -cf "$work/bb.tar" .
+"${pod[@]}" load --quiet -i "$work/bb.tar" >/dev/null
 "${pod[@]}" tag "$("${pod[@]}" images -q | head -1)" localhost/bench/busybox:1
 # Both run it once before they are timed (a broken side stops the benchmark).
 "$bin" exec --store "$work/store" --image bench/busybox:1 -- sh -c true
-"${pod[@]}" run --rm --network none localhost/bench/busybox:1 sh -c true
+"${pod[@]}" run --rm --network none "${lim[@]}" localhost/bench/busybox:1 sh -c true
 
 hyperfine --warmup 2 --runs "$runs" --export-json "$work/result.json" \
   -n "reprorun exec --image" \
   "$bin exec --store $work/store --image bench/busybox:1 -- sh -c true" \
   -n "podman run --rm --network none" \
-  "${pod[*]} run --rm --network none localhost/bench/busybox:1 sh -c true" >&2
+  "${pod[*]} run --rm --network none ${lim[*]} localhost/bench/busybox:1 sh -c true" >&2
 python3 - "$work/result.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
