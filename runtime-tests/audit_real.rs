@@ -155,3 +155,124 @@ fn hand_categories() -> BTreeMap<String, u64> {
     }
     n
 }
+
+/// The floors of the built-in judge's match precision and recall on the blind agent's
+/// held-out findings (`images/audit-real/blind/`, hand labels
+/// `labels/pairs-heldout-blind.jsonl`, committed before the judge first ran on them), as
+/// (numerator, denominator) pairs: what this version measured (spec/audit.md, "Held-out, blind").
+/// A judge that matches fewer true pairs, or more false ones, fails here.
+const BLIND_FLOOR_PRECISION: (u64, u64) = (4, 7);
+const BLIND_FLOOR_RECALL: (u64, u64) = (4, 7);
+
+#[test]
+fn the_judge_keeps_its_held_out_precision_and_recall_on_blind_findings() {
+    require!(Need::Root, Need::Tool("git"), Need::Tool("python3"));
+    let work = Work::new();
+    let dir = work.path();
+    let held_out = held_out_papers();
+    assert!(held_out.len() >= 10, "{held_out:?}");
+    let run = |cmd: &mut Command, what: &str| {
+        let o = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(o.status.success(), "{what}: {}\n{}", stdout(&o), stderr(&o));
+        stdout(&o)
+    };
+    run(
+        Command::new(recipe_dir().join("build.sh"))
+            .arg(dir.join("input"))
+            .env("ONLY", held_out.join(",")),
+        "build.sh",
+    );
+    let bin = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args).current_dir(dir);
+        c
+    };
+    run(
+        &mut bin(&[
+            "audit",
+            "snapshot",
+            "--pairs",
+            "input/pairs.jsonl",
+            "--issues",
+            "input/issues",
+            "--out",
+            "corpus",
+            "--only-reproducibility",
+        ]),
+        "audit snapshot",
+    );
+    let agent_root = recipe_dir().join("blind");
+    let agent_root = agent_root.to_str().expect("a UTF-8 path");
+    run(
+        &mut bin(&[
+            "audit",
+            "run",
+            "--corpus",
+            "corpus",
+            "--db",
+            "blind.db",
+            "--agent-root",
+            agent_root,
+            "--agent-cmd",
+            "python3 /opt/agent/agent.py",
+            "--repeats",
+            "1",
+        ]),
+        "audit run",
+    );
+    run(
+        &mut bin(&["audit", "judge", "--db", "blind.db"]),
+        "audit judge",
+    );
+    let figures = run(
+        Command::new("python3")
+            .arg(recipe_dir().join("figures.py"))
+            .args(["blind.db", "corpus", "--json"])
+            .current_dir(dir),
+        "figures.py",
+    );
+    let v: serde_json::Value = serde_json::from_str(&figures).expect("figures.py --json");
+    let h = &v["held-out"];
+    // Every pair of the blind agent is hand-labelled, and it found something to judge.
+    assert_eq!(h["unlabelled_pairs"], 0, "{figures}");
+    assert!(h["hand_labelled_pairs"].as_u64() > Some(40), "{figures}");
+    for (name, floor) in [
+        ("judge_match_precision", BLIND_FLOOR_PRECISION),
+        ("judge_match_recall", BLIND_FLOOR_RECALL),
+    ] {
+        let (a, b) = fraction(h[name].as_str().unwrap_or_default())
+            .unwrap_or_else(|| panic!("{name} not computed: {figures}"));
+        assert!(
+            a * floor.1 >= floor.0 * b,
+            "{name} {a}/{b} below the floor {}/{}: {figures}",
+            floor.0,
+            floor.1
+        );
+    }
+}
+
+/// The paper ids of the held-out half of `split.tsv`.
+fn held_out_papers() -> Vec<String> {
+    let split = std::fs::read_to_string(recipe_dir().join("split.tsv")).expect("split.tsv");
+    let held: Vec<&str> = split
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(_, h)| h.trim() == "held-out")
+        .map(|(r, _)| r)
+        .collect();
+    let pairs = std::fs::read_to_string(recipe_dir().join("pairs.jsonl")).expect("pairs.jsonl");
+    pairs
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a pair"))
+        .filter(|p| held.contains(&p["repo"].as_str().unwrap_or_default()))
+        .map(|p| p["paper_id"].as_str().expect("paper_id").to_string())
+        .collect()
+}
+
+/// `a` and `b` of a figure printed as "x% (a/b)".
+fn fraction(s: &str) -> Option<(u64, u64)> {
+    let inner = s.split_once('(')?.1.strip_suffix(')')?;
+    let (a, b) = inner.split_once('/')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The audit pipeline end to end on the real corpus, offline, with the built-in auditor and
 # judge: build -> snapshot -> run -> judge -> metrics -> report, then the figures against the
-# hand labels per half (figures.py) and the keyword-stuffing agent judged the same way.
+# hand labels per half (figures.py), the keyword-stuffing agent judged the same way, and the
+# blind reader's findings on the held-out half (blind/).
 #   images/audit-real/demo.sh [--mirrors MIRRORS] [DIR]   (DIR default: a new directory under /tmp)
 # The repositories are the committed bundles (repos/); with --mirrors, clones of the
 # repositories of repos.tsv rewritten again (see build.sh). $ONLY, a comma-separated list of
@@ -38,7 +39,8 @@ t=$(now); "$here/build.sh" "${from[@]}" "$dir/input"; stage build "$t" "$dir/inp
 cd "$dir"
 rm -rf corpus audit.db audit.db.logs audit.db.work report gaming.db gaming.db.logs gaming.db.work \
   sample.jsonl sample.jsonl.key hand-sample.jsonl hand-all.jsonl gaming-sample.jsonl \
-  gaming-sample.jsonl.key gaming-hand-sample.jsonl gaming-hand-all.jsonl
+  gaming-sample.jsonl.key gaming-hand-sample.jsonl gaming-hand-all.jsonl blind.db blind.db.logs \
+  blind.db.work
 t=$(now); "$REPRORUN" audit snapshot --pairs input/pairs.jsonl --issues input/issues --out corpus \
   --only-reproducibility; stage snapshot "$t" corpus
 t=$(now); "$REPRORUN" audit run --corpus corpus --db audit.db --agent builtin --repeats 1
@@ -73,4 +75,10 @@ echo "-- stuffing, sampled"
 "$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-sample.jsonl
 echo "-- stuffing, all pairs"
 "$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-all.jsonl
+echo "== the blind reader's findings (images/audit-real/blind: held-out papers only), judged by"
+echo "   the built-in judge, against labels/pairs-heldout-blind.jsonl"
+"$REPRORUN" audit run --corpus corpus --db blind.db --agent-root "$here/blind" \
+  --agent-cmd 'python3 /opt/agent/agent.py' --repeats 1
+"$REPRORUN" audit judge --db blind.db
+python3 "$here/figures.py" blind.db corpus | grep '^held-out: '
 echo "report: $dir/report/report.md"

@@ -16,13 +16,17 @@
 //! statements do not count as naming. A finding naming more than [`MAX_FOCUSED`] strong
 //! anchors (flags aside) or [`MAX_FOCUSED_KINDS`] hyper-parameters and problem kinds is a
 //! list of the snapshot's names, not a finding about one of them: its anchors are not
-//! counted (keyword stuffing).
+//! counted (keyword stuffing). A finding's problem kinds and hyper-parameters count only
+//! where its claim (title, symptom, root cause) names them in prose, not in the code it
+//! quotes; settings listed beside a problem drop, the problem stays ([`claimed_anchors`]).
 
 use std::collections::BTreeSet;
 
 /// Strong anchors (flags aside) a focused finding names at most.
 pub(crate) const MAX_FOCUSED: usize = 5;
-/// Hyper-parameters and problem kinds a focused finding names at most.
+/// Hyper-parameters and problem kinds a focused finding names at most; in a finding's claim
+/// more are a list of settings beside a problem, and only the problem counts
+/// ([`claimed_anchors`]).
 pub(crate) const MAX_FOCUSED_KINDS: usize = 3;
 /// Flags a focused finding names at most (an `unknown_flag` finding lists a README's flags).
 pub(crate) const MAX_FOCUSED_FLAGS: usize = 32;
@@ -149,6 +153,51 @@ pub(crate) fn finding_anchors(text: &str) -> BTreeSet<String> {
     anchors_with(text, false)
 }
 
+/// The anchors of a finding's `text` whose claim (title, symptom, root cause) is `claim`: as
+/// [`finding_anchors`], but a problem kind or hyper-parameter counts only when the claim's
+/// prose names it too. Quoted code is not a claim: `checkpoint = torch.load(...)`, a
+/// `help='path to latest checkpoint'` in a copied argument line or `pretrained_weights`
+/// name no problem with a checkpoint (the keyword-stuffing agent's findings matched
+/// checkpoint issues through such lines).
+pub(crate) fn claimed_anchors(text: &str, claim: &str) -> BTreeSet<String> {
+    let said = concepts(&prose(claim));
+    let mut out = finding_anchors(text);
+    out.retain(|a| !kind(a) || said.contains(a));
+    // Settings listed beside a problem are a list, not the claim: the problem still counts.
+    if out.iter().filter(|a| kind(a)).count() > MAX_FOCUSED_KINDS {
+        out.retain(|a| !a.starts_with("hparam:"));
+    }
+    out
+}
+
+/// Whether an anchor is a problem kind or a hyper-parameter.
+fn kind(a: &str) -> bool {
+    a.starts_with("concept:") || a.starts_with("hparam:")
+}
+
+/// `text` without its code: tokens with `/`, `_`, `=`, a call or a dotted name, the target of
+/// an assignment (`x = ...`) and everything after a quoted argument line's start
+/// (`parser.add_argument(`, `help=`) up to the end of its line.
+fn prose(text: &str) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        for (i, t) in tokens.iter().enumerate() {
+            if t.contains("add_argument(") || t.starts_with("help=") {
+                break;
+            }
+            let code = t.contains(['/', '_', '=', '('])
+                || t.trim_end_matches(['.', ',', ':', ';']).contains('.')
+                || tokens.get(i + 1).is_some_and(|n| *n == "=");
+            if !code {
+                out.push(*t);
+            }
+        }
+        out.push("\n");
+    }
+    out.join(" ")
+}
+
 fn anchors_with(text: &str, code_imports: bool) -> BTreeSet<String> {
     let tokens: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || "'\"`()[]{}<>,;:=|!?*".contains(c))
@@ -272,10 +321,7 @@ pub(crate) fn claim_names(text: &str) -> BTreeSet<String> {
 /// Whether a finding's anchors are too many to be about one thing.
 pub(crate) fn unfocused(a: &BTreeSet<String>) -> bool {
     let flags = a.iter().filter(|x| x.starts_with("flag:")).count();
-    let kinds = a
-        .iter()
-        .filter(|x| x.starts_with("concept:") || x.starts_with("hparam:"))
-        .count();
+    let kinds = a.iter().filter(|x| kind(x)).count();
     let strong_n = a.iter().filter(|x| strong(x)).count() - flags;
     strong_n > MAX_FOCUSED || flags > MAX_FOCUSED_FLAGS || kinds > MAX_FOCUSED_KINDS
 }

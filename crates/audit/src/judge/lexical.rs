@@ -241,16 +241,25 @@ pub(crate) fn judge(task: &Task) -> JudgeResult {
             anchors::claim_names(&claim)
         })
         .collect();
+    // What a finding claims, where its problem kinds must be named.
+    let claims: Vec<String> = (0..n)
+        .map(|fi| {
+            ["issue_title", "user_symptom", "root_cause"]
+                .map(|k| task.finding_str(fi, k))
+                .join("\n")
+        })
+        .collect();
     // A finding's own anchors decide whether it is focused, whatever dimension is scored.
     let focused: Vec<bool> = finding_texts
         .iter()
-        .map(|t| !anchors::unfocused(&anchors::finding_anchors(t)))
+        .zip(&claims)
+        .map(|(t, c)| !anchors::unfocused(&anchors::claimed_anchors(t, c)))
         .collect();
     let score = |issue: usize, fi: usize, text: &str| {
         let shared = if focused[fi] {
             anchors::shared(
                 &issue_anchors[issue],
-                &anchors::finding_anchors(text),
+                &anchors::claimed_anchors(text, &claims[fi]),
                 &claim_names[fi],
             )
         } else {

@@ -671,3 +671,59 @@ fn keyword_stuffed_findings_do_not_score() {
         assert_eq!(l, Label::None, "stuffed finding {k} ({err}) scored");
     }
 }
+
+/// The stuffing guard's two mistakes on the real corpus's tuning half (issue 46): a claim
+/// naming one problem beside a list of settings was refused whole, and quoted code
+/// (`checkpoint = torch.load(...)`, an argument's help text) counted as naming a problem.
+#[test]
+fn a_problem_counts_where_the_claim_names_it_not_where_code_is_quoted() {
+    let (title, body) = (
+        "Pre-trained Checkpoints Leading to 404's",
+        "Every pre-trained checkpoint link at the bottom of the README returns a 404 error.",
+    );
+    let files = "README.md moco-master/main_lincls.py moco-master/main_moco.py";
+    let listed =
+        "pretrained model checkpoint download link broken, learning rate batch size epochs";
+    let claim = finding(
+        "S5",
+        &format!("{listed} in {files}"),
+        listed,
+        "python main_moco.py",
+        files,
+        ("README.md", listed),
+        listed,
+    );
+    let text = |f: &serde_json::Value| {
+        ["issue_title", "user_symptom", "root_cause", "impact"]
+            .map(|k| f[k].as_str().unwrap_or_default().to_string())
+            .join("\n")
+    };
+    let claim_of = |f: &serde_json::Value| {
+        ["issue_title", "user_symptom", "root_cause"]
+            .map(|k| f[k].as_str().unwrap_or_default().to_string())
+            .join("\n")
+    };
+    let kept = super::anchors::claimed_anchors(&text(&claim), &claim_of(&claim));
+    assert!(kept.contains("concept:checkpoint"), "{kept:?}");
+    assert!(!kept.iter().any(|a| a.starts_with("hparam:")), "{kept:?}");
+    assert!(!super::anchors::unfocused(&kept), "{kept:?}");
+    // The listed settings are not its claim: an issue about a batch size is another problem.
+    let settings = (
+        "About training details",
+        "The paper reports training batch size 512, but the released code uses 64.",
+    );
+    assert_eq!(lexical_label(settings.0, settings.1, claim), Label::None);
+    let code = "checkpoint = torch.load(args.resume) checkpoint = torch.load(pretrained_weights, map_location=\"cpu\") parser.add_argument('--resume', default='', type=str, help='path to latest checkpoint (default: none)')";
+    let quoting = finding(
+        "S7",
+        &format!("FileNotFoundError: [Errno 2] No such file or directory in {files}"),
+        &format!("FileNotFoundError: [Errno 2] No such file or directory {code}"),
+        "python main_moco.py",
+        &format!("{code} {files}"),
+        ("README.md", "FileNotFoundError"),
+        "FileNotFoundError: [Errno 2] No such file or directory",
+    );
+    let kept = super::anchors::claimed_anchors(&text(&quoting), &claim_of(&quoting));
+    assert!(!kept.contains("concept:checkpoint"), "{kept:?}");
+    assert_eq!(lexical_label(title, body, quoting), Label::None);
+}
