@@ -827,10 +827,12 @@ fn a_container_records_then_replays_offline() {
     let tmp = tempfile::tempdir().unwrap();
     let tape = tmp.path().join("tape");
     let get = format!("wget -q -O - http://api.test:{p}/data");
+    let rec_log = tmp.path().join("rec.jsonl");
     let b = Bundle::new(&["sh", "-c", &get], |c| {
-        c["annotations"]["org.reprorun.net.allow"] = format!("api.test:{p}").into();
+        c["annotations"]["org.reprorun.net.allow"] = format!("api.test:{p}, 127.0.0.1:{p}").into();
         c["annotations"]["org.reprorun.net.add-host"] = "api.test:127.0.0.1".into();
         c["annotations"]["org.reprorun.net.record"] = tape.to_str().unwrap().into();
+        c["annotations"]["org.reprorun.net.log"] = rec_log.to_str().unwrap().into();
     });
     let o = b.run(&["run", "rec"]);
     assert_eq!(expect_code(&o, 0), "recorded!", "{o:?}");
@@ -842,7 +844,13 @@ fn a_container_records_then_replays_offline() {
         "no {index:?}"
     );
     let text = std::fs::read_to_string(&index).unwrap();
-    assert!(text.contains(&format!("api.test:{p}/data")), "{text}");
+    let said = std::fs::read_to_string(&rec_log).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let e = &v["entries"][0];
+    assert!(
+        e["host"] == "api.test" && e["port"] == p && e["target"] == "/data",
+        "{text}\n{said}"
+    );
     // Nothing listens there now: only the cassette can answer.
     assert!(std::net::TcpStream::connect(("127.0.0.1", p)).is_err());
     let log = tmp.path().join("net.jsonl");
