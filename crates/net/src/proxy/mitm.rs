@@ -60,7 +60,8 @@ pub(super) fn serve(
     // thread per connection for the upstream's handshake cost a spawn and a join on every
     // request; `runtime-tests/bench/RESULTS.md`).
     let begun = begin_upstream(intercept, name, upstream, limits.handshake);
-    let server = server_side(intercept, name, client, hello, limits.handshake);
+    let server =
+        handshake_client(intercept, name, client, hello, limits.handshake).map(Connection::Server);
     let up = match (&server, begun) {
         (Ok(_), Ok(conn)) => finish_upstream(conn, name, upstream),
         (_, Err(why)) => Err(why),
@@ -109,22 +110,22 @@ pub(super) fn serve(
     done
 }
 
-/// The client's handshake, under a certificate for `name`.
-fn server_side(
+/// The client's handshake, under a certificate for `name` (`hello`: its first bytes, the
+/// ClientHello already read); also what a replayed connection answers behind.
+pub(super) fn handshake_client(
     intercept: &Intercept,
     name: &str,
     client: &TcpStream,
-    hello: &[u8],
+    mut hello: &[u8],
     timeout: Duration,
-) -> Result<Connection, String> {
+) -> Result<ServerConnection, String> {
     let config = intercept
         .server_for(name)
         .map_err(|e| format!("no certificate for {name}: {e}"))?;
     let mut server = ServerConnection::new(config).map_err(|e| format!("TLS: {e}"))?;
-    let mut first = hello;
-    while !first.is_empty() {
+    while !hello.is_empty() {
         server
-            .read_tls(&mut first)
+            .read_tls(&mut hello)
             .map_err(|e| format!("TLS: {e}"))?;
         server
             .process_new_packets()
@@ -140,7 +141,7 @@ fn server_side(
             )
         })?;
     }
-    Ok(Connection::Server(server))
+    Ok(server)
 }
 
 /// Starts the upstream's handshake: its ClientHello written (a few hundred bytes: the
