@@ -808,6 +808,80 @@ fn a_container_cannot_reach_the_callers_group_or_the_hosts_devices() {
     );
 }
 
+/// `org.reprorun.net.record`, then `org.reprorun.net.replay` with the server gone: the
+/// container's request is answered from the cassette; a request the cassette lacks is refused
+/// (403 naming it, in the net log); a directory that already holds a cassette fails `create`.
+#[test]
+fn a_container_records_then_replays_offline() {
+    require!(Need::Root);
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = listener.local_addr().unwrap().port();
+    // One answer, then the server is gone (the listener closed with the thread).
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nrecorded!");
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let tape = tmp.path().join("tape");
+    let get = format!("wget -q -O - http://api.test:{p}/data");
+    let rec_log = tmp.path().join("rec.jsonl");
+    let b = Bundle::new(&["sh", "-c", &get], |c| {
+        c["annotations"]["org.reprorun.net.allow"] = format!("api.test:{p}, 127.0.0.1:{p}").into();
+        c["annotations"]["org.reprorun.net.add-host"] = "api.test:127.0.0.1".into();
+        c["annotations"]["org.reprorun.net.record"] = tape.to_str().unwrap().into();
+        c["annotations"]["org.reprorun.net.log"] = rec_log.to_str().unwrap().into();
+    });
+    let o = b.run(&["run", "rec"]);
+    assert_eq!(expect_code(&o, 0), "recorded!", "{o:?}");
+    server.join().unwrap();
+    // The index is written once the monitor's proxy has stopped.
+    let index = tape.join("index.json");
+    assert!(
+        wait_until(Duration::from_secs(10), || index.exists()),
+        "no {index:?}"
+    );
+    let text = std::fs::read_to_string(&index).unwrap();
+    let said = std::fs::read_to_string(&rec_log).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let e = &v["entries"][0];
+    assert!(
+        e["host"] == "api.test" && e["port"] == p && e["target"] == "/data",
+        "{text}\n{said}"
+    );
+    // Nothing listens there now: only the cassette can answer.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", p)).is_err());
+    let log = tmp.path().join("net.jsonl");
+    let script = format!("{get}; echo; wget -q -O - http://api.test:{p}/missing || echo refused");
+    let b = Bundle::new(&["sh", "-c", &script], |c| {
+        c["annotations"]["org.reprorun.net.replay"] = tape.to_str().unwrap().into();
+        c["annotations"]["org.reprorun.net.log"] = log.to_str().unwrap().into();
+    });
+    let o = b.run(&["run", "replay"]);
+    let out = expect_code(&o, 0);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["recorded!", "refused"],
+        "{o:?}"
+    );
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() == 2)
+    }));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("/missing") && text.contains("is not in the cassette"),
+        "{text}"
+    );
+    // Recording again into the same directory would mix two runs: refused at create.
+    let b = Bundle::new(&["true"], |c| {
+        c["annotations"]["org.reprorun.net.record"] = tape.to_str().unwrap().into();
+    });
+    let o = b.run(&["run", "again"]);
+    expect_error(&o, "already holds a cassette");
+}
+
 /// `org.reprorun.net.allow`: the container reaches the allowlisted host through the proxy the
 /// monitor serves, and nothing else; `org.reprorun.net.log` records both attempts.
 #[test]

@@ -55,28 +55,22 @@ pub(super) fn serve(
         done.failed = Some("TLS termination needs a host name".into());
         return done;
     };
-    // Both handshakes at once: the upstream's in a thread of its own while this one does
-    // the client's (one after the other cost a whole upstream handshake per connection).
-    let (server, up) = std::thread::scope(|scope| {
-        let theirs = std::thread::Builder::new()
-            .name("rrnet-upstream".into())
-            .stack_size(super::CONN_STACK)
-            .spawn_scoped(scope, || {
-                upstream_side(intercept, name, upstream, limits.handshake)
-            });
-        let server = server_side(intercept, name, client, hello, limits.handshake);
-        if server.is_err() {
+    // Both handshakes at once, in this thread: the upstream's ClientHello goes out first,
+    // its answer travels while the client's handshake is done, and is read after it (a
+    // thread per connection for the upstream's handshake cost a spawn and a join on every
+    // request; `runtime-tests/bench/RESULTS.md`).
+    let begun = begin_upstream(intercept, name, upstream, limits.handshake);
+    let server =
+        handshake_client(intercept, name, client, hello, limits.handshake).map(Connection::Server);
+    let up = match (&server, begun) {
+        (Ok(_), Ok(conn)) => finish_upstream(conn, name, upstream),
+        (_, Err(why)) => Err(why),
+        (Err(_), Ok(_)) => {
             // No client to serve: break off the upstream's handshake.
             let _ = upstream.shutdown(Shutdown::Both);
+            Err("the client's handshake failed".into())
         }
-        let up = match theirs {
-            Ok(t) => t
-                .join()
-                .unwrap_or_else(|_| Err("the upstream's handshake panicked".into())),
-            Err(_) => upstream_side(intercept, name, upstream, limits.handshake),
-        };
-        (server, up)
-    });
+    };
     let mut server = match server {
         Ok(s) => s,
         Err(why) => {
@@ -116,22 +110,22 @@ pub(super) fn serve(
     done
 }
 
-/// The client's handshake, under a certificate for `name`.
-fn server_side(
+/// The client's handshake, under a certificate for `name` (`hello`: its first bytes, the
+/// ClientHello already read); also what a replayed connection answers behind.
+pub(super) fn handshake_client(
     intercept: &Intercept,
     name: &str,
     client: &TcpStream,
-    hello: &[u8],
+    mut hello: &[u8],
     timeout: Duration,
-) -> Result<Connection, String> {
+) -> Result<ServerConnection, String> {
     let config = intercept
         .server_for(name)
         .map_err(|e| format!("no certificate for {name}: {e}"))?;
     let mut server = ServerConnection::new(config).map_err(|e| format!("TLS: {e}"))?;
-    let mut first = hello;
-    while !first.is_empty() {
+    while !hello.is_empty() {
         server
-            .read_tls(&mut first)
+            .read_tls(&mut hello)
             .map_err(|e| format!("TLS: {e}"))?;
         server
             .process_new_packets()
@@ -147,22 +141,37 @@ fn server_side(
             )
         })?;
     }
-    Ok(Connection::Server(server))
+    Ok(server)
 }
 
-/// The upstream's handshake, its certificate verified for `name`.
-fn upstream_side(
+/// Starts the upstream's handshake: its ClientHello written (a few hundred bytes: the
+/// socket takes them at once).
+fn begin_upstream(
     intercept: &Intercept,
     name: &str,
     upstream: &TcpStream,
     timeout: Duration,
-) -> Result<Connection, String> {
+) -> Result<ClientConnection, String> {
     let server_name =
         ServerName::try_from(name.to_string()).map_err(|e| format!("server name {name}: {e}"))?;
     let mut conn = ClientConnection::new(Arc::clone(&intercept.upstream), server_name)
         .map_err(|e| format!("TLS: {e}"))?;
     let _ = upstream.set_read_timeout(Some(timeout));
     let _ = upstream.set_write_timeout(Some(timeout));
+    let mut u = upstream;
+    while conn.wants_write() {
+        conn.write_tls(&mut u)
+            .map_err(|e| format!("TLS with the upstream {name} failed: {e}"))?;
+    }
+    Ok(conn)
+}
+
+/// Ends the upstream's handshake, its certificate verified for `name`.
+fn finish_upstream(
+    mut conn: ClientConnection,
+    name: &str,
+    upstream: &TcpStream,
+) -> Result<Connection, String> {
     let mut u = upstream;
     while conn.is_handshaking() {
         conn.complete_io(&mut u)

@@ -200,6 +200,9 @@ impl Created {
         } else {
             None
         };
+        // `org.reprorun.net.record`: the cassette's directory made (no link followed);
+        // `net.replay`: the cassette read and checked whole. A bad one fails `create`.
+        let cassette = super::cassette(plan)?;
         // Init clears its parent-death signal and answers; only then may we exit.
         nix::sys::socket::send(
             self.sock.as_raw_fd(),
@@ -221,10 +224,16 @@ impl Created {
             nix::unistd::ForkResult::Child => {
                 let _ = nix::unistd::setsid();
                 crate::sys::stdio_to_null();
-                let proxy = self.proxy_listener.and_then(|l| serve_egress(plan, l));
+                let proxy = self
+                    .proxy_listener
+                    .and_then(|l| serve_egress(plan, l, cassette.clone()));
                 let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
                 if let Some(proxy) = proxy {
                     proxy.stop();
+                }
+                // The recorded cassette's index, once every connection has ended.
+                if let Some(c) = &cassette {
+                    let _ = c.finish();
                 }
                 // SAFETY: _exit ends the monitor without the creator's atexit handlers.
                 unsafe { libc::_exit(code) }
@@ -236,11 +245,18 @@ impl Created {
 }
 
 /// Starts the egress proxy on init's listener in the monitor (its records go to the
-/// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise).
-fn serve_egress(plan: &Plan, listener: OwnedFd) -> Option<crate::net::proxy::Proxy> {
+/// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise),
+/// recording or replaying `cassette`. TLS is not terminated: a container does not get the
+/// run's CA, so only plain HTTP is recorded and replayed (`spec/oci.md`).
+fn serve_egress(
+    plan: &Plan,
+    listener: OwnedFd,
+    cassette: Option<crate::net::cassette::Mode>,
+) -> Option<crate::net::proxy::Proxy> {
     let egress = plan.egress.clone()?;
     let log = super::supervisor::open_net_log(plan);
-    crate::net::proxy::start(listener, egress, crate::net::proxy::Config::default(), log).ok()
+    let config = crate::net::proxy::Config::default().with_cassette(cassette);
+    crate::net::proxy::start(listener, egress, config, log).ok()
 }
 
 /// The monitor: one notification server per listener (init's workload, and every process

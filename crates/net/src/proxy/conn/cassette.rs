@@ -6,8 +6,6 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 
-use rustls::ServerConnection;
-
 use super::super::body::Framer;
 use super::super::http;
 use super::super::socks;
@@ -173,7 +171,7 @@ impl Conn<'_> {
         hello: &[u8],
     ) -> Served {
         let mut served = Served::default();
-        let mut server = match handshake(
+        let mut server = match super::super::mitm::handshake_client(
             icpt,
             host,
             self.client,
@@ -196,37 +194,6 @@ impl Conn<'_> {
         let _ = server.complete_io(&mut sock);
         s
     }
-}
-
-/// The client's TLS handshake under a certificate for `name`.
-fn handshake(
-    icpt: &Intercept,
-    name: &str,
-    client: &TcpStream,
-    mut hello: &[u8],
-    timeout: std::time::Duration,
-) -> Result<ServerConnection, String> {
-    let config = icpt
-        .server_for(name)
-        .map_err(|e| format!("no certificate for {name}: {e}"))?;
-    let mut server = ServerConnection::new(config).map_err(|e| format!("TLS: {e}"))?;
-    while !hello.is_empty() {
-        server
-            .read_tls(&mut hello)
-            .map_err(|e| format!("TLS: {e}"))?;
-        server
-            .process_new_packets()
-            .map_err(|e| format!("TLS with the client: {e}"))?;
-    }
-    let _ = client.set_read_timeout(Some(timeout));
-    let _ = client.set_write_timeout(Some(timeout));
-    let mut c = client;
-    while server.is_handshaking() {
-        server.complete_io(&mut c).map_err(|e| {
-            format!("TLS handshake with the client failed: {e} (a client that pins certificates, or does not trust the run's CA, refuses the proxy's)")
-        })?;
-    }
-    Ok(server)
 }
 
 /// Reads requests from `stream` (after the bytes `buf` already read) and answers each from

@@ -22,7 +22,8 @@ pub(super) struct Determinism {
     pub random: RandomMode,
     pub cpus: u32,
     /// `org.reprorun.net.allow` (comma-separated patterns) and `org.reprorun.net.add-host`
-    /// (comma-separated NAME:ADDRESS): the container's only way out is the egress proxy.
+    /// (comma-separated NAME:ADDRESS): the container's only way out is the egress proxy;
+    /// `org.reprorun.net.record` / `net.replay` (a host directory): its cassette.
     pub egress: Option<crate::net::Egress>,
     /// `org.reprorun.net.log`: the host file the monitor's proxy appends JSON lines to.
     pub net_log: Option<std::path::PathBuf>,
@@ -158,11 +159,16 @@ pub(super) fn determinism(
                     egress.hosts.push(host);
                 }
             }
-            "net.log" => {
-                if !value.starts_with('/') {
-                    return Err(bad(field, "expected an absolute host path"));
-                }
-                d.net_log = Some(value.into());
+            "net.log" => d.net_log = Some(host_path(value, &field)?),
+            // The cassette's directory is made or read at `create`, no link followed (the
+            // host-path rule, `spec/security.md`); either implies the egress proxy.
+            "net.record" => {
+                d.egress.get_or_insert_with(Default::default).record =
+                    Some(host_path(value, &field)?);
+            }
+            "net.replay" => {
+                d.egress.get_or_insert_with(Default::default).replay =
+                    Some(host_path(value, &field)?);
             }
             "strict" => {
                 bool_value(value, &field)?;
@@ -177,7 +183,7 @@ pub(super) fn determinism(
             }
             _ => return Err(bad(
                 field,
-                "unknown reprorun annotation; known: determinism, date, clock, seed, random, dev-urandom, cpus, net.allow, net.add-host, net.log, no-new-privileges, strict",
+                "unknown reprorun annotation; known: determinism, date, clock, seed, random, dev-urandom, cpus, net.allow, net.add-host, net.log, net.record, net.replay, no-new-privileges, strict",
             )),
         }
     }
@@ -187,7 +193,24 @@ pub(super) fn determinism(
             "needs org.reprorun.net.allow (the log is the egress proxy's)",
         ));
     }
+    if d.egress
+        .as_ref()
+        .is_some_and(|e| e.record.is_some() && e.replay.is_some())
+    {
+        return Err(bad(
+            format!("annotations.{ANNOTATION_PREFIX}net.replay"),
+            "a container records a cassette (net.record) or replays one (net.replay): pass one",
+        ));
+    }
     Ok(d)
+}
+
+/// An absolute host path named by an annotation.
+fn host_path(value: &str, field: &str) -> Result<std::path::PathBuf, ConvertError> {
+    if !value.starts_with('/') {
+        return Err(bad(field, "expected an absolute host path"));
+    }
+    Ok(value.into())
 }
 
 fn bool_value(value: &str, field: &str) -> Result<bool, ConvertError> {

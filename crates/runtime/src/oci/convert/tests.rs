@@ -194,6 +194,60 @@ fn annotations_drive_the_determinism_layer() {
     }
 }
 
+/// `org.reprorun.net.record` / `net.replay`: the cassette's host directory, absolute, one of
+/// the two; either gives the container the egress proxy (nothing allowed unless net.allow).
+#[test]
+fn cassette_annotations_name_a_host_directory() {
+    let (dir, mut config) = bundle();
+    config["annotations"]["org.reprorun.net.record"] = "/srv/cassette".into();
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    let egress = c.plan.egress.unwrap();
+    assert_eq!(egress.record.as_deref(), Some(Path::new("/srv/cassette")));
+    assert!(egress.replay.is_none() && egress.rules.is_empty());
+    assert!(c.plan.env.iter().any(|e| e.starts_with("http_proxy=")));
+
+    let (dir, mut config) = bundle();
+    config["annotations"]["org.reprorun.net.replay"] = "/srv/cassette".into();
+    config["annotations"]["org.reprorun.net.allow"] = "api.test".into();
+    let egress = resolve_json(&dir.path(), &config)
+        .unwrap()
+        .plan
+        .egress
+        .unwrap();
+    assert_eq!(egress.replay.as_deref(), Some(Path::new("/srv/cassette")));
+    assert_eq!(egress.rules.len(), 1);
+
+    for (pairs, said) in [
+        (
+            &[("org.reprorun.net.record", "cassette")][..],
+            "annotations.org.reprorun.net.record: expected an absolute host path",
+        ),
+        (
+            &[
+                ("org.reprorun.net.record", "/a"),
+                ("org.reprorun.net.replay", "/b"),
+            ][..],
+            "annotations.org.reprorun.net.replay: a container records a cassette",
+        ),
+    ] {
+        let (dir, mut config) = bundle();
+        for (k, v) in pairs {
+            config["annotations"][*k] = (*v).into();
+        }
+        let e = resolve_json(&dir.path(), &config).unwrap_err();
+        assert!(e.contains(said), "{pairs:?}: {e}");
+    }
+    // Not a pin the environment chooses: an image's ENV must not pick a host directory.
+    let (dir, mut config) = bundle();
+    let list = config["process"]["env"].as_array_mut().unwrap();
+    list.push("REPRORUN_NET_RECORD=/etc".into());
+    assert!(resolve_json(&dir.path(), &config)
+        .unwrap()
+        .plan
+        .egress
+        .is_none());
+}
+
 /// Docker before 24 passes no annotations: the pins come from the container's environment
 /// (`docker run -e REPRORUN_DATE=...`); an annotation of the same pin wins, a bad value is
 /// named by its variable, and the network's settings are never read from the environment.
