@@ -489,9 +489,9 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
 #[cold]
 #[inline(never)]
 unsafe fn faked_clock_failed_or_other(clk: clockid_t, r: c_int, ts: *mut timespec) -> c_int {
-    // SAFETY: the caller's arguments.
     let r = match r {
         0 => 0,
+        // SAFETY: the caller's arguments.
         _ => unsafe { real_clock(clk, ts) },
     };
     // SAFETY: as above.
