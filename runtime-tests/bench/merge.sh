@@ -8,11 +8,12 @@
 #   runtime-tests/bench/merge.sh [N]      (default 25000; not part of the tests)
 # $REPRORUN_BASE_BIN: also measure that binary (e.g. a build of the previous commit), side
 # by side. Prints results per second (target >= 5,000/s: a 25,000-unit study merges in
-# seconds).
+# seconds), and the first merge's peak resident set (GNU time's %M: the process's rusage).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 total=${1:-25000}
 need python3 git bc
+[ -x /usr/bin/time ] || { echo "merge.sh: GNU time (/usr/bin/time) not installed" >&2; exit 1; }
 build_reprorun
 make_work
 REPRORUN=$bin "$root/images/corpus/build.sh" "$work/corpus" >/dev/null
@@ -78,15 +79,16 @@ merge() {
   count=$(find "$results/runs" -name '*.json' | wc -l)
   sync
   t0=$(date +%s.%N)
-  "$exe" "$verb" merge --tasks "$tasks" --results "$results" --db "$db" --json >"$db.first.json"
+  /usr/bin/time -f %M -o "$db.first.rss" \
+    "$exe" "$verb" merge --tasks "$tasks" --results "$results" --db "$db" --json >"$db.first.json"
   first=$(echo "$(date +%s.%N) - $t0" | bc)
   t0=$(date +%s.%N)
   "$exe" "$verb" merge --tasks "$tasks" --results "$results" --db "$db" --json >"$db.again.json"
   again=$(echo "$(date +%s.%N) - $t0" | bc)
   grep -q "\"inserted\":$count" "$db.first.json" || { echo "merge.sh: $(cat "$db.first.json")" >&2; exit 1; }
-  printf '%-6s %-11s %d results in %6.2f s: %6.0f results/s; again (nothing new): %6.0f results/s\n' \
+  printf '%-6s %-11s %d results in %6.2f s: %6.0f results/s; again (nothing new): %6.0f results/s; peak RSS %d KiB\n' \
     "$name" "$what" "$count" "$first" "$(echo "$count / $first" | bc -l)" \
-    "$(echo "$count / $again" | bc -l)"
+    "$(echo "$count / $again" | bc -l)" "$(tail -n 1 "$db.first.rss")"
 }
 
 # measure NAME EXE: the three pipelines' merges by binary EXE, in a directory of their own.

@@ -16,7 +16,7 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_uint, c_void};
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use libc::{clockid_t, stat as Stat, statx as Statx, time_t, timespec, timeval};
 
@@ -58,6 +58,9 @@ static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 /// before, or without a page).
 static PAGE: AtomicPtr<Page> = AtomicPtr::new(core::ptr::null_mut());
 static CLOCK: ClockCell = ClockCell(UnsafeCell::new(Clock::NONE));
+/// Set (Release) by [`init`] once [`CLOCK`] holds a clock started at a date: the one flag the
+/// hot path tests after its vDSO read before it shifts the result by `CLOCK.offset`.
+static START_AT: AtomicBool = AtomicBool::new(false);
 
 /// What the clock page said when this process mapped it. The runtime writes the page once,
 /// before the workload starts, and only its tick counter changes after; the fields are read
@@ -303,6 +306,9 @@ fn init() {
     }
     // Release: a thread that finds the page set also finds CLOCK and the functions above.
     PAGE.store(page, Ordering::Release);
+    if page_fast().is_some_and(|c| c.mode == MODE_START_AT) {
+        START_AT.store(true, Ordering::Release);
+    }
     STATE.store(READY, Ordering::Release);
     abi::restore_signals(old);
 }
@@ -456,8 +462,9 @@ fn fake_now(p: &Clock) -> Option<i64> {
 /// A faked clock (`clk` REALTIME, REALTIME_COARSE or TAI) into the non-null `ts`: for a
 /// clock started at a date, one vDSO read plus an addition, with nothing before the read but
 /// loading the vDSO's address (its time-stamp-counter read waits for every earlier
-/// instruction: a check of the page before it cost about 1 ns of 28). The settings come after,
-/// from this process's own copy ([`Clock`]): two additions and a carry.
+/// instruction: a check of the page before it cost about 1 ns of 28). After it, one flag
+/// ([`START_AT`]) and the offset from this process's own copy ([`Clock`]): two additions and
+/// a carry. Everything else (a failed read, another mode, no page yet) is out of line.
 #[inline(always)]
 unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
     let f = REAL.vdso_clock_gettime.load(Ordering::Relaxed);
@@ -465,22 +472,30 @@ unsafe fn faked_clock(clk: clockid_t, ts: *mut timespec) -> c_int {
         // SAFETY: ts is the caller's non-null out-pointer.
         return unsafe { faked_clock_cold(clk, ts) };
     }
-    // SAFETY: f is the vDSO's clock_gettime, which takes the same arguments; where it fails
-    // (a negative errno, not -1), libc's answers and sets errno.
-    let r = match unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) } {
+    // SAFETY: f is the vDSO's clock_gettime, which takes the same arguments.
+    let r = unsafe { core::mem::transmute::<*mut c_void, ClockGettime>(f)(clk, ts) };
+    if r == 0 && START_AT.load(Ordering::Acquire) {
+        // SAFETY: START_AT was set after CLOCK was written, which is not written again (see
+        // ClockCell); ts is the caller's non-null out-pointer, just filled.
+        unsafe { shift(&mut *ts, (*CLOCK.0.get()).offset) };
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { faked_clock_failed_or_other(clk, r, ts) }
+}
+
+/// [`faked_clock`] after its vDSO read (`r`), when that failed (a negative errno, not -1:
+/// libc's clock answers then and sets errno) or the clock is not started at a date.
+#[cold]
+#[inline(never)]
+unsafe fn faked_clock_failed_or_other(clk: clockid_t, r: c_int, ts: *mut timespec) -> c_int {
+    let r = match r {
         0 => 0,
-        // SAFETY: as above.
+        // SAFETY: the caller's arguments.
         _ => unsafe { real_clock(clk, ts) },
     };
-    match page_fast() {
-        Some(p) if r == 0 && p.mode == MODE_START_AT => {
-            // SAFETY: as above.
-            shift(unsafe { &mut *ts }, p.offset);
-            0
-        }
-        // SAFETY: as above.
-        _ => unsafe { faked_clock_rest(r, ts) },
-    }
+    // SAFETY: as above.
+    unsafe { faked_clock_rest(r, ts) }
 }
 
 /// [`faked_clock`] with no vDSO address: before `init` (a read from a constructor that runs

@@ -279,23 +279,26 @@ fn root_mounts(req: &ExecRequest, roots: &Roots, mapped: bool) -> Result<Vec<Mou
     Ok(mounts)
 }
 
-/// The identity's files (/proc/cpuinfo, uptime and friends), then the masked and read-only
-/// kernel paths.
+/// The read-only kernel paths, then the identity's files (/proc/cpuinfo, uptime and
+/// friends) and the masked paths. The read-only paths come first: each is a recursive bind
+/// of itself, which would copy every file already bound under it (eight under /proc/sys),
+/// doubling those mounts (and their teardown); bound after, each file is one mount, on the
+/// read-only view, and the sandbox sees the same tree (issue 42).
 fn pinned_files(identity: &Identity, boot_epoch: i64, seed: u64, seeded: bool) -> Vec<MountOp> {
-    let mut mounts: Vec<MountOp> = identity
-        .files(boot_epoch, seed, seeded)
-        .into_iter()
-        .map(|(dest, contents)| MountOp::File {
-            dest: dest.into(),
-            contents,
-        })
+    let mut mounts: Vec<MountOp> = READONLY
+        .iter()
+        .map(|p| MountOp::ReadonlyPath { dest: p.into() })
         .collect();
-    mounts.extend(MASKED.iter().map(|p| MountOp::Mask { dest: p.into() }));
     mounts.extend(
-        READONLY
-            .iter()
-            .map(|p| MountOp::ReadonlyPath { dest: p.into() }),
+        identity
+            .files(boot_epoch, seed, seeded)
+            .into_iter()
+            .map(|(dest, contents)| MountOp::File {
+                dest: dest.into(),
+                contents,
+            }),
     );
+    mounts.extend(MASKED.iter().map(|p| MountOp::Mask { dest: p.into() }));
     mounts
 }
 

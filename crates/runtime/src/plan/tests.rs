@@ -642,3 +642,37 @@ fn injected_secrets_are_placeholders_in_the_plan_with_the_ca_bundle_bound() {
     assert!(!plan.env.iter().any(|e| e.starts_with("SSL_CERT_FILE=")));
     assert!(!dests(&plan).contains(&PathBuf::from("/run/reprorun-ca.pem")));
 }
+
+/// A read-only path is a recursive bind of itself: made after the pinned files under it
+/// (/proc/sys/kernel/osrelease, .../random/boot_id, ...), it would copy each of them, one
+/// more mount per file for nothing. Every pinned file and mask comes after the read-only
+/// path that holds it, and every one of them is still in the plan.
+#[test]
+fn pinned_files_and_masks_are_bound_after_the_read_only_paths_that_hold_them() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = resolve(&req(&["true"]), &host(work.path())).unwrap();
+    let at = |want: &Path| plan.mounts.iter().position(|m| m.dest() == Some(want));
+    let mut under = 0;
+    for ro in READONLY {
+        let ro_at = plan
+            .mounts
+            .iter()
+            .position(|m| matches!(m, MountOp::ReadonlyPath { dest } if dest == Path::new(ro)))
+            .unwrap_or_else(|| panic!("{ro} is not made read-only"));
+        for (i, m) in plan.mounts.iter().enumerate() {
+            if let MountOp::File { dest, .. } | MountOp::Mask { dest } = m {
+                if dest.starts_with(ro) {
+                    under += 1;
+                    assert!(i > ro_at, "{} is bound before {ro}", dest.display());
+                }
+            }
+        }
+    }
+    assert!(under >= 8, "the pinned files under /proc/sys: {under}");
+    for dest in ["/proc/sys/kernel/random/boot_id", "/proc/sys/fs/file-nr"] {
+        assert!(at(Path::new(dest)).is_some(), "{dest} is pinned");
+    }
+    for dest in MASKED {
+        assert!(at(Path::new(dest)).is_some(), "{dest} is masked");
+    }
+}
