@@ -165,10 +165,10 @@ suite_cmd() {
   esac
 }
 
-# The environment each suite adds in both places, given the directory it sees the tree at
-# (/work inside, DIR bare), into the array extra.
+# suite_env NAME AT MODE: the environment a suite adds in both places, given the directory
+# it sees the tree at (/work inside, DIR bare), into the array extra.
 suite_env() {
-  local at=$2
+  local at=$2 mode=$3
   case $1 in
     # Byte-compiled files go under DIR/.pycache, by source path: the two places see the tree
     # at different paths (/work, DIR), so each keeps its own. A shared __pycache__ would hand
@@ -176,10 +176,10 @@ suite_env() {
     # other (attrs' TestEvolve.test_inst_kw compares such a path and failed bare only).
     python-dateutil | attrs | humanize) extra=(PYTHONPYCACHEPREFIX="$at/.pycache") ;;
     # Offline: no proxy, no downloads (go-humanize requires no module). Each place its own
-    # build cache: the actions' keys hold the tree's path, and a cache warmed under the faked
-    # clock is not the real clock's (spec/reproduce.md).
+    # build cache (the same host directory is /work inside: named by the place): a cache
+    # warmed under the faked clock is not the real clock's (spec/reproduce.md).
     go-humanize) extra=(GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local GOTELEMETRY=off
-                        GOCACHE="$at/.gocache" GOPATH="$at/.gopath") ;;
+                        GOCACHE="$at/.gocache-$mode" GOPATH="$at/.gopath-$mode") ;;
     *) extra=() ;;
   esac
 }
@@ -196,12 +196,12 @@ run() {
   cmd=(/usr/bin/time -f %M -o .suite-rss "${cmd[@]}")
   start=$EPOCHREALTIME
   if [ "$mode" = inside ]; then
-    suite_env "$name" /work
+    suite_env "$name" /work inside
     local envs=()
     for e in "${extra[@]}"; do envs+=(--env "$e"); done
     (cd "$dir" && "$bin" exec "${sandbox_opts[@]}" "${opts[@]}" "${envs[@]}" -- "${cmd[@]}") >"$out" 2>&1 || status=$?
   else
-    suite_env "$name" "$dir"
+    suite_env "$name" "$dir" bare
     (cd "$dir" && env "${bare_env[@]}" "${extra[@]}" "${cmd[@]}") >"$out" 2>&1 || status=$?
   fi
   end=$EPOCHREALTIME
