@@ -46,7 +46,8 @@
 # prints, HOME aside), not the caller's, so that the sandbox is the one thing that differs (a
 # caller's PYTHONDONTWRITEBYTECODE or random hash seed would change the work done). The
 # outcome counts (the runner's summary line) and exit status of every run must agree between
-# inside and bare, or the script fails.
+# inside and bare, or the script fails (on a heavily loaded machine attrs' Hypothesis tests
+# can overrun their 200 ms deadline and fail as Flaky in one run: that stops it too).
 set -euo pipefail
 set -euo pipefail
 runs=${1:-5}
