@@ -162,7 +162,7 @@ suite_cmd() {
     # colours; the one test that fails on this host (a signal test) fails in both places.
     commander) cmd=(jest --runInBand --coverage=false --no-cache --ci) ;;
     go-humanize) cmd=(go test -count=1 .) ;;
-    clockloop) cmd=(/usr/bin/python3 clockloop.py 3000000) ;;
+    clockloop) cmd=(/usr/bin/python3 clockloop.py 10000000) ;;
   esac
 }
 
