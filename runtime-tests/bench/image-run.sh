@@ -5,8 +5,9 @@
 # `reproduce` run on an instance's image that the image adds (the sandbox over the image's
 # root); a podman run is what an organiser runs per instance without reprorun.
 #   runtime-tests/bench/image-run.sh [RUNS]
-# podman runs with its default runtime, a private store (vfs), `--network none`, the cgroupfs
-# manager and a file events log, so it touches neither the host's store nor systemd.
+# podman runs with runc (named: with crun installed podman picks crun, which refuses this
+# host's hybrid cgroup layout), a private store (vfs), `--network none`, the cgroupfs manager
+# and a file events log, so it touches neither the host's store nor systemd.
 # Needs root, podman, hyperfine, python3.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -18,7 +19,7 @@ runs=${1:-20}
 "$root/images/busybox/build.sh" "$work/bb" >/dev/null
 "$bin" image import --store "$work/store" --name bench/busybox:1 "$work/bb" >/dev/null
 pod=(podman --root "$work/podroot" --runroot "$work/podrun" --storage-driver vfs
-  --events-backend file --cgroup-manager cgroupfs)
+  --events-backend file --cgroup-manager cgroupfs --runtime runc)
 # podman's default rlimits exceed this VM's hard limits (runc: "error setting rlimit type 7").
 lim=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 # The layout as an oci-archive (podman names an `oci:` directory after its path).

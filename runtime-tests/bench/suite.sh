@@ -152,10 +152,14 @@ prepare_git() {
 # The command each suite runs, relative to its directory, into the array cmd.
 suite_cmd() {
   case $1 in
-    python-dateutil) cmd=(.venv/bin/python -m pytest -q -p no:cacheprovider --color=no) ;;
+    # Hypothesis' seed is fixed in both places: unseeded, each bare run draws its own examples
+    # (two bare attrs runs differed by 5 % in system calls, and dateutil's property tests
+    # found a falsifying 1959 Europe/London example in one bare run of three), while inside
+    # the sandbox's seeded entropy gives the same draws every run. Fixed, both do one work.
+    python-dateutil) cmd=(.venv/bin/python -m pytest -q -p no:cacheprovider --color=no --hypothesis-seed=0) ;;
     # attrs' tests/test_mypy.yml is left out: each of its cases runs the mypy type checker on
     # a snippet (minutes in all, measuring mypy rather than attrs), and needs mypy on PATH.
-    attrs) cmd=(.venv/bin/python -m pytest -q -p no:cacheprovider --color=no --ignore=tests/test_mypy.yml) ;;
+    attrs) cmd=(.venv/bin/python -m pytest -q -p no:cacheprovider --color=no --hypothesis-seed=0 --ignore=tests/test_mypy.yml) ;;
     # humanize's pyproject forces colours (addopts); the --color=no after it wins.
     humanize) cmd=(.venv/bin/python -m pytest -q -p no:cacheprovider --color=no) ;;
     # In band (no workers), no coverage, no cache of transformed files between runs, no
