@@ -25,6 +25,7 @@ mod exec;
 mod first_hour;
 mod fuzz_pass;
 mod image;
+mod image_ignore;
 mod image_pull;
 mod isolation;
 mod lifecycle;

@@ -20,7 +20,7 @@ use super::store::Store;
 use super::{ImageError, ImportRequest};
 
 mod ignore;
-pub use ignore::IgnoreError;
+pub use ignore::{Ignore, IgnoreError};
 
 /// Entries of a build context hashed at most.
 const MAX_CONTEXT_ENTRIES: u64 = 1_000_000;
@@ -111,6 +111,11 @@ pub struct BuildPlan {
     pub commands: Vec<Vec<String>>,
     /// The archive `save` writes and `image import` reads.
     pub archive: PathBuf,
+    /// For podman: a file written before the build, and its text, the context's
+    /// `.dockerignore` patterns as Docker reads them (empty without one), so podman sends
+    /// what the key hashed: it would otherwise keep paths of a leading-`/` pattern, and
+    /// read a `.containerignore` first.
+    pub ignorefile: Option<(PathBuf, String)>,
 }
 
 /// The digest of a build: the Dockerfile's bytes, the context's `.dockerignore`, then every
@@ -206,7 +211,7 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
 }
 
 /// The context's `.dockerignore` (none: nothing is excluded), its bytes hashed into `h`.
-fn read_ignore(context: &Path, h: &mut Sha256) -> Result<ignore::Ignore, BuildError> {
+pub fn read_ignore(context: &Path, h: &mut Sha256) -> Result<ignore::Ignore, BuildError> {
     let path = context.join(ignore::FILE);
     let bad = |detail: String| BuildError::Context {
         path: path.clone(),
@@ -263,8 +268,9 @@ pub fn cached(store: &Store, key: &Digest) -> Option<Digest> {
     store.resolve(&name(key)).ok()
 }
 
-/// The plan of a build keyed `key` ([`key`]), its archive under `scratch`.
-pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path) -> BuildPlan {
+/// The plan of a build keyed `key` ([`key`]) whose context has the `.dockerignore` `ignore`
+/// ([`read_ignore`]), its archive under `scratch`.
+pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path, ignore: &Ignore) -> BuildPlan {
     // The engine's own tag: short, so `podman images` stays readable.
     let tag = format!("{BUILD_REPOSITORY}:{}", &key.hex()[..16]);
     let archive = scratch.join("image.tar");
@@ -273,11 +279,11 @@ pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path) -> BuildPlan {
     if let (Engine::Podman, Some(rt)) = (req.engine, &req.runtime) {
         build.push(format!("--runtime={}", rt.display()));
     }
-    // podman would prefer a `.containerignore`: it is told to read the file the key hashed.
     // Docker reads the context's `.dockerignore` itself.
-    let ignorefile = req.context.join(ignore::FILE);
-    if req.engine == Engine::Podman && ignorefile.is_file() {
-        build.push(format!("--ignorefile={}", ignorefile.display()));
+    let ignorefile =
+        (req.engine == Engine::Podman).then(|| (scratch.join("ignorefile"), ignore.podman_text()));
+    if let Some((path, _)) = &ignorefile {
+        build.push(format!("--ignorefile={}", path.display()));
     }
     build.extend([
         "--tag".into(),
@@ -296,6 +302,7 @@ pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path) -> BuildPlan {
         name: name(key),
         commands: vec![build, save],
         archive,
+        ignorefile,
     }
 }
 
@@ -314,7 +321,11 @@ pub fn build(
         .prefix("build-")
         .tempdir_in(&tmp)
         .map_err(|e| ImageError::store(&tmp, e))?;
-    let plan = plan(req, key, scratch.path());
+    let ignore = read_ignore(&req.context, &mut Sha256::new())?;
+    let plan = plan(req, key, scratch.path(), &ignore);
+    if let Some((path, text)) = &plan.ignorefile {
+        std::fs::write(path, text).map_err(|e| ImageError::store(path, e))?;
+    }
     for argv in &plan.commands {
         run_logged(argv, log).map_err(|(status, tail)| BuildError::Engine {
             dockerfile: req.dockerfile.clone(),

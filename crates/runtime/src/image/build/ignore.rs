@@ -31,12 +31,14 @@ pub enum IgnoreError {
 #[derive(Debug)]
 struct Pattern {
     exception: bool,
+    /// The pattern as Docker reads it: trimmed, cleaned, no leading `/`, no `!`.
+    text: String,
     regex: regex_lite::Regex,
 }
 
 /// The patterns of one `.dockerignore`, in order.
 #[derive(Debug, Default)]
-pub(crate) struct Ignore {
+pub struct Ignore {
     patterns: Vec<Pattern>,
     exceptions: bool,
 }
@@ -85,7 +87,11 @@ impl Ignore {
                 return Err(IgnoreError::TooMany);
             }
             ignore.exceptions |= exception;
-            ignore.patterns.push(Pattern { exception, regex });
+            ignore.patterns.push(Pattern {
+                exception,
+                text: cleaned,
+                regex,
+            });
         }
         Ok(ignore)
     }
@@ -94,6 +100,24 @@ impl Ignore {
     /// as a file in it may be taken back.
     pub(crate) fn has_exceptions(&self) -> bool {
         self.exceptions
+    }
+
+    /// The patterns as Docker reads them, one a line, for podman's `--ignorefile`: podman
+    /// 4 does not drop a leading `/` (containers/podman#25458: `/local` excludes nothing
+    /// there), so it is handed the cleaned patterns, on which both engines agree. A pattern
+    /// that would read as a comment keeps a `./` (cleaned away again).
+    pub(crate) fn podman_text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.patterns {
+            if p.exception {
+                out.push('!');
+            } else if p.text.starts_with('#') {
+                out.push_str("./");
+            }
+            out.push_str(&p.text);
+            out.push('\n');
+        }
+        out
     }
 
     /// Whether `path` (relative to the context, `/`-separated) is left out of the context:
@@ -264,5 +288,52 @@ mod tests {
         ] {
             assert_eq!(clean(p), c, "{p}");
         }
+    }
+
+    /// What the fixture's context holds: its paths, and the `.dockerignore` itself.
+    fn fixture(case: &str) -> (String, Vec<String>, Vec<String>) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../runtime-tests/fixtures/dockerignore")
+            .join(case);
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let mut paths: Vec<String> = read("paths.txt").lines().map(String::from).collect();
+        paths.push(FILE.into());
+        let sent = read("docker-sends.txt").lines().map(String::from).collect();
+        (read("dockerignore"), paths, sent)
+    }
+
+    fn kept(i: &Ignore, paths: &[String]) -> Vec<String> {
+        let mut kept: Vec<String> = paths.iter().filter(|p| !i.excludes(p)).cloned().collect();
+        kept.sort();
+        kept
+    }
+
+    /// Real projects' `.dockerignore` files (grafana's: `!` exceptions inside an excluded
+    /// `.yarn/*`, `data*`, leading-`/` patterns; home-assistant's: `**/__pycache__`) keep the
+    /// files Docker sent of the same tree (`docker-sends.txt`, recorded by the fixture's
+    /// `record.sh` from dockerd; runtime-tests/image_ignore.rs re-checks it live), and the
+    /// text podman is handed decides every path the same way.
+    #[test]
+    fn real_dockerignore_files_keep_what_docker_sends() {
+        for case in ["grafana", "home-assistant"] {
+            let (text, paths, sent) = fixture(case);
+            let i = ig(&text);
+            assert_eq!(kept(&i, &paths), sent, "{case}");
+            let podman = i.podman_text();
+            assert!(!podman.lines().any(|l| l.starts_with('/')), "{podman}");
+            // The file runtime-tests/image_ignore.rs hands a live podman.
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../runtime-tests/fixtures/dockerignore")
+                .join(case);
+            let file = std::fs::read_to_string(dir.join("podman-ignorefile")).unwrap();
+            assert_eq!(podman, file, "{case}");
+            assert_eq!(kept(&ig(&podman), &paths), sent, "{case}: podman's text");
+        }
+        let (text, ..) = fixture("grafana");
+        assert!(ig(&text).podman_text().contains("\nlocal\ntmp\n"));
+        // A pattern that would read as a comment, and an exception, survive the rewrite.
+        let i = ig(" #notes\n!keep\n/a/../b/\n");
+        assert_eq!(i.podman_text(), "./#notes\n!keep\nb\n");
+        assert!(ig(&i.podman_text()).excludes("#notes"));
     }
 }

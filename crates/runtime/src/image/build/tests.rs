@@ -65,7 +65,7 @@ fn the_plan_names_the_engine_commands_and_the_store_name() {
         runtime: Some("/usr/local/bin/reprorun".into()),
     };
     let k = key(&req.dockerfile, &req.context).unwrap();
-    let p = plan(&req, &k, Path::new("/scratch"));
+    let p = plan(&req, &k, Path::new("/scratch"), &Ignore::default());
     assert_eq!(p.key, k);
     assert_eq!(p.name, format!("localhost/reprorun-build:{}", p.key.hex()));
     assert!(super::super::name::ImageName::parse(&p.name).is_ok());
@@ -79,6 +79,8 @@ fn the_plan_names_the_engine_commands_and_the_store_name() {
                 "podman".to_string(),
                 "build".into(),
                 "--runtime=/usr/local/bin/reprorun".into(),
+                // Always: podman would otherwise read a `.containerignore` the key never saw.
+                "--ignorefile=/scratch/ignorefile".into(),
                 "--tag".into(),
                 tag.clone(),
                 "--file".into(),
@@ -100,7 +102,12 @@ fn the_plan_names_the_engine_commands_and_the_store_name() {
         engine: Engine::Docker,
         ..req
     };
-    let p = plan(&req, &k, Path::new("/scratch"));
+    assert_eq!(
+        p.ignorefile,
+        Some(("/scratch/ignorefile".into(), String::new()))
+    );
+    let p = plan(&req, &k, Path::new("/scratch"), &Ignore::default());
+    assert_eq!(p.ignorefile, None, "Docker reads the context's own file");
     assert_eq!(p.commands[0][..3], ["docker", "build", "--tag"]);
     assert_eq!(p.commands[1][..3], ["docker", "save", "--output"]);
 }
@@ -192,9 +199,14 @@ fn what_dockerignore_excludes_is_not_in_the_key_and_podman_reads_that_file() {
         engine: Engine::Podman,
         runtime: None,
     };
-    let p = plan(&req, &k3, Path::new("/scratch"));
-    let flag = format!("--ignorefile={}", d.join(".dockerignore").display());
+    let ignore = read_ignore(d, &mut Sha256::new()).unwrap();
+    let p = plan(&req, &k3, Path::new("/scratch"), &ignore);
+    let flag = "--ignorefile=/scratch/ignorefile".to_string();
     assert_eq!(p.commands[0][2], flag, "{:?}", p.commands[0]);
+    assert_eq!(
+        p.ignorefile.as_ref().map(|(_, t)| t.as_str()),
+        Some("app/sub\n**/*.log\n!app/sub/keep\n")
+    );
     let docker = plan(
         &BuildRequest {
             engine: Engine::Docker,
@@ -202,6 +214,7 @@ fn what_dockerignore_excludes_is_not_in_the_key_and_podman_reads_that_file() {
         },
         &k3,
         Path::new("/scratch"),
+        &ignore,
     );
     assert!(
         !docker.commands[0].contains(&flag),
