@@ -1,4 +1,4 @@
-//! The real corpus of `reprorun audit` (`images/audit-real/`), all 22 repositories from their
+//! The real corpus of `reprorun audit` (`images/audit-real/`), all 27 repositories from their
 //! committed bundles, through what `images/audit-real/demo.sh` runs, offline: snapshot, the
 //! built-in auditor, the built-in judge, metrics, report (with the four-way taxonomy of the
 //! human issues and of the predictions), the figures against the hand labels per half, the
