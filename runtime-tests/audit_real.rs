@@ -162,17 +162,19 @@ fn hand_categories() -> BTreeMap<String, u64> {
 /// this version measured (spec/audit.md, "Held-out, blind"), against hand labels committed
 /// before the judge first ran on these pairs. A judge that matches fewer true pairs, or more
 /// false ones, fails here.
-const HELD_OUT_FLOORS: [(&str, &str, (u64, u64), (u64, u64)); 3] = [
-    // agent, its database here, precision floor, recall floor
+type Fraction = (u64, u64);
+/// An agent, its database here, its precision floor and its recall floor.
+type Floors = (&'static str, &'static str, Fraction, Fraction);
+const HELD_OUT_FLOORS: [Floors; 3] = [
     ("built-in auditor", "audit.db", (4, 5), (4, 4)),
     ("stuffing agent", "gaming.db", (3, 7), (3, 3)),
     ("blind reader", "blind.db", (12, 16), (12, 20)),
 ];
 /// The three agents' held-out pairs together.
-const HELD_OUT_POOLED: ((u64, u64), (u64, u64)) = ((19, 28), (19, 27));
+const HELD_OUT_POOLED: (Fraction, Fraction) = ((19, 28), (19, 27));
 /// The built-in auditor's precision at rank 1 on the held-out half (real blockers among the
 /// 24 labelled rank-1 findings).
-const HELD_OUT_AUDITOR_P1: (u64, u64) = (7, 24);
+const HELD_OUT_AUDITOR_P1: Fraction = (7, 24);
 
 #[test]
 fn the_judge_and_the_auditor_keep_their_held_out_figures() {
