@@ -8,6 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::audit::SNAPSHOT_BUILT_INPUT;
 use crate::common::*;
 
 fn recipe_dir() -> PathBuf {
@@ -31,17 +32,7 @@ impl Study {
             .output()
             .expect("run images/audit-corpus/build.sh");
         assert!(build.status.success(), "build.sh: {}", stderr(&build));
-        let o = work.run(&[
-            "audit",
-            "snapshot",
-            "--pairs",
-            "input/pairs.jsonl",
-            "--issues",
-            "input/issues",
-            "--out",
-            "corpus",
-            "--only-reproducibility",
-        ]);
+        let o = work.run(&SNAPSHOT_BUILT_INPUT);
         expect_code(&o, 0);
         let manifest = read_json(&work.path().join("corpus/corpus.json"));
         let o = work.run(&[

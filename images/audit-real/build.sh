@@ -3,7 +3,7 @@
 #   images/audit-real/build.sh OUT                  from the committed bundles (repos/)
 #   images/audit-real/build.sh --mirrors MIRRORS OUT  from clones, rewritten again
 # repos/ holds one small bundle per repository of repos.tsv, made by the second form
-# (pack.sh refreshes them). MIRRORS holds clones of the 22 public repositories, one
+# (pack.sh refreshes them). MIRRORS holds clones of the 27 public repositories, one
 # directory each named OWNER+NAME (a bare repository, or a work tree's .git, directly or
 # under repo/), as the search tool's `fetch` or `git clone --mirror
 # https://github.com/OWNER/NAME` gives them.

@@ -27,6 +27,20 @@ pub const FINDINGS: &str = r#"{"reproducibility_assessment": {"overall": "partia
    "confidence": "medium"}],
  "missing_or_ambiguous_artifacts": []}"#;
 
+/// `reprorun audit snapshot` of a corpus an `images/*/build.sh` wrote to `input/` (its cwd):
+/// the pairs and issues there, the corpus to `corpus/`, reproducibility issues only.
+pub const SNAPSHOT_BUILT_INPUT: [&str; 9] = [
+    "audit",
+    "snapshot",
+    "--pairs",
+    "input/pairs.jsonl",
+    "--issues",
+    "input/issues",
+    "--out",
+    "corpus",
+    "--only-reproducibility",
+];
+
 /// The pre-fix snapshot group of [`Corpus::new`] and the one that fixes its gold issue.
 pub const PRE: &str = "p1@000000000000";
 pub const FIX: &str = "p1@000000000001";
