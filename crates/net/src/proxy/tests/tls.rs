@@ -84,14 +84,30 @@ fn pattern(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Fetches through the terminating proxy a body of `len` bytes; the answer's head and
-/// body as the client inside got them.
-fn fetch(len: usize, abrupt: bool) -> (String, Vec<u8>, Vec<u8>) {
-    let (_dir, ca, server) = upstream_tls();
+/// The upstream of a test.
+#[derive(Clone, Copy, PartialEq)]
+enum Upstream {
+    /// Answers and ends with close_notify.
+    Closes,
+    /// Answers and closes the socket without close_notify.
+    Abrupt,
+    /// Its certificate is signed by a CA the proxy does not trust.
+    Untrusted,
+}
+
+/// Fetches through the terminating proxy a body of `len` bytes: what the client inside got
+/// (head and body), the connection's record, and the body the upstream sent.
+fn fetch(len: usize, kind: Upstream) -> (Vec<u8>, ConnRecord, Vec<u8>) {
+    let (_dir, mut ca, server) = upstream_tls();
+    let (_other, other_ca, _) = upstream_tls();
+    if kind == Upstream::Untrusted {
+        ca = other_ca;
+    }
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let body = pattern(len);
     let sent = body.clone();
+    let abrupt = kind == Upstream::Abrupt;
     let upstream = std::thread::spawn(move || serve_tls(listener, server, sent, abrupt));
     let (name, host) = parse_spec(&format!("KEY:up.test:{port}")).unwrap();
     let fake = placeholder(&name, KEY).unwrap();
@@ -131,19 +147,24 @@ fn fetch(len: usize, abrupt: bool) -> (String, Vec<u8>, Vec<u8>) {
         Err(e) => panic!("after {} bytes: {e}", got.len()),
     }
     upstream.join().unwrap();
-    let r = only(proxy.stop().records);
-    assert_eq!(r.decision, Decision::Allowed, "{r:#?}");
-    assert_eq!(r.injected, vec!["KEY".to_string()]);
+    (got, only(proxy.stop().records), body)
+}
+
+/// The head and the body of an answer.
+fn split(mut got: Vec<u8>) -> (String, Vec<u8>) {
     let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let head = String::from_utf8(got[..end].to_vec()).unwrap();
-    (head, got.split_off(end), body)
+    (head, got.split_off(end))
 }
 
 #[test]
 fn a_large_streamed_answer_arrives_whole_and_the_key_only_upstream() {
     let _l = shared_lock();
     // Larger than every buffer of the relay, and not a multiple of a TLS record.
-    let (head, got, body) = fetch(3 * 1024 * 1024 + 7, false);
+    let (got, r, body) = fetch(3 * 1024 * 1024 + 7, Upstream::Closes);
+    assert_eq!(r.decision, Decision::Allowed, "{r:#?}");
+    assert_eq!(r.injected, vec!["KEY".to_string()]);
+    let (head, got) = split(got);
     assert!(head.contains(&format!("Bearer {KEY}")), "{head}");
     assert_eq!(got.len(), body.len());
     assert!(got == body, "the body differs");
@@ -152,7 +173,22 @@ fn a_large_streamed_answer_arrives_whole_and_the_key_only_upstream() {
 #[test]
 fn an_upstream_closing_without_close_notify_still_ends_the_answer() {
     let _l = shared_lock();
-    let (head, got, body) = fetch(200 * 1024 + 3, true);
+    let (got, r, body) = fetch(200 * 1024 + 3, Upstream::Abrupt);
+    assert_eq!(r.decision, Decision::Allowed, "{r:#?}");
+    let (head, got) = split(got);
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
     assert!(got == body, "{} bytes of {}", got.len(), body.len());
+}
+
+#[test]
+fn an_upstream_the_proxy_cannot_verify_gets_nothing_and_the_client_a_502() {
+    let _l = shared_lock();
+    let (got, r, _) = fetch(10, Upstream::Untrusted);
+    let text = String::from_utf8(got).unwrap();
+    assert!(text.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{text}");
+    let why = "TLS with the upstream up.test failed: invalid peer certificate";
+    assert!(text.contains(why), "{text}");
+    assert_eq!(r.decision, Decision::Failed);
+    assert!(r.rule.contains(why), "{r:#?}");
+    assert!(r.injected.is_empty(), "{r:#?}");
 }
