@@ -40,3 +40,31 @@ in_private_mount_ns() {
   fi
   umount /sys/fs/cgroup/unified 2>/dev/null || true
 }
+
+# --- net-tls.sh and net-replay.sh (issue 47): a loopback TLS server under a test CA ---
+
+# tls_server [FILE:BYTES...]: in $work (the current directory), a P-256 test CA (ca.pem) and
+# a certificate for bench.test signed by it, ./www holding `small` ("ok") and each FILE of
+# BYTES zero bytes, and `openssl s_server -WWW` serving ./www on a free loopback port: $port,
+# its pid $server (killed on exit, $work removed), and $allow, the `--allow-host` and
+# `--add-host` options that reach it by name and by address.
+tls_server() {
+  local f
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+    -out ca.pem -days 30 -subj "/CN=bench CA" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr \
+    -subj "/CN=bench.test" 2>/dev/null
+  printf 'subjectAltName=DNS:bench.test\n' >ext
+  openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 30 \
+    -extfile ext 2>/dev/null
+  mkdir -p www
+  printf 'ok' >www/small
+  for f in "$@"; do head -c "${f#*:}" /dev/zero >"www/${f%%:*}"; done
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  (cd www && exec openssl s_server -quiet -WWW -accept "127.0.0.1:$port" -cert ../srv.pem \
+    -key ../srv.key -naccept 1000000 >/dev/null 2>&1) &
+  server=$!
+  trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+  sleep 0.5
+  allow=(--allow-host "bench.test:$port" --allow-host "127.0.0.1:$port" --add-host bench.test:127.0.0.1)
+}

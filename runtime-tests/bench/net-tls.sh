@@ -22,23 +22,7 @@ need curl openssl python3
 build_reprorun
 make_work
 cd "$work"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-  -out ca.pem -days 30 -subj "/CN=bench CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr \
-  -subj "/CN=bench.test" 2>/dev/null
-printf 'subjectAltName=DNS:bench.test\n' >ext
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 30 \
-  -extfile ext 2>/dev/null
-mkdir -p www
-head -c 256M /dev/zero >www/big
-printf 'ok' >www/small
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-(cd www && exec openssl s_server -quiet -WWW -accept "127.0.0.1:$port" -cert ../srv.pem \
-  -key ../srv.key -naccept 1000000 >/dev/null 2>&1) &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
-sleep 0.5
-allow=(--allow-host "bench.test:$port" --allow-host "127.0.0.1:$port" --add-host bench.test:127.0.0.1)
+tls_server big:256M
 export BENCH_KEY=bench-0123456789abcdefXYZ
 # --date now: the test certificates are made now (the run's own CA is valid at any date).
 declare -A mode=(

@@ -295,9 +295,17 @@ impl Intercept {
 
 /// The ring provider: it builds without cmake (aws-lc-rs does not). rustls 0.23.48 marks it
 /// deprecated for lacking post-quantum key exchange; that is a limit (`spec/network.md`).
+/// X25519 first: ring's default order offers a P-384 key share first, which a server takes
+/// (OpenSSL 3.0's P-384 is its generic, slow code: about 4 ms of `openssl s_server`'s CPU
+/// per handshake on our VM, `runtime-tests/bench/RESULTS.md`); clients and servers
+/// commonly prefer X25519.
 #[allow(deprecated)]
 fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
+    use rustls::crypto::ring::{default_provider, kx_group};
+    rustls::crypto::CryptoProvider {
+        kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
+        ..default_provider()
+    }
 }
 
 /// The host's system bundle: its path and text.

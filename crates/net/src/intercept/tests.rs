@@ -147,3 +147,11 @@ fn the_run_ca_signs_leaves_valid_at_a_date_years_back() {
     assert!(!bundle.contains("PRIVATE KEY"));
     assert!(!format!("{icpt:?}").contains(VALUE));
 }
+
+#[test]
+fn key_exchange_offers_x25519_first() {
+    // A P-384 key share first made the upstream do its slowest exchange on every handshake.
+    let names: Vec<_> = provider().kx_groups.iter().map(|g| g.name()).collect();
+    use rustls::NamedGroup::{secp256r1, secp384r1, X25519};
+    assert_eq!(names, vec![X25519, secp256r1, secp384r1]);
+}

@@ -53,7 +53,32 @@ pub(super) enum Chunk {
     },
 }
 
+/// The values of the header fields named `name` (any case), in order.
+pub(super) fn values<'a>(fields: &[(&str, &'a str)], name: &str) -> Vec<&'a str> {
+    fields
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+        .collect()
+}
+
+/// Whether a `Connection` field among `fields` names `option` (`close`, `upgrade`).
+pub(super) fn connection_has(fields: &[(&str, &str)], option: &str) -> bool {
+    values(fields, "connection")
+        .iter()
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(option))
+}
+
 impl Framer {
+    /// The framing a head's fields declare (see [`Framer::of`]).
+    pub(super) fn of_fields(fields: &[(&str, &str)]) -> Result<Framer, String> {
+        Framer::of(
+            &values(fields, "transfer-encoding"),
+            &values(fields, "content-length"),
+        )
+    }
+
     /// The framing the request head declares: `Transfer-Encoding` (chunked only) wins and
     /// must come alone; `Content-Length` must be one number (repeated identically at most).
     pub(super) fn of(te: &[&str], cl: &[&str]) -> Result<Framer, String> {

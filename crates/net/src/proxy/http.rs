@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::Instant;
 
-use super::body::Framer;
+use super::body::{connection_has, values, Framer};
 use crate::allow::Target;
 
 /// Why a request head could not be read or understood.
@@ -127,14 +127,7 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, String> {
             upstream_head: None,
         });
     }
-    let values = |name: &str| -> Vec<&str> {
-        headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| *v)
-            .collect()
-    };
-    let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
+    let framer = Framer::of_fields(&headers)?;
     let lower = uri.to_ascii_lowercase();
     if lower.starts_with("https://") {
         return Err("https:// URLs go through CONNECT, not a plain proxy request".into());
@@ -181,19 +174,8 @@ pub(super) fn origin_framing(head: &[u8]) -> Result<(Framer, bool), String> {
         ));
     }
     let headers = header_lines(lines)?;
-    let values = |name: &str| -> Vec<&str> {
-        headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| *v)
-            .collect()
-    };
-    let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
-    let upgrade = !values("upgrade").is_empty()
-        && values("connection")
-            .iter()
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    let framer = Framer::of_fields(&headers)?;
+    let upgrade = !values(&headers, "upgrade").is_empty() && connection_has(&headers, "upgrade");
     Ok((framer, upgrade))
 }
 

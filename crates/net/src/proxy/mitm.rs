@@ -23,6 +23,9 @@ use crate::intercept::Intercept;
 /// Plaintext read at once from either side.
 const CHUNK: usize = 64 * 1024;
 
+/// TLS bytes read from a socket at once (a bulk download's records, several per syscall).
+const CIPHER: usize = 128 * 1024;
+
 /// What a terminated connection moved, and which secrets and placeholders it saw.
 #[derive(Default)]
 pub(super) struct Terminated {
@@ -166,23 +169,45 @@ fn begin_upstream(
     Ok(conn)
 }
 
-/// Ends the upstream's handshake, its certificate verified for `name`.
+/// Ends the upstream's handshake, its certificate verified for `name`. Its last message
+/// (TLS 1.3: the client's Finished) stays queued: `pump` writes it with the first request,
+/// one segment and one wake-up of the server instead of two.
 fn finish_upstream(
     mut conn: ClientConnection,
     name: &str,
     upstream: &TcpStream,
 ) -> Result<Connection, String> {
+    let failed = |e: &dyn std::fmt::Display| format!("TLS with the upstream {name} failed: {e}");
     let mut u = upstream;
     while conn.is_handshaking() {
-        conn.complete_io(&mut u)
-            .map_err(|e| format!("TLS with the upstream {name} failed: {e}"))?;
+        while conn.wants_write() {
+            conn.write_tls(&mut u).map_err(|e| failed(&e))?;
+        }
+        match conn.read_tls(&mut u) {
+            Ok(0) => return Err(failed(&"closed during the handshake")),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(failed(&e)),
+        }
+        if let Err(e) = conn.process_new_packets() {
+            // The alert that says why, if it can go.
+            let _ = conn.write_tls(&mut u);
+            return Err(failed(&e));
+        }
     }
     Ok(Connection::Client(conn))
 }
 
-/// One direction's state: plaintext read and not yet accepted by the other side's TLS.
+/// One direction's state: TLS records read from the socket and not yet given to rustls,
+/// and plaintext read and not yet accepted by the other side's TLS.
 #[derive(Default)]
 struct Flow {
+    /// Bytes from the socket, read [`CIPHER`] at a time (rustls' own `read_tls` reads at
+    /// most 4 KiB a call: a syscall per 4 KiB); `cipher[at..end]` is not yet given to
+    /// rustls. Allocated on the first read.
+    cipher: Vec<u8>,
+    at: usize,
+    end: usize,
     pending: Vec<u8>,
     /// The source's socket ended (no more TLS to read).
     tls_done: bool,
@@ -251,7 +276,7 @@ fn pump(
 type Transform<'a> = dyn FnMut(&[u8], &mut Vec<u8>) -> Result<(), String> + 'a;
 
 /// Reads what `sock`'s TLS has for `flow` (only while its last bytes were delivered):
-/// plaintext already decrypted first, then the socket.
+/// plaintext already decrypted first, then the records already read, then the socket.
 fn step(
     sock: &TcpStream,
     tls: &mut Connection,
@@ -263,22 +288,50 @@ fn step(
         return Ok(false);
     }
     let mut moved = drain(tls, flow, buf, transform)?;
-    // rustls reads at most 4 KiB a call: up to CHUNK of plaintext per turn of the loop.
-    while flow.pending.len() < CHUNK && !flow.eof && !flow.tls_done && tls.wants_read() {
-        let mut s = sock;
-        match tls.read_tls(&mut s) {
-            Ok(0) => flow.tls_done = true,
-            Ok(_) => moved = true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // The peer is gone: the end of its stream.
-            Err(e) if gone(&e) => flow.tls_done = true,
-            Err(e) => return Err(format!("read: {e}")),
+    // Up to CHUNK of plaintext per turn of the loop.
+    while flow.pending.len() < CHUNK && !flow.eof {
+        if flow.at < flow.end {
+            // rustls takes at most 4 KiB a call: the rest stays for the next.
+            let mut rest = &flow.cipher[flow.at..flow.end];
+            let n = tls.read_tls(&mut rest).map_err(|e| format!("TLS: {e}"))?;
+            if n == 0 {
+                // After the peer's close_notify: what follows is not read.
+                flow.at = flow.end;
+            }
+            flow.at += n;
+        } else if flow.tls_done || !tls.wants_read() {
+            break;
+        } else {
+            match fill(sock, flow) {
+                Ok(0) => flow.tls_done = true,
+                Ok(_) => {
+                    moved = true;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // The peer is gone: the end of its stream.
+                Err(e) if gone(&e) => flow.tls_done = true,
+                Err(e) => return Err(format!("read: {e}")),
+            }
+            // The socket's end: rustls learns it from an empty read.
+            let _ = tls.read_tls(&mut io::empty());
         }
         tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
         moved |= drain(tls, flow, buf, transform)?;
     }
     Ok(moved)
+}
+
+/// Reads up to [`CIPHER`] bytes from `sock` into `flow` (whose earlier bytes were all given
+/// to rustls); the number read.
+fn fill(sock: &TcpStream, flow: &mut Flow) -> io::Result<usize> {
+    if flow.cipher.is_empty() {
+        flow.cipher = vec![0; CIPHER];
+    }
+    let n = (&*sock).read(&mut flow.cipher)?;
+    (flow.at, flow.end) = (0, n);
+    Ok(n)
 }
 
 /// Moves decrypted plaintext into `flow` (at most about [`CHUNK`] at once); the end of the

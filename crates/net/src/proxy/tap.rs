@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::body::{Chunk, Framer};
+use super::body::{values, Chunk, Framer};
 use super::http;
 use crate::cassette::{kept_headers, Exchange, BODY_MAX};
 
@@ -145,14 +145,7 @@ impl<'a> Tap<'a> {
                 "more than {PENDING_MAX} requests ahead of their answers"
             ));
         }
-        let values = |name: &str| -> Vec<&str> {
-            fields
-                .iter()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| *v)
-                .collect()
-        };
-        let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
+        let framer = Framer::of_fields(&fields)?;
         let ex = Exchange {
             method: method.to_string(),
             scheme: self.scheme.to_string(),
@@ -259,13 +252,6 @@ impl<'a> Tap<'a> {
             .ex
             .method
             .eq_ignore_ascii_case("HEAD");
-        let values = |name: &str| -> Vec<&str> {
-            fields
-                .iter()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| *v)
-                .collect()
-        };
         let headers = kept_headers(fields.iter().copied(), false);
         self.answer = Some(Answer {
             status,
@@ -274,8 +260,8 @@ impl<'a> Tap<'a> {
             body: Vec::new(),
             too_large: false,
         });
-        let te = values("transfer-encoding");
-        let cl = values("content-length");
+        let te = values(&fields, "transfer-encoding");
+        let cl = values(&fields, "content-length");
         if head_req || status == 204 || status == 304 {
             self.answered();
         } else if te.is_empty() && cl.is_empty() {

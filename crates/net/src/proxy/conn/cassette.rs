@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 
-use super::super::body::Framer;
+use super::super::body::{connection_has, Framer};
 use super::super::http;
 use super::super::socks;
 use super::super::tap::{self, Tap};
@@ -331,19 +331,8 @@ fn parse_request(head: &[u8]) -> Result<Request, String> {
             "unsupported protocol version {version:?} (HTTP/1.1 only)"
         ));
     }
-    let values = |name: &str| -> Vec<&str> {
-        fields
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| *v)
-            .collect()
-    };
-    let framer = Framer::of(&values("transfer-encoding"), &values("content-length"))?;
-    let close = version == "HTTP/1.0"
-        || values("connection")
-            .iter()
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("close"));
+    let framer = Framer::of_fields(&fields)?;
+    let close = version == "HTTP/1.0" || connection_has(&fields, "close");
     let owned = fields
         .iter()
         .map(|(n, v)| (n.to_ascii_lowercase(), v.to_string()))

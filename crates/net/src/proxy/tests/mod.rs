@@ -574,3 +574,4 @@ fn closed_port_gets_502() {
 }
 
 mod load;
+mod tls;
