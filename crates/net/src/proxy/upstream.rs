@@ -75,7 +75,8 @@ impl Decider<'_> {
         register: &dyn Fn(&Arc<TcpStream>) -> bool,
     ) -> Now {
         if let Target::Name(n) = target {
-            if self.egress.host_override(n).len() != 1 {
+            // A name refused is refused here; one allowed waits for a worker.
+            if self.egress.decide(target, port).is_ok() && self.egress.host_override(n).len() != 1 {
                 return Now::Later;
             }
         }
@@ -339,5 +340,88 @@ impl Decider<'_> {
         // A relay forwards what it has at once: no small write waits for an ACK.
         let _ = stream.set_nodelay(true);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allow::{parse_add_host, Rule};
+    use std::net::TcpListener;
+
+    fn egress(rules: &[String], hosts: &[&str]) -> Egress {
+        Egress {
+            rules: rules.iter().map(|r| Rule::parse(r).unwrap()).collect(),
+            hosts: hosts.iter().map(|h| parse_add_host(h).unwrap()).collect(),
+            ..Egress::default()
+        }
+    }
+
+    /// `open_now`, then `resume` when the connect was still under way.
+    fn now_then_resume(d: &Decider, target: &Target, port: u16) -> Result<Opened, Refusal> {
+        let register = |_: &Arc<TcpStream>| true;
+        match d.open_now(target, port, &register) {
+            Now::Done(r) => r,
+            Now::Connecting(c) => d.resume(c, target, port, &register),
+            Now::Later => panic!("{target}:{port}: handed to a worker"),
+        }
+    }
+
+    #[test]
+    fn open_now_connects_without_the_resolver_and_refuses_as_open_does() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed_port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let e = egress(
+            &[
+                format!("up.test:{port}"),
+                format!("127.0.0.1:{port}"),
+                format!("127.0.0.1:{closed_port}"),
+                "far.test:80".into(),
+            ],
+            &["up.test:127.0.0.1"],
+        );
+        let host_addrs = HostAddrs::read();
+        let d = Decider {
+            egress: &e,
+            host_addrs: &host_addrs,
+            connect_timeout: Duration::from_secs(5),
+        };
+        let name = |n: &str| Target::Name(n.into());
+        // A name --add-host gives, and an address: decided and connected, the rule named.
+        for target in [name("up.test"), Target::Ip("127.0.0.1".parse().unwrap())] {
+            let opened = now_then_resume(&d, &target, port).unwrap_or_else(|r| panic!("{}", r.why));
+            assert_eq!(opened.stream.peer_addr().unwrap().port(), port);
+            assert_eq!(opened.address.as_deref(), Some("127.0.0.1"));
+            assert!(opened.rule.contains(&port.to_string()), "{}", opened.rule);
+        }
+        // Refused by the allowlist: at once, nothing connected.
+        let r = now_then_resume(&d, &name("nope.test"), port).err().unwrap();
+        assert_eq!(
+            (r.decision, r.code),
+            (Decision::Refused, socks::NOT_ALLOWED)
+        );
+        // Loopback not named by the allowlist for this port: refused by its address.
+        let r = now_then_resume(&d, &Target::Ip("127.0.0.1".parse().unwrap()), 9)
+            .err()
+            .unwrap();
+        assert_eq!(r.decision, Decision::Refused, "{}", r.why);
+        // Nobody listening: failed, connection refused.
+        let r = now_then_resume(&d, &name("up.test"), closed_port).err();
+        assert!(r.is_some_and(|r| r.decision == Decision::Refused));
+        let ip = Target::Ip("127.0.0.1".parse().unwrap());
+        let r = now_then_resume(&d, &ip, closed_port).err().unwrap();
+        assert_eq!(
+            (r.decision, r.code),
+            (Decision::Failed, socks::CONNECTION_REFUSED)
+        );
+        // An allowed name the resolver must answer: left to a worker, nothing begun.
+        let register = |_: &Arc<TcpStream>| panic!("nothing is opened");
+        assert!(matches!(
+            d.open_now(&name("far.test"), 80, &register),
+            Now::Later
+        ));
     }
 }
