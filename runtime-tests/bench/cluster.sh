@@ -136,7 +136,7 @@ for r in $(seq "$rounds"); do
   ratio_j=$(echo "scale=3; $j / $a" | bc); ratios_j+=("$ratio_j")
   printf '%-6s %10.2f %12.2f %7.2fx %14.2f %7.2fx %14.2f %7.2fx\n' "$r" "$a" "$b" "$ratio" "$c" "$ratio_c" "$j" "$ratio_j"
 done
-floor=$(slurm_floor)
+floor=$(printf %.2f "$(slurm_floor)")
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "cluster path / run --jobs 2, $runs runs, median of $rounds round(s) (target <= 1.2x):"
 echo "  one run per array task:   $(median "${ratios[@]}")x"
