@@ -71,6 +71,27 @@ done
 
 now() { date +%s.%N; }
 
+# The scripts Slurm runs start $REPRORUN: this wrapper notes when each `work` and `merge`
+# starts and ends (in $work/stamps), so that the cluster path's time splits into its phases.
+cat >"$work/stamp" <<EOF
+#!/bin/sh
+echo "\$2-start \$(date +%s.%N)" >>"$work/stamps"
+"$bin" "\$@"; rc=\$?
+echo "\$2-end \$(date +%s.%N)" >>"$work/stamps"
+exit \$rc
+EOF
+chmod 755 "$work/stamp"
+
+# Slurm's own floor: an empty job's round trip (`sbatch --wait`), median of 3, seconds.
+slurm_floor() {
+  local i t0
+  for i in 1 2 3; do
+    t0=$(now)
+    timeout 60 sbatch --quiet --wait --output=/dev/null --wrap=true >/dev/null
+    echo "$(now) - $t0" | bc
+  done | sort -n | sed -n 2p
+}
+
 # local_run N: `run --jobs 2` into a fresh database; prints seconds.
 local_run() {
   local t0; t0=$(now)
@@ -78,15 +99,22 @@ local_run() {
   echo "$(now) - $t0" | bc
 }
 
-# slurm_run NAME [PLAN-ARGS...]: plan, submit.sh, wait for the merge job; prints seconds.
+# slurm_run NAME [PLAN-ARGS...]: plan, submit.sh, wait for the merge job; prints seconds,
+# and adds its phases to phases.txt.
 slurm_run() {
-  local t0 merge_job n=$1; shift; t0=$(now)
+  local t0 t1 t2 t3 merge_job n=$1; shift; t0=$(now)
+  : >"$work/stamps"
   "$bin" reproduce plan "${study[@]}" --db "cluster$n.db" --out "tasks$n" \
     --results "results$n" "$@" >/dev/null
-  merge_job=$(timeout 60 "tasks$n/submit.sh" 2>/dev/null | tail -n 1)
+  t1=$(now)
+  merge_job=$(REPRORUN=$work/stamp timeout 60 "tasks$n/submit.sh" 2>/dev/null | tail -n 1)
+  t2=$(now)
   while [ -n "$(timeout 10 squeue -h -j "$merge_job" 2>/dev/null)" ]; do sleep 0.1; done
   [ -f "cluster$n.db" ] || { echo "cluster.sh: the merge job wrote no database" >&2; exit 1; }
-  echo "$(now) - $t0" | bc
+  t3=$(now)
+  python3 "$root/runtime-tests/bench/cluster-phases.py" "$n" "$t0" "$t1" "$t2" "$t3" \
+    "$work/stamps" >>phases.txt
+  echo "$t3 - $t0" | bc
 }
 
 runs=$(( $(wc -l <corpus/instances.jsonl) * 4 ))
@@ -97,9 +125,9 @@ quarter=$(( (runs + 3) / 4 ))
 # $SLURM_CPUS_PER_TASK at a time (one array task per node).
 cpus=$(nproc)
 printf '%-6s %10s %12s %8s %14s %8s %14s %8s\n' round run_s slurm_s ratio "slurm_chunk${quarter}_s" ratio "one_task_j${cpus}_s" ratio
-ratios=(); ratios_c=(); ratios_j=()
+ratios=(); ratios_c=(); ratios_j=(); locals=()
 for r in $(seq "$rounds"); do
-  a=$(local_run "$r")
+  a=$(local_run "$r"); locals+=("$a")
   b=$(slurm_run "$r")
   c=$(slurm_run "c$r" --chunk "$quarter")
   j=$(slurm_run "j$r" --chunk "$runs" --sbatch-args "--cpus-per-task=$cpus")
@@ -108,11 +136,19 @@ for r in $(seq "$rounds"); do
   ratio_j=$(echo "scale=3; $j / $a" | bc); ratios_j+=("$ratio_j")
   printf '%-6s %10.2f %12.2f %7.2fx %14.2f %7.2fx %14.2f %7.2fx\n' "$r" "$a" "$b" "$ratio" "$c" "$ratio_c" "$j" "$ratio_j"
 done
+floor=$(printf %.2f "$(slurm_floor)")
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "cluster path / run --jobs 2, $runs runs, median of $rounds round(s) (target <= 1.2x):"
 echo "  one run per array task:   $(median "${ratios[@]}")x"
 echo "  $quarter runs per array task: $(median "${ratios_c[@]}")x"
 echo "  one array task, work --jobs $cpus: $(median "${ratios_j[@]}")x"
+local_s=$(median "${locals[@]}")
+echo "Slurm's floor, an empty job's round trip (sbatch --wait, median of 3): $floor s;"
+echo "  run --jobs 2 + that floor would be $(echo "scale=2; ($local_s + $floor) / $local_s" | bc)x"
+echo "Phases, seconds (plan; submit.sh; from submitted to the first work's start; first work's"
+echo "start to last work's end; to the merge's start; merge; to squeue showing it gone; all):"
+printf '%-6s%7s%9s%13s%8s%10s%8s%9s%8s\n' run plan submit to_work work to_merge merge to_seen all
+cat phases.txt
 # The two paths must agree.
 "$bin" reproduce report --db local1.db --out rep-local --json >local.json
 "$bin" reproduce report --db cluster1.db --out rep-cluster --json >cluster.json

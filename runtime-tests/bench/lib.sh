@@ -68,3 +68,17 @@ tls_server() {
   sleep 0.5
   allow=(--allow-host "bench.test:$port" --allow-host "127.0.0.1:$port" --add-host bench.test:127.0.0.1)
 }
+
+# --- The loopback web server of net.sh and memory.sh (h50v) ---
+
+# start_www: busybox httpd serving $work/www (made, with a 2-byte file `small`) on a free
+# loopback port, as $port; stopped on exit, with $work removed (after make_work).
+start_www() {
+  mkdir -p "$work/www"
+  printf 'ok' >"$work/www/small"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  busybox httpd -f -p "127.0.0.1:$port" -h "$work/www" &
+  server=$!
+  trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+  sleep 0.3
+}

@@ -19,13 +19,7 @@ need python3 busybox
 build_reprorun
 make_work
 bin=$(fresh "$bin" "$work/reprorun")
-mkdir -p "$work/www"
-printf 'ok' >"$work/www/small"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-busybox httpd -f -p "127.0.0.1:$port" -h "$work/www" &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
-sleep 0.3
+start_www
 cd "$work"
 requests=$(cat <<PY
 import socket

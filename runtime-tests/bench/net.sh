@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Egress proxy benchmark (`--net allow`, spec/network.md), side by side in one run against the
 # same loopback server reached directly (`--net host`):
-#   1. throughput: a 256 MiB download (curl's average speed; median of RUNS) — target >= 0.8x;
+#   1. throughput: a 256 MiB download (curl's average speed; median of RUNS) — target >= 1.0x (issue 50);
 #   2. latency: 1000 small requests, each on a new connection, from one Python process
-#      (mean per request) — target <= 1.5x;
+#      (mean per request) — target <= 1.2x (issue 50);
 #   3. start-up: `exec --allow-host x -- /bin/true` vs `exec -- /bin/true` (hyperfine medians)
 #      — target <= +1 ms.
 # Prints each figure and its ratio. Not part of the test suite (timings on a shared machine
-# are noise; ratios are what to read).
+# are noise; ratios are what to read). With REPRORUN_PROXY_TIMING=DIR (a directory the
+# sandbox's ids can write), the proxy notes its steps there: proxy-steps.py DIR prints them.
 #   sudo runtime-tests/bench/net.sh [RUNS]
 # Needs root, hyperfine, curl, busybox (httpd), python3.
 set -euo pipefail
@@ -16,14 +17,8 @@ source "$(dirname "$0")/lib.sh"
 need hyperfine curl busybox python3
 build_reprorun
 make_work
-mkdir -p "$work/www"
+start_www
 head -c 256M /dev/zero >"$work/www/big"
-printf 'ok' >"$work/www/small"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-busybox httpd -f -p "127.0.0.1:$port" -h "$work/www" &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
-sleep 0.3
 cd "$work"
 allow=(--allow-host "bench.test:$port" --allow-host "127.0.0.1:$port" --add-host bench.test:127.0.0.1)
 
@@ -64,8 +59,8 @@ import json, sys
 d_bps, p_bps, d_lat, p_lat = map(float, sys.argv[1:5])
 st = {r["command"]: r["median"] for r in json.load(open(sys.argv[5]))["results"]}
 print(f"{'measure':<28}{'direct':>14}{'proxy':>14}{'ratio':>9}{'target':>10}")
-print(f"{'download MiB/s':<28}{d_bps/2**20:>14.0f}{p_bps/2**20:>14.0f}{p_bps/d_bps:>9.2f}{'>= 0.8':>10}")
-print(f"{'request latency ms':<28}{d_lat*1e3:>14.3f}{p_lat*1e3:>14.3f}{p_lat/d_lat:>9.2f}{'<= 1.5':>10}")
+print(f"{'download MiB/s':<28}{d_bps/2**20:>14.0f}{p_bps/2**20:>14.0f}{p_bps/d_bps:>9.2f}{'>= 1.0':>10}")
+print(f"{'request latency ms':<28}{d_lat*1e3:>14.3f}{p_lat*1e3:>14.3f}{p_lat/d_lat:>9.2f}{'<= 1.2':>10}")
 a, b = st["exec"], st["exec --allow-host"]
 print(f"{'start-up ms (median)':<28}{a*1e3:>14.2f}{b*1e3:>14.2f}{'+%.2f ms' % ((b-a)*1e3):>9}{'<= +1 ms':>10}")
 PY

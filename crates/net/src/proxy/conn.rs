@@ -50,6 +50,7 @@ pub(super) fn serve(
     started: SystemTime,
     since: Instant,
 ) {
+    super::timing::mark("h.conn_thread");
     let mut conn = Conn {
         shared,
         id,
@@ -237,6 +238,7 @@ impl Conn<'_> {
             let c = Arc::clone(c);
             return self.replay(&c, kind, (target, port), rest);
         }
+        super::timing::mark("h.head_read");
         match self.shared.open(self.id, target, port) {
             Ok(opened) => {
                 self.record.address = opened.address;
@@ -306,8 +308,11 @@ impl Conn<'_> {
             return;
         }
         self.record.bytes_up += first.len() as u64;
+        super::timing::mark("h.head_sent_up");
         let idle = self.shared.config.idle_timeout;
-        match relay::relay(self.client, upstream, idle, framer) {
+        let relayed = relay::relay(self.client, upstream, idle, framer);
+        super::timing::mark("h.relayed");
+        match relayed {
             Ok(moved) => {
                 self.record.bytes_up += moved.up;
                 self.record.bytes_down += moved.down;

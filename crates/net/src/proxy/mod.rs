@@ -22,6 +22,7 @@ mod socks;
 mod tap;
 #[cfg(test)]
 mod tests;
+mod timing;
 mod upstream;
 mod workers;
 
@@ -201,6 +202,7 @@ impl Shared {
     fn finish(&self, id: u64, record: ConnRecord) {
         if let Broker::Remote(asker) = &self.broker {
             asker.record(id, &record);
+            timing::mark("h.recorded");
             return;
         }
         if let Some(log) = &self.log {
@@ -362,6 +364,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
         loop {
             match accept4(listener.as_raw_fd(), SockFlag::SOCK_CLOEXEC) {
                 Ok(fd) => {
+                    timing::mark("h.accepted");
                     // SAFETY: accept4 just returned this descriptor; nothing else owns it.
                     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
                     admit(shared, &workers, next_id, TcpStream::from(owned));

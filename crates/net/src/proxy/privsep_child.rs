@@ -114,6 +114,7 @@ fn serve(control: OwnedFd, config: Config) -> i32 {
         // Every record was sent as its connection ended.
         drop(p.stop());
     }
+    super::timing::flush();
     let _ = nix::sys::socket::send(
         control.as_raw_fd(),
         b"D",
