@@ -145,5 +145,5 @@ fn current_umask() -> u32 {
     use nix::sys::stat::{umask, Mode};
     let old = umask(Mode::from_bits_truncate(0o022));
     umask(old);
-    u32::from(old.bits())
+    old.bits()
 }
