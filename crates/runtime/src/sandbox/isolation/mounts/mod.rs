@@ -369,6 +369,49 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32, dest: &Path) -> Result<(), M
     Ok(())
 }
 
+/// Writes a new file (`O_EXCL`: never one already there, so nothing to truncate) with `mode`,
+/// set again through the descriptor only where `umask` takes bits from it: one `openat`, one
+/// `write`, one `close` for each generated file under the usual umask (`openat`, not `open`:
+/// musl's `open` follows an `O_CLOEXEC` open with an `fcntl` setting the flag again).
+fn write_new_file(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    umask: u32,
+    dest: &Path,
+) -> Result<(), MountError> {
+    use nix::fcntl::OFlag;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let io = |e: std::io::Error| MountError::Op {
+        kind: "file",
+        dest: dest.to_path_buf(),
+        errno: io_errno(&e),
+    };
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW;
+    let fd = nix::fcntl::openat(
+        None,
+        path,
+        flags | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(mode as libc::mode_t),
+    )
+    .map_err(|errno| MountError::Op {
+        kind: "file",
+        dest: dest.to_path_buf(),
+        errno,
+    })?;
+    // SAFETY: openat returned a fresh descriptor that nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    if !bytes.is_empty() {
+        file.write_all(bytes).map_err(io)?;
+    }
+    if mode & umask != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
 /// Builds the new root from `ops` and pivots into it. On return the process's root is the
 /// new root, the host's root is detached, and the working directory is `/`. Without a mount
 /// namespace of the process's own (`own_namespace` false) the root is built in place

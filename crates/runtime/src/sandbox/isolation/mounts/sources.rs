@@ -8,12 +8,18 @@
 //! Beside the new root (in the staging root, detached after the pivot; each bind keeps what
 //! it shows): `generated/` is written, `generated-ro/` is `generated/` bound read-only, and
 //! `generated-ro/null` has the host's null device bound on it (read-only too).
+//!
+//! Each distinct content is written once, to a new file (`O_EXCL`, no truncation), and bound
+//! wherever it is pinned: `/sys/devices/system/cpu/{online,possible,present}` are one file.
+//! Creating a tmpfs file was the largest single cost of a pinned fact at start-up (issue 42's
+//! profile: more than the bind itself), and the mode is set through the descriptor only where
+//! the umask, read once, would narrow it.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::apply::{fail, READ_ONLY};
-use super::{io_errno, write_file, Builder, MountError};
+use super::{io_errno, write_new_file, Builder, MountError};
 
 /// Which sources are made (their paths follow from the staging root).
 #[derive(Debug, Default)]
@@ -22,6 +28,10 @@ pub(super) struct Sources {
     view: bool,
     /// The null device, bound at `generated-ro/null`.
     null: bool,
+    /// The file name in `generated/` of each content written so far.
+    written: std::collections::HashMap<String, String>,
+    /// The process's umask, read on the first generated file.
+    umask: Option<u32>,
 }
 
 /// Where generated files are written, beside the new root.
@@ -63,12 +73,25 @@ impl Builder<'_> {
     /// A generated file bound read-only over `dest`.
     pub(super) fn generated(&mut self, dest: &Path, contents: &str) -> Result<(), MountError> {
         let view = self.view(dest)?;
-        let name = dest
-            .to_string_lossy()
-            .trim_start_matches('/')
-            .replace('/', "_");
-        let written = self.beside(WRITTEN).join(&name);
-        write_file(&written, contents.as_bytes(), 0o444, dest)?;
+        let name = match self.sources.written.get(contents) {
+            Some(name) => name.clone(),
+            None => {
+                // Numbered, so that two destinations never name one file (`/a_b`, `/a/b`).
+                let n = self.sources.written.len();
+                let flat = dest
+                    .to_string_lossy()
+                    .trim_start_matches('/')
+                    .replace('/', "_");
+                let name = format!("{n}-{flat}");
+                let umask = *self.sources.umask.get_or_insert_with(current_umask);
+                let written = self.beside(WRITTEN).join(&name);
+                write_new_file(&written, contents.as_bytes(), 0o444, umask, dest)?;
+                self.sources
+                    .written
+                    .insert(contents.to_owned(), name.clone());
+                name
+            }
+        };
         let path = self.ensure_file(dest)?;
         self.bind_as_is(&view.join(name), &path, "bind", dest)
     }
@@ -115,4 +138,12 @@ impl Builder<'_> {
             .mount(Some(src), path, None, flags, None)
             .map_err(fail(kind, dest))
     }
+}
+
+/// The process's umask (two calls: reading it sets it).
+fn current_umask() -> u32 {
+    use nix::sys::stat::{umask, Mode};
+    let old = umask(Mode::from_bits_truncate(0o022));
+    umask(old);
+    old.bits()
 }

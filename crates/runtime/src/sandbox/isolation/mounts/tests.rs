@@ -286,7 +286,7 @@ fn generated_files_live_beside_the_new_root_and_are_bound_read_only() {
     let written = staging.path().join("generated");
     let view = staging.path().join("generated-ro");
     assert_eq!(
-        std::fs::read_to_string(written.join("proc_loadavg")).unwrap(),
+        std::fs::read_to_string(written.join("0-proc_loadavg")).unwrap(),
         "0.00 0.00 0.00 1/1 1\n"
     );
     // The written directory is bound read-only once; each file is bound from that view
@@ -313,12 +313,116 @@ fn generated_files_live_beside_the_new_root_and_are_bound_read_only() {
     assert_eq!(
         calls[2..],
         [Call::Mount {
-            source: Some(view.join("proc_loadavg")),
+            source: Some(view.join("0-proc_loadavg")),
             target: staging.path().join("newroot/proc/loadavg"),
             fstype: None,
             flags: MsFlags::MS_BIND,
             data: None,
         }]
+    );
+}
+
+/// Pinned files with the same contents (the three CPU lists of /sys) are one file written
+/// once and bound at each destination; different contents each get a file of their own,
+/// even where their flattened names would be the same (`/a_b` and `/a/b`), all mode 0444.
+#[test]
+fn generated_files_of_equal_contents_are_written_once_and_bound_at_each_destination() {
+    let rec = Recorder::default();
+    let file = |dest: &str, contents: &str| MountOp::File {
+        dest: dest.into(),
+        contents: contents.into(),
+    };
+    let ops = [
+        file("/sys/devices/system/cpu/online", "0-1\n"),
+        file("/sys/devices/system/cpu/possible", "0-1\n"),
+        file("/proc/a_b", "one\n"),
+        file("/proc/a/b", "two\n"),
+        file("/sys/devices/system/cpu/present", "0-1\n"),
+    ];
+    let (staging, result) = run(&rec, &ops);
+    result.unwrap();
+    let written = staging.path().join("generated");
+    let mut names: Vec<_> = std::fs::read_dir(&written)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "empty" && n != "null")
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "0-sys_devices_system_cpu_online",
+            "1-proc_a_b",
+            "2-proc_a_b"
+        ]
+    );
+    for (name, contents) in [
+        ("0-sys_devices_system_cpu_online", "0-1\n"),
+        ("1-proc_a_b", "one\n"),
+        ("2-proc_a_b", "two\n"),
+    ] {
+        let path = written.join(name);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), contents);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&path.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o7777, 0o444, "{name}");
+    }
+    let view = staging.path().join("generated-ro");
+    let newroot = staging.path().join("newroot");
+    let binds: Vec<_> = rec.calls.borrow()[2..]
+        .iter()
+        .map(|c| match c {
+            Call::Mount {
+                source: Some(s),
+                target,
+                flags,
+                ..
+            } if *flags == MsFlags::MS_BIND => (s.clone(), target.clone()),
+            other => panic!("not a plain bind: {other:?}"),
+        })
+        .collect();
+    let cpus = view.join("0-sys_devices_system_cpu_online");
+    assert_eq!(
+        binds,
+        [
+            (cpus.clone(), newroot.join("sys/devices/system/cpu/online")),
+            (
+                cpus.clone(),
+                newroot.join("sys/devices/system/cpu/possible")
+            ),
+            (view.join("1-proc_a_b"), newroot.join("proc/a_b")),
+            (view.join("2-proc_a_b"), newroot.join("proc/a/b")),
+            (cpus, newroot.join("sys/devices/system/cpu/present")),
+        ]
+    );
+}
+
+/// A generated file is always a new one: a file already at its name is an error, not
+/// truncated and rewritten (a bind made from it earlier would show the new contents).
+#[test]
+fn a_generated_file_is_never_written_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    super::write_new_file(&path, b"first\n", 0o444, 0o022, Path::new("/x")).unwrap();
+    let err = super::write_new_file(&path, b"second\n", 0o444, 0o022, Path::new("/x"));
+    assert!(
+        matches!(
+            err,
+            Err(MountError::Op {
+                errno: Errno::EEXIST,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\n");
+    // An empty file is made without a write, with its mode.
+    let empty = dir.path().join("e");
+    super::write_new_file(&empty, b"", 0o444, 0o077, Path::new("/y")).unwrap();
+    let meta = empty.metadata().unwrap();
+    assert_eq!(meta.len(), 0);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
+        0o444
     );
 }
 
