@@ -694,7 +694,12 @@ fn write_real_study(dir: &Path, fields: impl Fn(&str) -> serde_json::Value) {
     let mut instances = String::new();
     let mut preds = String::new();
     for d in ["swebench-multi", "swebench-toolz"] {
-        instances.push_str(&keep(read(d, "instances.jsonl"), &fields));
+        let recorded = |id: &str| {
+            let mut v = fields(id);
+            v["recorded_resolved"] = serde_json::json!(true);
+            v
+        };
+        instances.push_str(&keep(read(d, "instances.jsonl"), &recorded));
         preds.push_str(&keep(read(d, "predictions.jsonl"), &none));
     }
     std::fs::write(dir.join("instances.jsonl"), instances).unwrap();
@@ -719,6 +724,7 @@ fn real_study(
     db: &str,
     extra: &[&str],
 ) -> (String, Vec<(String, String)>) {
+    let file = format!("{db}.db");
     let mut args = vec![
         "reproduce",
         "run",
@@ -731,7 +737,7 @@ fn real_study(
         "--repos",
         "repos",
         "--db",
-        db,
+        &file,
         "--k",
         "1",
         "--json",
@@ -746,7 +752,7 @@ fn real_study(
     }
     let out = c.output().unwrap();
     let sum = summary(&out);
-    let run = crate::reproduce_runners::export(w, db, db, "shim");
+    let run = crate::reproduce_runners::export(w, &file, db, "shim");
     let dir = w.path().join(db);
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join(format!("gold.{run}.json"))).unwrap(),
@@ -771,7 +777,7 @@ fn real_study(
     );
     let go = log("hashicorp__go-version-73");
     assert!(go.contains("--- PASS: TestVersionEqual_nil"), "{go}");
-    let digests = Store::open(&w.path().join(db), false)
+    let digests = Store::open(&w.path().join(&file), false)
         .unwrap()
         .rows()
         .unwrap()
@@ -825,14 +831,24 @@ fn real_go_javascript_and_python39_instances_run_from_dockerfiles_and_pulled_ima
         Need::Tool("chroot"),
         Need::Tool("npm")
     );
+    // The first time on a machine, the bases are made side by side (each under its lock).
+    let (made, mocha) = std::thread::scope(|t| {
+        let jobs: Vec<_> = REAL
+            .map(|(_, eco)| t.spawn(move || (eco, ecosystem_base(eco))))
+            .into_iter()
+            .collect();
+        let mocha = node_modules("mocha", "9.2.2");
+        let made: Vec<_> = jobs.into_iter().map(|j| j.join().unwrap()).collect();
+        (made, mocha)
+    });
     let mut bases = Vec::new();
-    for (_, eco) in REAL {
-        match ecosystem_base(eco) {
+    for (eco, base) in made {
+        match base {
             Ok(layout) => bases.push((eco, layout)),
             Err(why) => skip!("no {eco:?} base: {why}"),
         }
     }
-    let mocha = match node_modules("mocha", "9.2.2") {
+    let mocha = match mocha {
         Ok(dir) => dir,
         Err(why) => skip!("no mocha: {why}"),
     };
