@@ -6,10 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::common::cache::{ecosystem_base, node_modules, Ecosystem};
 use crate::common::*;
 use crate::image::busybox_layout;
 use crate::image_pull::{layout_manifest, Registry, NEEDS};
 use crate::reproduce::{instance, Fixture, FIX, PLAIN_TEST};
+use reprorun_reproduce::store::Store;
 
 const SWEBENCH: &str = "swebench/sweb.eval.x86_64.demo__calc-1:latest";
 const EPOCH: &str = "ghcr.io/epoch-research/swe-bench.eval.x86_64.demo__calc-2:latest";
@@ -76,20 +78,21 @@ fn summary(out: &Output) -> serde_json::Value {
 #[test]
 fn registry_images_are_pulled_once_per_study_recorded_by_digest_then_used_offline() {
     require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3]);
-    let Some(reg) = Registry::start(false, None) else {
+    let Some(Setup {
+        reg,
+        mut f,
+        store,
+        conf,
+        ..
+    }) = Setup::busybox(&[
+        "swebench/sweb.eval.x86_64.demo__calc-1:latest",
+        "epoch-research/swe-bench.eval.x86_64.demo__calc-2:latest",
+    ])
+    else {
         skip!("docker-registry did not start on loopback");
     };
-    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
-    reg.push(&src, "swebench/sweb.eval.x86_64.demo__calc-1:latest", &[]);
-    reg.push(
-        &src,
-        "epoch-research/swe-bench.eval.x86_64.demo__calc-2:latest",
-        &[],
-    );
+    let conf = conf.display().to_string();
     let (digest, _) = layout_manifest(busybox_layout());
-    let mut f = Fixture::new();
-    let store = f.path("store").display().to_string();
-    let conf = registries_conf(f.work.path(), &reg).display().to_string();
     on_image(&mut f, "a", serde_json::json!({"image": SWEBENCH}));
     on_image(&mut f, "b", serde_json::json!({"image": SWEBENCH}));
     on_image(&mut f, "c", serde_json::json!({"image": EPOCH}));
@@ -188,19 +191,78 @@ fn podman_env(dir: &Path, conf: &Path) -> Vec<(String, PathBuf)> {
     ]
 }
 
+/// What the registry tests share: a `docker-registry` on loopback holding the OCI layout
+/// `src` (`oci:DIR:TAG`) as each of `names`, a study fixture, its store, a registries.conf
+/// sending Docker Hub and Epoch AI's ghcr.io namespace to the registry, and podman's
+/// environment (a private storage, that registries.conf). `None`: the registry did not start.
+pub(crate) struct Setup {
+    pub(crate) reg: Registry,
+    pub(crate) f: Fixture,
+    pub(crate) store: String,
+    pub(crate) conf: PathBuf,
+    pub(crate) podman: Vec<(String, PathBuf)>,
+}
+
+impl Setup {
+    pub(crate) fn new(src: &str, names: &[&str]) -> Option<Setup> {
+        let reg = Registry::start(false, None)?;
+        for name in names {
+            reg.push(src, name, &[]);
+        }
+        let f = Fixture::new();
+        let store = f.path("store").display().to_string();
+        let conf = registries_conf(f.work.path(), &reg);
+        let podman = podman_env(&f.path("engine"), &conf);
+        Some(Setup {
+            reg,
+            f,
+            store,
+            conf,
+            podman,
+        })
+    }
+
+    /// The layout `busybox_layout()` as `oci:DIR:busybox:latest`.
+    fn busybox(names: &[&str]) -> Option<Setup> {
+        Setup::new(
+            &format!("oci:{}:busybox:latest", busybox_layout().display()),
+            names,
+        )
+    }
+
+    /// The Python recipe's layout, as Docker Hub's `python:3.11`.
+    fn python() -> Option<Setup> {
+        let src = format!(
+            "oci:{}:python:3.11",
+            crate::image::python_layout().display()
+        );
+        Setup::new(&src, &["library/python:3.11"])
+    }
+
+    /// `reprorun reproduce run` of the fixture's study with `args` and podman's environment.
+    fn study(&self, args: &[&str]) -> Output {
+        let mut c = self.f.cmd(args);
+        for (k, v) in &self.podman {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+}
+
 #[test]
 fn dockerfile_instances_are_built_by_podman_once_per_dockerfile_and_context() {
     require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
-    let Some(reg) = Registry::start(false, None) else {
+    let Some(Setup {
+        reg,
+        mut f,
+        store,
+        podman: env,
+        ..
+    }) = Setup::busybox(&["library/busybox:1.36"])
+    else {
         skip!("docker-registry did not start on loopback");
     };
-    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
-    reg.push(&src, "library/busybox:1.36", &[]);
-    let mut f = Fixture::new();
-    let store = f.path("store").display().to_string();
-    let conf = registries_conf(f.work.path(), &reg);
     let engine = f.path("engine");
-    let env = podman_env(&engine, &conf);
     let ctx = f.path("env");
     std::fs::create_dir_all(&ctx).unwrap();
     // A RUN step and an ENV the runs must see. reprorun runs the RUN step (podman's
@@ -406,26 +468,17 @@ fn dockerfile_instances_are_built_by_docker_through_its_default_runtime() {
 #[test]
 fn a_python_instance_runs_in_the_venv_its_dockerfile_made() {
     require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
-    let Some(reg) = Registry::start(false, None) else {
+    let Some(mut s) = Setup::python() else {
         skip!("docker-registry did not start on loopback");
     };
-    let src = format!(
-        "oci:{}:python:3.11",
-        crate::image::python_layout().display()
-    );
-    reg.push(&src, "library/python:3.11", &[]);
-    let mut f = Fixture::new();
-    let store = f.path("store").display().to_string();
-    let conf = registries_conf(f.work.path(), &reg);
-    let env = podman_env(&f.path("engine"), &conf);
-    let ctx = f.path("env");
+    let ctx = s.f.path("env");
     std::fs::create_dir_all(&ctx).unwrap();
     std::fs::write(
         ctx.join("Dockerfile"),
         "FROM python:3.11\nRUN python3 -m venv /opt/venv && /opt/venv/bin/python -m pip --version > /opt/venv/pip-version\nENV PATH=/opt/venv/bin:/usr/bin:/bin\n",
     )
     .unwrap();
-    f.add(
+    s.f.add(
         "py-venv",
         FIX,
         PLAIN_TEST,
@@ -436,13 +489,13 @@ fn a_python_instance_runs_in_the_venv_its_dockerfile_made() {
             "test_cmd": "grep -q '^pip ' /opt/venv/pip-version && python -c \"import sys, calc; assert sys.prefix == '/opt/venv', sys.prefix; assert calc.add(2, 3) == 5\"",
         }),
     );
-    let mut c = f.cmd(&["--json", "--k", "1", "--store", &store]);
-    for (k, v) in &env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    let s = summary(&out);
-    assert_eq!(instance(&s, "py-venv")["class_shim"], "reproducible", "{s}");
+    let out = s.study(&["--json", "--k", "1", "--store", &s.store]);
+    let sum = summary(&out);
+    assert_eq!(
+        instance(&sum, "py-venv")["class_shim"],
+        "reproducible",
+        "{sum}"
+    );
 }
 
 /// A task in Harbor's layout runs in the image its `environment/Dockerfile` builds (context
@@ -451,15 +504,16 @@ fn a_python_instance_runs_in_the_venv_its_dockerfile_made() {
 #[test]
 fn a_harbor_task_runs_in_the_image_of_its_environment_dockerfile() {
     require!(NEEDS[0], NEEDS[1], NEEDS[2], NEEDS[3], Need::Tool("podman"));
-    let Some(reg) = Registry::start(false, None) else {
+    let Some(Setup {
+        reg: _reg,
+        mut f,
+        store,
+        podman: env,
+        ..
+    }) = Setup::busybox(&["library/busybox:1.36"])
+    else {
         skip!("docker-registry did not start on loopback");
     };
-    let src = format!("oci:{}:busybox:latest", busybox_layout().display());
-    reg.push(&src, "library/busybox:1.36", &[]);
-    let mut f = Fixture::new();
-    let store = f.path("store").display().to_string();
-    let conf = registries_conf(f.work.path(), &reg);
-    let env = podman_env(&f.path("engine"), &conf);
     let in_env = "test \"$(cat /opt/harbor)\" = from-environment && test -d /logs";
     let repo = f.path("repo").display().to_string();
     on_image(
@@ -540,17 +594,17 @@ fn a_python_instance_runs_on_a_short_name_image_offline_after_the_pull() {
         NEEDS[3],
         Need::Path("/usr/bin/python3.11", "Debian's python3.11")
     );
-    let Some(reg) = Registry::start(false, None) else {
+    let Some(Setup {
+        reg,
+        mut f,
+        store,
+        conf,
+        ..
+    }) = Setup::python()
+    else {
         skip!("docker-registry did not start on loopback");
     };
-    let src = format!(
-        "oci:{}:python:3.11",
-        crate::image::python_layout().display()
-    );
-    reg.push(&src, "library/python:3.11", &[]);
-    let mut f = Fixture::new();
-    let store = f.path("store").display().to_string();
-    let conf = registries_conf(f.work.path(), &reg).display().to_string();
+    let conf = conf.display().to_string();
     let test_cmd = "python3 -c \"import sys, calc; assert sys.version_info[:2] == (3, 11); assert calc.add(2, 3) == 5\" && ! test -e /usr/bin/go";
     let add = |f: &mut Fixture, id: &str, image: &str| {
         f.add(
@@ -594,4 +648,299 @@ fn a_python_instance_runs_on_a_short_name_image_offline_after_the_pull() {
     let (err, offline) = study(&f, &["--pull", "never"]);
     assert!(!err.contains("pulling"), "{err}");
     assert_eq!(offline, vec![pulled[0].clone(); 2]);
+}
+
+/// The real instances, one per ecosystem, and the base each environment starts `FROM`.
+const REAL: [(&str, Ecosystem); 3] = [
+    ("hashicorp__go-version-73", Ecosystem::Go),
+    ("jshttp__cookie-042073f", Ecosystem::Node),
+    ("pytoolz__toolz-603", Ecosystem::Python),
+];
+
+/// An instance's own steps over its base. Go: a writable build cache. JavaScript: the
+/// project's own pin of its runner (mocha 9.2.2, which Node.js 12 runs), a `node_modules`
+/// prepared outside and copied in, as an offline build must. Python: the base's pytest.
+fn real_dockerfile(eco: Ecosystem) -> String {
+    let from = eco.package_and_name().1;
+    let steps = match eco {
+        Ecosystem::Go => "ENV GOCACHE=/tmp/go-build GOPATH=/tmp/go GOFLAGS=-mod=mod\nRUN go version\n",
+        Ecosystem::Node => "COPY node_modules /opt/mocha/node_modules\nENV PATH=/opt/mocha/node_modules/.bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nRUN mocha --version\n",
+        Ecosystem::Python => "RUN python3 -m pytest --version\n",
+    };
+    format!("FROM {from}\n{steps}")
+}
+
+/// The instances (SWE-bench's records, with `fields(id)` added), the gold predictions and
+/// the specs of `fixtures/swebench-multi` and `fixtures/swebench-toolz`, written to `dir`.
+/// toolz's spec names Python 3.9 and runs the test patch's file, as SWE-bench's harness does.
+fn write_real_study(dir: &Path, fields: impl Fn(&str) -> serde_json::Value) {
+    use crate::reproduce_runners::fixture;
+    let read = |d: &str, name: &str| std::fs::read_to_string(fixture(d, name)).unwrap();
+    let keep = |text: String, add: &dyn Fn(&str) -> serde_json::Value| -> String {
+        let mut out = String::new();
+        for l in text.lines() {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = v["instance_id"].as_str().unwrap().to_string();
+            if REAL.iter().any(|(r, _)| *r == id) {
+                for (k, x) in add(&id).as_object().unwrap() {
+                    v[k] = x.clone();
+                }
+                out.push_str(&format!("{v}\n"));
+            }
+        }
+        out
+    };
+    let none = |_: &str| serde_json::json!({});
+    let mut instances = String::new();
+    let mut preds = String::new();
+    for d in ["swebench-multi", "swebench-toolz"] {
+        let recorded = |id: &str| {
+            let mut v = fields(id);
+            v["recorded_resolved"] = serde_json::json!(true);
+            v
+        };
+        instances.push_str(&keep(read(d, "instances.jsonl"), &recorded));
+        preds.push_str(&keep(read(d, "predictions.jsonl"), &none));
+    }
+    std::fs::write(dir.join("instances.jsonl"), instances).unwrap();
+    std::fs::write(dir.join("gold.jsonl"), preds).unwrap();
+    let mut specs: serde_json::Value =
+        serde_json::from_str(&read("swebench-multi", "specs.json")).unwrap();
+    specs["pytoolz/toolz"] = serde_json::json!({"1.0": {
+        "python": "3.9",
+        "packages": "pytest",
+        "test_cmd": "python3 -m pytest -p no:cacheprovider -rA toolz/tests/test_itertoolz.py",
+    }});
+    std::fs::write(dir.join("specs.json"), specs.to_string()).unwrap();
+}
+
+/// `reproduce run` of the real study into `db`; asserts the gold patch resolves every instance
+/// (SWE-bench's `resolved_ids` of the export) and that toolz ran on the image's Python 3.9
+/// (pytest's header in its `test_output.txt`). Returns stderr and each instance's image digest.
+fn real_study(
+    w: &Work,
+    store: &str,
+    podman: &[(String, PathBuf)],
+    db: &str,
+    extra: &[&str],
+) -> (String, Vec<(String, String)>) {
+    let file = format!("{db}.db");
+    let mut args = vec![
+        "reproduce",
+        "run",
+        "--instances",
+        "instances.jsonl",
+        "--predictions",
+        "gold.jsonl",
+        "--specs",
+        "specs.json",
+        "--repos",
+        "repos",
+        "--db",
+        &file,
+        "--k",
+        "1",
+        "--json",
+        "--store",
+        store,
+    ];
+    args.extend(extra);
+    let mut c = w.cmd(&args);
+    c.stdin(std::process::Stdio::null());
+    for (k, v) in podman {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let sum = summary(&out);
+    let run = crate::reproduce_runners::export(w, &file, db, "shim");
+    let dir = w.path().join(db);
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("gold.{run}.json"))).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = REAL.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        report["resolved_ids"],
+        serde_json::json!(ids),
+        "{report}\n{sum}"
+    );
+    let log = |id: &str| {
+        let p = dir.join(format!(
+            "logs/run_evaluation/{run}/gold/{id}/test_output.txt"
+        ));
+        std::fs::read_to_string(p).unwrap()
+    };
+    let py = log("pytoolz__toolz-603");
+    assert!(
+        py.contains("platform linux -- Python 3.9.2, pytest-6.0.2"),
+        "{py}"
+    );
+    let go = log("hashicorp__go-version-73");
+    assert!(go.contains("--- PASS: TestVersionEqual_nil"), "{go}");
+    let digests = Store::open(&w.path().join(&file), false)
+        .unwrap()
+        .rows()
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let env: serde_json::Value = serde_json::from_str(r.env.as_deref().unwrap()).unwrap();
+            (
+                r.instance_id,
+                env["image_digest"].as_str().unwrap_or("none").to_string(),
+            )
+        })
+        .collect();
+    (stderr(&out), digests)
+}
+
+/// The store's `localhost/reprorun-build:KEY` name of the image `digest`.
+fn build_name(store: &str, digest: &str) -> String {
+    let w = Work::new();
+    let out = w.run(&["image", "ls", "--json", "--store", store]);
+    let list: serde_json::Value = serde_json::from_str(&expect_code(&out, 0)).unwrap();
+    let text = list.to_string();
+    for rec in list.as_array().unwrap() {
+        if rec["digest"] == digest {
+            for n in rec["names"].as_array().unwrap() {
+                if n.as_str().unwrap().contains("reprorun-build:") {
+                    return n.as_str().unwrap().to_string();
+                }
+            }
+        }
+    }
+    panic!("{digest} not in {text}");
+}
+
+/// Issue 44's done criterion: real instances of Go (hashicorp/go-version, `go test`),
+/// JavaScript (jshttp/cookie, mocha) and a Python that is older than the host's (pytoolz/toolz
+/// on Debian 11's Python 3.9, the host having 3.11), each in its own environment (a Debian 11
+/// base per ecosystem, `common/cache.rs`, pushed to the loopback registry as the Docker Hub
+/// image it stands in for): (a) from a Dockerfile `FROM` that base plus the instance's own
+/// steps, built by podman with reprorun running its `RUN` steps, and (b) from the built image
+/// pushed to the registry under SWE-bench's instance-image name and pulled. The registry is
+/// stopped before the runs that count; the gold patch resolves each instance in both.
+#[test]
+fn real_go_javascript_and_python39_instances_run_from_dockerfiles_and_pulled_images_offline() {
+    require!(
+        NEEDS[0],
+        NEEDS[1],
+        NEEDS[2],
+        NEEDS[3],
+        Need::Tool("podman"),
+        Need::Tool("debootstrap"),
+        Need::Tool("chroot"),
+        Need::Tool("npm")
+    );
+    // The first time on a machine, the bases are made side by side (each under its lock).
+    let (made, mocha) = std::thread::scope(|t| {
+        let jobs: Vec<_> = REAL
+            .map(|(_, eco)| t.spawn(move || (eco, ecosystem_base(eco))))
+            .into_iter()
+            .collect();
+        let mocha = node_modules("mocha", "9.2.2");
+        let made: Vec<_> = jobs.into_iter().map(|j| j.join().unwrap()).collect();
+        (made, mocha)
+    });
+    let mut bases = Vec::new();
+    for (eco, base) in made {
+        match base {
+            Ok(layout) => bases.push((eco, layout)),
+            Err(why) => skip!("no {eco:?} base: {why}"),
+        }
+    }
+    let mocha = match mocha {
+        Ok(dir) => dir,
+        Err(why) => skip!("no mocha: {why}"),
+    };
+    let (eco, layout) = &bases[0];
+    let name = eco.package_and_name().1;
+    let Some(Setup {
+        reg,
+        f,
+        store,
+        conf,
+        podman,
+    }) = Setup::new(
+        &format!("oci:{}:{name}", layout.display()),
+        &[&format!("library/{name}")],
+    )
+    else {
+        skip!("docker-registry did not start on loopback");
+    };
+    for (eco, layout) in &bases[1..] {
+        let name = eco.package_and_name().1;
+        let src = format!("oci:{}:{name}", layout.display());
+        reg.push(&src, &format!("library/{name}"), &[]);
+    }
+    let w = f.work.path();
+    crate::reproduce_runners::repos(&f.work);
+    for (id, eco) in REAL {
+        let ctx = w.join("env").join(id);
+        std::fs::create_dir_all(&ctx).unwrap();
+        std::fs::write(ctx.join("Dockerfile"), real_dockerfile(eco)).unwrap();
+        if let Ecosystem::Node = eco {
+            let o = std::process::Command::new("cp")
+                .arg("-a")
+                .arg(&mocha)
+                .arg(ctx.join("node_modules"))
+                .output()
+                .unwrap();
+            expect_code(&o, 0);
+        }
+    }
+    // (a) From the Dockerfiles: built once (the registry up for their FROM).
+    write_real_study(
+        w,
+        |id| serde_json::json!({"dockerfile": format!("env/{id}/Dockerfile")}),
+    );
+    let (err, built) = real_study(&f.work, &store, &podman, "built", &[]);
+    assert_eq!(err.matches("reprorun: building ").count(), 3, "{err}");
+    // (b) The built images, pushed as SWE-bench's instance images, pulled into another store.
+    let pulled_store = w.join("pulled").display().to_string();
+    let conf = conf.display().to_string();
+    let mut pulls = Vec::new();
+    for (id, digest) in &built {
+        let name = build_name(&store, digest);
+        let key = name.rsplit_once(':').unwrap().1;
+        let tag = format!("localhost/reprorun-build:{}", &key[..16]);
+        let dest = format!(
+            "docker://{}/swebench/sweb.eval.x86_64.{id}:latest",
+            reg.host()
+        );
+        let mut c = std::process::Command::new("podman");
+        c.args(["push", "--tls-verify=false", &tag, &dest]);
+        for (k, v) in &podman {
+            c.env(k, v);
+        }
+        expect_code(&c.output().unwrap(), 0);
+        let image = format!("swebench/sweb.eval.x86_64.{id}:latest");
+        let out = f.work.run(&[
+            "image",
+            "pull",
+            &image,
+            "--store",
+            &pulled_store,
+            "--registries-conf",
+            &conf,
+        ]);
+        let printed = expect_code(&out, 0);
+        let digest = printed.split_whitespace().next().unwrap().to_string();
+        pulls.push((id.clone(), digest));
+    }
+    // The registry stopped, the engine's store gone: both studies run offline.
+    drop(reg);
+    std::fs::remove_dir_all(w.join("engine/root")).ok();
+    let (err, again) = real_study(&f.work, &store, &podman, "offline", &[]);
+    assert!(!err.contains("building"), "{err}");
+    assert_eq!(again, built);
+    write_real_study(
+        w,
+        |id| serde_json::json!({"image": format!("swebench/sweb.eval.x86_64.{id}:latest")}),
+    );
+    let never = ["--pull", "never"];
+    let (err, pulled) = real_study(&f.work, &pulled_store, &[], "pulled", &never);
+    assert!(!err.contains("pulling"), "{err}");
+    // Each run was on the image pulled (podman's push compresses the layers anew, so its
+    // digest is not the built one's).
+    assert_eq!(pulled, pulls);
 }

@@ -23,7 +23,7 @@ const IDS: [&str; 3] = [
 const PARSERS: &str =
     r#"{"hashicorp/go-version": "gotest", "tj/commander.js": "jest", "jshttp/cookie": null}"#;
 
-fn fixture(dir: &str, name: &str) -> String {
+pub(crate) fn fixture(dir: &str, name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("runtime-tests/fixtures")
         .join(dir)
@@ -37,7 +37,7 @@ fn multi(name: &str) -> String {
 }
 
 /// `DIR/repos` holding the fixtures' repositories as `--repos` finds them.
-fn repos(work: &Work) -> PathBuf {
+pub(crate) fn repos(work: &Work) -> PathBuf {
     let repos = work.path().join("repos");
     std::fs::create_dir_all(&repos).unwrap();
     for name in ["hashicorp__go-version.bundle", "jshttp__cookie.bundle"] {
@@ -58,7 +58,7 @@ fn repos(work: &Work) -> PathBuf {
 }
 
 /// Exports `arm` run #0 of `db` under `dir`; returns the run id.
-fn export(work: &Work, db: &str, dir: &str, arm: &str) -> String {
+pub(crate) fn export(work: &Work, db: &str, dir: &str, arm: &str) -> String {
     let out = work.run(&[
         "reproduce",
         "export",

@@ -3,70 +3,14 @@
 //! library that needs newer symbol versions and so would start no dynamic program at all; and
 //! musl, whose loader reads no `/etc/ld.so.preload`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use crate::common::cache::bullseye_root;
 use crate::common::*;
 
 /// The date the tests set, and what `date +%F` shows for it.
 const DATE: &str = "2001-02-03";
-
-/// Where roots that take minutes to build are kept, built once per machine:
-/// `$REPRORUN_TEST_CACHE`, else `/var/cache/reprorun-tests`.
-fn cache_dir() -> PathBuf {
-    std::env::var_os("REPRORUN_TEST_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/reprorun-tests"))
-}
-
-/// A Debian 11 (bullseye, glibc 2.31) minbase root with `python3-minimal`, made by debootstrap
-/// from deb.debian.org the first time (about 2.5 minutes, 230 MB) and kept in the cache; tests
-/// that want it at once wait on one lock. `Err` says why it could not be made.
-fn bullseye_root() -> Result<PathBuf, String> {
-    let cache = cache_dir();
-    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
-    let root = cache.join("debian-bullseye-minbase");
-    let lock = std::fs::File::create(cache.join(".bullseye.lock")).map_err(|e| e.to_string())?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-        return Err(format!("lock: {}", std::io::Error::last_os_error()));
-    }
-    if root.join(".complete").exists() {
-        return Ok(root);
-    }
-    let tmp = cache.join("debian-bullseye-minbase.tmp");
-    let _ = std::fs::remove_dir_all(&tmp);
-    let _ = std::fs::remove_dir_all(&root);
-    // Bounded: a mirror that stalls ends the build (and the test skips) after 15 minutes.
-    let out = Command::new("timeout")
-        .args([
-            "900",
-            "debootstrap",
-            "--variant=minbase",
-            "--include=python3-minimal",
-        ])
-        .args([
-            "bullseye",
-            tmp.to_str().unwrap(),
-            "http://deb.debian.org/debian",
-        ])
-        .output()
-        .map_err(|e| format!("debootstrap: {e}"))?;
-    if !out.status.success() {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(format!(
-            "debootstrap bullseye failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    std::fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, &root).map_err(|e| e.to_string())?;
-    Ok(root)
-}
 
 fn run_in(root: &Path, script: &str) -> std::process::Output {
     let w = Work::new();

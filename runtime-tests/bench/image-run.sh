@@ -35,10 +35,5 @@ hyperfine --warmup 2 --runs "$runs" --export-json "$work/result.json" \
   "$bin exec --store $work/store --image bench/busybox:1 -- sh -c true" \
   -n "podman run --rm --network none" \
   "${pod[*]} run --rm --network none ${lim[*]} localhost/bench/busybox:1 sh -c true" >&2
-python3 - "$work/result.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-for x in r:
-    print(f"{x['command']:<34} {x['mean']*1000:.1f} ms ± {x['stddev']*1000:.1f}")
-print(f"ratio podman run / reprorun exec --image (above 1: reprorun is faster): {r[1]['mean'] / r[0]['mean']:.2f}x")
-PY
+print_ratios "$work/result.json" ms 34 \
+  "ratio podman run / reprorun exec --image (above 1: reprorun is faster)=1/0"

@@ -82,3 +82,22 @@ start_www() {
   trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
   sleep 0.3
 }
+
+# print_ratios RESULT_JSON UNIT WIDTH "LABEL=NUM/DEN"...: hyperfine's exported results, one
+# line a command (its mean ± standard deviation in UNIT, ms or s, the name padded to WIDTH),
+# then one line a ratio, `LABEL: X.XXx`, X being command NUM's mean over command DEN's
+# (0-based, in hyperfine's order). LABEL may hold anything but `=`.
+print_ratios() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, unit, width, *ratios = sys.argv[1:]
+r = json.load(open(path))["results"]
+scale, places = (1000, 1) if unit == "ms" else (1, 3)
+for x in r:
+    print(f"{x['command']:<{int(width)}} {x['mean'] * scale:.{places}f} {unit} ± {x['stddev'] * scale:.{places}f}")
+for spec in ratios:
+    label, pair = spec.rsplit("=", 1)
+    num, den = (int(i) for i in pair.split("/"))
+    print(f"{label}: {r[num]['mean'] / r[den]['mean']:.2f}x")
+PY
+}

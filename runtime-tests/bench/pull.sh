@@ -93,12 +93,7 @@ hyperfine --warmup 1 --runs "$runs" --export-json "$work/result.json" \
   -n "podman pull (download, verify, unpack into its store)" \
   --prepare "rm -rf $work/podroot $work/podrun" \
   "podman --root $work/podroot --runroot $work/podrun --events-backend file --cgroup-manager cgroupfs pull --quiet --tls-verify=false $ref >/dev/null" >&2
-python3 - "$work/result.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-for x in r:
-    print(f"{x['command']:<52} {x['mean']:.3f} s ± {x['stddev']:.3f}")
-print(f"ratio skopeo copy / reprorun pull (above 1: reprorun is faster; skopeo does not unpack): {r[1]['mean'] / r[0]['mean']:.2f}x")
-print(f"ratio skopeo copy + image import / reprorun pull (the same work): {r[2]['mean'] / r[0]['mean']:.2f}x")
-print(f"ratio podman pull / reprorun pull (the same work, by the engine): {r[3]['mean'] / r[0]['mean']:.2f}x")
-PY
+print_ratios "$work/result.json" s 52 \
+  "ratio skopeo copy / reprorun pull (above 1: reprorun is faster; skopeo does not unpack)=1/0" \
+  "ratio skopeo copy + image import / reprorun pull (the same work)=2/0" \
+  "ratio podman pull / reprorun pull (the same work, by the engine)=3/0"

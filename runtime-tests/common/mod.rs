@@ -5,6 +5,7 @@
 #[macro_use]
 pub mod skip;
 pub mod audit;
+pub mod cache;
 pub mod tls;
 pub use skip::Need;
 
