@@ -213,6 +213,10 @@ struct Flow {
     tls_done: bool,
     /// The source's stream ended (close_notify or the socket's end) and its plaintext was read.
     eof: bool,
+    /// The source's socket ended without close_notify: the stream may have been cut short,
+    /// so the end is passed on the same way (the socket's end, no close_notify), and the
+    /// other side's TLS sees a truncation as it would without the proxy.
+    truncated: bool,
     /// The end was passed on to the other side.
     closed: bool,
 }
@@ -357,9 +361,10 @@ fn drain(
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
-            // Closed without close_notify: the end of the stream all the same.
+            // Closed without close_notify: the end of the stream, maybe cut short.
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 flow.eof = true;
+                flow.truncated = true;
                 return Ok(moved);
             }
             Err(e) => return Err(format!("read: {e}")),
@@ -386,7 +391,9 @@ fn deliver(
         moved |= n > 0;
     }
     if flow.eof && flow.pending.is_empty() && !flow.closed {
-        tls.send_close_notify();
+        if !flow.truncated {
+            tls.send_close_notify();
+        }
         flow.closed = true;
         moved = true;
     }
