@@ -3,13 +3,16 @@
 //! supervisor's broker note the `CLOCK_MONOTONIC` instant of each step of every connection
 //! (one clock for both processes), in memory, and write them when the proxy stops, one file
 //! per process: `DIR/rrnet-timing.PID`, a line `NANOSECONDS STEP` per step. The helper
-//! writes as the sandbox's unprivileged ids: DIR must let them (`chmod 1777`).
+//! writes as the sandbox's unprivileged ids: DIR must let them (`chmod 1777`). Files are
+//! opened by the host-path rule: no symbolic link in any component of DIR, regular files only.
 //! `runtime-tests/bench/proxy-steps.py` reads the files and prints the mean of each step.
 //! At most [`MAX`] steps are kept per process (the rest are not noted).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
+
+use reprorun_base::sys::hostpath;
 
 use super::lock;
 
@@ -51,10 +54,10 @@ pub(super) fn flush() {
         text.push_str(&format!("{ns} {step}\n"));
     }
     let path = dir.join(format!("rrnet-timing.{}", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path);
+    // The host-path rule (`spec/security.md`): DIR may lie where a run can plant a link
+    // or a FIFO (its work tree), and the broker writes as root: no link is followed in any
+    // component, and only a regular file is appended to.
+    let file = hostpath::open_write(&path, false, hostpath::Write::Append);
     if let Ok(mut f) = file {
         let _ = f.write_all(text.as_bytes());
     }
