@@ -236,9 +236,9 @@ fn dockerfile_image(
     others: &str,
 ) -> Result<(Digest, Digest), String> {
     // A cached build needs no engine.
-    let key = build::key(dockerfile, context).map_err(|e| e.to_string())?;
-    if let Some(d) = build::cached(store, &key) {
-        return Ok((d, key));
+    let keyed = build::keyed(dockerfile, context).map_err(|e| e.to_string())?;
+    if let Some(d) = build::cached(store, &keyed.key) {
+        return Ok((d, keyed.key));
     }
     let engine = match defaults.build_engine {
         Some(e) => e,
@@ -269,7 +269,7 @@ fn dockerfile_image(
         .suffix(".log")
         .tempfile()
         .map_err(|e| format!("a build log: {e}"))?;
-    let digest = match build::build(store, &req, &key, log.path()) {
+    let digest = match build::build(store, &req, &keyed, log.path()) {
         Ok(d) => d,
         Err(e) => {
             // The log stays for the user to read.
@@ -278,7 +278,7 @@ fn dockerfile_image(
         }
     };
     eprintln!("reprorun: built {}: {digest}", dockerfile.display());
-    Ok((digest, key))
+    Ok((digest, keyed.key))
 }
 
 #[cfg(test)]

@@ -123,6 +123,20 @@ pub struct BuildPlan {
 /// executable bit, and a file's bytes or a link's target): what the engine is sent.
 /// Bounded by [`MAX_CONTEXT_ENTRIES`] and [`MAX_CONTEXT_BYTES`]; links are never followed.
 pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
+    keyed(dockerfile, context).map(|k| k.key)
+}
+
+/// A build's key and the `.dockerignore` it hashed, read once: [`build`] sends exactly what
+/// was hashed, even if the file changes in between.
+#[derive(Debug)]
+pub struct Keyed {
+    /// The build's [`key`].
+    pub key: Digest,
+    ignore: ignore::Ignore,
+}
+
+/// [`key`], and the parsed `.dockerignore` it was computed with.
+pub fn keyed(dockerfile: &Path, context: &Path) -> Result<Keyed, BuildError> {
     let bad = |path: &Path, e: std::io::Error| BuildError::Context {
         path: path.to_path_buf(),
         detail: e.to_string(),
@@ -207,7 +221,9 @@ pub fn key(dockerfile: &Path, context: &Path) -> Result<Digest, BuildError> {
         }
         stack.extend(subdirs.into_iter().rev());
     }
-    Ok(Digest::from_hex(&super::digest::hex(&h.finalize())).expect("sha256 is 64 hex digits"))
+    let key =
+        Digest::from_hex(&super::digest::hex(&h.finalize())).expect("sha256 is 64 hex digits");
+    Ok(Keyed { key, ignore })
 }
 
 /// The context's `.dockerignore` (none: nothing is excluded), its bytes hashed into `h`.
@@ -306,14 +322,15 @@ pub fn plan(req: &BuildRequest, key: &Digest, scratch: &Path, ignore: &Ignore) -
     }
 }
 
-/// Builds the Dockerfile of `req` (keyed `key`) and imports the image; returns its digest.
-/// The engine's output goes to `log`.
+/// Builds the Dockerfile of `req` (keyed by [`keyed`], whose `.dockerignore` it sends) and
+/// imports the image; returns its digest. The engine's output goes to `log`.
 pub fn build(
     store: &Store,
     req: &BuildRequest,
-    key: &Digest,
+    keyed: &Keyed,
     log: &Path,
 ) -> Result<Digest, ImageError> {
+    let key = &keyed.key;
     // Not STORE/tmp, which the import clears.
     let tmp = store.root.join("builds");
     std::fs::create_dir_all(&tmp).map_err(|e| ImageError::store(&tmp, e))?;
@@ -321,8 +338,7 @@ pub fn build(
         .prefix("build-")
         .tempdir_in(&tmp)
         .map_err(|e| ImageError::store(&tmp, e))?;
-    let ignore = read_ignore(&req.context, &mut Sha256::new())?;
-    let plan = plan(req, key, scratch.path(), &ignore);
+    let plan = plan(req, key, scratch.path(), &keyed.ignore);
     if let Some((path, text)) = &plan.ignorefile {
         std::fs::write(path, text).map_err(|e| ImageError::store(path, e))?;
     }

@@ -233,3 +233,26 @@ fn what_dockerignore_excludes_is_not_in_the_key_and_podman_reads_that_file() {
     std::os::unix::fs::symlink("/etc/passwd", d.join(".dockerignore")).unwrap();
     assert!(key(&df, d).is_err());
 }
+
+#[test]
+fn the_build_sends_the_dockerignore_its_key_hashed_even_if_the_file_changes() {
+    let dir = context();
+    let d = dir.path();
+    let df = d.join("Dockerfile");
+    std::fs::write(d.join(".dockerignore"), "app/sub\n").unwrap();
+    let keyed = keyed(&df, d).unwrap();
+    assert_eq!(keyed.key, key(&df, d).unwrap());
+    // Rewritten after the key was taken: the plan still carries what was hashed.
+    std::fs::write(d.join(".dockerignore"), "nothing\n").unwrap();
+    let req = BuildRequest {
+        dockerfile: df,
+        context: d.to_path_buf(),
+        engine: Engine::Podman,
+        runtime: None,
+    };
+    let p = plan(&req, &keyed.key, Path::new("/scratch"), &keyed.ignore);
+    assert_eq!(
+        p.ignorefile.as_ref().map(|(_, t)| t.as_str()),
+        Some("app/sub\n")
+    );
+}
