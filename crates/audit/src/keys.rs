@@ -171,6 +171,37 @@ fn authority(url: &str) -> Result<String, String> {
     Ok(authority.to_string())
 }
 
+/// The sandbox's network for an agent or judge of `provider` (`None`: no model key): what
+/// `--allow-host` and `--add-host` name, then, unless `--key-in-sandbox`, the model API's host
+/// with the key injected ([`resolve`]). Returns the network and the key, once per study.
+pub(crate) fn network(
+    allow_host: &[Rule],
+    add_host: &[(String, std::net::IpAddr)],
+    provider: Option<Provider>,
+    args: &KeyArgs,
+    base_url: Option<&str>,
+    pass_env: &[(String, String)],
+) -> Result<(NetChoice, Option<ModelKey>), KeyError> {
+    let mut net = if allow_host.is_empty() && add_host.is_empty() {
+        NetChoice::NONE
+    } else {
+        NetChoice {
+            mode: NetMode::Allow,
+            egress: reprorun_runtime::net::Egress {
+                rules: allow_host.to_vec(),
+                hosts: add_host.to_vec(),
+                ..Default::default()
+            },
+        }
+    };
+    let key = provider
+        .filter(|_| !args.key_in_sandbox)
+        .map(|p| model_key(p, base_url))
+        .transpose()?;
+    resolve(key.as_ref(), args, pass_env, &mut net)?;
+    Ok((net, key))
+}
+
 /// Checks the caller's side of `key` once per study (its value is set and can have a
 /// placeholder; `--pass-env` does not name it) and widens `net` to let the agent reach its
 /// host through the proxy, verified against `--upstream-ca` when given.

@@ -37,7 +37,6 @@ use reprorun_pipeline::cluster::LogSink;
 use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::store::StoreError;
-use reprorun_runtime::plan::{NetChoice, NetMode};
 use sandboxed::{sandboxed, Place};
 
 #[derive(Debug, Error)]
@@ -282,28 +281,19 @@ fn resolve_in(
     let sandbox = if kind == JudgeKind::Builtin {
         None
     } else {
-        let mut net = if args.allow_host.is_empty() && args.add_host.is_empty() {
-            NetChoice::NONE
-        } else {
-            NetChoice {
-                mode: NetMode::Allow,
-                egress: reprorun_runtime::net::Egress {
-                    rules: args.allow_host.clone(),
-                    hosts: args.add_host.clone(),
-                    ..Default::default()
-                },
-            }
-        };
         let provider = match kind {
             JudgeKind::Codex => Some(crate::keys::Provider::OpenAi),
             JudgeKind::ClaudeCode => Some(crate::keys::Provider::Anthropic),
             JudgeKind::Builtin | JudgeKind::Cmd => None,
         };
-        let key = provider
-            .filter(|_| !args.keys.key_in_sandbox)
-            .map(|p| crate::keys::model_key(p, args.model_base_url.as_deref()))
-            .transpose()?;
-        crate::keys::resolve(key.as_ref(), &args.keys, &pass_env, &mut net)?;
+        let (net, key) = crate::keys::network(
+            &args.allow_host,
+            &args.add_host,
+            provider,
+            &args.keys,
+            args.model_base_url.as_deref(),
+            &pass_env,
+        )?;
         let self_bin = std::env::current_exe()
             .map_err(|e| usage(format!("find reprorun's own binary: {e}")))?;
         Some(Sandbox {

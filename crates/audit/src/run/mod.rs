@@ -29,7 +29,7 @@ use reprorun_pipeline::pool::Pool;
 use reprorun_pipeline::progress::{Progress, ProgressMode};
 use reprorun_pipeline::store::StoreError;
 use reprorun_pipeline::unit::{Scratch, UnitOutcome};
-use reprorun_runtime::plan::{HostFacts, NetChoice, NetMode};
+use reprorun_runtime::plan::{HostFacts, NetMode};
 
 #[derive(Debug, Error)]
 pub enum RunError {
@@ -287,28 +287,19 @@ fn resolve(corpus_dir: &Path, args: &RunArgs, corpus: Corpus) -> Result<Study, R
             }
         }
     }
-    let mut net = if args.allow_host.is_empty() && args.add_host.is_empty() {
-        NetChoice::NONE
-    } else {
-        NetChoice {
-            mode: NetMode::Allow,
-            egress: reprorun_runtime::net::Egress {
-                rules: args.allow_host.clone(),
-                hosts: args.add_host.clone(),
-                ..Default::default()
-            },
-        }
-    };
     let provider = match kind {
         AgentKind::Codex => Some(crate::keys::Provider::OpenAi),
         AgentKind::ClaudeCode => Some(crate::keys::Provider::Anthropic),
         AgentKind::Builtin | AgentKind::Cmd => None,
     };
-    let key = provider
-        .filter(|_| !args.keys.key_in_sandbox)
-        .map(|p| crate::keys::model_key(p, args.model_base_url.as_deref()))
-        .transpose()?;
-    crate::keys::resolve(key.as_ref(), &args.keys, &pass_env, &mut net)?;
+    let (net, key) = crate::keys::network(
+        &args.allow_host,
+        &args.add_host,
+        provider,
+        &args.keys,
+        args.model_base_url.as_deref(),
+        &pass_env,
+    )?;
     let image = match &args.image {
         Some(r) => Some(reprorun_runtime::image::lookup(args.store.clone(), r)?),
         None => None,
