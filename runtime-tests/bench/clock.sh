@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Clock benchmark: ns per clock_gettime(CLOCK_REALTIME) in a tight loop, bare vDSO vs an
-# LD_PRELOAD pass-through (the floor of any interposer) vs reprorun (dynamic binary, preload
+# LD_PRELOAD pass-through (the floor of any interposer) vs the bare read inside a time
+# namespace with a monotonic offset, as the sandbox has (the vDSO's slower time-namespace path,
+# which every read inside pays) vs reprorun (dynamic binary, preload
 # path) vs libfaketime vs reprorun (static binary, injected clock; tick mode through the
 # seccomp notification), in one run, ROUNDS rounds alternating the paths: medians, and the
 # median of each round's ratio to the bare read;
@@ -26,6 +28,7 @@ base=${REPRORUN_BASE_BIN:+$(fresh "$REPRORUN_BASE_BIN" "$work/reprorun-base")}
 cd "$work"
 # Each path: name|target|command (the loop's iteration count appended).
 paths=("bare vDSO (dynamic)||./dyn"
+       "bare, in a time namespace||unshare --time --fork --monotonic -36000 --boottime -36000 ./dyn"
        "pass-through interposer||env LD_PRELOAD=$work/passthrough.so ./dyn"
        "reprorun dynamic|<= 1.3x bare|$bin exec -- ./dyn")
 [ -z "$base" ] || paths+=("reprorun dynamic (base)||$base exec -- ./dyn")

@@ -1,4 +1,6 @@
-/* ns per clock_gettime(CLOCK_REALTIME) in a tight loop: clockbench [ITERATIONS]
+/* ns per clock_gettime(CLOCK_REALTIME) in a tight loop: clockbench [ITERATIONS [monotonic]]
+ * (`monotonic`: CLOCK_MONOTONIC instead, which reprorun does not fake but a time namespace
+ * offsets).
  * Prints the wall time per call and the CPU time per call (this thread's CPU clock, read by
  * the raw system call: on a machine shared with other work, the CPU time moves less). */
 #include <stdio.h>
@@ -11,12 +13,13 @@ static long long ns(struct timespec t) { return (long long)t.tv_sec * 1000000000
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 10000000;
+    clockid_t clk = argc > 2 && argv[2][0] == 'm' ? CLOCK_MONOTONIC : CLOCK_REALTIME;
     struct timespec t, a, b, ca, cb;
     long long sink = 0;
     syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ca);
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0; i < n; i++) {
-        clock_gettime(CLOCK_REALTIME, &t);
+        clock_gettime(clk, &t);
         sink += t.tv_nsec;
     }
     clock_gettime(CLOCK_MONOTONIC, &b);
