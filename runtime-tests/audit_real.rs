@@ -175,6 +175,8 @@ const HELD_OUT_POOLED: (Fraction, Fraction) = ((19, 28), (19, 27));
 /// The built-in auditor's precision at rank 1 on the held-out half (real blockers among the
 /// 24 labelled rank-1 findings).
 const HELD_OUT_AUDITOR_P1: Fraction = (7, 24);
+/// The keyword-stuffing agent's Issue SM@10 by the judge on the held-out half, at most.
+const HELD_OUT_STUFFING_SM10_CEILING: Fraction = (7, 25);
 
 #[test]
 fn the_judge_and_the_auditor_keep_their_held_out_figures() {
@@ -247,6 +249,17 @@ fn the_judge_and_the_auditor_keep_their_held_out_figures() {
         pooled[0] += tp;
         pooled[1] += judged - tp;
         pooled[2] += hand - tp;
+        if db == "gaming.db" {
+            // Keyword stuffing gains nothing: its Issue SM@10 by the judge stays at most what
+            // was measured.
+            let (a, b) = fraction(h["issue_sm10_judge"].as_str().unwrap_or_default())
+                .unwrap_or_else(|| panic!("stuffing SM@10 not computed: {figures}"));
+            let (c, d) = HELD_OUT_STUFFING_SM10_CEILING;
+            assert!(
+                a * d <= c * b,
+                "the stuffing agent gained: {a}/{b} above {c}/{d}"
+            );
+        }
         if agent.is_none() {
             assert_eq!(h["unlabelled_rank1"], 0, "{figures}");
             at_least(h, "auditor_precision_at_1", HELD_OUT_AUDITOR_P1, name);
@@ -257,6 +270,95 @@ fn the_judge_and_the_auditor_keep_their_held_out_figures() {
     assert!(
         tp * p.1 >= p.0 * (tp + fp) && tp * r.1 >= r.0 * (tp + missed),
         "pooled {tp} true, {fp} false, {missed} missed: below {p:?} / {r:?}"
+    );
+}
+
+/// The built-in judge on the tuning half's blind-reader pairs (issue 46: 56 pairs, 6 hand
+/// matches, labelled before the judge ran on them; the judge's rules for version pins,
+/// dead checkpoint links, mixed precision and unreached results were made from these), and
+/// the keyword-stuffing agent there: the judge keeps what the rules gained, and the stuffing
+/// agent gains nothing from them (its Issue SM@10 by the judge stays at 3 of 13 issues).
+const TUNING_BLIND_FLOORS: (Fraction, Fraction) = ((5, 5), (5, 6));
+const TUNING_STUFFING_SM10_CEILING: Fraction = (3, 13);
+
+#[test]
+fn the_judge_keeps_its_tuning_figures_and_the_stuffing_agent_gains_nothing() {
+    require!(Need::Root, Need::Tool("git"), Need::Tool("python3"));
+    let work = Work::new();
+    let dir = work.path();
+    let tuning = papers_of("tuning");
+    assert!(tuning.len() >= 11, "{tuning:?}");
+    run(
+        Command::new(recipe_dir().join("build.sh"))
+            .arg(dir.join("input"))
+            .env("ONLY", tuning.join(",")),
+        "build.sh",
+    );
+    run(&mut bin(dir, &SNAPSHOT_BUILT_INPUT), "audit snapshot");
+    let here = recipe_dir();
+    let mut figures = BTreeMap::new();
+    for (db, root, cmd) in [
+        (
+            "blind.db",
+            here.join("blind"),
+            "python3 /opt/agent/agent.py",
+        ),
+        (
+            "gaming.db",
+            here.join("gaming"),
+            "python3 /opt/agent/stuff.py",
+        ),
+    ] {
+        let root = root.to_str().expect("a UTF-8 path").to_string();
+        let args = [
+            "audit",
+            "run",
+            "--corpus",
+            "corpus",
+            "--db",
+            db,
+            "--repeats",
+            "1",
+            "--agent-root",
+        ];
+        let mut c = bin(dir, &args);
+        c.args([root.as_str(), "--agent-cmd", cmd]);
+        run(&mut c, "audit run");
+        run(
+            &mut bin(dir, &["audit", "judge", "--db", db]),
+            "audit judge",
+        );
+        let out = run(
+            Command::new("python3")
+                .arg(here.join("figures.py"))
+                .args([db, "corpus", "--json"])
+                .current_dir(dir),
+            "figures.py",
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).expect("figures.py --json");
+        assert_eq!(v["tuning"]["unlabelled_pairs"], 0, "{db}: {out}");
+        figures.insert(db, v["tuning"].clone());
+    }
+    let blind = &figures["blind.db"];
+    at_least(
+        blind,
+        "judge_match_precision",
+        TUNING_BLIND_FLOORS.0,
+        "blind reader",
+    );
+    at_least(
+        blind,
+        "judge_match_recall",
+        TUNING_BLIND_FLOORS.1,
+        "blind reader",
+    );
+    let stuffing = &figures["gaming.db"];
+    let (a, b) = fraction(stuffing["issue_sm10_judge"].as_str().unwrap_or_default())
+        .unwrap_or_else(|| panic!("stuffing SM@10 not computed: {stuffing}"));
+    let (c, d) = TUNING_STUFFING_SM10_CEILING;
+    assert!(
+        a * d <= c * b,
+        "the stuffing agent gained: Issue SM@10 {a}/{b} above {c}/{d}: {stuffing}"
     );
 }
 
@@ -289,12 +391,17 @@ fn at_least(h: &serde_json::Value, figure: &str, floor: (u64, u64), who: &str) -
 
 /// The paper ids of the held-out half of `split.tsv`.
 fn held_out_papers() -> Vec<String> {
+    papers_of("held-out")
+}
+
+/// The paper ids of `half` ("tuning" or "held-out") of `split.tsv`.
+fn papers_of(half: &str) -> Vec<String> {
     let split = std::fs::read_to_string(recipe_dir().join("split.tsv")).expect("split.tsv");
     let held: Vec<&str> = split
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once('\t'))
-        .filter(|(_, h)| h.trim() == "held-out")
+        .filter(|(_, h)| h.trim() == half)
         .map(|(r, _)| r)
         .collect();
     let pairs = std::fs::read_to_string(recipe_dir().join("pairs.jsonl")).expect("pairs.jsonl");

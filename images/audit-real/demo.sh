@@ -2,7 +2,7 @@
 # The audit pipeline end to end on the real corpus, offline, with the built-in auditor and
 # judge: build -> snapshot -> run -> judge -> metrics -> report, then the figures against the
 # hand labels per half (figures.py), the keyword-stuffing agent judged the same way, and the
-# blind reader's findings on the held-out half (blind/).
+# blind reader's findings on both halves (blind/).
 #   images/audit-real/demo.sh [--mirrors MIRRORS] [DIR]   (DIR default: a new directory under /tmp)
 # The repositories are the committed bundles (repos/); with --mirrors, clones of the
 # repositories of repos.tsv rewritten again (see build.sh). $ONLY, a comma-separated list of
@@ -75,10 +75,10 @@ echo "-- stuffing, sampled"
 "$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-sample.jsonl
 echo "-- stuffing, all pairs"
 "$REPRORUN" audit agreement --db gaming.db --judge builtin --labels gaming-hand-all.jsonl
-echo "== the blind reader's findings (images/audit-real/blind: held-out papers only), judged by"
-echo "   the built-in judge, against labels/pairs-heldout-blind.jsonl"
+echo "== the blind reader's findings (images/audit-real/blind: both halves), judged by the"
+echo "   built-in judge, against labels/pairs-heldout*-blind.jsonl and pairs-tuning-blind.jsonl"
 "$REPRORUN" audit run --corpus corpus --db blind.db --agent-root "$here/blind" \
   --agent-cmd 'python3 /opt/agent/agent.py' --repeats 1
 "$REPRORUN" audit judge --db blind.db
-python3 "$here/figures.py" blind.db corpus | grep '^held-out: '
+python3 "$here/figures.py" blind.db corpus | grep -E '^(tuning|held-out): '
 echo "report: $dir/report/report.md"

@@ -2,8 +2,9 @@
 """A fixed set of findings written blind by a careful reader, replayed as an audit agent.
 
 Run by `reprorun audit run --agent-root images/audit-real/blind --agent-cmd
-'python3 /opt/agent/agent.py'`. findings.json (beside this file) holds, for each held-out
-paper of split.tsv, the findings a careful agent wrote after reading only that paper's
+'python3 /opt/agent/agent.py'`. findings.json (beside this file) holds, for each paper of
+split.tsv (the held-out half's first; the tuning half's were added for issue 46, so that
+judge rules are made from tuning pairs only), the findings a careful agent wrote after reading only that paper's
 snapshots (their code, README and configuration) and the paraphrased paper, never its issues:
 missing dependencies, version pins, absent weights, hard-coded paths, paper/code mismatches.
 The agent recognises the paper by its title in $REPRORUN_AUDIT_PAPER and writes those

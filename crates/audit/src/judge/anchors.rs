@@ -3,9 +3,11 @@
 //! - **Strong** (name one problem's object): CLI flags (`flag:--fp16`), Python modules
 //!   (`module:cv2`, after `import`/`from`, `No module named`, `pip install`, or a package name
 //!   such as `opencv-python`), model and data files (`artifact:best.pth`), hyper-parameters
-//!   (`hparam:lr`, `hparam:batch`, `hparam:epochs`, `hparam:weight_decay`) and two problem
-//!   kinds (`concept:checkpoint`: pretrained weights to obtain; `concept:release`: code or data
-//!   announced but not released).
+//!   (`hparam:lr`, `hparam:batch`, `hparam:epochs`, `hparam:weight_decay`,
+//!   `hparam:precision`: mixed or half precision) and three problem kinds
+//!   (`concept:checkpoint`: pretrained weights to obtain, a bare "checkpoint" only beside a
+//!   word of obtaining such as a link or a download; `concept:release`: code or data
+//!   announced but not released; `concept:result_gap`: the paper's results not reached).
 //! - **Weak** (a place or a symptom many problems share): file names (`file:train.py`) and
 //!   exception classes (`exception:keyerror`).
 //!
@@ -98,6 +100,17 @@ const CONCEPTS: &[(&str, &[&str])] = &[
     ),
     ("hparam:weight_decay", &["weight decay"]),
     (
+        "hparam:precision",
+        &[
+            "mixed precision",
+            "half precision",
+            "precision 16",
+            "precision 32",
+            " fp16 ",
+            " float16 ",
+        ],
+    ),
+    (
         "concept:checkpoint",
         &[
             "checkpoint",
@@ -124,6 +137,56 @@ const CONCEPTS: &[(&str, &[&str])] = &[
             "be made available",
         ],
     ),
+    (
+        "concept:result_gap",
+        &[
+            "not reproduce",
+            "cannot reproduce",
+            "can t reproduce",
+            "couldn t reproduce",
+            "fail to reproduce",
+            "failed to reproduce",
+            "unable to reproduce",
+            "not reproduced",
+            "reproduce the result",
+            "reproduce the paper",
+            "than reported",
+            "lower than the paper",
+            "worse than the paper",
+            "below the paper",
+            "not match the paper",
+            "inconsistent result",
+            "inconsistent experimental result",
+        ],
+    ),
+];
+/// Forms of `concept:checkpoint` that name weights to obtain by themselves; a bare
+/// "checkpoint" names one only beside an [`ACQUISITION`] word (a checkpoint the code writes,
+/// loads or pickles is another problem).
+const CHECKPOINT_BARE: &str = "checkpoint";
+/// Words saying an artifact is to be obtained: a link, a download, its absence (matched at
+/// a word start in the flattened text).
+const ACQUISITION: &[&str] = &[
+    "download",
+    "link",
+    "url",
+    "404",
+    "drive",
+    "host",
+    "obtain",
+    "available",
+    "unavailable",
+    "missing",
+    "absent",
+    "provide",
+    "not released",
+    "release the",
+    "be released",
+    "unreleased",
+    "where is",
+    "where can",
+    "share",
+    "upload",
 ];
 
 /// Whether an anchor is strong (names one problem's object) rather than weak (a file, a
@@ -268,9 +331,15 @@ fn concepts(text: &str) -> BTreeSet<String> {
         " {} ",
         flat.split_whitespace().collect::<Vec<_>>().join(" ")
     );
+    let acquired = || ACQUISITION.iter().any(|w| flat.contains(&format!(" {w}")));
     CONCEPTS
         .iter()
-        .filter(|(_, forms)| forms.iter().any(|f| flat.contains(f)))
+        .filter(|(a, forms)| {
+            forms.iter().any(|f| {
+                flat.contains(f)
+                    && (*f != CHECKPOINT_BARE || *a != "concept:checkpoint" || acquired())
+            })
+        })
         .map(|(a, _)| a.to_string())
         .collect()
 }
@@ -347,5 +416,16 @@ pub(crate) fn shared(
     if modules(issue) && modules(finding) && !modules(&out) {
         out.retain(|a| !a.starts_with("exception:"));
     }
+    // "The paper's results are not reached" is the cause only of an issue naming no other:
+    // where the issue names a setting, a module or a file, a match must be on that.
+    if issue
+        .iter()
+        .any(|a| strong(a) && a.as_str() != RESULT_GAP && !a.starts_with("flag:"))
+    {
+        out.remove(RESULT_GAP);
+    }
     out
 }
+
+/// The problem kind of an issue or a finding saying the paper's results are not reached.
+pub(crate) const RESULT_GAP: &str = "concept:result_gap";

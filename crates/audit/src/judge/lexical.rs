@@ -155,9 +155,14 @@ fn cosine(a: &Vector, b: &Vector) -> f64 {
 pub(crate) fn decide(sim: f64, shared: &BTreeSet<String>) -> Label {
     let strong_n = shared.iter().filter(|a| strong(a)).count();
     let weak_n = shared.len() - strong_n;
+    // A setting both name in prose (the finding's claim, not its quoted code) is the same
+    // problem whatever else the texts say: an issue often names it only as `precision=16`,
+    // which is code, not words.
+    let setting = shared.iter().any(|a| a.starts_with("hparam:"));
     if strong_n >= 1 && (sim >= EXACT_SIM || (shared.len() >= 2 && sim >= EXACT_SIM_CORROBORATED)) {
         Label::Exact
-    } else if (strong_n >= 1 && sim >= SEMANTIC_SIM_ANCHORED)
+    } else if setting
+        || (strong_n >= 1 && sim >= SEMANTIC_SIM_ANCHORED)
         || (weak_n >= 1 && sim >= SEMANTIC_SIM_WEAK)
         || sim >= SEMANTIC_SIM
     {

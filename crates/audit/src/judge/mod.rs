@@ -12,6 +12,8 @@ pub(crate) mod anchors;
 pub(crate) mod cluster;
 pub(crate) mod lexical;
 pub(crate) mod result;
+#[cfg(test)]
+mod rules_tests;
 mod sandboxed;
 pub(crate) mod task;
 #[cfg(test)]

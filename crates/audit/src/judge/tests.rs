@@ -8,7 +8,7 @@ use crate::corpus::{Group, Manifest, PairEntry, CORPUS_VERSION};
 use crate::findings::Findings;
 
 /// One finding of the schema, with the text fields given.
-fn finding(
+pub(super) fn finding(
     id: &str,
     title: &str,
     symptom: &str,
@@ -393,7 +393,7 @@ fn each_kind_of_bad_result_is_refused_with_its_reason() {
     }
 }
 
-fn lexical_label(issue_title: &str, issue_body: &str, f: serde_json::Value) -> Label {
+pub(super) fn lexical_label(issue_title: &str, issue_body: &str, f: serde_json::Value) -> Label {
     let mut m = manifest();
     m.issues[0]["issue"]["title"] = issue_title.into();
     m.issues[0]["issue"]["body"] = issue_body.into();
