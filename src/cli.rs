@@ -21,6 +21,7 @@ use reprorun_runtime::{hint, image, mirror, net, sys, trace, util};
 
 mod exec_args;
 mod fast;
+mod lazy;
 
 pub(crate) use exec_args::ExecArgs;
 
@@ -133,7 +134,7 @@ fn run() -> Status {
     if let Some((exec_args, mounts)) = fast::exec(&args) {
         return exec(exec_args, mounts);
     }
-    let matches = match crate::help::exec_grouped(Cli::command()).try_get_matches_from(&args) {
+    let matches = match lazy::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return usage_error(e, &args),
     };

@@ -59,14 +59,11 @@ const GROUPS: &[(&str, &[&str])] = &[
 /// The global options of the OCI lifecycle commands.
 const OCI_GLOBALS: &[&str] = &["root", "log", "log_format", "debug", "systemd_cgroup"];
 
+#[cfg(test)]
 /// `cmd` (reprorun's whole command line, not yet built) with `exec`'s help grouped and the
 /// OCI globals hidden from it.
 pub(crate) fn exec_grouped(mut cmd: clap::Command) -> clap::Command {
-    let globals: Vec<clap::Arg> = cmd
-        .get_arguments()
-        .filter(|a| a.is_global_set() && OCI_GLOBALS.contains(&a.get_id().as_str()))
-        .map(|a| a.clone().hide(true))
-        .collect();
+    let globals = hidden_globals(&cmd);
     let Some(exec) = cmd.find_subcommand_mut("exec") else {
         return cmd;
     };
@@ -76,6 +73,20 @@ pub(crate) fn exec_grouped(mut cmd: clap::Command) -> clap::Command {
     for a in globals {
         sub = sub.arg(a);
     }
+    *exec = grouped(sub);
+    cmd
+}
+
+/// Hidden copies of `cmd`'s OCI global options, for `exec` to accept and not show.
+pub(crate) fn hidden_globals(cmd: &clap::Command) -> Vec<clap::Arg> {
+    cmd.get_arguments()
+        .filter(|a| a.is_global_set() && OCI_GLOBALS.contains(&a.get_id().as_str()))
+        .map(|a| a.clone().hide(true))
+        .collect()
+}
+
+/// `exec`'s own command with each option under its heading.
+pub(crate) fn grouped(mut sub: clap::Command) -> clap::Command {
     // Each option moves to the end as it is given its heading, so the order is GROUPS'.
     let has = |sub: &clap::Command, id: &str| sub.get_arguments().any(|a| a.get_id() == id);
     for (heading, ids) in GROUPS {
@@ -85,6 +96,5 @@ pub(crate) fn exec_grouped(mut cmd: clap::Command) -> clap::Command {
             }
         }
     }
-    *exec = sub;
-    cmd
+    sub
 }

@@ -79,14 +79,16 @@ measure() {
 }
 
 # cpu_rounds MODE RUNS: CPU ms per run of each command's whole process tree (treecpu.py), in
-# 5 rounds that alternate the commands, lines NAME<TAB>MS in $work/MODE.cpu; then single
-# starts, lines NAME<TAB>MS in $work/MODE.single.
+# 5 rounds that alternate the commands in ABBA order (odd rounds reversed, so that a drift of
+# the machine's speed falls alike on each command, as startup-cpu.sh), lines NAME<TAB>MS in
+# $work/MODE.cpu; then single starts, lines NAME<TAB>MS in $work/MODE.single.
 cpu_rounds() {
-  local mode=$1 n=$2 per round i
+  local mode=$1 n=$2 per round i k
   per=$(( (n + 4) / 5 ))
   : >"$work/$mode.cpu"
   for round in 1 2 3 4 5; do
-    for i in "${!cmds[@]}"; do
+    for k in "${!cmds[@]}"; do
+      i=$((round % 2 == 1 ? k : ${#cmds[@]} - 1 - k))
       # shellcheck disable=SC2086
       printf '%s\t%s\n' "${names[$i]}" \
         "$(python3 "$root/runtime-tests/bench/treecpu.py" "$per" ${cmds[$i]})" >>"$work/$mode.cpu"
