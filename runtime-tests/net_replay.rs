@@ -505,7 +505,11 @@ fn a_container_records_https_then_replays_it_offline() {
     let b = container(&[allow.clone(), add_host.clone(), replay.clone()]);
     let replayed = expect_code(&b.run(&["run", "replay"]), 0);
     assert_eq!(replayed, recorded);
-    assert_eq!(up.served.load(Ordering::SeqCst), served, "replay reached the upstream");
+    assert_eq!(
+        up.served.load(Ordering::SeqCst),
+        served,
+        "replay reached the upstream"
+    );
     // The upstreams' CA verifies a recording's upstreams: alone it is refused.
     let b = container(&[allow, add_host, replay, upstream_ca]);
     expect_error(&b.run(&["run", "bad"]), "net.upstream-ca");
