@@ -233,7 +233,7 @@ impl Created {
                 crate::sys::stdio_to_null();
                 let proxy = self
                     .proxy_listener
-                    .and_then(|l| serve_egress(plan, l, self.intercept, cassette.clone()));
+                    .and_then(|l| super::serve_egress(plan, l, self.intercept, cassette.clone()));
                 let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
                 if let Some(proxy) = proxy {
                     proxy.stop();
@@ -249,22 +249,6 @@ impl Created {
         }
         Ok(())
     }
-}
-
-/// Starts the egress proxy on init's listener in the monitor (its records go to the
-/// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise),
-/// recording or replaying `cassette`, terminating TLS with `intercept` (the run's CA, which
-/// the container trusts through its CA bundle: `spec/oci.md`).
-fn serve_egress(
-    plan: &Plan,
-    listener: OwnedFd,
-    intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
-    cassette: Option<crate::net::cassette::Mode>,
-) -> Option<crate::net::proxy::Proxy> {
-    let egress = plan.egress.clone()?;
-    let log = super::supervisor::open_net_log(plan);
-    let config = crate::net::proxy::Config::with_intercept(intercept).with_cassette(cassette);
-    crate::net::proxy::start(listener, egress, config, log).ok()
 }
 
 /// The monitor: one notification server per listener (init's workload, and every process
