@@ -448,3 +448,69 @@ fn reproduce_answers_an_instances_network_from_its_cassette_offline() {
     assert_eq!(class("net1"), "reproducible", "{s}");
     assert_ne!(class("net2"), "reproducible", "{s}");
 }
+
+/// `org.reprorun.net.record` with TLS (issue 47, `spec/oci.md`): an OCI container's curl
+/// (the host's, bound at /usr) reaches the TLS upstream through the monitor's terminating
+/// proxy, trusting the run's CA only through the bundle and variables the container gets;
+/// then `net.replay` with the upstreams stopped prints the same bytes and nothing reaches
+/// them. `net.upstream-ca` without `net.record` fails `create`, naming it.
+#[test]
+fn a_container_records_https_then_replays_it_offline() {
+    require!(Need::Root, Need::Tool("curl"));
+    let up = Upstreams::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = tmp.path().join("test-ca.pem");
+    std::fs::write(&ca, &up.ca_pem).unwrap();
+    let tape = tmp.path().join("tape");
+    let t = up.tls;
+    let script = format!(
+        "curl -sS https://api.test:{t}/count; echo \" rc=$?\"; \
+         curl -sS -d q=1 https://api.test:{t}/echo; echo \" rc=$?\"; \
+         curl -sS -N https://api.test:{t}/stream; echo \" rc=$?\""
+    );
+    let container = |annotations: &[(&str, String)]| {
+        let b = crate::oci::Bundle::new(&["sh", "-c", &script], |c| {
+            c["process"]["env"] = serde_json::json!(["PATH=/usr/bin:/bin"]);
+            c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                "destination": "/usr", "type": "bind",
+                "source": "/usr", "options": ["rbind", "ro"]
+            }));
+            for (k, v) in annotations {
+                c["annotations"][format!("org.reprorun.net.{k}")] = v.clone().into();
+            }
+        });
+        let rootfs = b.work.path().join("rootfs");
+        for (link, to) in [("lib", "usr/lib"), ("lib64", "usr/lib64")] {
+            std::os::unix::fs::symlink(to, rootfs.join(link)).unwrap();
+        }
+        b
+    };
+    let allow = ("allow", format!("api.test:{t}, 127.0.0.1:{t}"));
+    let add_host = ("add-host", "api.test:127.0.0.1".to_string());
+    let record = ("record", tape.to_str().unwrap().to_string());
+    let upstream_ca = ("upstream-ca", ca.to_str().unwrap().to_string());
+    let b = container(&[allow.clone(), add_host.clone(), record, upstream_ca.clone()]);
+    let recorded = expect_code(&b.run(&["run", "rec"]), 0);
+    let want = "count 1\n rc=0\necho q=1\n rc=0\ndata: event 0\n\ndata: event 1\n\ndata: event 2\n\n rc=0\n";
+    assert_eq!(recorded, want);
+    let index = tape.join("index.json");
+    assert!(
+        wait_until(Duration::from_secs(10), || index.exists()),
+        "no {index:?}"
+    );
+    up.stop();
+    let served = up.served.load(Ordering::SeqCst);
+    assert_eq!(served, 3);
+    let replay = ("replay", tape.to_str().unwrap().to_string());
+    let b = container(&[allow.clone(), add_host.clone(), replay.clone()]);
+    let replayed = expect_code(&b.run(&["run", "replay"]), 0);
+    assert_eq!(replayed, recorded);
+    assert_eq!(
+        up.served.load(Ordering::SeqCst),
+        served,
+        "replay reached the upstream"
+    );
+    // The upstreams' CA verifies a recording's upstreams: alone it is refused.
+    let b = container(&[allow, add_host, replay, upstream_ca]);
+    expect_error(&b.run(&["run", "bad"]), "net.upstream-ca");
+}

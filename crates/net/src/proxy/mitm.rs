@@ -208,7 +208,10 @@ struct Flow {
     cipher: Vec<u8>,
     at: usize,
     end: usize,
+    /// Plaintext for the other side's TLS; `pending[sent..]` is not yet taken (emptied once
+    /// all is).
     pending: Vec<u8>,
+    sent: usize,
     /// The source's socket ended (no more TLS to read).
     tls_done: bool,
     /// The source's stream ended (close_notify or the socket's end) and its plaintext was read.
@@ -384,9 +387,15 @@ fn deliver(
     if !flow.pending.is_empty() {
         let n = tls
             .writer()
-            .write(&flow.pending)
+            .write(&flow.pending[flow.sent..])
             .map_err(|e| format!("write: {e}"))?;
-        flow.pending.drain(..n);
+        // What rustls took is skipped, not moved down: a client slower than its upstream
+        // takes a record at a time, and moving the rest each time copied it again.
+        flow.sent += n;
+        if flow.sent == flow.pending.len() {
+            flow.pending.clear();
+            flow.sent = 0;
+        }
         *count += n as u64;
         moved |= n > 0;
     }

@@ -36,6 +36,9 @@ pub(crate) struct Created {
     pidfd: OwnedFd,
     /// The egress proxy's listening socket (`org.reprorun.net.allow`): the monitor serves it.
     proxy_listener: Option<OwnedFd>,
+    /// `net.record`, `net.replay`: the run's CA the monitor's proxy terminates TLS with (its
+    /// certificate is in the container's CA bundle; the key stays in the monitor).
+    intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
 }
 
 /// A container has no pins-only fallback: a refusal is a plain setup error (whose message
@@ -60,6 +63,9 @@ pub(crate) fn create(
 ) -> Result<Created, SandboxError> {
     let step = |step: &'static str| move |errno| SandboxError::Supervise { step, errno };
     super::raise_nofile();
+    // The run's CA, made before init mounts the bundle that holds its certificate.
+    let (intercept, with_bundle) = super::intercept(plan)?;
+    let plan = with_bundle.as_ref().unwrap_or(plan);
     let seccomp = crate::security::seccomp::compile(&plan.security.seccomp)?;
     let mut resources = plan.resources.clone();
     if !nix::unistd::geteuid().is_root() {
@@ -170,6 +176,7 @@ pub(crate) fn create(
         sock: ours,
         pidfd,
         proxy_listener,
+        intercept,
     })
 }
 
@@ -226,7 +233,7 @@ impl Created {
                 crate::sys::stdio_to_null();
                 let proxy = self
                     .proxy_listener
-                    .and_then(|l| serve_egress(plan, l, cassette.clone()));
+                    .and_then(|l| super::serve_egress(plan, l, self.intercept, cassette.clone()));
                 let code = monitor(plan, self.pid, &self.pidfd, &self.sock, listener.as_ref());
                 if let Some(proxy) = proxy {
                     proxy.stop();
@@ -242,21 +249,6 @@ impl Created {
         }
         Ok(())
     }
-}
-
-/// Starts the egress proxy on init's listener in the monitor (its records go to the
-/// `org.reprorun.net.log` file as they happen; a monitor has nobody to report to otherwise),
-/// recording or replaying `cassette`. TLS is not terminated: a container does not get the
-/// run's CA, so only plain HTTP is recorded and replayed (`spec/oci.md`).
-fn serve_egress(
-    plan: &Plan,
-    listener: OwnedFd,
-    cassette: Option<crate::net::cassette::Mode>,
-) -> Option<crate::net::proxy::Proxy> {
-    let egress = plan.egress.clone()?;
-    let log = super::supervisor::open_net_log(plan);
-    let config = crate::net::proxy::Config::default().with_cassette(cassette);
-    crate::net::proxy::start(listener, egress, config, log).ok()
 }
 
 /// The monitor: one notification server per listener (init's workload, and every process

@@ -300,6 +300,22 @@ fn cassette(plan: &Plan) -> Result<Option<crate::net::cassette::Mode>, SandboxEr
     })
 }
 
+/// Starts an OCI container's egress proxy on init's listener in the monitor (its records go
+/// to the `org.reprorun.net.log` file as they happen; a monitor has nobody to report to),
+/// recording or replaying `cassette`, terminating TLS with `intercept` (the run's CA, which
+/// the container trusts through its CA bundle: `spec/oci.md`).
+pub(super) fn serve_egress(
+    plan: &Plan,
+    listener: std::os::fd::OwnedFd,
+    intercept: Option<std::sync::Arc<crate::net::intercept::Intercept>>,
+    cassette: Option<crate::net::cassette::Mode>,
+) -> Option<crate::net::proxy::Proxy> {
+    let egress = plan.egress.clone()?;
+    let log = supervisor::open_net_log(plan);
+    let config = crate::net::proxy::Config::with_intercept(intercept).with_cassette(cassette);
+    crate::net::proxy::start(listener, egress, config, log).ok()
+}
+
 /// The descriptors the workload gets: its standard ones (the caller's, or `stdio`) and the
 /// `preserved` ones after them.
 fn workload_fds(stdio: Option<Stdio>, preserved: u32) -> Vec<std::os::fd::RawFd> {

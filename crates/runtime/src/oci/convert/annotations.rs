@@ -170,6 +170,12 @@ pub(super) fn determinism(
                 d.egress.get_or_insert_with(Default::default).replay =
                     Some(host_path(value, &field)?);
             }
+            // The upstreams of a recorded container's TLS are verified against this file's
+            // CAs (`--upstream-ca`), read at `create`.
+            "net.upstream-ca" => {
+                d.egress.get_or_insert_with(Default::default).upstream_ca =
+                    Some(host_path(value, &field)?);
+            }
             "strict" => {
                 bool_value(value, &field)?;
             }
@@ -183,7 +189,7 @@ pub(super) fn determinism(
             }
             _ => return Err(bad(
                 field,
-                "unknown reprorun annotation; known: determinism, date, clock, seed, random, dev-urandom, cpus, net.allow, net.add-host, net.log, net.record, net.replay, no-new-privileges, strict",
+                "unknown reprorun annotation; known: determinism, date, clock, seed, random, dev-urandom, cpus, net.allow, net.add-host, net.log, net.record, net.replay, net.upstream-ca, no-new-privileges, strict",
             )),
         }
     }
@@ -191,6 +197,15 @@ pub(super) fn determinism(
         return Err(bad(
             format!("annotations.{ANNOTATION_PREFIX}net.log"),
             "needs org.reprorun.net.allow (the log is the egress proxy's)",
+        ));
+    }
+    if d.egress
+        .as_ref()
+        .is_some_and(|e| e.upstream_ca.is_some() && e.record.is_none())
+    {
+        return Err(bad(
+            format!("annotations.{ANNOTATION_PREFIX}net.upstream-ca"),
+            "verifies the upstreams of a recording: needs org.reprorun.net.record",
         ));
     }
     if d.egress

@@ -121,6 +121,14 @@ fn build(c: Checked<'_>, spec: &Spec, bundle: &Path) -> Container {
             mounts.extend(mounts::runtime_mounts(&c.rootfs, clock, det.clock, seed));
         }
     }
+    if det.egress.as_ref().is_some_and(|e| e.terminates_tls()) {
+        // `net.record`, `net.replay`: the host's CAs and the run's, as `exec` binds them (the
+        // text is written at `create`, when the run's CA is made: `sandbox::container`).
+        mounts.push(MountOp::File {
+            dest: crate::net::intercept::CA_BUNDLE.into(),
+            contents: String::new(),
+        });
+    }
     mounts.extend(c.masked);
     mounts.extend(c.readonly);
     mounts.extend(c.propagation);
@@ -205,6 +213,12 @@ fn environment(
     for (k, v) in config {
         // Checked by validation: names the environment can hold.
         let _ = env.set(k, v);
+    }
+    if det.egress.as_ref().is_some_and(|e| e.terminates_tls()) {
+        // Last, as `exec` does: an image's own SSL_CERT_FILE would not trust the run's CA.
+        for (k, v) in crate::net::intercept::ca_env() {
+            let _ = env.set(k, v);
+        }
     }
     env.to_vec()
 }

@@ -205,6 +205,27 @@ fn cassette_annotations_name_a_host_directory() {
     assert_eq!(egress.record.as_deref(), Some(Path::new("/srv/cassette")));
     assert!(egress.replay.is_none() && egress.rules.is_empty());
     assert!(c.plan.env.iter().any(|e| e.starts_with("http_proxy=")));
+    // TLS is terminated: the CA bundle is bound, and the CA variables name it last (over the
+    // config's own).
+    let ca = crate::net::intercept::CA_BUNDLE;
+    assert!(c
+        .plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, crate::plan::MountOp::File { dest, .. } if dest == Path::new(ca))));
+    let (dir, mut config) = bundle();
+    config["annotations"]["org.reprorun.net.record"] = "/srv/cassette".into();
+    config["annotations"]["org.reprorun.net.upstream-ca"] = "/srv/ca.pem".into();
+    let list = config["process"]["env"].as_array_mut().unwrap();
+    list.push("SSL_CERT_FILE=/etc/own.pem".into());
+    let c = resolve_json(&dir.path(), &config).unwrap();
+    assert!(c.plan.env.contains(&format!("SSL_CERT_FILE={ca}")));
+    assert!(c.plan.env.contains(&format!("CURL_CA_BUNDLE={ca}")));
+    let egress = c.plan.egress.unwrap();
+    assert_eq!(
+        egress.upstream_ca.as_deref(),
+        Some(Path::new("/srv/ca.pem"))
+    );
 
     let (dir, mut config) = bundle();
     config["annotations"]["org.reprorun.net.replay"] = "/srv/cassette".into();
@@ -228,6 +249,13 @@ fn cassette_annotations_name_a_host_directory() {
                 ("org.reprorun.net.replay", "/b"),
             ][..],
             "annotations.org.reprorun.net.replay: a container records a cassette",
+        ),
+        (
+            &[
+                ("org.reprorun.net.replay", "/a"),
+                ("org.reprorun.net.upstream-ca", "/ca.pem"),
+            ][..],
+            "annotations.org.reprorun.net.upstream-ca: verifies the upstreams of a recording",
         ),
     ] {
         let (dir, mut config) = bundle();
