@@ -568,12 +568,35 @@ impl Drop for Slurm {
 
 #[test]
 fn a_one_node_slurm_runs_the_plan_and_merges_it() {
+    slurm_runs_and_merges(&[], "--partition=debug");
+}
+
+/// A plan of one chunk: its one task merges; no merge job is submitted.
+#[test]
+fn a_one_chunk_plan_is_merged_by_its_task_on_slurm() {
+    let sbatch = "--partition=debug --cpus-per-task=2";
+    let Some(f) = slurm_runs_and_merges(&["--chunk", "8"], sbatch) else {
+        return;
+    };
+    let outs: Vec<String> = std::fs::read_dir(f.path("results/slurm"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(outs.len(), 1, "one task's output, no merge job's: {outs:?}");
+    assert!(!outs[0].starts_with("merge-"), "{outs:?}");
+}
+
+/// `plan` (with `extra` and `--sbatch-args SBATCH`), `submit.sh --wait` on a one-node
+/// Slurm, and the merged study checked; `None` when skipped.
+fn slurm_runs_and_merges(extra: &[&str], sbatch: &str) -> Option<Fixture> {
     let slurm = match Slurm::start() {
         Ok(s) => s,
         Err(why) => skip!("Slurm cannot be started here: {why}"),
     };
     let f = fixture();
-    plan(&f, "cluster.db", &["--sbatch-args", "--partition=debug"]);
+    let mut args = vec!["--sbatch-args", sbatch];
+    args.extend(extra);
+    plan(&f, "cluster.db", &args);
     let out = std::process::Command::new("timeout")
         .args(["120", "tasks/submit.sh", "--wait"])
         .current_dir(f.work.path())
@@ -610,6 +633,7 @@ fn a_one_node_slurm_runs_the_plan_and_merges_it() {
     let s = summary(&f, "cluster.db");
     assert_eq!(s["shim"]["reproducible"], 2, "{s}");
     assert_eq!(s["no_shim"]["broken"], 1, "{s}");
+    Some(f)
 }
 
 #[test]

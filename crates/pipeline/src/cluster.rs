@@ -190,8 +190,12 @@ pub struct Scripts<'a> {
 
 impl Scripts<'_> {
     /// `submit.sh`: one array per run of chunks with the same start time (split at the
-    /// cluster's MaxArraySize), then the merge job after all of them.
+    /// cluster's MaxArraySize), then the merge job after all of them. A one-chunk plan
+    /// ([`Scripts::submit_one`]): its one task merges, no merge job.
     pub fn submit(&self, chunks: &[ChunkRef], sbatch: &str) -> String {
+        if let [only] = chunks {
+            return self.submit_one(only, sbatch);
+        }
         let mut s = format!(
             "#!/bin/sh\n# Written by `reprorun {} plan` (spec/cluster.md). Submits the study's chunks as\n# Slurm job arrays and a merge job that runs after them; arguments are passed to the merge\n# job's sbatch (e.g. --wait to return when the study is merged, with merge's status).\nset -eu\n",
             self.pipeline
@@ -227,12 +231,31 @@ impl Scripts<'_> {
         s
     }
 
+    /// `submit.sh` of a one-chunk plan (issue 50: the fixed cost of the cluster path):
+    /// one array of one task, which merges after its `work` (`REPRORUN_MERGE_IN_TASK`), so
+    /// neither a merge job nor `scontrol show config` (index 0 fits any MaxArraySize); the
+    /// script's arguments go to that task's sbatch (`--wait` returns when it has merged).
+    fn submit_one(&self, chunk: &ChunkRef, sbatch: &str) -> String {
+        let begin = match chunk.begin_s {
+            0 => String::new(),
+            s => format!("--begin=now+{s} "),
+        };
+        format!(
+            "#!/bin/sh\n# Written by `reprorun {p} plan` (spec/cluster.md). Submits the study's one chunk as a\n# Slurm array of one task, which merges the study when its work ends (no merge job);\n# arguments are passed to its sbatch (e.g. --wait to return when the study is merged).\nset -eu\nTASKS={}\nRESULTS={}\nexport REPRORUN=\"${{REPRORUN:-{}}}\"\nSBATCH=\"${{SBATCH:-sbatch}}\"\n# Each sbatch is bounded (seconds); raise it for sbatch --wait.\nlimit=\"${{REPRORUN_SBATCH_TIMEOUT:-20}}\"\nmkdir -p \"$RESULTS/slurm\"\ntimeout \"$limit\" $SBATCH --parsable --job-name=reprorun-work --array=0-0 \\\n  --requeue --signal=B:TERM@120 {begin}--output=\"$RESULTS/slurm/%A_%a.out\" \\\n  --export=ALL,REPRORUN_CHUNK_OFFSET={},REPRORUN_MERGE_IN_TASK=1 {sbatch} \"$@\" \"$TASKS/task.sh\" || {{\n  # sbatch --wait returns the task's status; anything else is sbatch's own failure.\n  rc=$?; echo \"reprorun: work and merge job: sbatch exited $rc\" >&2; exit $rc\n}}\n",
+            sh_quote(&self.tasks.to_string_lossy()),
+            sh_quote(&self.results.to_string_lossy()),
+            exe(self.reprorun),
+            chunk.index,
+            p = self.pipeline,
+        )
+    }
+
     /// `task.sh`: one array task, `work` over chunk `SLURM_ARRAY_TASK_ID +
     /// REPRORUN_CHUNK_OFFSET`; Slurm's SIGTERM (`--signal=B:TERM`, scancel, requeue) is
     /// passed on so no new unit starts.
     pub(crate) fn task(&self) -> String {
         format!(
-            "#!/bin/sh\n# Written by `reprorun {p} plan`: one array task (spec/cluster.md).\nset -u\nTASKS={}\nRESULTS={}\nREPRORUN=\"${{REPRORUN:-{}}}\"\ni=$(( ${{SLURM_ARRAY_TASK_ID:?not a Slurm array task}} + ${{REPRORUN_CHUNK_OFFSET:-0}} ))\n\"$REPRORUN\" {p} work --tasks \"$TASKS\" --chunk \"$TASKS/chunks/$(printf %04d \"$i\").json\" --results \"$RESULTS\" &\npid=$!\ntrap 'kill -TERM $pid 2>/dev/null' TERM\nwait $pid\nrc=$?\n# A trapped signal ends the first wait early; the second returns work's own status.\nif [ $rc -gt 128 ]; then wait $pid; rc=$?; fi\nexit $rc\n",
+            "#!/bin/sh\n# Written by `reprorun {p} plan`: one array task (spec/cluster.md).\nset -u\nTASKS={}\nRESULTS={}\nREPRORUN=\"${{REPRORUN:-{}}}\"\ni=$(( ${{SLURM_ARRAY_TASK_ID:?not a Slurm array task}} + ${{REPRORUN_CHUNK_OFFSET:-0}} ))\n\"$REPRORUN\" {p} work --tasks \"$TASKS\" --chunk \"$TASKS/chunks/$(printf %04d \"$i\").json\" --results \"$RESULTS\" &\npid=$!\ntrap 'kill -TERM $pid 2>/dev/null' TERM\nwait $pid\nrc=$?\n# A trapped signal ends the first wait early; the second returns work's own status.\nif [ $rc -gt 128 ]; then wait $pid; rc=$?; fi\n# A one-chunk plan's task merges (no merge job): the first failure is its status.\nif [ \"${{REPRORUN_MERGE_IN_TASK:-}}\" = 1 ]; then\n  REPRORUN=\"$REPRORUN\" \"$TASKS/merge.sh\"; m=$?\n  [ $rc -ne 0 ] || rc=$m\nfi\nexit $rc\n",
             sh_quote(&self.tasks.to_string_lossy()),
             sh_quote(&self.results.to_string_lossy()),
             exe(self.reprorun),

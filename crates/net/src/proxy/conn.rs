@@ -65,7 +65,7 @@ pub(super) fn serve(
     shared.finish(id, record);
 }
 
-/// Over every budget: answers from the accept thread without waiting for the request
+/// Over every budget: answers on the thread that accepted it, without waiting for the request
 /// (a SOCKS client gets the method choice and a general failure at once), and closes.
 pub(super) fn refuse_busy_now(
     shared: &Shared,

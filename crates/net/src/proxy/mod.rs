@@ -1,12 +1,12 @@
 //! The proxy: HTTP CONNECT, absolute-form HTTP and SOCKS5 on one listening socket.
 //!
-//! One accept thread polls the listener and a wake-up pipe; every accepted connection runs
-//! on a thread (one kept from an earlier connection when one waits: `workers`) that
-//! (`conn`) reads the request (`http`, `socks`), decides by name, resolves,
+//! Connection threads take turns accepting on the listener (`accept`: leader/follower); the
+//! thread that accepted a connection serves it (`conn`): reads the request (`http`, `socks`), decides by name, resolves,
 //! connects, checks the TLS SNI of tunnels (`sni`) and relays with `splice(2)` (`relay`).
 //! Every socket a connection opens is registered in [`Shared::live`], so that `stop` can
 //! shut them all down and join every thread.
 
+mod accept;
 mod body;
 mod conn;
 #[doc(hidden)]
@@ -28,16 +28,12 @@ mod workers;
 
 use std::collections::HashMap;
 use std::net::TcpStream;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{accept4, SockFlag};
 
 use super::log::{ConnRecord, Decision, Kept, LogFile, Network};
 use super::Egress;
@@ -102,12 +98,12 @@ impl Default for Config {
 /// A running proxy.
 pub struct Proxy {
     shared: Arc<Shared>,
-    /// Write end of the pipe that wakes the accept thread.
+    /// Write end of the pipe that stops the accepting threads.
     wake: Option<OwnedFd>,
-    accept: Option<JoinHandle<()>>,
+    pool: Option<Arc<accept::Pool>>,
 }
 
-/// What the accept thread and every connection thread share.
+/// What every connection thread shares.
 struct Shared {
     broker: Broker,
     config: Config,
@@ -295,14 +291,16 @@ pub(crate) fn start_with(
         active: AtomicUsize::new(0),
         overflow: AtomicUsize::new(0),
     });
-    let for_thread = Arc::clone(&shared);
-    let accept = std::thread::Builder::new()
-        .name("rrnet-accept".into())
-        .spawn(move || accept_loop(&for_thread, &listener, &wake_r))?;
+    let pool = accept::Pool::start(
+        Arc::clone(&shared),
+        listener,
+        wake_r,
+        ("rrnet-conn", CONN_STACK),
+    )?;
     Ok(Proxy {
         shared,
         wake: Some(wake_w),
-        accept: Some(accept),
+        pool: Some(pool),
     })
 }
 
@@ -331,8 +329,8 @@ impl Proxy {
         if let Some(wake) = self.wake.take() {
             let _ = nix::unistd::write(&wake, &[1]);
         }
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
+        if let Some(pool) = self.pool.take() {
+            pool.join();
         }
     }
 }
@@ -341,52 +339,6 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.halt();
     }
-}
-
-/// Accepts until woken, then joins every connection thread (the listener and the wake-up
-/// pipe are closed when the caller's thread returns).
-fn accept_loop(shared: &Arc<Shared>, listener: &OwnedFd, wake: &OwnedFd) {
-    let workers = workers::Workers::new("rrnet-conn", CONN_STACK);
-    let mut next_id = 0u64;
-    loop {
-        let mut fds = [
-            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
-            PollFd::new(wake.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-        let woken = fds[1].revents().is_some_and(|r| !r.is_empty());
-        if woken || lock(&shared.live).stopping {
-            break;
-        }
-        loop {
-            match accept4(listener.as_raw_fd(), SockFlag::SOCK_CLOEXEC) {
-                Ok(fd) => {
-                    timing::mark("h.accepted");
-                    // SAFETY: accept4 just returned this descriptor; nothing else owns it.
-                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-                    admit(shared, &workers, next_id, TcpStream::from(owned));
-                    next_id += 1;
-                }
-                Err(Errno::EINTR | Errno::ECONNABORTED | Errno::EPROTO) => {}
-                // Every pending connection taken: back to waiting.
-                Err(Errno::EAGAIN) => break,
-                Err(Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM) => {
-                    // Out of descriptors or memory: let connections end before trying again.
-                    std::thread::sleep(Duration::from_millis(50));
-                    break;
-                }
-                Err(_) => {
-                    // Not a listening socket any more, or worse: do not spin on it.
-                    std::thread::sleep(Duration::from_millis(50));
-                    break;
-                }
-            }
-        }
-    }
-    workers.join();
 }
 
 /// Which budget a connection is served from.
@@ -398,8 +350,8 @@ enum Tier {
     Busy,
 }
 
-/// Starts serving a freshly accepted connection on one of `workers`.
-fn admit(shared: &Arc<Shared>, workers: &workers::Workers, id: u64, client: TcpStream) {
+/// Serves a freshly accepted connection on this thread, within the connection caps.
+fn admit(shared: &Shared, id: u64, client: TcpStream) {
     let started = SystemTime::now();
     let since = Instant::now();
     let _ = client.set_nodelay(true);
@@ -425,29 +377,18 @@ fn admit(shared: &Arc<Shared>, workers: &workers::Workers, id: u64, client: TcpS
             return;
         }
     };
-    let for_thread = Arc::clone(shared);
-    let thread_client = Arc::clone(&client);
-    let spawned = workers.run(move || {
-        conn::serve(&for_thread, id, thread_client, tier, started, since);
-        let counter = match tier {
-            Tier::Normal => &for_thread.active,
-            Tier::Busy => &for_thread.overflow,
-        };
-        counter.fetch_sub(1, Ordering::SeqCst);
-    });
-    match spawned {
-        Ok(()) => {}
-        Err(e) => {
-            let counter = match tier {
-                Tier::Normal => &shared.active,
-                Tier::Busy => &shared.overflow,
-            };
-            counter.fetch_sub(1, Ordering::SeqCst);
-            let mut record = blank_record(started);
-            record.rule = format!("cannot start a connection thread: {e}");
-            record.duration_ms = millis(since);
-            shared.unregister(id);
-            shared.finish(id, record);
-        }
-    }
+    conn::serve(shared, id, client, tier, started, since);
+    let counter = match tier {
+        Tier::Normal => &shared.active,
+        Tier::Busy => &shared.overflow,
+    };
+    counter.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A connection no thread could be found for: closed, and recorded with why.
+fn refuse_unserved(shared: &Shared, id: u64, client: TcpStream, error: &std::io::Error) {
+    let mut record = blank_record(SystemTime::now());
+    record.rule = format!("cannot start a connection thread: {error}");
+    drop(client);
+    shared.finish(id, record);
 }

@@ -4,7 +4,8 @@
 //! and ending up to three threads. A [`Workers`] keeps a thread that finished its job
 //! waiting for the next one, for a while and up to a number; a job with no thread waiting
 //! gets a new one. What bounds the work is unchanged: the callers count their jobs (the
-//! connection caps), and a job never waits for a free thread.
+//! connection caps), and a job never waits for a free thread. The supervisor's deciding
+//! threads use it; the helper's connection threads take turns accepting instead (`accept`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};

@@ -250,3 +250,41 @@ fn stop_leaves_no_fds_or_threads() {
         leaked()
     );
 }
+
+#[test]
+fn connections_one_after_another_take_turns_on_a_few_threads() {
+    let _w = CENSUS.write().unwrap_or_else(|p| p.into_inner());
+    let up = Server::start(Mode::Echo);
+    assert!(eventually(|| proxy_threads() == 0));
+    let (proxy, addr) = proxy_with(up_egress(up.port()), Config::default(), None);
+    let connect = format!("CONNECT up.test:{} HTTP/1.1\r\n\r\n", up.port());
+    let mut most = 0;
+    for _ in 0..200 {
+        let mut c = client(addr, connect.as_bytes());
+        assert_eq!(read_head(&mut c), ESTABLISHED);
+        drop(c);
+        most = most.max(proxy_threads());
+    }
+    // The leader, at most 16 followers, and a connection still ending.
+    assert!(most <= 18, "{most} threads for connections one at a time");
+    // Every thread but the leader busy with a held tunnel: the next one is still accepted
+    // and served (a new thread leads while the leader serves).
+    let held: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut c = client(addr, connect.as_bytes());
+            assert_eq!(read_head(&mut c), ESTABLISHED);
+            c
+        })
+        .collect();
+    let mut last = client(addr, connect.as_bytes());
+    assert_eq!(read_head(&mut last), ESTABLISHED);
+    last.write_all(b"x").unwrap();
+    let mut one = [0u8; 1];
+    last.read_exact(&mut one).unwrap();
+    assert_eq!(&one, b"x");
+    drop((held, last));
+    let records = proxy.stop().records;
+    assert_eq!(records.len(), 221);
+    assert!(records.iter().all(|r| r.decision == Decision::Allowed));
+    assert!(eventually(|| proxy_threads() == 0));
+}
