@@ -321,18 +321,12 @@ fn system_bundle() -> Result<(String, String), InjectError> {
     })
 }
 
-/// A PEM file of at most [`BUNDLE_MAX`] bytes.
+/// A PEM file of at most [`BUNDLE_MAX`] bytes: a regular file, opened without blocking (a
+/// FIFO or a device is refused, not waited on or read). Links are followed: the system
+/// bundles are links, and a caller's `--upstream-ca` has its links refused (unless
+/// `--follow-symlinks`) where the path is named, as the host-path rule has it.
 fn read_bundle(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    file.take(BUNDLE_MAX + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > BUNDLE_MAX {
-        return Err(format!("larger than {BUNDLE_MAX} bytes"));
-    }
-    Ok(text)
+    reprorun_base::sys::hostpath::read_to_string(path, true, BUNDLE_MAX).map_err(|e| e.to_string())
 }
 
 /// The certificates of a PEM bundle as trust anchors (at least one).

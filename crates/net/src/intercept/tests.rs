@@ -155,3 +155,21 @@ fn key_exchange_offers_x25519_first() {
     use rustls::NamedGroup::{secp256r1, secp384r1, X25519};
     assert_eq!(names, vec![X25519, secp256r1, secp384r1]);
 }
+
+#[test]
+fn an_upstream_ca_that_is_a_fifo_or_a_device_is_refused_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let e = Intercept::new(&[inject("K", "api.test")], Some(path), &|_| {
+            Some(VALUE.into())
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("--upstream-ca") && e.to_string().contains("regular"),
+            "{}: {e}",
+            path.display()
+        );
+    }
+}

@@ -173,8 +173,11 @@ pub(super) fn determinism(
             // The upstreams of a recorded container's TLS are verified against this file's
             // CAs (`--upstream-ca`), read at `create`.
             "net.upstream-ca" => {
-                d.egress.get_or_insert_with(Default::default).upstream_ca =
-                    Some(host_path(value, &field)?);
+                let path = host_path(value, &field)?;
+                // The host-path rule: no link in any component (a run could have planted one).
+                crate::plan::refuse_link(&path, false, "org.reprorun.net.upstream-ca")
+                    .map_err(|e| bad(field.as_str(), e.to_string()))?;
+                d.egress.get_or_insert_with(Default::default).upstream_ca = Some(path);
             }
             "strict" => {
                 bool_value(value, &field)?;

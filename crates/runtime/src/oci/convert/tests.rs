@@ -1150,3 +1150,29 @@ fn idmapped_mounts_need_a_mount_namespace_not_joined_by_path() {
         "mounts[5]: idmapped mounts in a container that joins a mount namespace by path are not supported"
     );
 }
+
+/// `org.reprorun.net.upstream-ca` follows the host-path rule: a link in any component (one a
+/// run could have planted) is refused at `create`, not read by the monitor.
+#[test]
+fn an_upstream_ca_annotation_through_a_link_is_refused() {
+    let host = tempfile::tempdir().unwrap();
+    std::fs::write(host.path().join("ca.pem"), "x").unwrap();
+    std::os::unix::fs::symlink(host.path(), host.path().join("linked")).unwrap();
+    std::os::unix::fs::symlink("ca.pem", host.path().join("ca-link.pem")).unwrap();
+    for planted in ["linked/ca.pem", "ca-link.pem"] {
+        let (dir, mut config) = bundle();
+        config["annotations"]["org.reprorun.net.record"] = "/srv/cassette".into();
+        let path = host.path().join(planted);
+        config["annotations"]["org.reprorun.net.upstream-ca"] = path.to_str().unwrap().into();
+        let e = resolve_json(&dir.path(), &config).unwrap_err().to_string();
+        assert!(
+            e.starts_with("annotations.org.reprorun.net.upstream-ca:") && e.contains("link"),
+            "{planted}: {e}"
+        );
+    }
+    let (dir, mut config) = bundle();
+    config["annotations"]["org.reprorun.net.record"] = "/srv/cassette".into();
+    let real = host.path().join("ca.pem");
+    config["annotations"]["org.reprorun.net.upstream-ca"] = real.to_str().unwrap().into();
+    assert!(resolve_json(&dir.path(), &config).is_ok());
+}
