@@ -221,6 +221,22 @@ const CASES: &[Case] = &[
         dev: 3,
     },
     Case {
+        flag: "--upstream-ca",
+        args: &[
+            "exec",
+            "--allow-host",
+            "example.test",
+            "--net-record",
+            "rec",
+            "--upstream-ca",
+            "P",
+            "--",
+            "true",
+        ],
+        dir: false,
+        dev: 5,
+    },
+    Case {
         flag: "--db",
         args: &["reproduce", "report", "--db", "P", "--out", "report"],
         dir: false,
