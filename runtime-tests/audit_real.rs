@@ -185,13 +185,7 @@ fn the_judge_and_the_auditor_keep_their_held_out_figures() {
     let dir = work.path();
     let held_out = held_out_papers();
     assert!(held_out.len() >= 16, "{held_out:?}");
-    run(
-        Command::new(recipe_dir().join("build.sh"))
-            .arg(dir.join("input"))
-            .env("ONLY", held_out.join(",")),
-        "build.sh",
-    );
-    run(&mut bin(dir, &SNAPSHOT_BUILT_INPUT), "audit snapshot");
+    build_and_snapshot(dir, &held_out);
     let here = recipe_dir();
     let agents = [
         ("audit.db", None),
@@ -288,13 +282,7 @@ fn the_judge_keeps_its_tuning_figures_and_the_stuffing_agent_gains_nothing() {
     let dir = work.path();
     let tuning = papers_of("tuning");
     assert!(tuning.len() >= 11, "{tuning:?}");
-    run(
-        Command::new(recipe_dir().join("build.sh"))
-            .arg(dir.join("input"))
-            .env("ONLY", tuning.join(",")),
-        "build.sh",
-    );
-    run(&mut bin(dir, &SNAPSHOT_BUILT_INPUT), "audit snapshot");
+    build_and_snapshot(dir, &tuning);
     let here = recipe_dir();
     let mut figures = BTreeMap::new();
     for (db, root, cmd) in [
@@ -390,6 +378,17 @@ fn at_least(h: &serde_json::Value, figure: &str, floor: (u64, u64), who: &str) -
 }
 
 /// The paper ids of the held-out half of `split.tsv`.
+/// Builds the real corpus of `papers` into `dir/input` and snapshots it.
+fn build_and_snapshot(dir: &Path, papers: &[String]) {
+    run(
+        Command::new(recipe_dir().join("build.sh"))
+            .arg(dir.join("input"))
+            .env("ONLY", papers.join(",")),
+        "build.sh",
+    );
+    run(&mut bin(dir, &SNAPSHOT_BUILT_INPUT), "audit snapshot");
+}
+
 fn held_out_papers() -> Vec<String> {
     papers_of("held-out")
 }
